@@ -1,0 +1,39 @@
+# pykorn: every target sets up what it needs (a virtualenv in .venv, the package installed).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test proto proto-check lint venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## run: start the core on its bundled default config, drive it with the fake shim's demo, stop it.
+run: $(STAMP)
+	$(BIN)/pykorn fake demo
+
+## test: the whole suite (unit, property, integration over real gRPC on loopback).
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## proto: regenerate the committed stubs from proto/si/v1/si.proto.
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -Iproto --python_out=proto --pyi_out=proto \
+		--grpc_python_out=proto proto/si/v1/si.proto
+
+## proto-check: fail when the committed stubs differ from what `make proto` generates.
+proto-check: $(STAMP)
+	$(BIN)/python tools/check_proto_drift.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

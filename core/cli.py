@@ -1,0 +1,95 @@
+"""The `pykorn` command: `pykorn core`, `pykorn config validate`, `pykorn fake demo`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from core.logging_setup import configure_logging
+
+
+def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:
+    parser.add_argument("--log-level", default=level, choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console"],
+        default=None,
+        help="default: console on a terminal, JSON otherwise",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pykorn", description="A YuniKorn-style scheduler core.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    core = commands.add_parser("core", help="run the scheduler core daemon (gRPC si.v1.Scheduler)")
+    core.add_argument("--listen", default="127.0.0.1:3333", help="gRPC address (default 127.0.0.1:3333)")
+    core.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="queues.yaml used when an RM registers without a config (default: bundled)",
+    )
+    core.add_argument("--port-file", type=Path, default=None, help="write the bound port here once listening")
+    _add_logging_flags(core)
+
+    config = commands.add_parser("config", help="work with queues.yaml files")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    validate = config_commands.add_parser("validate", help="check a queues.yaml; print errors or the tree")
+    validate.add_argument("file", type=Path)
+
+    fake = commands.add_parser("fake", help="the fake resource manager")
+    fake_commands = fake.add_subparsers(dest="fake_command", required=True)
+    demo = fake_commands.add_parser("demo", help="drive a core with a short demo session")
+    demo.add_argument(
+        "--core",
+        default=None,
+        help="HOST:PORT of a running core; without it a core process is started and stopped",
+    )
+    _add_logging_flags(demo, level="warning")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "core":
+        return _run_core(args)
+    if args.command == "config":
+        from core.config.report import validate_file
+
+        return validate_file(args.file, sys.stdout)
+    if args.command == "fake":
+        from shim_fake.demo import run_demo
+
+        configure_logging(args.log_level, _json_flag(args.log_format))
+        return asyncio.run(run_demo(args.core, sys.stdout))
+    return 2
+
+
+def _json_flag(value: str | None) -> bool | None:
+    return None if value is None else value == "json"
+
+
+def _run_core(args: argparse.Namespace) -> int:
+    from core.config import ConfigError
+    from core.server.daemon import CoreOptions, run_core
+
+    configure_logging(args.log_level, _json_flag(args.log_format))
+    options = CoreOptions(listen=args.listen, config_path=args.config, port_file=args.port_file)
+    try:
+        asyncio.run(run_core(options))
+    except ConfigError as exc:
+        sys.stderr.write(f"pykorn core: the configuration {args.config} is invalid:\n")
+        for problem in exc.problems:
+            sys.stderr.write(f"  {problem}\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(f"pykorn core: {exc}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""The cluster context: every RM's partitions, and the synchronous application of commands.
+
+This is the state the engine owns. It is plain Python with an injected clock, so tests and property
+checks drive it directly: apply commands, run `schedule`, read `drain_results`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+
+from core.commands import (
+    AppAdd,
+    AppRemove,
+    Command,
+    NodeAction,
+    NodeChange,
+    RegisterRM,
+    ReleaseRequest,
+    UpdateAllocations,
+    UpdateApplications,
+    UpdateConfig,
+    UpdateNodes,
+)
+from core.config.schema import SchedulerConfig
+from core.objects.allocation import Allocation
+from core.objects.partition import Partition, Rejection
+from core.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
+from core.scheduling import allocate
+
+log = structlog.get_logger("pykorn.cluster")
+
+
+def internal_partition_name(rm_id: str, name: str) -> str:
+    return f"[{rm_id}]{name}"
+
+
+class ClusterContext:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.configs: dict[str, SchedulerConfig] = {}
+        self.partitions: dict[str, Partition] = {}
+        self._results: dict[str, ResultBatch] = {}
+
+    # Results ----------------------------------------------------------------------------------
+    def _out(self, rm_id: str) -> ResultBatch:
+        batch = self._results.get(rm_id)
+        if batch is None:
+            batch = self._results[rm_id] = ResultBatch(rm_id)
+        return batch
+
+    def drain_results(self) -> list[ResultBatch]:
+        for part in self.partitions.values():
+            changes = part.drain_app_changes()
+            if changes:
+                self._out(part.rm_id).updated_apps.extend(
+                    AppUpdate(c.app_id, c.state.value, c.time, c.message) for c in changes
+                )
+        batches = list(self._results.values())
+        self._results = {}
+        return batches
+
+    # Dispatch ---------------------------------------------------------------------------------
+    def apply(self, command: Command) -> None:
+        match command:
+            case RegisterRM():
+                self._register(command)
+            case UpdateConfig():
+                self._update_config(command)
+            case UpdateNodes():
+                for change in command.changes:
+                    self._node_change(command.rm_id, change)
+            case UpdateApplications():
+                for add in command.adds:
+                    self._add_app(command.rm_id, add)
+                for remove in command.removes:
+                    self._remove_app(command.rm_id, remove)
+            case UpdateAllocations():
+                for alloc in command.allocations:
+                    self._add_allocation(command.rm_id, alloc)
+                for release in command.releases:
+                    self._release(command.rm_id, release)
+
+    def schedule(self, budget: int) -> int:
+        """Allocate as much as fits, at most `budget` allocations over all partitions."""
+        now = self.clock()
+        made = 0
+        for part in self.partitions.values():
+            if made >= budget:
+                break
+            if not part.has_pending():
+                continue
+            new = allocate(part, now, budget - made)
+            if new:
+                self._out(part.rm_id).new_allocations.extend(new)
+                made += len(new)
+        return made
+
+    def has_pending(self) -> bool:
+        return any(p.has_pending() for p in self.partitions.values())
+
+    def is_registered(self, rm_id: str) -> bool:
+        return rm_id in self.configs
+
+    # RMs and configuration ----------------------------------------------------------------------
+    def _register(self, cmd: RegisterRM) -> None:
+        # Registering again starts the RM from scratch: it re-sends its full state afterwards.
+        for name in [n for n, p in self.partitions.items() if p.rm_id == cmd.rm_id]:
+            del self.partitions[name]
+        self._results.pop(cmd.rm_id, None)
+        self.configs[cmd.rm_id] = cmd.config
+        for part_cfg in cmd.config.partitions:
+            name = internal_partition_name(cmd.rm_id, part_cfg.name)
+            self.partitions[name] = Partition(name, cmd.rm_id, part_cfg)
+        log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
+        if cmd.reply:
+            cmd.reply(None)
+
+    def _update_config(self, cmd: UpdateConfig) -> None:
+        if cmd.rm_id not in self.configs:
+            if cmd.reply:
+                cmd.reply(Rejection(f"resource manager {cmd.rm_id} is not registered"))
+            return
+        self.configs[cmd.rm_id] = cmd.config
+        for part_cfg in cmd.config.partitions:
+            name = internal_partition_name(cmd.rm_id, part_cfg.name)
+            existing = self.partitions.get(name)
+            if existing is None:
+                self.partitions[name] = Partition(name, cmd.rm_id, part_cfg)
+            else:
+                existing.apply_config(part_cfg)
+        log.info("configuration updated", rmID=cmd.rm_id)
+        if cmd.reply:
+            cmd.reply(None)
+
+    def _partition(self, rm_id: str, name: str) -> Partition:
+        part = self.partitions.get(name)
+        if part is None or part.rm_id != rm_id:
+            shown = name[len(rm_id) + 2 :] if name.startswith(f"[{rm_id}]") else name
+            raise Rejection(f"partition {shown} does not exist for resource manager {rm_id}")
+        return part
+
+    # Nodes ------------------------------------------------------------------------------------
+    def _node_change(self, rm_id: str, change: NodeChange) -> None:
+        out = self._out(rm_id)
+        try:
+            part = self._partition(rm_id, change.partition)
+            self._apply_node_change(part, change)
+        except Rejection as exc:
+            out.rejected_nodes.append(RejectedItem(change.node_id, "", str(exc)))
+            log.warning("node change rejected", rmID=rm_id, nodeID=change.node_id, reason=str(exc))
+            return
+        out.accepted_nodes.append(change.node_id)
+
+    def _apply_node_change(self, part: Partition, change: NodeChange) -> None:
+        action = change.action
+        if action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN):
+            if change.capacity is None:
+                raise Rejection(f"node {change.node_id} reports no schedulable resource")
+            part.add_node(change.node_id, change.capacity, change.attributes, action == NodeAction.CREATE)
+        elif action == NodeAction.UPDATE:
+            part.update_node(change.node_id, change.capacity, change.attributes)
+        elif action == NodeAction.DRAIN:
+            part.node(change.node_id).schedulable = False
+        elif action == NodeAction.DRAIN_TO_SCHEDULABLE:
+            node = part.node(change.node_id)
+            if node.schedulable:
+                raise Rejection(f"node {change.node_id} is not draining")
+            node.schedulable = True
+        elif action == NodeAction.DECOMMISSION:
+            released = part.remove_node(change.node_id)
+            self._report_released(part, released, Termination.STOPPED_BY_RM, f"Node {change.node_id} Removed")
+            self._complete_idle_apps(part, released)
+
+    # Applications -----------------------------------------------------------------------------
+    def _add_app(self, rm_id: str, add: AppAdd) -> None:
+        out = self._out(rm_id)
+        try:
+            part = self._partition(rm_id, add.partition)
+            app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, self.clock())
+        except Rejection as exc:
+            out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
+            log.warning("application rejected", rmID=rm_id, applicationID=add.app_id, reason=str(exc))
+            return
+        out.accepted_apps.append(add.app_id)
+        log.info("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)
+
+    def _remove_app(self, rm_id: str, remove: AppRemove) -> None:
+        try:
+            part = self._partition(rm_id, remove.partition)
+            released = part.remove_application(remove.app_id)
+        except Rejection as exc:
+            self._out(rm_id).rejected_apps.append(RejectedItem("", remove.app_id, str(exc)))
+            return
+        self._report_released(
+            part, released, Termination.STOPPED_BY_RM, f"Application {remove.app_id} Removed"
+        )
+        log.info("application removed", rmID=rm_id, applicationID=remove.app_id, released=len(released))
+
+    # Allocations ------------------------------------------------------------------------------
+    def _add_allocation(self, rm_id: str, alloc: Allocation) -> None:
+        now = self.clock()
+        try:
+            part = self._partition(rm_id, alloc.partition)
+            if alloc.foreign:
+                part.add_foreign(alloc)
+                return
+            if alloc.node_id:
+                part.add_existing(alloc, now)
+                # Confirm an RM-reported allocation as YuniKorn does, so the RM knows it is counted.
+                self._out(rm_id).new_allocations.append(alloc)
+            else:
+                part.add_ask(alloc, now)
+        except Rejection as exc:
+            self._out(rm_id).rejected_allocations.append(
+                RejectedItem(alloc.key, alloc.application_id, str(exc))
+            )
+            log.warning(
+                "allocation rejected",
+                rmID=rm_id,
+                applicationID=alloc.application_id,
+                allocationKey=alloc.key,
+                reason=str(exc),
+            )
+
+    def _release(self, rm_id: str, release: ReleaseRequest) -> None:
+        try:
+            part = self._partition(rm_id, release.partition)
+            released = part.release(release.app_id, release.key, self.clock())
+        except Rejection as exc:
+            self._out(rm_id).rejected_allocations.append(RejectedItem(release.key, release.app_id, str(exc)))
+            log.warning(
+                "release rejected",
+                rmID=rm_id,
+                applicationID=release.app_id,
+                allocationKey=release.key,
+                reason=str(exc),
+            )
+            return
+        self._report_released(
+            part, released, Termination.STOPPED_BY_RM, "allocation remove as per RM request"
+        )
+
+    def _report_released(
+        self, part: Partition, released: list[Allocation], termination: Termination, message: str
+    ) -> None:
+        if not released:
+            return
+        self._out(part.rm_id).released.extend(
+            Released(part.name, a.application_id, a.key, termination, message) for a in released
+        )
+
+    def _complete_idle_apps(self, part: Partition, released: list[Allocation]) -> None:
+        now = self.clock()
+        for app_id in {a.application_id for a in released}:
+            app = part.applications.get(app_id)
+            if app is not None and app.is_idle():
+                part.complete_if_idle(app, now)

@@ -1,0 +1,99 @@
+"""What the engine is asked to do. Built by rmproxy from si messages; free of transport types.
+
+Partition names here are already internal (`[rmID]name`), so a command can only reach the
+partitions of the RM that sent it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from core.config.schema import SchedulerConfig
+from core.objects.allocation import Allocation
+from core.resources import Resource
+
+
+class NodeAction(StrEnum):
+    CREATE = "CREATE"
+    CREATE_DRAIN = "CREATE_DRAIN"
+    UPDATE = "UPDATE"
+    DRAIN = "DRAIN_NODE"
+    DRAIN_TO_SCHEDULABLE = "DRAIN_TO_SCHEDULABLE"
+    DECOMMISSION = "DECOMISSION"
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    node_id: str
+    action: NodeAction
+    partition: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    capacity: Resource | None = None
+
+
+@dataclass(frozen=True)
+class AppAdd:
+    app_id: str
+    partition: str
+    queue: str
+    user: str = ""
+    groups: tuple[str, ...] = ()
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AppRemove:
+    app_id: str
+    partition: str
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    partition: str
+    app_id: str
+    key: str  # empty: everything the application holds
+    message: str = ""
+
+
+# A reply hook for commands whose sender waits (registration, config updates): called with None on
+# success or with the exception that refused the command.
+Reply = Callable[[Exception | None], None]
+
+
+@dataclass(frozen=True)
+class RegisterRM:
+    rm_id: str
+    config: SchedulerConfig
+    reply: Reply | None = None
+
+
+@dataclass(frozen=True)
+class UpdateConfig:
+    rm_id: str
+    config: SchedulerConfig
+    reply: Reply | None = None
+
+
+@dataclass(frozen=True)
+class UpdateNodes:
+    rm_id: str
+    changes: tuple[NodeChange, ...]
+
+
+@dataclass(frozen=True)
+class UpdateApplications:
+    rm_id: str
+    adds: tuple[AppAdd, ...] = ()
+    removes: tuple[AppRemove, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpdateAllocations:
+    rm_id: str
+    allocations: tuple[Allocation, ...] = ()
+    releases: tuple[ReleaseRequest, ...] = ()
+
+
+Command = RegisterRM | UpdateConfig | UpdateNodes | UpdateApplications | UpdateAllocations

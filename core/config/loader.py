@@ -1,0 +1,411 @@
+"""Load queues.yaml text into a validated SchedulerConfig, strictly.
+
+Everything wrong is collected, not just the first problem, so one round trip shows the sender the
+whole list; each problem names its YAML path and line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources as importlib_resources
+
+import yaml
+from yaml.nodes import Node
+
+from core.config.schema import (
+    DEFAULT_PARTITION,
+    ROOT_QUEUE,
+    ChildTemplate,
+    Filter,
+    LimitConfig,
+    NodeSortPolicyConfig,
+    PartitionConfig,
+    PlacementRuleConfig,
+    PreemptionConfig,
+    QueueConfig,
+    SchedulerConfig,
+)
+from core.config.validation import validate_partition
+from core.config.yaml_reader import Problem, YamlReader, line_of
+from core.resources import Resource, ResourceError, parse_quantity
+
+_TOP_KEYS = frozenset({"partitions"})
+_PARTITION_KEYS = frozenset(
+    {"name", "queues", "placementrules", "limits", "preemption", "nodesortpolicy", "statedumpfilepath"}
+)
+_QUEUE_KEYS = frozenset(
+    {
+        "name",
+        "parent",
+        "resources",
+        "maxapplications",
+        "properties",
+        "adminacl",
+        "submitacl",
+        "childtemplate",
+        "limits",
+        "queues",
+    }
+)
+_RESOURCES_KEYS = frozenset({"guaranteed", "max"})
+_RULE_KEYS = frozenset({"name", "create", "parent", "value", "filter"})
+_FILTER_KEYS = frozenset({"type", "users", "groups"})
+_LIMIT_KEYS = frozenset({"limit", "users", "groups", "maxresources", "maxapplications"})
+_TEMPLATE_KEYS = frozenset({"maxapplications", "properties", "resources"})
+_PREEMPTION_KEYS = frozenset({"enabled", "quotapreemptionenabled"})
+_NODESORT_KEYS = frozenset({"type", "resourceweights"})
+_RULE_NAMES = frozenset({"provided", "user", "tag", "fixed"})
+_NODESORT_TYPES = frozenset({"fair", "binpacking"})
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; `problems` lists every reason."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("invalid configuration: " + "; ".join(str(p) for p in problems))
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: SchedulerConfig
+    warnings: tuple[Problem, ...]
+
+
+def default_config_text() -> str:
+    return importlib_resources.files("core.config").joinpath("default_queues.yaml").read_text()
+
+
+def load_config(text: str) -> LoadedConfig:
+    """Parse and validate; an empty text means the bundled default configuration."""
+    if not text.strip():
+        text = default_config_text()
+    try:
+        document = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError([Problem("", line, f"not valid YAML: {problem}")]) from None
+    reader = YamlReader()
+    partitions = _read_document(reader, document)
+    if not reader.problems:
+        for part in partitions:
+            validate_partition(reader, part)
+    if reader.problems:
+        raise ConfigError(reader.problems)
+    return LoadedConfig(SchedulerConfig(tuple(partitions), source=text), tuple(reader.warnings))
+
+
+def _read_document(reader: YamlReader, document: Node | None) -> list[PartitionConfig]:
+    if document is None:
+        reader.error("", None, "the configuration is empty: it needs a 'partitions' list")
+        return []
+    top = reader.mapping(document, "", _TOP_KEYS)
+    if top is None:
+        return []
+    if "partitions" not in top:
+        reader.error("partitions", document, "missing: a configuration needs a 'partitions' list")
+        return []
+    items = reader.sequence(top["partitions"], "partitions")
+    if items is None:
+        return []
+    if not items:
+        reader.error("partitions", top["partitions"], "at least one partition is required")
+    out = []
+    seen: dict[str, str] = {}
+    for i, node in enumerate(items):
+        path = f"partitions[{i}]"
+        part = _read_partition(reader, node, path)
+        if part is None:
+            continue
+        lowered = part.name.lower()
+        if lowered in seen:
+            reader.error(
+                f"{path}.name", node, f"duplicate partition name {part.name!r} (also {seen[lowered]})"
+            )
+            continue
+        seen[lowered] = path
+        out.append(part)
+    return out
+
+
+def _read_partition(reader: YamlReader, node: Node, path: str) -> PartitionConfig | None:
+    fields = reader.mapping(node, path, _PARTITION_KEYS)
+    if fields is None:
+        return None
+    name = DEFAULT_PARTITION
+    if "name" in fields:
+        name = reader.string(fields["name"], f"{path}.name") or ""
+        if not name:
+            reader.error(f"{path}.name", fields["name"], "a partition name cannot be empty")
+    root = _read_top_queues(reader, fields.get("queues"), f"{path}.queues", node)
+    rules: tuple[PlacementRuleConfig, ...] = ()
+    if "placementrules" in fields:
+        rule_nodes = reader.sequence(fields["placementrules"], f"{path}.placementrules") or []
+        rules = tuple(
+            r
+            for i, n in enumerate(rule_nodes)
+            if (r := _read_rule(reader, n, f"{path}.placementrules[{i}]")) is not None
+        )
+    limits = _read_limits(reader, fields.get("limits"), f"{path}.limits")
+    preemption = _read_preemption(reader, fields.get("preemption"), f"{path}.preemption")
+    nodesort = _read_nodesort(reader, fields.get("nodesortpolicy"), f"{path}.nodesortpolicy")
+    if root is None:
+        return None
+    return PartitionConfig(
+        name=name,
+        root=root,
+        placement_rules=rules,
+        limits=limits,
+        preemption=preemption,
+        node_sort_policy=nodesort,
+        line=line_of(node),
+        path=path,
+    )
+
+
+def _read_top_queues(reader: YamlReader, node: Node | None, path: str, owner: Node) -> QueueConfig | None:
+    """The partition's queue list: a single `root`, or top-level queues that get a root added."""
+    if node is None:
+        return QueueConfig(name=ROOT_QUEUE, parent=True, line=line_of(owner), path=path)
+    items = reader.sequence(node, path)
+    if items is None:
+        return None
+    queues = [q for i, n in enumerate(items) if (q := _read_queue(reader, n, f"{path}[{i}]")) is not None]
+    if len(queues) == 1 and queues[0].name.lower() == ROOT_QUEUE:
+        q = queues[0]
+        return QueueConfig(
+            name=ROOT_QUEUE,
+            parent=True,
+            guaranteed=q.guaranteed,
+            max=q.max,
+            max_applications=q.max_applications,
+            properties=q.properties,
+            submit_acl=q.submit_acl,
+            admin_acl=q.admin_acl,
+            child_template=q.child_template,
+            limits=q.limits,
+            queues=q.queues,
+            line=q.line,
+            path=q.path,
+        )
+    for i, q in enumerate(queues):
+        if q.name.lower() == ROOT_QUEUE:
+            reader.error(f"{path}[{i}].name", items[i], "'root' must be the only top-level queue")
+    return QueueConfig(name=ROOT_QUEUE, parent=True, queues=tuple(queues), line=line_of(node), path=path)
+
+
+def _read_queue(reader: YamlReader, node: Node, path: str) -> QueueConfig | None:
+    fields = reader.mapping(node, path, _QUEUE_KEYS)
+    if fields is None:
+        return None
+    if "name" not in fields:
+        reader.error(f"{path}.name", node, "missing: every queue needs a name")
+        return None
+    name = reader.string(fields["name"], f"{path}.name")
+    if name is None:
+        return None
+    parent = False
+    if "parent" in fields:
+        parent = bool(reader.boolean(fields["parent"], f"{path}.parent"))
+    guaranteed, maximum = _read_queue_resources(reader, fields.get("resources"), f"{path}.resources")
+    max_apps = 0
+    if "maxapplications" in fields:
+        max_apps = reader.integer(fields["maxapplications"], f"{path}.maxapplications", minimum=0) or 0
+    properties = _read_properties(reader, fields.get("properties"), f"{path}.properties")
+    submit_acl = reader.string(fields["submitacl"], f"{path}.submitacl") if "submitacl" in fields else None
+    admin_acl = reader.string(fields["adminacl"], f"{path}.adminacl") if "adminacl" in fields else None
+    template = None
+    if "childtemplate" in fields:
+        template = _read_child_template(reader, fields["childtemplate"], f"{path}.childtemplate")
+    limits = _read_limits(reader, fields.get("limits"), f"{path}.limits")
+    children: list[QueueConfig] = []
+    if "queues" in fields:
+        child_nodes = reader.sequence(fields["queues"], f"{path}.queues") or []
+        for i, child in enumerate(child_nodes):
+            q = _read_queue(reader, child, f"{path}.queues[{i}]")
+            if q is not None:
+                children.append(q)
+    return QueueConfig(
+        name=name,
+        parent=parent,
+        guaranteed=guaranteed,
+        max=maximum,
+        max_applications=max_apps,
+        properties=properties,
+        submit_acl=submit_acl,
+        admin_acl=admin_acl,
+        child_template=template,
+        limits=limits,
+        queues=tuple(children),
+        line=line_of(node),
+        path=path,
+    )
+
+
+def _read_queue_resources(
+    reader: YamlReader, node: Node | None, path: str
+) -> tuple[Resource | None, Resource | None]:
+    if node is None:
+        return None, None
+    fields = reader.mapping(node, path, _RESOURCES_KEYS)
+    if fields is None:
+        return None, None
+    guaranteed = (
+        _read_resource(reader, fields["guaranteed"], f"{path}.guaranteed") if "guaranteed" in fields else None
+    )
+    maximum = _read_resource(reader, fields["max"], f"{path}.max") if "max" in fields else None
+    return guaranteed, maximum
+
+
+def _read_resource(reader: YamlReader, node: Node, path: str) -> Resource | None:
+    fields = reader.free_mapping(node, path)
+    if fields is None:
+        return None
+    values: dict[str, int] = {}
+    for name, value_node in fields.items():
+        text = reader.scalar_text(value_node, f"{path}.{name}")
+        if text is None:
+            continue
+        try:
+            values[name] = parse_quantity(name, text)
+        except ResourceError as exc:
+            reader.error(f"{path}.{name}", value_node, str(exc))
+    return Resource(values) if values else None
+
+
+def _read_properties(reader: YamlReader, node: Node | None, path: str) -> tuple[tuple[str, str], ...]:
+    if node is None:
+        return ()
+    fields = reader.free_mapping(node, path) or {}
+    out = []
+    for key, value_node in fields.items():
+        text = reader.scalar_text(value_node, f"{path}.{key}")
+        if text is not None:
+            out.append((key, text))
+    return tuple(out)
+
+
+def _read_child_template(reader: YamlReader, node: Node, path: str) -> ChildTemplate | None:
+    fields = reader.mapping(node, path, _TEMPLATE_KEYS)
+    if fields is None:
+        return None
+    max_apps = 0
+    if "maxapplications" in fields:
+        max_apps = reader.integer(fields["maxapplications"], f"{path}.maxapplications", minimum=0) or 0
+    guaranteed, maximum = _read_queue_resources(reader, fields.get("resources"), f"{path}.resources")
+    return ChildTemplate(
+        max_applications=max_apps,
+        properties=_read_properties(reader, fields.get("properties"), f"{path}.properties"),
+        guaranteed=guaranteed,
+        max=maximum,
+    )
+
+
+def _read_rule(reader: YamlReader, node: Node, path: str) -> PlacementRuleConfig | None:
+    fields = reader.mapping(node, path, _RULE_KEYS)
+    if fields is None:
+        return None
+    if "name" not in fields:
+        reader.error(f"{path}.name", node, "missing: every placement rule needs a name")
+        return None
+    name = (reader.string(fields["name"], f"{path}.name") or "").lower()
+    if name not in _RULE_NAMES:
+        reader.error(
+            f"{path}.name", fields["name"], f"unknown rule {name!r}; expected one of {sorted(_RULE_NAMES)}"
+        )
+        return None
+    create = bool(reader.boolean(fields["create"], f"{path}.create")) if "create" in fields else False
+    value = reader.string(fields["value"], f"{path}.value") or "" if "value" in fields else ""
+    if name in ("tag", "fixed") and not value:
+        reader.error(f"{path}.value", node, f"the {name} rule needs a value")
+    parent = _read_rule(reader, fields["parent"], f"{path}.parent") if "parent" in fields else None
+    rule_filter = Filter()
+    if "filter" in fields:
+        rule_filter = _read_filter(reader, fields["filter"], f"{path}.filter") or Filter()
+    return PlacementRuleConfig(
+        name=name, create=create, value=value, parent=parent, filter=rule_filter, line=line_of(node)
+    )
+
+
+def _read_filter(reader: YamlReader, node: Node, path: str) -> Filter | None:
+    fields = reader.mapping(node, path, _FILTER_KEYS)
+    if fields is None:
+        return None
+    kind = (reader.string(fields["type"], f"{path}.type") or "allow").lower() if "type" in fields else "allow"
+    if kind not in ("allow", "deny"):
+        reader.error(f"{path}.type", fields["type"], f"expected allow or deny, got {kind!r}")
+    users = reader.string_list(fields["users"], f"{path}.users") or () if "users" in fields else ()
+    groups = reader.string_list(fields["groups"], f"{path}.groups") or () if "groups" in fields else ()
+    return Filter(type=kind, users=users, groups=groups)
+
+
+def _read_limits(reader: YamlReader, node: Node | None, path: str) -> tuple[LimitConfig, ...]:
+    if node is None:
+        return ()
+    out = []
+    for i, item in enumerate(reader.sequence(node, path) or []):
+        item_path = f"{path}[{i}]"
+        fields = reader.mapping(item, item_path, _LIMIT_KEYS)
+        if fields is None:
+            continue
+        out.append(
+            LimitConfig(
+                limit=reader.string(fields["limit"], f"{item_path}.limit") or "" if "limit" in fields else "",
+                users=reader.string_list(fields["users"], f"{item_path}.users") or ()
+                if "users" in fields
+                else (),
+                groups=reader.string_list(fields["groups"], f"{item_path}.groups") or ()
+                if "groups" in fields
+                else (),
+                max_resources=_read_resource(reader, fields["maxresources"], f"{item_path}.maxresources")
+                if "maxresources" in fields
+                else None,
+                max_applications=reader.integer(fields["maxapplications"], f"{item_path}.maxapplications", 0)
+                or 0
+                if "maxapplications" in fields
+                else 0,
+                line=line_of(item),
+            )
+        )
+    return tuple(out)
+
+
+def _read_preemption(reader: YamlReader, node: Node | None, path: str) -> PreemptionConfig:
+    if node is None:
+        return PreemptionConfig()
+    fields = reader.mapping(node, path, _PREEMPTION_KEYS) or {}
+    enabled = reader.boolean(fields["enabled"], f"{path}.enabled") if "enabled" in fields else True
+    quota = (
+        reader.boolean(fields["quotapreemptionenabled"], f"{path}.quotapreemptionenabled")
+        if "quotapreemptionenabled" in fields
+        else False
+    )
+    return PreemptionConfig(enabled=enabled is not False, quota_preemption_enabled=bool(quota))
+
+
+def _read_nodesort(reader: YamlReader, node: Node | None, path: str) -> NodeSortPolicyConfig:
+    if node is None:
+        return NodeSortPolicyConfig()
+    fields = reader.mapping(node, path, _NODESORT_KEYS) or {}
+    kind = "fair"
+    if "type" in fields:
+        kind = (reader.string(fields["type"], f"{path}.type") or "fair").lower()
+        if kind not in _NODESORT_TYPES:
+            reader.error(f"{path}.type", fields["type"], f"expected fair or binpacking, got {kind!r}")
+    weights: list[tuple[str, float]] = []
+    if "resourceweights" in fields:
+        for name, value_node in (
+            reader.free_mapping(fields["resourceweights"], f"{path}.resourceweights") or {}
+        ).items():
+            weight = reader.number(value_node, f"{path}.resourceweights.{name}")
+            if weight is None:
+                continue
+            if weight < 0:
+                reader.error(
+                    f"{path}.resourceweights.{name}", value_node, f"a weight cannot be negative, got {weight}"
+                )
+                continue
+            weights.append((name, weight))
+    return NodeSortPolicyConfig(type=kind, resource_weights=tuple(weights))

@@ -1,0 +1,51 @@
+"""`pykorn config validate`: errors with path and line, or the effective queue tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from core.config.loader import ConfigError, load_config
+from core.config.schema import QueueConfig
+from core.resources import Resource
+
+
+def validate_file(path: Path, out: TextIO) -> int:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        out.write(f"{path}: cannot read: {exc.strerror}\n")
+        return 2
+    try:
+        loaded = load_config(text)
+    except ConfigError as exc:
+        out.write(f"{path}: invalid configuration ({len(exc.problems)} problem(s))\n")
+        for problem in exc.problems:
+            out.write(f"  {problem}\n")
+        return 1
+    for warning in loaded.warnings:
+        out.write(f"warning: {warning}\n")
+    for part in loaded.config.partitions:
+        out.write(f"partition {part.name} (nodesortpolicy {part.node_sort_policy.type})\n")
+        _write_queue(part.root, "  ", out)
+    return 0
+
+
+def _write_queue(queue: QueueConfig, indent: str, out: TextIO) -> None:
+    kind = "parent" if queue.is_parent else "leaf"
+    details = [kind]
+    if queue.guaranteed:
+        details.append(f"guaranteed {_fmt(queue.guaranteed)}")
+    if queue.max:
+        details.append(f"max {_fmt(queue.max)}")
+    if queue.max_applications:
+        details.append(f"maxapplications {queue.max_applications}")
+    if queue.properties:
+        details.append("properties " + ", ".join(f"{k}={v}" for k, v in queue.properties))
+    out.write(f"{indent}{queue.name}: {'; '.join(details)}\n")
+    for child in queue.queues:
+        _write_queue(child, indent + "  ", out)
+
+
+def _fmt(res: Resource) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"

@@ -1,0 +1,93 @@
+"""Semantic checks on a structurally valid partition: names and resource consistency."""
+
+from __future__ import annotations
+
+import re
+
+from core.config.schema import PartitionConfig, QueueConfig
+from core.config.yaml_reader import Problem, YamlReader
+from core.resources import Resource, min_limit
+
+QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
+
+
+def validate_partition(reader: YamlReader, part: PartitionConfig) -> None:
+    root = part.root
+    if root.guaranteed is not None or root.max is not None:
+        _error(
+            reader, root, f"{root.path}", "resources cannot be set on the root queue: its max is the cluster"
+        )
+    _validate_children(reader, root, inherited_max=None)
+
+
+def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None) -> None:
+    seen: dict[str, QueueConfig] = {}
+    for child in queue.queues:
+        if not QUEUE_NAME.match(child.name):
+            _error(
+                reader,
+                child,
+                f"{child.path}.name",
+                f"invalid queue name {child.name!r}: 1 to 64 characters of a-z A-Z 0-9 _ : # / @ -",
+            )
+        lowered = child.name.lower()
+        if lowered in seen:
+            _error(
+                reader,
+                child,
+                f"{child.path}.name",
+                f"duplicate queue name {child.name!r} under {queue.name!r} (compared ignoring case)",
+            )
+        seen[lowered] = child
+        _validate_own_resources(reader, child, inherited_max)
+        effective_max = min_limit(inherited_max, child.max)
+        _validate_children(reader, child, effective_max)
+    _validate_guaranteed_sum(reader, queue, inherited_max)
+
+
+def _validate_own_resources(reader: YamlReader, queue: QueueConfig, parent_max: Resource | None) -> None:
+    path = f"{queue.path}.resources"
+    if queue.guaranteed is not None and queue.max is not None:
+        for name, value in queue.guaranteed.items():
+            if name in queue.max and value > queue.max[name]:
+                _error(
+                    reader,
+                    queue,
+                    f"{path}.guaranteed.{name}",
+                    f"guaranteed {value} is above max {queue.max[name]} in queue {queue.name!r}",
+                )
+    if queue.max is not None and parent_max is not None:
+        for name, value in queue.max.items():
+            if name in parent_max and value > parent_max[name]:
+                _error(
+                    reader,
+                    queue,
+                    f"{path}.max.{name}",
+                    f"max {value} of queue {queue.name!r} is above its parent's max {parent_max[name]}",
+                )
+
+
+def _validate_guaranteed_sum(reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None) -> None:
+    if not queue.queues:
+        return
+    total: dict[str, int] = {}
+    for child in queue.queues:
+        for name, value in (child.guaranteed or {}).items():
+            total[name] = total.get(name, 0) + value
+    limits = (("guaranteed", queue.guaranteed), ("max", min_limit(inherited_max, queue.max)))
+    for label, limit in limits:
+        if limit is None:
+            continue
+        for name, value in total.items():
+            if name in limit and value > limit[name]:
+                _error(
+                    reader,
+                    queue,
+                    f"{queue.path}.queues",
+                    f"children of {queue.name!r} guarantee {value} {name} in total, above the parent's "
+                    f"{label} {limit[name]}",
+                )
+
+
+def _error(reader: YamlReader, queue: QueueConfig, path: str, message: str) -> None:
+    reader.problems.append(Problem(path, queue.line, message))

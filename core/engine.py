@@ -1,0 +1,110 @@
+"""The engine: the one writer of scheduler state.
+
+Handlers never touch state; they put commands on the engine's queue. The engine applies them in
+arrival order, runs scheduling in bounded slices (yielding to the event loop between slices so the
+streams stay responsive), and hands each step's result batches to a sink, which rmproxy routes to
+the RMs. A command that fails unexpectedly is logged and dropped; the engine keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import structlog
+
+from core.cluster import ClusterContext
+from core.commands import Command, RegisterRM, UpdateConfig
+from core.results import ResultBatch
+
+log = structlog.get_logger("pykorn.engine")
+
+ResultSink = Callable[[list[ResultBatch]], None]
+
+_STOP = object()
+
+
+class Engine:
+    def __init__(
+        self,
+        context: ClusterContext,
+        sink: ResultSink,
+        slice_size: int = 1000,
+        max_commands_per_step: int = 1000,
+    ) -> None:
+        self.context = context
+        self._sink = sink
+        self._slice_size = slice_size
+        self._max_commands = max_commands_per_step
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._dirty = False
+
+    def submit(self, command: Command) -> None:
+        self._queue.put_nowait(command)
+
+    def stop(self) -> None:
+        self._queue.put_nowait(_STOP)
+
+    async def run(self) -> None:
+        log.info("engine started")
+        while True:
+            item = await self._queue.get()
+            if item is _STOP:
+                break
+            stop = self._apply_batch(item)
+            self._emit()
+            await self._schedule()
+            if stop:
+                break
+        log.info("engine stopped")
+
+    def _apply_batch(self, first: object) -> bool:
+        """Apply `first` and whatever else is already queued, up to a bound; True when told to stop."""
+        item: object = first
+        for _ in range(self._max_commands):
+            if item is _STOP:
+                return True
+            self._apply(item)  # type: ignore[arg-type]
+            try:
+                item = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return False
+        self._queue.put_nowait(item)  # over the bound: leave it for the next step
+        return False
+
+    def _apply(self, command: Command) -> None:
+        self._dirty = True
+        try:
+            self.context.apply(command)
+        except Exception as exc:  # a bug must cost one command, not the daemon
+            log.exception(
+                "command failed", command=type(command).__name__, rmID=getattr(command, "rm_id", "")
+            )
+            if isinstance(command, RegisterRM | UpdateConfig) and command.reply:
+                command.reply(exc)
+
+    async def _schedule(self) -> None:
+        while self._dirty and self.context.has_pending():
+            try:
+                made = self.context.schedule(self._slice_size)
+            except Exception:
+                log.exception("scheduling cycle failed")
+                made = 0
+            self._emit()
+            if made < self._slice_size:
+                self._dirty = False  # nothing more fits until something changes
+                break
+            await asyncio.sleep(0)  # let the streams breathe between slices
+            if not self._queue.empty():
+                break  # new commands first; the next step schedules again
+        else:
+            self._dirty = False
+
+    def _emit(self) -> None:
+        batches = self.context.drain_results()
+        if not batches:
+            return
+        try:
+            self._sink(batches)
+        except Exception:
+            log.exception("result delivery failed")

@@ -1,0 +1,45 @@
+"""Asks and allocations: one object, pending until it has a node.
+
+YuniKorn merged its AllocationAsk and Allocation into one object with the same life: an ask is an
+allocation without a node. Keeping one type means a preempted-and-resubmitted task, an RM-reported
+running task and a freshly scheduled one are all handled by the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.resources import Resource
+
+# Tag keys the core reads (YuniKorn's names, so its shims' tags work unchanged).
+TAG_CREATION_TIME = "creationTime"
+TAG_FOREIGN = "foreign"
+TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
+
+
+@dataclass(eq=False, slots=True)
+class Allocation:
+    key: str
+    application_id: str
+    partition: str  # internal (RM-qualified) partition name
+    resource: Resource
+    priority: int = 0
+    tags: dict[str, str] = field(default_factory=dict)
+    node_id: str = ""  # empty while pending
+    task_group: str = ""
+    placeholder: bool = False
+    originator: bool = False
+    allow_preempt_self: bool = False
+    allow_preempt_other: bool = False
+    create_time: float = 0.0  # when the task was created (tag creationTime), else when the core saw it
+    allocated_time: float = 0.0
+    foreign: bool = False  # occupies a node but belongs to no application or queue
+    releasing: bool = False  # the core asked the RM to release it and awaits confirmation
+
+    @property
+    def is_allocated(self) -> bool:
+        return bool(self.node_id)
+
+    @property
+    def required_node(self) -> str:
+        return self.tags.get(TAG_REQUIRED_NODE, "")

@@ -1,0 +1,150 @@
+"""Applications: their asks, their allocations and their state machine.
+
+States and transitions are YuniKorn's (objects/application_state.go), so shims that react to
+"Running" or "Completing" see the same sequence from this core.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from core.objects.allocation import Allocation
+from core.resources import ZERO, Resource
+
+if TYPE_CHECKING:
+    from core.objects.queue import Queue
+
+
+class AppState(StrEnum):
+    NEW = "New"
+    ACCEPTED = "Accepted"
+    RUNNING = "Running"
+    REJECTED = "Rejected"
+    COMPLETING = "Completing"
+    COMPLETED = "Completed"
+    FAILING = "Failing"
+    FAILED = "Failed"
+    EXPIRED = "Expired"
+    RESUMING = "Resuming"
+
+
+class AppEvent(StrEnum):
+    RUN = "runApplication"
+    REJECT = "rejectApplication"
+    COMPLETE = "completeApplication"
+    FAIL = "failApplication"
+    EXPIRE = "expireApplication"
+    RESUME = "resumeApplication"
+
+
+_S = AppState
+# (event, source) -> destination
+TRANSITIONS: dict[tuple[AppEvent, AppState], AppState] = {
+    (AppEvent.REJECT, _S.NEW): _S.REJECTED,
+    (AppEvent.RUN, _S.NEW): _S.ACCEPTED,
+    (AppEvent.RUN, _S.RESUMING): _S.ACCEPTED,
+    (AppEvent.RUN, _S.ACCEPTED): _S.RUNNING,
+    (AppEvent.RUN, _S.RUNNING): _S.RUNNING,
+    (AppEvent.RUN, _S.COMPLETING): _S.RUNNING,
+    (AppEvent.COMPLETE, _S.ACCEPTED): _S.COMPLETING,
+    (AppEvent.COMPLETE, _S.RUNNING): _S.COMPLETING,
+    (AppEvent.COMPLETE, _S.COMPLETING): _S.COMPLETED,
+    (AppEvent.FAIL, _S.NEW): _S.FAILING,
+    (AppEvent.FAIL, _S.ACCEPTED): _S.FAILING,
+    (AppEvent.FAIL, _S.RUNNING): _S.FAILING,
+    (AppEvent.FAIL, _S.FAILING): _S.FAILED,
+    (AppEvent.RESUME, _S.NEW): _S.RESUMING,
+    (AppEvent.RESUME, _S.ACCEPTED): _S.RESUMING,
+    (AppEvent.EXPIRE, _S.COMPLETED): _S.EXPIRED,
+    (AppEvent.EXPIRE, _S.FAILED): _S.EXPIRED,
+    (AppEvent.EXPIRE, _S.REJECTED): _S.EXPIRED,
+}
+
+
+class InvalidTransition(RuntimeError):
+    pass
+
+
+class Application:
+    def __init__(
+        self,
+        app_id: str,
+        partition: str,
+        queue: Queue,
+        user: str = "",
+        groups: tuple[str, ...] = (),
+        tags: dict[str, str] | None = None,
+        now: float = 0.0,
+    ) -> None:
+        self.app_id = app_id
+        self.partition = partition
+        self.queue = queue
+        self.user = user
+        self.groups = groups
+        self.tags = dict(tags or {})
+        self.state = AppState.NEW
+        self.state_time = now
+        self.asks: dict[str, Allocation] = {}
+        self.allocations: dict[str, Allocation] = {}
+        self.pending: Resource = ZERO
+        self.allocated: Resource = ZERO
+        self.submission_time = now
+        self._sorted_asks: list[Allocation] | None = None
+
+    # State machine ------------------------------------------------------------------------------
+    def can_handle(self, event: AppEvent) -> bool:
+        return (event, self.state) in TRANSITIONS
+
+    def handle(self, event: AppEvent, now: float) -> AppState | None:
+        """Apply an event; returns the new state when it changed, None when it stayed the same."""
+        dest = TRANSITIONS.get((event, self.state))
+        if dest is None:
+            raise InvalidTransition(
+                f"application {self.app_id}: {event.value} is not valid in state {self.state.value}"
+            )
+        if dest == self.state:
+            return None
+        self.state = dest
+        self.state_time = now
+        return dest
+
+    # Asks and allocations -------------------------------------------------------------------------
+    def knows_key(self, key: str) -> bool:
+        return key in self.asks or key in self.allocations
+
+    def add_ask(self, ask: Allocation) -> None:
+        self.asks[ask.key] = ask
+        self.pending = self.pending + ask.resource
+        self._sorted_asks = None
+        self.submission_time = min(self.submission_time, ask.create_time)
+
+    def remove_ask(self, key: str) -> Allocation | None:
+        ask = self.asks.pop(key, None)
+        if ask is not None:
+            self.pending = self.pending - ask.resource
+            self._sorted_asks = None
+        return ask
+
+    def add_allocation(self, alloc: Allocation) -> None:
+        self.allocations[alloc.key] = alloc
+        self.allocated = self.allocated + alloc.resource
+        self.submission_time = min(self.submission_time, alloc.create_time)
+
+    def remove_allocation(self, key: str) -> Allocation | None:
+        alloc = self.allocations.pop(key, None)
+        if alloc is not None:
+            self.allocated = self.allocated - alloc.resource
+        return alloc
+
+    def sorted_asks(self) -> list[Allocation]:
+        """Pending asks, highest priority first, then oldest first; cached until the set changes."""
+        if self._sorted_asks is None:
+            self._sorted_asks = sorted(self.asks.values(), key=lambda a: (-a.priority, a.create_time, a.key))
+        return self._sorted_asks
+
+    def has_pending(self) -> bool:
+        return bool(self.asks)
+
+    def is_idle(self) -> bool:
+        return not self.asks and not self.allocations

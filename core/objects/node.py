@@ -1,0 +1,85 @@
+"""A node of a partition: its capacity, what runs on it, and whether new work may land there."""
+
+from __future__ import annotations
+
+from core.objects.allocation import Allocation
+from core.resources import ZERO, Resource
+
+
+class Node:
+    __slots__ = (
+        "_available",
+        "allocated",
+        "allocations",
+        "attributes",
+        "capacity",
+        "node_id",
+        "occupied",
+        "schedulable",
+    )
+
+    def __init__(
+        self,
+        node_id: str,
+        capacity: Resource,
+        attributes: dict[str, str] | None = None,
+        schedulable: bool = True,
+    ) -> None:
+        self.node_id = node_id
+        self.capacity = capacity
+        self.attributes = dict(attributes or {})
+        self.schedulable = schedulable
+        self.allocated: Resource = ZERO  # held by this scheduler's allocations
+        self.occupied: Resource = ZERO  # held by foreign allocations (pods of other schedulers)
+        self.allocations: dict[str, Allocation] = {}
+        self._available = capacity
+
+    @property
+    def available(self) -> Resource:
+        """Free room: capacity less what our and foreign allocations hold."""
+        return self._available
+
+    def _refresh(self) -> None:
+        self._available = self.capacity - self.allocated - self.occupied
+
+    def fits(self, resource: Resource) -> bool:
+        return resource.fits_in(self._available)
+
+    def fits_capacity(self, resource: Resource) -> bool:
+        return resource.fits_in(self.capacity)
+
+    def add_allocation(self, alloc: Allocation) -> None:
+        self.allocations[alloc.key] = alloc
+        if alloc.foreign:
+            self.occupied = self.occupied + alloc.resource
+        else:
+            self.allocated = self.allocated + alloc.resource
+        self._refresh()
+
+    def remove_allocation(self, key: str) -> Allocation | None:
+        alloc = self.allocations.pop(key, None)
+        if alloc is None:
+            return None
+        if alloc.foreign:
+            self.occupied = self.occupied - alloc.resource
+        else:
+            self.allocated = self.allocated - alloc.resource
+        self._refresh()
+        return alloc
+
+    def set_capacity(self, capacity: Resource) -> None:
+        self.capacity = capacity
+        self._refresh()
+
+    def usage_share(self, weights: dict[str, float] | None = None) -> float:
+        """Weighted mean of used/capacity over the node's resource types: 0 empty, 1 full."""
+        total_weight = 0.0
+        share = 0.0
+        used = self.allocated + self.occupied
+        for name, cap in self.capacity.items():
+            if cap <= 0:
+                continue
+            weight = weights.get(name, 1.0) if weights else 1.0
+            share += weight * (used.get(name) / cap)
+            total_weight += weight
+        return share / total_weight if total_weight else 0.0

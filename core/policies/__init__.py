@@ -1,0 +1,1 @@
+"""Sort policies: which queue, application and node come first."""

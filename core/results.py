@@ -1,0 +1,63 @@
+"""What the engine tells each RM: one batch per RM per engine step. Free of transport types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from core.objects.allocation import Allocation
+
+
+class Termination(StrEnum):
+    STOPPED_BY_RM = "STOPPED_BY_RM"
+    TIMEOUT = "TIMEOUT"
+    PREEMPTED_BY_SCHEDULER = "PREEMPTED_BY_SCHEDULER"
+    PLACEHOLDER_REPLACED = "PLACEHOLDER_REPLACED"
+
+
+@dataclass(frozen=True)
+class Released:
+    partition: str
+    app_id: str
+    key: str
+    termination: Termination
+    message: str
+
+
+@dataclass(frozen=True)
+class RejectedItem:
+    """A refused allocation (key + app), application (app) or node (key = node ID)."""
+
+    key: str
+    app_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class AppUpdate:
+    app_id: str
+    state: str
+    time: float
+    message: str = ""
+
+
+@dataclass
+class ResultBatch:
+    rm_id: str
+    new_allocations: list[Allocation] = field(default_factory=list)
+    released: list[Released] = field(default_factory=list)
+    rejected_allocations: list[RejectedItem] = field(default_factory=list)
+    accepted_apps: list[str] = field(default_factory=list)
+    rejected_apps: list[RejectedItem] = field(default_factory=list)
+    updated_apps: list[AppUpdate] = field(default_factory=list)
+    accepted_nodes: list[str] = field(default_factory=list)
+    rejected_nodes: list[RejectedItem] = field(default_factory=list)
+
+    def has_allocation_news(self) -> bool:
+        return bool(self.new_allocations or self.released or self.rejected_allocations)
+
+    def has_application_news(self) -> bool:
+        return bool(self.accepted_apps or self.rejected_apps or self.updated_apps)
+
+    def has_node_news(self) -> bool:
+        return bool(self.accepted_nodes or self.rejected_nodes)

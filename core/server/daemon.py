@@ -1,0 +1,102 @@
+"""The core daemon: wires engine, rmproxy and the gRPC server, and stops cleanly on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from core.cluster import ClusterContext
+from core.config import load_config
+from core.config.loader import default_config_text
+from core.engine import Engine
+from core.rmproxy import RMProxy
+from core.server.grpc_service import SchedulerService
+from si.v1 import si_pb2, si_pb2_grpc
+
+log = structlog.get_logger("pykorn.daemon")
+
+SERVICE_NAME = si_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CoreOptions:
+    listen: str = "127.0.0.1:3333"
+    config_path: Path | None = None
+    port_file: Path | None = None
+    shutdown_grace: float = 5.0
+
+
+class CoreDaemon:
+    """A running core: start(), then wait_stopped(); stop() may come from a signal or a test."""
+
+    def __init__(self, options: CoreOptions) -> None:
+        self.options = options
+        config_text = options.config_path.read_text() if options.config_path else default_config_text()
+        load_config(config_text)  # an unusable default config is a startup error, not a registration one
+        self.context = ClusterContext(time.time)
+        self.rmproxy = RMProxy(config_text)
+        self.engine = Engine(self.context, self.rmproxy.deliver)
+        self.rmproxy.bind_engine(self.engine.submit)
+        self.server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        si_pb2_grpc.add_SchedulerServicer_to_server(SchedulerService(self.rmproxy), self.server)
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
+        )
+        self.port = 0
+        self._engine_task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    async def start(self) -> int:
+        self.port = self.server.add_insecure_port(self.options.listen)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self.options.listen}")
+        self._engine_task = asyncio.create_task(self.engine.run())
+        await self.server.start()
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        host = self.options.listen.rsplit(":", 1)[0]
+        if self.options.port_file:
+            self.options.port_file.write_text(f"{self.port}\n")
+        log.info("core listening", address=f"{host}:{self.port}", service=SERVICE_NAME)
+        return self.port
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stop.wait()
+        log.info("core stopping")
+        await self.health.enter_graceful_shutdown()
+        # End every response stream so clients see a clean end (status OK), then stop the server.
+        self.rmproxy.close_all_streams()
+        await self.server.stop(self.options.shutdown_grace)
+        self.engine.stop()
+        if self._engine_task is not None:
+            await self._engine_task
+        log.info("core stopped")
+
+
+async def run_core(options: CoreOptions) -> None:
+    daemon = CoreDaemon(options)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, daemon.stop)
+    await daemon.start()
+    await daemon.wait_stopped()

@@ -1,0 +1,98 @@
+"""The si.v1.Scheduler gRPC service: turns calls into rmproxy calls and streams rmproxy's responses."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import structlog
+
+from core.rmproxy import InvalidRequest, ResponseStream, RMProxy, StreamKind
+from si.v1 import si_pb2, si_pb2_grpc
+
+log = structlog.get_logger("pykorn.grpc")
+
+
+class SchedulerService(si_pb2_grpc.SchedulerServicer):
+    def __init__(self, rmproxy: RMProxy) -> None:
+        self._rmproxy = rmproxy
+
+    async def RegisterResourceManager(
+        self, request: si_pb2.RegisterResourceManagerRequest, context: grpc.aio.ServicerContext
+    ) -> si_pb2.RegisterResourceManagerResponse:
+        try:
+            await self._rmproxy.register(request)
+        except InvalidRequest as exc:
+            log.warning("registration refused", rmID=request.rmID, reason=str(exc))
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return si_pb2.RegisterResourceManagerResponse()
+
+    async def UpdateConfiguration(
+        self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
+    ) -> si_pb2.UpdateConfigurationResponse:
+        return await self._rmproxy.update_configuration(request)
+
+    async def UpdateAllocation(  # type: ignore[override]
+        self, request_iterator: AsyncIterator[si_pb2.AllocationRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[si_pb2.AllocationResponse]:
+        async for response in self._bidi(
+            request_iterator, StreamKind.ALLOCATION, self._rmproxy.on_allocation_request
+        ):
+            yield response
+
+    async def UpdateApplication(  # type: ignore[override]
+        self, request_iterator: AsyncIterator[si_pb2.ApplicationRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[si_pb2.ApplicationResponse]:
+        async for response in self._bidi(
+            request_iterator, StreamKind.APPLICATION, self._rmproxy.on_application_request
+        ):
+            yield response
+
+    async def UpdateNode(  # type: ignore[override]
+        self, request_iterator: AsyncIterator[si_pb2.NodeRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[si_pb2.NodeResponse]:
+        async for response in self._bidi(request_iterator, StreamKind.NODE, self._rmproxy.on_node_request):
+            yield response
+
+    async def _bidi(
+        self,
+        requests: AsyncIterator[Any],
+        kind: StreamKind,
+        handle: Callable[[Any, ResponseStream], None],
+    ) -> AsyncIterator[Any]:
+        stream = self._rmproxy.open_stream(kind)
+        reader = asyncio.create_task(self._read(requests, stream, handle))
+        try:
+            while True:
+                message = await stream.next()
+                if message is None:
+                    break
+                yield message
+        finally:
+            reader.cancel()
+            self._rmproxy.close_stream(stream)
+
+    async def _read(
+        self,
+        requests: AsyncIterator[Any],
+        stream: ResponseStream,
+        handle: Callable[[Any, ResponseStream], None],
+    ) -> None:
+        try:
+            async for message in requests:
+                try:
+                    handle(message, stream)
+                except Exception as exc:  # one bad message must not end the stream for the good ones
+                    log.exception("request handling failed", stream=stream.kind.value, rmID=stream.rm_id)
+                    self._rmproxy.reject_unhandled(stream, repr(exc))
+        except asyncio.CancelledError:
+            raise
+        except grpc.aio.AioRpcError:
+            pass  # the client went away; the writer side notices too
+        except Exception:
+            log.exception("stream read failed", stream=stream.kind.value, rmID=stream.rm_id)
+        finally:
+            # The RM half-closed (or vanished): end our side after what is already queued.
+            self._rmproxy.close_stream(stream)
