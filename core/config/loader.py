@@ -6,11 +6,12 @@ whole list; each problem names its YAML path and line.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from importlib import resources as importlib_resources
 
 import yaml
-from yaml.nodes import Node
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from core.config.schema import (
     DEFAULT_PARTITION,
@@ -122,7 +123,9 @@ def _read_document(reader: YamlReader, document: Node | None) -> list[PartitionC
         lowered = part.name.lower()
         if lowered in seen:
             reader.error(
-                f"{path}.name", node, f"duplicate partition name {part.name!r} (also {seen[lowered]})"
+                f"{path}.name",
+                _key_node(node, "name"),
+                f"duplicate partition name {part.name!r} (also {seen[lowered]})",
             )
             continue
         seen[lowered] = path
@@ -189,10 +192,13 @@ def _read_top_queues(reader: YamlReader, node: Node | None, path: str, owner: No
             queues=q.queues,
             line=q.line,
             path=q.path,
+            lines=q.lines,
         )
-    for i, q in enumerate(queues):
+    for q in queues:
         if q.name.lower() == ROOT_QUEUE:
-            reader.error(f"{path}[{i}].name", items[i], "'root' must be the only top-level queue")
+            reader.problems.append(
+                Problem(f"{q.path}.name", q.line_of("name"), "'root' must be the only top-level queue")
+            )
     return QueueConfig(name=ROOT_QUEUE, parent=True, queues=tuple(queues), line=line_of(node), path=path)
 
 
@@ -241,7 +247,34 @@ def _read_queue(reader: YamlReader, node: Node, path: str) -> QueueConfig | None
         queues=tuple(children),
         line=line_of(node),
         path=path,
+        lines=_entry_lines(node),
     )
+
+
+def _entry_lines(node: Node) -> tuple[tuple[str, int], ...]:
+    """The line of every key in a queue's mapping by dotted path, for checks made after loading."""
+    out: dict[str, int] = {}
+
+    def walk(current: Node, prefix: str) -> None:
+        if not isinstance(current, MappingNode):
+            return
+        for key_node, value_node in current.value:
+            if isinstance(key_node, ScalarNode):
+                key_path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+                out.setdefault(key_path, line_of(key_node))
+                walk(value_node, key_path)
+
+    walk(node, "")
+    return tuple(out.items())
+
+
+def _key_node(node: Node, key: str) -> Node:
+    """The node of `key` in a mapping, to point at; the mapping itself when the key is absent."""
+    if isinstance(node, MappingNode):
+        for key_node, _ in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.value == key:
+                return key_node
+    return node
 
 
 def _read_queue_resources(
@@ -319,7 +352,7 @@ def _read_rule(reader: YamlReader, node: Node, path: str) -> PlacementRuleConfig
     create = bool(reader.boolean(fields["create"], f"{path}.create")) if "create" in fields else False
     value = reader.string(fields["value"], f"{path}.value") or "" if "value" in fields else ""
     if name in ("tag", "fixed") and not value:
-        reader.error(f"{path}.value", node, f"the {name} rule needs a value")
+        reader.error(f"{path}.value", fields.get("value", node), f"the {name} rule needs a value")
     parent = _read_rule(reader, fields["parent"], f"{path}.parent") if "parent" in fields else None
     rule_filter = Filter()
     if "filter" in fields:
@@ -402,9 +435,11 @@ def _read_nodesort(reader: YamlReader, node: Node | None, path: str) -> NodeSort
             weight = reader.number(value_node, f"{path}.resourceweights.{name}")
             if weight is None:
                 continue
-            if weight < 0:
+            if not math.isfinite(weight) or weight < 0:
                 reader.error(
-                    f"{path}.resourceweights.{name}", value_node, f"a weight cannot be negative, got {weight}"
+                    f"{path}.resourceweights.{name}",
+                    value_node,
+                    f"a weight must be a finite number of at least 0, got {weight}",
                 )
                 continue
             weights.append((name, weight))

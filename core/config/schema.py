@@ -64,6 +64,9 @@ class QueueConfig:
     queues: tuple[QueueConfig, ...] = ()
     line: int = 0
     path: str = ""  # YAML path, for error messages
+    # The line of each entry written under this queue, by path relative to it ("name",
+    # "resources.max.memory"), so a check can point at the entry it is about rather than the queue.
+    lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def is_parent(self) -> bool:
@@ -71,6 +74,10 @@ class QueueConfig:
 
     def property_map(self) -> dict[str, str]:
         return dict(self.properties)
+
+    def line_of(self, relative_path: str) -> int:
+        """The line of an entry under this queue; the queue's own line when it is not written."""
+        return dict(self.lines).get(relative_path, self.line)
 
 
 @dataclass(frozen=True)

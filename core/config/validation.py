@@ -14,9 +14,7 @@ QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
 def validate_partition(reader: YamlReader, part: PartitionConfig) -> None:
     root = part.root
     if root.guaranteed is not None or root.max is not None:
-        _error(
-            reader, root, f"{root.path}", "resources cannot be set on the root queue: its max is the cluster"
-        )
+        _error(reader, root, "resources", "resources cannot be set on the root queue: its max is the cluster")
     _validate_children(reader, root, inherited_max=None)
 
 
@@ -27,7 +25,7 @@ def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Re
             _error(
                 reader,
                 child,
-                f"{child.path}.name",
+                "name",
                 f"invalid queue name {child.name!r}: 1 to 64 characters of a-z A-Z 0-9 _ : # / @ -",
             )
         lowered = child.name.lower()
@@ -35,7 +33,7 @@ def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Re
             _error(
                 reader,
                 child,
-                f"{child.path}.name",
+                "name",
                 f"duplicate queue name {child.name!r} under {queue.name!r} (compared ignoring case)",
             )
         seen[lowered] = child
@@ -46,14 +44,13 @@ def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Re
 
 
 def _validate_own_resources(reader: YamlReader, queue: QueueConfig, parent_max: Resource | None) -> None:
-    path = f"{queue.path}.resources"
     if queue.guaranteed is not None and queue.max is not None:
         for name, value in queue.guaranteed.items():
             if name in queue.max and value > queue.max[name]:
                 _error(
                     reader,
                     queue,
-                    f"{path}.guaranteed.{name}",
+                    f"resources.guaranteed.{name}",
                     f"guaranteed {value} is above max {queue.max[name]} in queue {queue.name!r}",
                 )
     if queue.max is not None and parent_max is not None:
@@ -62,7 +59,7 @@ def _validate_own_resources(reader: YamlReader, queue: QueueConfig, parent_max: 
                 _error(
                     reader,
                     queue,
-                    f"{path}.max.{name}",
+                    f"resources.max.{name}",
                     f"max {value} of queue {queue.name!r} is above its parent's max {parent_max[name]}",
                 )
 
@@ -83,11 +80,12 @@ def _validate_guaranteed_sum(reader: YamlReader, queue: QueueConfig, inherited_m
                 _error(
                     reader,
                     queue,
-                    f"{queue.path}.queues",
+                    "queues",
                     f"children of {queue.name!r} guarantee {value} {name} in total, above the parent's "
                     f"{label} {limit[name]}",
                 )
 
 
-def _error(reader: YamlReader, queue: QueueConfig, path: str, message: str) -> None:
-    reader.problems.append(Problem(path, queue.line, message))
+def _error(reader: YamlReader, queue: QueueConfig, relative_path: str, message: str) -> None:
+    """A problem at an entry of `queue`, named by its path relative to the queue, with that entry's line."""
+    reader.problems.append(Problem(f"{queue.path}.{relative_path}", queue.line_of(relative_path), message))

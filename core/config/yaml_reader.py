@@ -117,8 +117,10 @@ class YamlReader:
         return value
 
     def number(self, node: Node, path: str) -> float | None:
-        if isinstance(node, ScalarNode) and node.tag in (_INT, _FLOAT):
-            return float(node.value)
+        if isinstance(node, ScalarNode) and node.tag == _INT:
+            return float(_constructor.construct_yaml_int(node))
+        if isinstance(node, ScalarNode) and node.tag == _FLOAT:
+            return float(_constructor.construct_yaml_float(node))
         self.error(path, node, f"expected a number, got {_describe(node)}")
         return None
 

@@ -1,0 +1,190 @@
+"""Several RMs on one core, re-registration, configuration updates, health, reflection, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from shim_fake import messages
+from shim_fake.client import SchedulerClient
+from shim_fake.core_process import CoreProcess
+from si.v1 import si_pb2
+
+NODE = {"memory": 10_000, "vcore": 10_000}
+TASK = {"memory": 5_000, "vcore": 100}
+
+CAPPED = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: capped
+            resources:
+              max: {memory: 5000}
+"""
+RAISED = CAPPED.replace("memory: 5000", "memory: 20000")
+
+
+async def _node_and_app(client: SchedulerClient, config: str = "") -> None:
+    await client.register(config=config)
+    await client.add_node("node-1", NODE)
+    queue = "root.capped" if config else "root.default"
+    await client.add_application("app", queue)
+    await client.wait_nodes_answered(1)
+    await client.wait_apps_answered(1)
+
+
+async def test_two_rms_on_one_core_stay_apart(core_address: str) -> None:
+    async with SchedulerClient(core_address, "tenant-a") as a, SchedulerClient(core_address, "tenant-b") as b:
+        await _node_and_app(a)
+        await _node_and_app(b)  # same node ID, same application ID: different objects
+        for c in (a, b):
+            await c.ask("app", "k1", TASK)
+            await c.ask("app", "k2", TASK)
+        await a.wait_allocations(2)
+        await b.wait_allocations(2)
+        assert {x.nodeID for x in a.seen.new_allocations} == {"node-1"}
+        # b's third task cannot fit on b's node, whatever a does.
+        await b.ask("app", "k3", TASK)
+        await a.release("app", "k1")
+        await a.wait_released(1)
+        await asyncio.sleep(0.3)
+        assert len(b.seen.new_allocations) == 2
+        assert [r.allocationKey for r in b.seen.released] == []
+        # b cannot reach a's partition by naming it: the name is always qualified with b's own rmID.
+        await b.send_allocation_request(
+            si_pb2.AllocationRequest(
+                rmID="tenant-b",
+                allocations=[messages.ask("app", "sneak", TASK, partition="[tenant-a]default")],
+            )
+        )
+        rejected = await b.wait_rejected_allocations(1)
+        assert "does not exist for resource manager tenant-b" in rejected[0].reason
+        # A stream bound to one RM refuses another RM's messages.
+        await b.send_allocation_request(
+            si_pb2.AllocationRequest(rmID="tenant-a", allocations=[messages.ask("app", "hijack", TASK)])
+        )
+        rejected = await b.wait_rejected_allocations(2)
+        assert "belongs to resource manager tenant-b" in rejected[1].reason
+        assert "hijack" not in a.seen.allocations
+
+
+async def test_reregistration_replaces_everything(client: SchedulerClient) -> None:
+    await _node_and_app(client)
+    await client.ask("app", "k1", TASK)
+    await client.wait_allocations(1)
+    await client.register()  # same rmID again: a fresh start
+    await client.ask("app", "k2", TASK)
+    rejected = await client.wait_rejected_allocations(1)
+    assert "application app is not known" in rejected[0].reason
+    await client.add_node("node-1", NODE)  # the node is new again, not a duplicate
+    await client.wait_for(
+        lambda: client.seen.accepted_nodes.count("node-1") == 2, what="node-1 accepted again"
+    )
+
+
+async def test_update_configuration_raises_a_max_and_rejects_bad_configs(client: SchedulerClient) -> None:
+    await _node_and_app(client, CAPPED)
+    await client.ask("app", "k1", TASK)
+    await client.ask("app", "k2", TASK)
+    await client.wait_allocations(1)
+    await asyncio.sleep(0.3)
+    assert len(client.seen.new_allocations) == 1  # the max holds k2 back
+
+    bad = await client.update_configuration("partitions:\n  - name: default\n    queues: 7\n")
+    assert not bad.accepted
+    assert any("partitions[0].queues (line 3)" in e for e in bad.errors), list(bad.errors)
+    await asyncio.sleep(0.3)
+    assert len(client.seen.new_allocations) == 1  # the old config still holds
+
+    good = await client.update_configuration(RAISED)
+    assert good.accepted, list(good.errors)
+    allocations = await client.wait_allocations(2)
+    assert allocations[1].allocationKey == "k2"
+
+
+async def test_update_configuration_from_an_unregistered_rm(core_address: str) -> None:
+    async with SchedulerClient(core_address, "nobody-here") as c:
+        response = await c.update_configuration(RAISED)
+        assert not response.accepted
+        assert "not registered" in response.errors[0]
+
+
+async def test_health_and_reflection(core_address: str) -> None:
+    async with grpc.aio.insecure_channel(core_address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "si.v1.Scheduler"):
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+
+        async def one() -> reflection_pb2.ServerReflectionRequest:
+            yield reflection_pb2.ServerReflectionRequest(list_services="")
+
+        names: list[str] = []
+        async for response in stub.ServerReflectionInfo(one()):
+            names = [s.name for s in response.list_services_response.service]
+        assert "si.v1.Scheduler" in names
+        assert "grpc.health.v1.Health" in names
+
+
+async def test_sigterm_ends_open_streams_cleanly_and_exits_zero() -> None:
+    core = CoreProcess()
+    await core.start()
+    try:
+        client = SchedulerClient(core.address, "shutdown-rm")
+        await client.connect()
+        await _node_and_app(client)
+        await client.ask("app", "k1", TASK)
+        await client.wait_allocations(1)
+        code = await core.stop()
+        assert code == 0, core.log_text()[-3000:]
+        await asyncio.sleep(0.2)
+        assert client.seen.stream_errors == []  # streams ended with status OK, not an error
+        await client.close()
+        log = core.log_text()
+        assert '"event": "core stopped"' in log
+        assert "Traceback" not in log
+    finally:
+        await core.stop()
+
+
+async def test_sigint_also_stops_cleanly() -> None:
+    core = CoreProcess()
+    await core.start()
+    assert core.process is not None
+    core.process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(core.process.wait(), 15) == 0
+
+
+def test_core_refuses_an_invalid_default_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("partitions:\n  - name: default\n    oops: true\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "core.cli", "core", "--listen", "127.0.0.1:0", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "partitions[0].oops (line 3)" in result.stderr
+
+
+def test_demo_session_runs_end_to_end() -> None:
+    """What `make run` does: start a core, drive the demo, stop the core; it ends by itself."""
+    result = subprocess.run(
+        [sys.executable, "-m", "core.cli", "fake", "demo"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "the core allocated 8" in out
+    assert "node-2 decommissioned: the core released its 4 allocations" in out
+    assert "core stopped with exit code 0" in out
