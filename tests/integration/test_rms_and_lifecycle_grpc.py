@@ -162,7 +162,7 @@ async def test_sigint_also_stops_cleanly() -> None:
     await core.start()
     assert core.process is not None
     core.process.send_signal(signal.SIGINT)
-    assert await asyncio.wait_for(core.process.wait(), 15) == 0
+    assert await asyncio.to_thread(core.process.wait, 15) == 0
 
 
 def test_core_refuses_an_invalid_default_config(tmp_path: Path) -> None:
