@@ -97,6 +97,12 @@ class ClusterContext:
                 made += len(new)
         return made
 
+    def tick(self) -> None:
+        """Advance time-driven state (application timers) to the clock's now."""
+        now = self.clock()
+        for part in self.partitions.values():
+            part.tick(now)
+
     def has_pending(self) -> bool:
         return any(p.has_pending() for p in self.partitions.values())
 
@@ -189,7 +195,7 @@ class ClusterContext:
     def _remove_app(self, rm_id: str, remove: AppRemove) -> None:
         try:
             part = self._partition(rm_id, remove.partition)
-            released = part.remove_application(remove.app_id)
+            released = part.remove_application(remove.app_id, self.clock())
         except Rejection as exc:
             self._out(rm_id).rejected_apps.append(RejectedItem("", remove.app_id, str(exc)))
             return

@@ -31,13 +31,16 @@ class Engine:
         sink: ResultSink,
         slice_size: int = 1000,
         max_commands_per_step: int = 1000,
+        tick_interval: float = 0.5,
     ) -> None:
         self.context = context
         self._sink = sink
         self._slice_size = slice_size
         self._max_commands = max_commands_per_step
+        self._tick_interval = tick_interval
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._dirty = False
+        self._last_tick = 0.0
 
     def submit(self, command: Command) -> None:
         self._queue.put_nowait(command)
@@ -47,16 +50,31 @@ class Engine:
 
     async def run(self) -> None:
         log.info("engine started")
+        loop = asyncio.get_running_loop()
+        self._last_tick = loop.time()
         while True:
-            item = await self._queue.get()
-            if item is _STOP:
-                break
-            stop = self._apply_batch(item)
+            try:
+                item = await asyncio.wait_for(self._queue.get(), self._tick_interval)
+            except TimeoutError:
+                item = None
+            stop = self._apply_batch(item) if item is not None else False
+            if loop.time() - self._last_tick >= self._tick_interval:
+                self._tick()
+                self._last_tick = loop.time()
             self._emit()
             await self._schedule()
             if stop:
                 break
         log.info("engine stopped")
+
+    def _tick(self) -> None:
+        """Timers (application states) and another look at what is pending: reservations wait on time."""
+        try:
+            self.context.tick()
+        except Exception:
+            log.exception("timer step failed")
+        if self.context.has_pending():
+            self._dirty = True
 
     def _apply_batch(self, first: object) -> bool:
         """Apply `first` and whatever else is already queued, up to a bound; True when told to stop."""

@@ -30,6 +30,7 @@ class CoreProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.returncode: int | None = None
+        self._signalled = False
         self._tmp = tempfile.TemporaryDirectory(prefix="pykorn-core-")
         self.log_path = log_file or Path(self._tmp.name, "core.log")
         self._port_file = Path(self._tmp.name, "port")
@@ -92,10 +93,14 @@ class CoreProcess:
                 await asyncio.sleep(0.05)
 
     def _terminate(self) -> bool:
-        """Send SIGTERM if still running; False when there is nothing to stop."""
+        """Send SIGTERM once if still running; False when there is nothing to stop.
+
+        Once: a second SIGTERM could land after the daemon removed its handler while exiting.
+        """
         if self.process is None:
             return False
-        if self.process.poll() is None:
+        if self.process.poll() is None and not self._signalled:
+            self._signalled = True
             self.process.send_signal(signal.SIGTERM)
         return True
 
@@ -112,8 +117,6 @@ class CoreProcess:
         return self.returncode
 
     async def stop(self, timeout: float = 15.0) -> int:
-        if not self._terminate():
-            return 0
         return await asyncio.to_thread(self.stop_blocking, timeout)
 
     def log_text(self) -> str:

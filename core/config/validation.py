@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from core.config import properties
 from core.config.schema import PartitionConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
 from core.resources import Resource, min_limit
@@ -16,6 +17,25 @@ def validate_partition(reader: YamlReader, part: PartitionConfig) -> None:
     if root.guaranteed is not None or root.max is not None:
         _error(reader, root, "resources", "resources cannot be set on the root queue: its max is the cluster")
     _validate_children(reader, root, inherited_max=None)
+    _check_properties(reader, root, None, is_root=True)
+
+
+def _check_properties(
+    reader: YamlReader, queue: QueueConfig, parent_effective: dict[str, str] | None, is_root: bool
+) -> None:
+    """Report property values that will fall back to their defaults; they warn, they do not fail."""
+    effective = properties.inherit(parent_effective, queue.property_map())
+    own = queue.property_map()
+
+    def warn(key: str, message: str) -> None:
+        if key not in own:
+            return  # an inherited value is reported where it is written
+        path = f"properties.{key}"
+        reader.warnings.append(Problem(f"{queue.path}.{path}", queue.line_of(path), f"{key}: {message}"))
+
+    properties.parse(effective, is_leaf=not queue.is_parent, is_root=is_root, warn=warn)
+    for child in queue.queues:
+        _check_properties(reader, child, effective, is_root=False)
 
 
 def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None) -> None:

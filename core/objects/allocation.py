@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.objects.constraints import NO_CONSTRAINTS, AskConstraints
 from core.resources import Resource
 
 # Tag keys the core reads (YuniKorn's names, so its shims' tags work unchanged).
@@ -35,6 +36,7 @@ class Allocation:
     allocated_time: float = 0.0
     foreign: bool = False  # occupies a node but belongs to no application or queue
     releasing: bool = False  # the core asked the RM to release it and awaits confirmation
+    constraints: AskConstraints = NO_CONSTRAINTS  # parsed from tags when the ask arrives
 
     @property
     def is_allocated(self) -> bool:
@@ -42,4 +44,9 @@ class Allocation:
 
     @property
     def required_node(self) -> str:
-        return self.tags.get(TAG_REQUIRED_NODE, "")
+        return self.constraints.required_node
+
+    @property
+    def ref(self) -> tuple[str, str]:
+        """(application, key): what identifies an ask across the partition."""
+        return (self.application_id, self.key)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from core.objects.allocation import Allocation
+from core.objects.constraints import NO_TRAITS, NodeTraits
 from core.resources import ZERO, Resource
+
+DEFAULT_WEIGHTS = {"vcore": 1.0, "memory": 1.0}
 
 
 class Node:
@@ -15,7 +18,9 @@ class Node:
         "capacity",
         "node_id",
         "occupied",
+        "reservations",
         "schedulable",
+        "traits",
     )
 
     def __init__(
@@ -33,6 +38,8 @@ class Node:
         self.occupied: Resource = ZERO  # held by foreign allocations (pods of other schedulers)
         self.allocations: dict[str, Allocation] = {}
         self._available = capacity
+        self.traits: NodeTraits = NO_TRAITS
+        self.reservations: set[tuple[str, str]] = set()  # asks (app, key) holding this node
 
     @property
     def available(self) -> Resource:
@@ -72,14 +79,21 @@ class Node:
         self._refresh()
 
     def usage_share(self, weights: dict[str, float] | None = None) -> float:
-        """Weighted mean of used/capacity over the node's resource types: 0 empty, 1 full."""
+        """Weighted mean of used/capacity over the weighted types the node has: 0 empty, 1 full.
+
+        As YuniKorn: weights default to vcore and memory at 1.0; other types do not count.
+        """
         total_weight = 0.0
         share = 0.0
-        used = self.allocated + self.occupied
-        for name, cap in self.capacity.items():
-            if cap <= 0:
+        available = self._available
+        for name, weight in (weights or DEFAULT_WEIGHTS).items():
+            cap = self.capacity.get(name)
+            if cap <= 0 or weight <= 0:
                 continue
-            weight = weights.get(name, 1.0) if weights else 1.0
-            share += weight * (used.get(name) / cap)
+            share += weight * (1.0 - available.get(name) / cap)
             total_weight += weight
         return share / total_weight if total_weight else 0.0
+
+    @property
+    def is_reserved(self) -> bool:
+        return bool(self.reservations)

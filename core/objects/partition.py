@@ -1,4 +1,4 @@
-"""A partition: one RM's queue tree, nodes, applications and allocations.
+"""A partition: one RM's queue tree, nodes, applications, allocations and reservations.
 
 Every method either changes state consistently or raises Rejection with a reason meant for the RM's
 operator, leaving state as it was. Usage is kept in three places (node, application, queue path) and
@@ -9,12 +9,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.config.schema import PartitionConfig, QueueConfig
-from core.objects.allocation import Allocation
+import structlog
+
+from core.config.schema import PartitionConfig
+from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
 from core.objects.application import AppEvent, Application, AppState
+from core.objects.constraints import (
+    AskConstraints,
+    ConstraintError,
+    NodeTraits,
+    parse_ask_constraints,
+    parse_node_traits,
+)
 from core.objects.node import Node
-from core.objects.queue import Queue, QueueState
+from core.objects.queue import Queue
+from core.objects.queue_tree import QueueTree
+from core.placement.manager import PlacementManager, PlacementRefused
+from core.placement.rules import PlacementRequest
+from core.policies.node_sort import NodeIndex
 from core.resources import ZERO, Resource
+
+log = structlog.get_logger("pykorn.partition")
+
+COMPLETING_TIMEOUT = 30.0  # Completing -> Completed, as YuniKorn
+TERMINATED_TIMEOUT = 3 * 24 * 3600.0  # Completed/Failed/Rejected -> Expired, then forgotten
 
 
 class Rejection(Exception):
@@ -37,84 +55,48 @@ class Partition:
         self.name = name  # internal: "[rmID]name"
         self.rm_id = rm_id
         self.config = config
-        self.queues: dict[str, Queue] = {}
-        self.root = self._build_queue(config.root, None)
+        self.log = log.bind(rmID=rm_id, partition=self.display_name)
+        self.tree = QueueTree(config.root, warn=self._warn_queue)
+        self.placement = PlacementManager(config.placement_rules)
+        policy = config.node_sort_policy
+        self.node_index = NodeIndex(policy.type, dict(policy.resource_weights) or None)
         self.nodes: dict[str, Node] = {}
         self.applications: dict[str, Application] = {}
+        self.completed: dict[str, Application] = {}  # Completed apps waiting to expire
         self.foreign: dict[str, Allocation] = {}
+        self.reservations: dict[tuple[str, str], str] = {}  # (app, key) -> node ID
         self.total_capacity: Resource = ZERO
         self.app_changes: list[AppStateChange] = []
+        self.draining = False  # removed from the configuration: no new applications
+        self.completing_timeout = COMPLETING_TIMEOUT
+        self.terminated_timeout = TERMINATED_TIMEOUT
         self.root.max = self.total_capacity
 
-    # Queues -----------------------------------------------------------------------------------
-    def _build_queue(self, cfg: QueueConfig, parent: Queue | None) -> Queue:
-        queue = Queue(
-            cfg.name,
-            parent=parent,
-            is_leaf=not cfg.is_parent,
-            guaranteed=cfg.guaranteed,
-            max_resource=cfg.max,
-            max_applications=cfg.max_applications,
-            properties=cfg.property_map(),
-        )
-        self.queues[queue.full_name.lower()] = queue
-        for child in cfg.queues:
-            self._build_queue(child, queue)
-        return queue
+    def _warn_queue(self, queue: str, message: str) -> None:
+        self.log.warning("queue property ignored", queue=queue, detail=message)
 
-    def apply_config(self, config: PartitionConfig) -> None:
-        """Hot reload: update managed queues in place, add new ones, drain removed ones.
+    @property
+    def root(self) -> Queue:
+        return self.tree.root
 
-        Usage stays where it is; changed limits hold from the next cycle. A removed queue keeps its
-        applications running but takes no new ones, and goes once it is empty.
-        """
-        self.config = config
-        seen: set[str] = set()
-        self._reconcile_queue(config.root, None, seen)
-        for full_name, queue in list(self.queues.items()):
-            if full_name not in seen and queue.managed:
-                queue.state = QueueState.DRAINING
-        self.remove_empty_draining_queues()
-        self.root.max = self.total_capacity
-
-    def _reconcile_queue(self, cfg: QueueConfig, parent: Queue | None, seen: set[str]) -> None:
-        full_name = f"{parent.full_name}.{cfg.name}" if parent else cfg.name
-        queue = self.queues.get(full_name.lower())
-        if queue is None:
-            queue = self._build_queue(cfg, parent)
-            seen.update(q.full_name.lower() for q in self._subtree(queue))
-            return
-        seen.add(full_name.lower())
-        queue.guaranteed = cfg.guaranteed
-        queue.max = cfg.max
-        queue.max_applications = cfg.max_applications
-        queue.properties = cfg.property_map()
-        queue.state = QueueState.ACTIVE
-        if not queue.applications:
-            queue.is_leaf = not cfg.is_parent
-        for child in cfg.queues:
-            self._reconcile_queue(child, queue, seen)
-
-    def _subtree(self, queue: Queue) -> list[Queue]:
-        out = [queue]
-        for child in queue.children.values():
-            out.extend(self._subtree(child))
-        return out
-
-    def remove_empty_draining_queues(self) -> None:
-        # Deepest first, so a draining parent goes once its draining children have gone.
-        for queue in sorted(self.queues.values(), key=lambda q: -q.full_name.count(".")):
-            if queue.state == QueueState.DRAINING and not queue.applications and not queue.children:
-                if queue.parent is not None:
-                    queue.parent.children.pop(queue.name, None)
-                del self.queues[queue.full_name.lower()]
+    @property
+    def queues(self) -> dict[str, Queue]:
+        return self.tree.queues
 
     def find_queue(self, name: str) -> Queue | None:
-        qualified = name if name.lower().startswith("root.") or name.lower() == "root" else f"root.{name}"
-        return self.queues.get(qualified.lower())
+        return self.tree.find(name)
 
-    def leaf_queues(self) -> list[Queue]:
-        return [q for q in self.queues.values() if q.is_leaf]
+    def apply_config(self, config: PartitionConfig) -> None:
+        """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
+        self.config = config
+        self.draining = False
+        self.tree.reconcile(config.root)
+        self.placement = PlacementManager(config.placement_rules)
+        policy = config.node_sort_policy
+        weights = dict(policy.resource_weights) or None
+        if (policy.type, weights) != (self.node_index.policy, self.node_index.weights):
+            self.node_index.set_policy(policy.type, weights)
+        self.root.max = self.total_capacity
 
     # Nodes ------------------------------------------------------------------------------------
     def add_node(
@@ -123,7 +105,9 @@ class Partition:
         if node_id in self.nodes:
             raise Rejection(f"node {node_id} is already registered in partition {self.display_name}")
         node = Node(node_id, capacity, attributes, schedulable)
+        node.traits = _traits(node_id, attributes)
         self.nodes[node_id] = node
+        self.node_index.add(node)
         self._set_total_capacity(self.total_capacity + capacity)
         return node
 
@@ -135,16 +119,20 @@ class Partition:
 
     def update_node(self, node_id: str, capacity: Resource | None, attributes: dict[str, str] | None) -> Node:
         node = self.node(node_id)
+        if attributes:
+            node.traits = _traits(node_id, attributes)
+            node.attributes = dict(attributes)
         if capacity is not None:
             self._set_total_capacity(self.total_capacity - node.capacity + capacity)
             node.set_capacity(capacity)
-        if attributes:
-            node.attributes = dict(attributes)
+            self.node_index.update(node)
         return node
 
     def remove_node(self, node_id: str) -> list[Allocation]:
         """Remove a node; returns the allocations that ran there, now released."""
         node = self.node(node_id)
+        for ref in list(node.reservations):
+            self.unreserve(ref)
         released = []
         for alloc in list(node.allocations.values()):
             if alloc.foreign:
@@ -154,6 +142,7 @@ class Partition:
             self._unallocate(alloc)
             released.append(alloc)
         del self.nodes[node_id]
+        self.node_index.remove(node_id)
         self._set_total_capacity(self.total_capacity - node.capacity)
         return released
 
@@ -176,15 +165,21 @@ class Partition:
             raise Rejection("application ID is empty")
         if app_id in self.applications:
             raise Rejection(f"application {app_id} already exists in partition {self.display_name}")
-        if not queue_name:
-            raise Rejection(f"application {app_id} names no queue and no placement rule gives it one")
-        queue = self.find_queue(queue_name)
-        if queue is None:
-            raise Rejection(f"queue {queue_name} does not exist in partition {self.display_name}")
-        if not queue.is_leaf:
-            raise Rejection(f"queue {queue.full_name} is a parent queue; applications go to leaf queues")
-        if not queue.accepts_new_applications():
-            raise Rejection(f"queue {queue.full_name} is {queue.state.value} and takes no new applications")
+        if self.draining:
+            raise Rejection(
+                f"partition {self.display_name} was removed from the configuration; no new applications"
+            )
+        request = PlacementRequest(app_id, queue_name, user, groups, tags)
+        try:
+            placement = self.placement.place(request, self.tree)
+        except PlacementRefused as exc:
+            raise Rejection(str(exc)) from None
+        queue = (
+            self.tree.create(placement.queue_name)
+            if placement.create
+            else self.tree.find(placement.queue_name)
+        )
+        assert queue is not None and queue.is_leaf
         app = Application(app_id, self.name, queue, user=user, groups=groups, tags=tags, now=now)
         self.applications[app_id] = app
         queue.applications[app_id] = app
@@ -198,25 +193,54 @@ class Partition:
             )
         return app
 
-    def remove_application(self, app_id: str) -> list[Allocation]:
-        """Remove an application, its asks and allocations; returns the released allocations."""
+    def remove_application(self, app_id: str, now: float) -> list[Allocation]:
+        """The RM removes an application: its asks go, its allocations are released, it completes."""
         app = self.application(app_id)
         for key in list(app.asks):
             self._remove_ask(app, key)
         released = list(app.allocations.values())
         for alloc in released:
             self._unallocate(alloc)
-        del self.applications[app_id]
-        app.queue.applications.pop(app_id, None)
-        self.remove_empty_draining_queues()
+        # The application is gone for good: take it through Completing to Completed at once.
+        self._transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
+        self._transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
+        self._forget(app)
         return released
+
+    def _forget(self, app: Application) -> None:
+        self.applications.pop(app.app_id, None)
+        app.queue.applications.pop(app.app_id, None)
+        self.tree.remove_empty()
 
     def _transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
         if not app.can_handle(event):
             return
-        new_state = app.handle(event, now)
-        if new_state is not None:
-            self.app_changes.append(AppStateChange(app.app_id, new_state, now, message))
+        before = app.state
+        after = app.handle(event, now)
+        if after is None:
+            return
+        # maxapplications counts running applications, on the leaf and every ancestor.
+        if after == AppState.RUNNING and before != AppState.RUNNING:
+            app.queue.count_running(+1)
+        elif before == AppState.RUNNING:
+            app.queue.count_running(-1)
+        self.app_changes.append(AppStateChange(app.app_id, after, now, message or event.value))
+
+    def complete_if_idle(self, app: Application, now: float) -> None:
+        if app.is_idle():
+            self._transition(app, AppEvent.COMPLETE, now, "all allocations and asks are gone")
+
+    def tick(self, now: float) -> None:
+        """Time-driven application states: Completing -> Completed -> Expired."""
+        for app in list(self.applications.values()):
+            if app.state == AppState.COMPLETING and now - app.state_time >= self.completing_timeout:
+                self._transition(app, AppEvent.COMPLETE, now, "completing timeout")
+                self._forget(app)
+                self.completed[app.app_id] = app
+        for app in list(self.completed.values()):
+            if now - app.state_time >= self.terminated_timeout:
+                self._transition(app, AppEvent.EXPIRE, now, "terminated timeout")
+                del self.completed[app.app_id]
 
     # Asks and allocations ---------------------------------------------------------------------
     def add_ask(self, ask: Allocation, now: float) -> None:
@@ -225,8 +249,7 @@ class Partition:
             raise Rejection(f"application {app.app_id} is {app.state.value} and takes no new asks")
         if app.knows_key(ask.key):
             raise Rejection(f"allocation key {ask.key} already exists in application {app.app_id}")
-        if not app.queue.is_leaf:
-            raise Rejection(f"queue {app.queue.full_name} is not a leaf queue")
+        ask.constraints = _constraints(ask)
         ask.create_time = ask.create_time or now
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
@@ -238,6 +261,7 @@ class Partition:
         node = self.node(alloc.node_id)
         self.foreign[alloc.key] = alloc
         node.add_allocation(alloc)
+        self.node_index.update(node)
 
     def add_existing(self, alloc: Allocation, now: float) -> None:
         """An allocation the RM already runs (recovery): it must fit the node and the queue limits."""
@@ -250,6 +274,7 @@ class Partition:
                 f"allocation {alloc.key} needs {alloc.resource.as_dict()} but node {node.node_id} has only "
                 f"{node.available.as_dict()} free"
             )
+        alloc.constraints = _constraints(alloc)
         alloc.create_time = alloc.create_time or now
         alloc.allocated_time = alloc.allocated_time or now
         self._place(app, alloc, node)
@@ -261,7 +286,6 @@ class Partition:
         """Turn a pending ask into an allocation on `node` (the scheduler checked that it fits)."""
         app = self.applications[ask.application_id]
         self._remove_ask(app, ask.key)
-        ask.node_id = node.node_id
         ask.allocated_time = now
         self._place(app, ask, node)
         self._transition(app, AppEvent.RUN, now)
@@ -269,6 +293,7 @@ class Partition:
     def _place(self, app: Application, alloc: Allocation, node: Node) -> None:
         alloc.node_id = node.node_id
         node.add_allocation(alloc)
+        self.node_index.update(node)
         app.add_allocation(alloc)
         app.queue.add_allocated(alloc.resource)
 
@@ -276,6 +301,7 @@ class Partition:
         ask = app.remove_ask(key)
         if ask is not None:
             app.queue.remove_pending(ask.resource)
+            self.unreserve(ask.ref)
         return ask
 
     def _unallocate(self, alloc: Allocation) -> None:
@@ -285,6 +311,7 @@ class Partition:
         node = self.nodes.get(alloc.node_id)
         if node is not None:
             node.remove_allocation(alloc.key)
+            self.node_index.update(node)
 
     def release(self, app_id: str, key: str, now: float) -> list[Allocation]:
         """RM-initiated release of one allocation or ask (or all of an app's when key is empty).
@@ -296,6 +323,7 @@ class Partition:
             node = self.nodes.get(alloc.node_id)
             if node is not None:
                 node.remove_allocation(key)
+                self.node_index.update(node)
             return []
         app = self.application(app_id)
         released: list[Allocation] = []
@@ -314,9 +342,24 @@ class Partition:
         self.complete_if_idle(app, now)
         return released
 
-    def complete_if_idle(self, app: Application, now: float) -> None:
-        if app.is_idle():
-            self._transition(app, AppEvent.COMPLETE, now, "all allocations and asks are gone")
+    # Reservations -----------------------------------------------------------------------------
+    def reserve(self, ask: Allocation, node: Node) -> None:
+        self.reservations[ask.ref] = node.node_id
+        node.reservations.add(ask.ref)
+        self.log.info(
+            "node reserved", applicationID=ask.application_id, allocationKey=ask.key, nodeID=node.node_id
+        )
+
+    def unreserve(self, ref: tuple[str, str]) -> None:
+        node_id = self.reservations.pop(ref, None)
+        if node_id is None:
+            return
+        node = self.nodes.get(node_id)
+        if node is not None:
+            node.reservations.discard(ref)
+
+    def is_reserved(self, ask: Allocation) -> bool:
+        return ask.ref in self.reservations
 
     # Views ------------------------------------------------------------------------------------
     @property
@@ -331,3 +374,17 @@ class Partition:
     def drain_app_changes(self) -> list[AppStateChange]:
         changes, self.app_changes = self.app_changes, []
         return changes
+
+
+def _constraints(alloc: Allocation) -> AskConstraints:
+    try:
+        return parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)
+    except ConstraintError as exc:
+        raise Rejection(f"allocation {alloc.key}: {exc}") from None
+
+
+def _traits(node_id: str, attributes: dict[str, str]) -> NodeTraits:
+    try:
+        return parse_node_traits(attributes)
+    except ConstraintError as exc:
+        raise Rejection(f"node {node_id}: {exc}") from None

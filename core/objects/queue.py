@@ -1,10 +1,13 @@
-"""The queue hierarchy: usage, limits and headroom along the path to root."""
+"""A queue of the hierarchy: limits, properties, ACLs, usage, and headroom along the path to root."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from core.config.properties import QueueProperties
+from core.config.schema import ChildTemplate
+from core.objects.acl import ACL, NOBODY
 from core.resources import ZERO, Resource
 
 if TYPE_CHECKING:
@@ -13,7 +16,7 @@ if TYPE_CHECKING:
 
 class QueueState(StrEnum):
     ACTIVE = "Active"
-    DRAINING = "Draining"
+    DRAINING = "Draining"  # keeps its applications running; takes no new ones; goes when empty
     STOPPED = "Stopped"
 
 
@@ -23,28 +26,34 @@ class Queue:
         name: str,
         parent: Queue | None = None,
         is_leaf: bool = True,
-        guaranteed: Resource | None = None,
-        max_resource: Resource | None = None,
-        max_applications: int = 0,
-        properties: dict[str, str] | None = None,
         managed: bool = True,
     ) -> None:
         self.name = name
         self.parent = parent
         self.full_name = f"{parent.full_name}.{name}" if parent else name
         self.is_leaf = is_leaf
-        self.guaranteed = guaranteed
-        self.max = max_resource  # None or a missing type: unlimited
-        self.max_applications = max_applications
-        self.properties = dict(properties or {})
-        self.managed = managed
+        self.managed = managed  # from the configuration; dynamic queues come from placement
         self.state = QueueState.ACTIVE
+        self.guaranteed: Resource | None = None
+        self.max: Resource | None = None  # None or a missing type: unlimited
+        self.max_applications = 0  # 0: unlimited
+        self.own_properties: dict[str, str] = {}
+        self.effective_properties: dict[str, str] = {}
+        self.props = QueueProperties()
+        self.submit_acl: ACL = NOBODY
+        self.admin_acl: ACL = NOBODY
+        self.child_template: ChildTemplate | None = None
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
         self.allocated: Resource = ZERO
         self.pending: Resource = ZERO
+        self.running_apps = 0  # applications counted against maxapplications, this queue and below
         if parent is not None:
             parent.children[name] = self
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None
 
     def path_to_root(self) -> list[Queue]:
         out: list[Queue] = []
@@ -54,6 +63,7 @@ class Queue:
             queue = queue.parent
         return out
 
+    # Limits -----------------------------------------------------------------------------------
     def headroom(self) -> Resource | None:
         """What may still be allocated here: min over this queue and its ancestors of max - allocated.
 
@@ -70,12 +80,30 @@ class Queue:
                 room[name] = min(room[name], free) if name in room else free
         return Resource(room) if room is not None else None
 
+    def effective_max(self) -> Resource | None:
+        """The tightest max along the path to root, per type."""
+        out: dict[str, int] | None = None
+        for queue in self.path_to_root():
+            if queue.max is None:
+                continue
+            out = out if out is not None else {}
+            for name, limit in queue.max.items():
+                out[name] = min(out[name], limit) if name in out else limit
+        return Resource(out) if out is not None else None
+
     def fits_headroom(self, resource: Resource) -> bool:
         for queue in self.path_to_root():
             if queue.max is not None and not (queue.allocated + resource).fits_in_limit(queue.max):
                 return False
         return True
 
+    def can_run_another_app(self) -> bool:
+        """Whether maxapplications, here and on every ancestor, leaves room for one more running app."""
+        return all(
+            q.max_applications <= 0 or q.running_apps < q.max_applications for q in self.path_to_root()
+        )
+
+    # Usage ------------------------------------------------------------------------------------
     def add_allocated(self, delta: Resource) -> None:
         for queue in self.path_to_root():
             queue.allocated = queue.allocated + delta
@@ -92,11 +120,25 @@ class Queue:
         for queue in self.path_to_root():
             queue.pending = queue.pending - delta
 
+    def count_running(self, delta: int) -> None:
+        for queue in self.path_to_root():
+            queue.running_apps += delta
+
     def has_pending(self) -> bool:
         return any(v > 0 for v in self.pending.values())
 
+    # Access -----------------------------------------------------------------------------------
+    def allows_submit(self, user: str, groups: tuple[str, ...]) -> bool:
+        """Submit (or admin) access on this queue or any ancestor grants submit access here."""
+        return any(
+            q.submit_acl.allows(user, groups) or q.admin_acl.allows(user, groups) for q in self.path_to_root()
+        )
+
     def accepts_new_applications(self) -> bool:
-        return self.is_leaf and self.state == QueueState.ACTIVE
+        return self.is_leaf and all(q.state == QueueState.ACTIVE for q in self.path_to_root())
+
+    def is_empty(self) -> bool:
+        return not self.applications and not self.children
 
     def __repr__(self) -> str:
         return f"Queue({self.full_name})"

@@ -1,34 +1,69 @@
-"""Node choice for an ask: fair spreads load, binpacking fills the fullest node that fits first."""
+"""Node order for placing asks, kept as an incremental index.
+
+fair spreads load: the least used node comes first. binpacking fills: the most used node comes first.
+"Used" is the weighted mean over the node's resource types of used/capacity (weights default to 1).
+The index holds each node under its current score and is told when a node's usage changes, so
+picking a node never sorts the cluster; ties go to the node ID, so the order is deterministic.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
+
+from sortedcontainers import SortedList
 
 from core.objects.node import Node
-from core.resources import Resource
 
 FAIR = "fair"
 BINPACKING = "binpacking"
 
 
-def best_node(
-    nodes: Iterable[Node],
-    resource: Resource,
-    policy: str = FAIR,
-    weights: dict[str, float] | None = None,
-) -> Node | None:
-    """The schedulable node with room for `resource` that the policy likes best.
+class NodeIndex:
+    def __init__(self, policy: str = FAIR, weights: dict[str, float] | None = None) -> None:
+        self.policy = policy
+        self.weights = dict(weights) if weights else None
+        self._sign = -1.0 if policy == BINPACKING else 1.0
+        self._order: SortedList = SortedList()
+        self._keys: dict[str, tuple[float, str]] = {}
+        self._nodes: dict[str, Node] = {}
 
-    fair: the least used node (lowest weighted usage share); binpacking: the most used one.
-    Ties go to the node ID so the choice is deterministic.
-    """
-    best: Node | None = None
-    best_key: tuple[float, str] | None = None
-    sign = -1.0 if policy == BINPACKING else 1.0
-    for node in nodes:
-        if not node.schedulable or not node.fits(resource):
-            continue
-        key = (sign * node.usage_share(weights), node.node_id)
-        if best_key is None or key < best_key:
-            best, best_key = node, key
-    return best
+    def _key(self, node: Node) -> tuple[float, str]:
+        return (self._sign * node.usage_share(self.weights), node.node_id)
+
+    def add(self, node: Node) -> None:
+        key = self._key(node)
+        self._nodes[node.node_id] = node
+        self._keys[node.node_id] = key
+        self._order.add(key)
+
+    def remove(self, node_id: str) -> None:
+        key = self._keys.pop(node_id, None)
+        if key is not None:
+            self._order.remove(key)
+            del self._nodes[node_id]
+
+    def update(self, node: Node) -> None:
+        """Re-score a node after its usage or capacity changed."""
+        old = self._keys.get(node.node_id)
+        if old is None:
+            return
+        new = self._key(node)
+        if new != old:
+            self._order.remove(old)
+            self._order.add(new)
+            self._keys[node.node_id] = new
+
+    def set_policy(self, policy: str, weights: dict[str, float] | None) -> None:
+        """A reload changed the policy: rebuild the order."""
+        nodes = list(self._nodes.values())
+        self.__init__(policy, weights)  # type: ignore[misc]
+        for node in nodes:
+            self.add(node)
+
+    def __iter__(self) -> Iterator[Node]:
+        """Nodes in policy order, best first."""
+        for _, node_id in self._order:
+            yield self._nodes[node_id]
+
+    def __len__(self) -> int:
+        return len(self._nodes)

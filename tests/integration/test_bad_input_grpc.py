@@ -162,11 +162,26 @@ async def test_unknown_node_and_bad_node_requests(client: SchedulerClient) -> No
     assert client.seen.stream_errors == []
 
 
+NO_DEFAULT_QUEUE = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: work
+"""
+
+
 async def test_bad_application_requests(client: SchedulerClient) -> None:
-    await _ready(client)
+    # Without a root.default queue, an application no rule places is rejected (YuniKorn falls back
+    # to root.default when it exists).
+    await client.register(config=NO_DEFAULT_QUEUE)
+    await client.add_application("app-1", "root.work")
+    await client.wait_apps_answered(1)
     cases = [
         (
-            si_pb2.ApplicationRequest(rmID=client.rm_id, new=[messages.application("app-1", "root.default")]),
+            si_pb2.ApplicationRequest(rmID=client.rm_id, new=[messages.application("app-1", "root.work")]),
             "already exists",
         ),
         (
@@ -187,14 +202,14 @@ async def test_bad_application_requests(client: SchedulerClient) -> None:
             ),
             "not known",
         ),
-        (si_pb2.ApplicationRequest(new=[messages.application("app-z", "root.default")]), "rmID is missing"),
+        (si_pb2.ApplicationRequest(new=[messages.application("app-z", "root.work")]), "rmID is missing"),
         (si_pb2.ApplicationRequest(rmID=client.rm_id), "empty ApplicationRequest"),
     ]
     for i, (request, expect) in enumerate(cases):
         await client.send_application_request(request)
         await client.wait_for(lambda i=i: len(client.seen.rejected_apps) > i, what=f"rejection {i}")
         assert expect in client.seen.rejected_apps[i].reason, (expect, client.seen.rejected_apps[i].reason)
-    await client.add_application("app-2", "root.default")
+    await client.add_application("app-2", "root.work")
     await client.wait_for(lambda: "app-2" in client.seen.accepted_apps, what="app-2 accepted")
 
 

@@ -24,6 +24,7 @@ partitions:
   - name: default
     queues:
       - name: root
+        submitacl: "*"
         queues:
           - name: small
             resources: {max: {memory: 60}}

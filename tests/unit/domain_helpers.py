@@ -25,6 +25,7 @@ partitions:
   - name: default
     queues:
       - name: root
+        submitacl: "*"
         queues:
           - name: default
             resources:

@@ -134,14 +134,25 @@ def test_node_update_changes_capacity_and_root_max() -> None:
     assert c.partition.root.max is not None and c.partition.root.max.get("memory") == 50
 
 
+NO_DEFAULT_QUEUE = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: work
+"""
+
+
 def test_bad_items_are_rejected_with_reasons_and_good_ones_still_work() -> None:
-    c = Cluster()
+    c = Cluster(NO_DEFAULT_QUEUE)
     c.node("n1", {"memory": 10})
     c.node("n1", {"memory": 10})  # duplicate node
     c.node_action("ghost", NodeAction.UPDATE, {"memory": 1})  # unknown node
     c.node_action("n1", NodeAction.DRAIN_TO_SCHEDULABLE)  # not draining
-    c.app("app-1")
-    c.app("app-1")  # duplicate application
+    c.app("app-1", queue="root.work")
+    c.app("app-1", queue="root.work")  # duplicate application
     c.app("app-2", queue="root.nope")  # unknown queue
     c.app("app-3", queue="root")  # parent queue
     c.ask("ghost-app", "x", {"memory": 1})  # unknown application

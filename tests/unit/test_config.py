@@ -80,7 +80,10 @@ def test_the_bundled_default() -> None:
     assert part.root.submit_acl == "*"
     assert [q.name for q in part.root.queues] == ["default"]
     assert not part.root.queues[0].is_parent
-    assert part.placement_rules == ()
+    assert [(r.name, r.create, r.value) for r in part.placement_rules] == [
+        ("provided", False, ""),
+        ("tag", True, "namespace"),
+    ]
     assert part.node_sort_policy.type == "fair"
     assert part.preemption.enabled is True
     assert part.preemption.quota_preemption_enabled is False

@@ -1,0 +1,221 @@
+"""Queue properties: inheritance and parsing as YuniKorn does them.
+
+A queue's effective properties are its parent's effective properties, filtered, overlaid with its own.
+The filter resets what must not flow down: `priority.policy` (a child is never fenced by its parent's
+setting), `priority.offset` (offsets add up along the path, so a child starts at 0), and
+`preemption.policy` (only `disabled` propagates). A value that does not parse falls back to the
+default with a warning; it never makes a configuration invalid.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+APPLICATION_SORT_POLICY = "application.sort.policy"
+APPLICATION_SORT_PRIORITY = "application.sort.priority"
+PRIORITY_POLICY = "priority.policy"
+PRIORITY_OFFSET = "priority.offset"
+PREEMPTION_POLICY = "preemption.policy"
+PREEMPTION_DELAY = "preemption.delay"
+QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"
+
+SORT_FIFO = "fifo"
+SORT_FAIR = "fair"
+PRIORITY_DEFAULT = "default"
+PRIORITY_FENCE = "fence"
+PREEMPTION_DEFAULT = "default"
+PREEMPTION_FENCE = "fence"
+PREEMPTION_DISABLED = "disabled"
+
+DEFAULT_PREEMPTION_DELAY = 30.0
+DEFAULT_QUOTA_PREEMPTION_DELAY = 0.0
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# An offset beyond this can lift a queue above Kubernetes' system-critical priorities (2,000,000,000).
+OFFSET_WARNING_LIMIT = 999_999_999
+
+Warn = Callable[[str, str], None]  # (property key, message)
+
+
+@dataclass(frozen=True)
+class QueueProperties:
+    sort_policy: str = SORT_FIFO
+    sort_priority_enabled: bool = True
+    priority_policy: str = PRIORITY_DEFAULT
+    priority_offset: int = 0
+    preemption_policy: str = PREEMPTION_DEFAULT
+    preemption_delay: float = DEFAULT_PREEMPTION_DELAY
+    quota_preemption_delay: float = DEFAULT_QUOTA_PREEMPTION_DELAY
+
+    @property
+    def is_priority_fence(self) -> bool:
+        return self.priority_policy == PRIORITY_FENCE
+
+
+def inherit(parent_effective: Mapping[str, str] | None, own: Mapping[str, str]) -> dict[str, str]:
+    """The effective raw properties of a queue from its parent's effective ones and its own."""
+    merged: dict[str, str] = {}
+    for key, value in (parent_effective or {}).items():
+        merged[key] = _filter_inherited(key, value)
+    merged.update(own)
+    return merged
+
+
+def _filter_inherited(key: str, value: str) -> str:
+    if key == PRIORITY_POLICY:
+        return PRIORITY_DEFAULT
+    if key == PRIORITY_OFFSET:
+        return "0"
+    if key == PREEMPTION_POLICY and value.strip().lower() != PREEMPTION_DISABLED:
+        return PREEMPTION_DEFAULT
+    return value
+
+
+def parse(raw: Mapping[str, str], is_leaf: bool, is_root: bool, warn: Warn | None = None) -> QueueProperties:
+    """Turn effective raw properties into typed values; bad values warn and take the default.
+
+    On root, priority and preemption settings have no effect and are not reported.
+    """
+
+    def report(key: str, message: str) -> None:
+        if warn is not None and not is_root:
+            warn(key, message)
+
+    sort_policy = SORT_FIFO
+    if APPLICATION_SORT_POLICY in raw and is_leaf:
+        sort_policy = _sort_policy(raw[APPLICATION_SORT_POLICY], report)
+    sort_priority = True
+    if APPLICATION_SORT_PRIORITY in raw:
+        sort_priority = _sort_priority(raw[APPLICATION_SORT_PRIORITY], report)
+    priority_policy = PRIORITY_DEFAULT
+    priority_offset = 0
+    preemption_policy = PREEMPTION_DEFAULT
+    if not is_root:
+        if PRIORITY_POLICY in raw:
+            priority_policy = _choice(
+                raw[PRIORITY_POLICY], PRIORITY_POLICY, (PRIORITY_DEFAULT, PRIORITY_FENCE), report
+            )
+        if PRIORITY_OFFSET in raw:
+            priority_offset = _offset(raw[PRIORITY_OFFSET], report)
+        if PREEMPTION_POLICY in raw:
+            preemption_policy = _choice(
+                raw[PREEMPTION_POLICY],
+                PREEMPTION_POLICY,
+                (PREEMPTION_DEFAULT, PREEMPTION_FENCE, PREEMPTION_DISABLED),
+                report,
+            )
+    preemption_delay = DEFAULT_PREEMPTION_DELAY
+    if PREEMPTION_DELAY in raw and is_leaf:
+        preemption_delay = _delay(raw[PREEMPTION_DELAY], PREEMPTION_DELAY, DEFAULT_PREEMPTION_DELAY, report)
+    quota_delay = DEFAULT_QUOTA_PREEMPTION_DELAY
+    if QUOTA_PREEMPTION_DELAY in raw:
+        quota_delay = _delay(
+            raw[QUOTA_PREEMPTION_DELAY],
+            QUOTA_PREEMPTION_DELAY,
+            DEFAULT_QUOTA_PREEMPTION_DELAY,
+            report,
+            allow_zero=True,
+        )
+    return QueueProperties(
+        sort_policy=sort_policy,
+        sort_priority_enabled=sort_priority,
+        priority_policy=priority_policy,
+        priority_offset=priority_offset,
+        preemption_policy=preemption_policy,
+        preemption_delay=preemption_delay,
+        quota_preemption_delay=quota_delay,
+    )
+
+
+def _sort_policy(value: str, report: Warn) -> str:
+    lowered = value.strip().lower()
+    if lowered in ("", SORT_FIFO):
+        return SORT_FIFO
+    if lowered == SORT_FAIR:
+        return SORT_FAIR
+    if lowered == "stateaware":
+        report(APPLICATION_SORT_POLICY, "stateaware is deprecated and now means fifo; set fifo instead")
+        return SORT_FIFO
+    report(APPLICATION_SORT_POLICY, f"unknown value {value!r}; using fifo (expected fifo or fair)")
+    return SORT_FIFO
+
+
+def _sort_priority(value: str, report: Warn) -> bool:
+    lowered = value.strip().lower()
+    if lowered == "enabled":
+        return True
+    if lowered == "disabled":
+        return False
+    report(
+        APPLICATION_SORT_PRIORITY, f"unknown value {value!r}; using enabled (expected enabled or disabled)"
+    )
+    return True
+
+
+def _choice(value: str, key: str, allowed: tuple[str, ...], report: Warn) -> str:
+    lowered = value.strip().lower()
+    if lowered == "":
+        return allowed[0]
+    if lowered in allowed:
+        return lowered
+    report(key, f"unknown value {value!r}; using {allowed[0]} (expected one of {', '.join(allowed)})")
+    return allowed[0]
+
+
+def _offset(value: str, report: Warn) -> int:
+    text = value.strip()
+    if text == "":
+        return 0
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        report(PRIORITY_OFFSET, f"{value!r} is not a base-10 integer; using 0")
+        return 0
+    number = int(text)
+    if not INT32_MIN <= number <= INT32_MAX:
+        report(PRIORITY_OFFSET, f"{value!r} is outside the 32-bit integer range; using 0")
+        return 0
+    if abs(number) > OFFSET_WARNING_LIMIT:
+        report(
+            PRIORITY_OFFSET,
+            f"offset {number} is beyond ±{OFFSET_WARNING_LIMIT:,}: it can outrank system-critical priorities",
+        )
+    return number
+
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds from a plain number of seconds or a Go-style duration ("30s", "1m30s", "500ms")."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    pos, total = 0, 0.0
+    while pos < len(body):
+        match = _DURATION_PART.match(body, pos)
+        if match is None:
+            return None
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    return sign * total if body else None
+
+
+def _delay(value: str, key: str, default: float, report: Warn, allow_zero: bool = False) -> float:
+    # quota.preemption.delay 0 is meaningful (no quota preemption); preemption.delay 0 is not.
+    seconds = parse_duration(value)
+    if seconds is None:
+        report(key, f"{value!r} is not a duration (examples: 30, 30s, 1m30s); using {default:g}s")
+        return default
+    if seconds == 0 and allow_zero:
+        return 0.0
+    if seconds <= 0:
+        report(key, f"{value!r} must be a positive duration; using {default:g}s")
+        return default
+    return seconds

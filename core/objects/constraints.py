@@ -1,0 +1,144 @@
+"""Placement constraints the core evaluates itself: required node, node selector, taints and tolerations.
+
+YuniKorn asks its shim to run these checks (a predicate callback per node). Here they travel with
+the data instead, so nothing waits on a round trip:
+
+- node labels are node attributes `kubernetes.io/label/<key>` (the prefix YuniKorn's shim already
+  uses for pod labels in allocation tags);
+- node taints are the attribute `pykorn.io/taints`, a JSON list of {"key", "value", "effect"};
+- an ask's node selector is the tag `pykorn.io/node-selector`, a JSON object of label -> value;
+- an ask's tolerations are the tag `pykorn.io/tolerations`, a JSON list of
+  {"key", "operator", "value", "effect"} with Kubernetes' meaning;
+- a required node (a DaemonSet pod) is the tag `yunikorn.apache.org/requiredNode`.
+
+Malformed JSON is refused when the ask or node arrives (see `parse_*`), never at scheduling time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+LABEL_PREFIX = "kubernetes.io/label/"
+ATTR_TAINTS = "pykorn.io/taints"
+TAG_NODE_SELECTOR = "pykorn.io/node-selector"
+TAG_TOLERATIONS = "pykorn.io/tolerations"
+
+# Effects that keep an untolerating pod off a node; PreferNoSchedule is only a preference.
+_HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+class ConstraintError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty: every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True)
+class AskConstraints:
+    required_node: str = ""
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.required_node or self.node_selector or self.tolerations)
+
+
+@dataclass(frozen=True)
+class NodeTraits:
+    labels: tuple[tuple[str, str], ...] = ()
+    taints: tuple[Taint, ...] = ()
+
+
+NO_CONSTRAINTS = AskConstraints()
+NO_TRAITS = NodeTraits()
+
+
+def _json(text: str, what: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConstraintError(f"{what} is not valid JSON: {exc.msg} at position {exc.pos}") from None
+
+
+def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
+    selector: tuple[tuple[str, str], ...] = ()
+    if TAG_NODE_SELECTOR in tags:
+        raw = _json(tags[TAG_NODE_SELECTOR], f"tag {TAG_NODE_SELECTOR}")
+        if not isinstance(raw, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+        ):
+            raise ConstraintError(f"tag {TAG_NODE_SELECTOR} must be a JSON object of label name to value")
+        selector = tuple(sorted(raw.items()))
+    tolerations: tuple[Toleration, ...] = ()
+    if TAG_TOLERATIONS in tags:
+        raw = _json(tags[TAG_TOLERATIONS], f"tag {TAG_TOLERATIONS}")
+        if not isinstance(raw, list):
+            raise ConstraintError(f"tag {TAG_TOLERATIONS} must be a JSON list of tolerations")
+        tolerations = tuple(_toleration(item) for item in raw)
+    return AskConstraints(tags.get(required_node_tag, ""), selector, tolerations)
+
+
+def _toleration(item: object) -> Toleration:
+    if not isinstance(item, dict):
+        raise ConstraintError(f"a toleration must be a JSON object, got {item!r}")
+    operator = str(item.get("operator", "Equal") or "Equal")
+    if operator not in ("Equal", "Exists"):
+        raise ConstraintError(f"toleration operator must be Equal or Exists, got {operator!r}")
+    return Toleration(
+        key=str(item.get("key", "")),
+        operator=operator,
+        value=str(item.get("value", "")),
+        effect=str(item.get("effect", "")),
+    )
+
+
+def parse_node_traits(attributes: Mapping[str, str]) -> NodeTraits:
+    labels = tuple(
+        sorted((k[len(LABEL_PREFIX) :], v) for k, v in attributes.items() if k.startswith(LABEL_PREFIX))
+    )
+    taints: tuple[Taint, ...] = ()
+    if ATTR_TAINTS in attributes:
+        raw = _json(attributes[ATTR_TAINTS], f"attribute {ATTR_TAINTS}")
+        if not isinstance(raw, list) or not all(isinstance(t, dict) and t.get("key") for t in raw):
+            raise ConstraintError(f"attribute {ATTR_TAINTS} must be a JSON list of taints, each with a key")
+        taints = tuple(
+            Taint(str(t["key"]), str(t.get("value", "")), str(t.get("effect", "NoSchedule"))) for t in raw
+        )
+    return NodeTraits(labels, taints)
+
+
+def node_admits(node_id: str, traits: NodeTraits, ask: AskConstraints) -> bool:
+    """Whether an ask with these constraints may run on this node (room aside)."""
+    if ask.required_node and ask.required_node != node_id:
+        return False
+    if ask.node_selector:
+        labels = dict(traits.labels)
+        if any(labels.get(k) != v for k, v in ask.node_selector):
+            return False
+    for taint in traits.taints:
+        if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in ask.tolerations):
+            return False
+    return True

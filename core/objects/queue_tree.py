@@ -1,0 +1,162 @@
+"""A partition's queue tree: built from configuration, reconciled on reload, grown by placement.
+
+Managed queues come from the configuration; dynamic ones are created by placement rules and take the
+child template of the nearest ancestor that has one. A queue that leaves the configuration goes
+Draining (its applications keep running, no new ones come) and is removed once empty, as is an
+empty dynamic queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from core.config import properties
+from core.config.schema import ChildTemplate, QueueConfig
+from core.objects.acl import ACL, NOBODY
+from core.objects.queue import Queue, QueueState
+
+Warn = Callable[[str, str], None]  # (queue full name, message)
+
+
+class QueueTree:
+    def __init__(self, root_config: QueueConfig, warn: Warn | None = None) -> None:
+        self._warn = warn
+        self.queues: dict[str, Queue] = {}
+        self.root = Queue("root", None, is_leaf=False)
+        self.queues["root"] = self.root
+        self.reconcile(root_config)
+
+    def find(self, name: str) -> Queue | None:
+        """A queue by its full name (case-insensitive); a name without `root.` is qualified with it."""
+        lowered = name.lower()
+        if lowered != "root" and not lowered.startswith("root."):
+            lowered = f"root.{lowered}"
+        return self.queues.get(lowered)
+
+    def __iter__(self) -> Iterator[Queue]:
+        return iter(self.queues.values())
+
+    # Configuration --------------------------------------------------------------------------------
+    def reconcile(self, root_config: QueueConfig) -> None:
+        """Make the managed queues match the configuration; queues no longer in it go Draining."""
+        seen: set[str] = set()
+        self._apply(self.root, root_config, seen)
+        for key, queue in self.queues.items():
+            if key not in seen and queue.managed:
+                queue.state = QueueState.DRAINING
+        self.refresh_properties()
+        self.remove_empty()
+
+    def _apply(self, queue: Queue, cfg: QueueConfig, seen: set[str]) -> None:
+        seen.add(queue.full_name.lower())
+        queue.managed = True
+        queue.state = QueueState.ACTIVE
+        if not queue.is_root:  # root's limits are the cluster; its maxapplications is ignored
+            queue.guaranteed = cfg.guaranteed
+            queue.max = cfg.max
+            queue.max_applications = cfg.max_applications
+        queue.own_properties = cfg.property_map()
+        queue.submit_acl = _acl(cfg.submit_acl)
+        queue.admin_acl = _acl(cfg.admin_acl)
+        queue.child_template = cfg.child_template
+        if not queue.applications and not queue.children:
+            queue.is_leaf = not cfg.is_parent
+        for child_cfg in cfg.queues:
+            child = queue.children.get(child_cfg.name.lower()) or self._find_child(queue, child_cfg.name)
+            if child is None:
+                child = self._new_queue(child_cfg.name, queue, is_leaf=not child_cfg.is_parent, managed=True)
+            self._apply(child, child_cfg, seen)
+
+    @staticmethod
+    def _find_child(parent: Queue, name: str) -> Queue | None:
+        for child in parent.children.values():
+            if child.name.lower() == name.lower():
+                return child
+        return None
+
+    def _new_queue(self, name: str, parent: Queue, is_leaf: bool, managed: bool) -> Queue:
+        queue = Queue(name, parent, is_leaf=is_leaf, managed=managed)
+        self.queues[queue.full_name.lower()] = queue
+        return queue
+
+    def refresh_properties(self) -> None:
+        """Recompute effective properties top-down: a parent's change reaches its children."""
+
+        def visit(queue: Queue, parent_effective: dict[str, str] | None) -> None:
+            if queue.managed or queue.is_root:
+                queue.effective_properties = properties.inherit(parent_effective, queue.own_properties)
+            else:
+                # A dynamic queue's properties are its template's, not merged with its parent's.
+                queue.effective_properties = dict(queue.own_properties)
+            queue.props = properties.parse(
+                queue.effective_properties, queue.is_leaf, queue.is_root, self._warner(queue)
+            )
+            for child in queue.children.values():
+                visit(child, queue.effective_properties)
+
+        visit(self.root, None)
+
+    def _warner(self, queue: Queue) -> properties.Warn | None:
+        # Managed queues were reported when the configuration was loaded; only dynamic ones warn here.
+        if self._warn is None or queue.managed:
+            return None
+        warn = self._warn
+        return lambda key, message: warn(queue.full_name, f"{key}: {message}")
+
+    # Dynamic queues -------------------------------------------------------------------------------
+    def deepest_existing(self, full_name: str) -> Queue:
+        parts = full_name.lower().split(".")
+        for depth in range(len(parts), 0, -1):
+            queue = self.queues.get(".".join(parts[:depth]))
+            if queue is not None:
+                return queue
+        return self.root
+
+    def create(self, full_name: str) -> Queue:
+        """Create the missing levels of `full_name`: dynamic parents, then a dynamic leaf.
+
+        The caller has checked that the deepest existing ancestor is an active parent.
+        """
+        parts = full_name.split(".")
+        parent = self.deepest_existing(full_name)
+        depth = parent.full_name.count(".") + 1
+        queue = parent
+        for i, name in enumerate(parts[depth:], start=depth):
+            is_leaf = i == len(parts) - 1
+            template = self._template_for(queue)
+            queue = self._new_queue(name.lower(), queue, is_leaf=is_leaf, managed=False)
+            if is_leaf and template is not None:
+                _apply_template(queue, template)
+        self.refresh_properties()
+        return queue
+
+    @staticmethod
+    def _template_for(parent: Queue) -> ChildTemplate | None:
+        for queue in parent.path_to_root():
+            if queue.child_template is not None:
+                return queue.child_template
+        return None
+
+    def remove_empty(self) -> list[str]:
+        """Remove draining and dynamic queues that hold nothing, deepest first; returns their names."""
+        removed = []
+        for queue in sorted(self.queues.values(), key=lambda q: -q.full_name.count(".")):
+            if queue.is_root or not queue.is_empty():
+                continue
+            if queue.state == QueueState.DRAINING or not queue.managed:
+                assert queue.parent is not None
+                queue.parent.children.pop(queue.name, None)
+                del self.queues[queue.full_name.lower()]
+                removed.append(queue.full_name)
+        return removed
+
+
+def _acl(text: str | None) -> ACL:
+    return ACL.parse(text) if text else NOBODY
+
+
+def _apply_template(queue: Queue, template: ChildTemplate) -> None:
+    queue.max_applications = template.max_applications
+    queue.own_properties = dict(template.properties)
+    queue.guaranteed = template.guaranteed
+    queue.max = template.max

@@ -1,0 +1,5 @@
+"""Placement rules: which queue an application goes to."""
+
+from core.placement.manager import PlacementManager, PlacementRequest
+
+__all__ = ["PlacementManager", "PlacementRequest"]

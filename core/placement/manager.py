@@ -1,0 +1,86 @@
+"""Runs the placement rules in order; the first queue that exists (or may be created), is a leaf,
+lets the user submit and is not draining wins. With no rules configured, `provided` without create
+applies; when no rule places the application, `root.default` takes it if it exists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.config.schema import PlacementRuleConfig
+from core.objects.queue import Queue, QueueState
+from core.objects.queue_tree import QueueTree
+from core.placement.rules import PlacementError, PlacementRequest, Rule
+
+DEFAULT_QUEUE = "root.default"
+
+__all__ = ["Placement", "PlacementError", "PlacementManager", "PlacementRequest"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    queue_name: str
+    create: bool  # the queue does not exist yet and must be created
+
+
+class PlacementRefused(ValueError):
+    pass
+
+
+class PlacementManager:
+    def __init__(self, rules: tuple[PlacementRuleConfig, ...]) -> None:
+        configs = rules or (PlacementRuleConfig(name="provided", create=False),)
+        self.rules = [Rule(cfg) for cfg in configs]
+
+    def place(self, req: PlacementRequest, tree: QueueTree) -> Placement:
+        """The queue for the application; PlacementRefused says why there is none."""
+        notes: list[str] = []
+        for rule in self.rules:
+            try:
+                name = rule.place(req, tree, notes)
+            except PlacementError as exc:
+                raise PlacementRefused(
+                    f"application {req.app_id} rejected by placement rule {rule.name}: {exc}"
+                ) from None
+            if name:
+                placement = self._check(rule.name, name, req, tree, notes)
+                if placement is not None:
+                    return placement
+        default = tree.find(DEFAULT_QUEUE)
+        if default is not None:
+            placement = self._check("default queue", DEFAULT_QUEUE, req, tree, notes)
+            if placement is not None:
+                return placement
+        raise PlacementRefused(f"no placement rule placed application {req.app_id}: " + "; ".join(notes))
+
+    @staticmethod
+    def _check(
+        rule: str, name: str, req: PlacementRequest, tree: QueueTree, notes: list[str]
+    ) -> Placement | None:
+        queue = tree.find(name)
+        if queue is not None:
+            reason = _refusal(queue, req)
+            if reason:
+                notes.append(f"{rule}: {reason}")
+                return None
+            return Placement(queue.full_name, create=False)
+        ancestor = tree.deepest_existing(name)
+        if not ancestor.allows_submit(req.user, req.groups):
+            notes.append(f"{rule}: user {req.user!r} may not submit under {ancestor.full_name}")
+            return None
+        if ancestor.is_leaf:
+            raise PlacementRefused(f"cannot create queue {name}: {ancestor.full_name} is a leaf queue")
+        if ancestor.state != QueueState.ACTIVE:
+            raise PlacementRefused(
+                f"cannot create queue {name}: {ancestor.full_name} is {ancestor.state.value}"
+            )
+        return Placement(name, create=True)
+
+
+def _refusal(queue: Queue, req: PlacementRequest) -> str:
+    if not queue.is_leaf:
+        return f"{queue.full_name} is a parent queue"
+    if not queue.allows_submit(req.user, req.groups):
+        return f"user {req.user!r} may not submit to {queue.full_name} (submitacl)"
+    if not queue.accepts_new_applications():
+        return f"{queue.full_name} is {queue.state.value} and takes no new applications"
+    return ""

@@ -1,0 +1,129 @@
+"""The rules: provided, user, tag, fixed; each with `create`, an optional parent rule and a filter.
+
+A rule answers a queue name, "" for "no match, try the next rule" (with a note saying why), or
+raises PlacementError, which rejects the application outright, as YuniKorn does for a generated
+name that is not a valid queue name or a parent rule that names a leaf queue.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from core.config.schema import Filter, PlacementRuleConfig
+from core.config.validation import QUEUE_NAME
+from core.objects.queue_tree import QueueTree
+
+DOT_REPLACEMENT = "_dot_"
+_REGEX_CHARS = re.compile(r"[\^$*+?()\[{}|]")
+
+
+class PlacementError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    app_id: str
+    queue_name: str = ""
+    user: str = ""
+    groups: tuple[str, ...] = ()
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def tag(self, name: str) -> str:
+        lowered = name.lower()
+        for key, value in self.tags.items():
+            if key.lower() == lowered:
+                return value
+        return ""
+
+
+class RuleFilter:
+    def __init__(self, cfg: Filter) -> None:
+        self.allow = cfg.type.lower() != "deny"
+        self._users = _matcher(cfg.users)
+        self._groups = _matcher(cfg.groups)
+        self._empty = not cfg.users and not cfg.groups
+
+    def admits(self, user: str, groups: tuple[str, ...]) -> bool:
+        if self._empty:
+            return self.allow
+        if self._users(user) or any(self._groups(g) for g in groups):
+            return self.allow
+        return not self.allow
+
+
+def _matcher(names: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    # One entry with regex characters is a pattern (searched, as Go's MatchString does); otherwise
+    # entries are exact names.
+    if len(names) == 1 and _REGEX_CHARS.search(names[0]):
+        pattern = re.compile(names[0])
+        return lambda name: bool(pattern.search(name))
+    exact = frozenset(names)
+    return lambda name: name in exact
+
+
+class Rule:
+    def __init__(self, cfg: PlacementRuleConfig) -> None:
+        self.name = cfg.name
+        self.create = cfg.create
+        self.value = cfg.value
+        self.filter = RuleFilter(cfg.filter)
+        self.parent = Rule(cfg.parent) if cfg.parent is not None else None
+
+    def place(self, req: PlacementRequest, tree: QueueTree, notes: list[str]) -> str:
+        base = self._base_name(req)
+        if not base:
+            notes.append(f"{self.name}: {self._missing_reason()}")
+            return ""
+        if not self.filter.admits(req.user, req.groups):
+            notes.append(f"{self.name}: the filter excludes user {req.user!r}")
+            return ""
+        qualified = base.lower() == "root" or base.lower().startswith("root.")
+        if qualified:
+            name = base.lower()
+        else:
+            parent = self._parent_name(req, tree, notes)
+            if not parent:
+                return ""
+            name = f"{parent}.{self._leaf_part(base)}".lower()
+        for part in name.split("."):
+            if not QUEUE_NAME.match(part):
+                raise PlacementError(f"rule {self.name} made the invalid queue name {name!r}")
+        if not self.create and tree.find(name) is None:
+            notes.append(f"{self.name}: queue {name} does not exist and the rule does not create queues")
+            return ""
+        return name
+
+    def _base_name(self, req: PlacementRequest) -> str:
+        if self.name == "provided":
+            return req.queue_name
+        if self.name == "user":
+            return req.user.replace(".", DOT_REPLACEMENT)
+        if self.name == "tag":
+            return req.tag(self.value)
+        return self.value  # fixed
+
+    def _leaf_part(self, base: str) -> str:
+        # A fixed value's dots are levels; provided and tag values become one level with dots replaced.
+        return base if self.name == "fixed" else base.replace(".", DOT_REPLACEMENT)
+
+    def _missing_reason(self) -> str:
+        if self.name == "provided":
+            return "the application names no queue"
+        if self.name == "user":
+            return "the application has no user"
+        return f"the application has no tag {self.value!r}"
+
+    def _parent_name(self, req: PlacementRequest, tree: QueueTree, notes: list[str]) -> str:
+        if self.parent is None:
+            return "root"
+        parent = self.parent.place(req, tree, notes)
+        if not parent:
+            return ""
+        if not parent.startswith("root"):
+            parent = f"root.{parent}"
+        existing = tree.find(parent)
+        if existing is not None and existing.is_leaf:
+            raise PlacementError(f"parent rule returned a leaf queue: {existing.full_name}")
+        return parent
