@@ -7,6 +7,7 @@ import re
 from core.config import properties
 from core.config.schema import PartitionConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
+from core.objects.acl import ACL, ACLError
 from core.resources import Resource, min_limit
 
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
@@ -18,6 +19,31 @@ def validate_partition(reader: YamlReader, part: PartitionConfig) -> None:
         _error(reader, root, "resources", "resources cannot be set on the root queue: its max is the cluster")
     _validate_children(reader, root, inherited_max=None)
     _check_properties(reader, root, None, is_root=True)
+    _check_acls(reader, root)
+    if not _any_acl(root):
+        reader.warnings.append(
+            Problem(
+                f"{root.path}.submitacl",
+                root.line,
+                "no queue has a submitacl or adminacl, so every application will be rejected; "
+                "set submitacl: '*' on root to let everyone submit",
+            )
+        )
+
+
+def _check_acls(reader: YamlReader, queue: QueueConfig) -> None:
+    for key, text in (("submitacl", queue.submit_acl), ("adminacl", queue.admin_acl)):
+        if text:
+            try:
+                ACL.parse(text)
+            except ACLError as exc:
+                _error(reader, queue, key, str(exc))
+    for child in queue.queues:
+        _check_acls(reader, child)
+
+
+def _any_acl(queue: QueueConfig) -> bool:
+    return bool(queue.submit_acl or queue.admin_acl) or any(_any_acl(c) for c in queue.queues)
 
 
 def _check_properties(

@@ -62,7 +62,11 @@ def test_the_corpora_are_big_enough() -> None:
 def test_every_valid_file_loads_without_warnings(path: Path) -> None:
     text = path.read_text()
     loaded = load_config(text)
-    assert loaded.warnings == ()
+    if path.name == "08_no_root.yaml":
+        # A root added by the loader has no ACL: nobody could submit, which is worth a warning.
+        assert [w.message.split(",")[0] for w in loaded.warnings] == ["no queue has a submitacl or adminacl"]
+    else:
+        assert loaded.warnings == ()
     assert loaded.config.partitions
     assert loaded.config.source == text
     for part in loaded.config.partitions:
