@@ -4,12 +4,10 @@ First the reservations: a reserved ask goes to its node once that has room, or t
 with room. Then everything else in order: queues (fair), applications (the leaf's policy), asks
 (priority, then age), nodes (the partition's node index). An ask that fits no node's free room but
 fits some node's capacity reserves the best such node once it has waited RESERVATION_DELAY; a
-reserved node takes no other ask. Passes repeat while they make progress.
+reserved node takes no other ask.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
@@ -20,14 +18,6 @@ from core.objects.queue import Queue
 from core.policies.queue_sort import sorted_applications, sorted_children
 
 RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
-
-
-def _leaves_in_order(queue: Queue) -> Iterator[Queue]:
-    if queue.is_leaf:
-        yield queue
-        return
-    for child in sorted_children(queue):
-        yield from _leaves_in_order(child)
 
 
 def _may_allocate(app: Application) -> bool:
@@ -119,28 +109,76 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
     return False
 
 
+class _Cycle:
+    """Per-cycle bookkeeping: each ask is tried at most once per cycle.
+
+    A cursor per application walks a snapshot of its asks in priority order; everything before the
+    cursor was allocated or could not be placed this cycle. A queue or application whose asks are
+    all behind their cursors is exhausted until the next cycle.
+    """
+
+    def __init__(self) -> None:
+        self.asks: dict[str, list[Allocation]] = {}
+        self.cursor: dict[str, int] = {}
+        self.exhausted: set[str] = set()  # queue full names
+
+    def next_ask(self, app: Application) -> Allocation | None:
+        asks = self.asks.get(app.app_id)
+        if asks is None:
+            asks = self.asks[app.app_id] = list(app.sorted_asks())
+        i = self.cursor.get(app.app_id, 0)
+        while i < len(asks) and asks[i].key not in app.asks:
+            i += 1  # allocated or withdrawn since the snapshot
+        self.cursor[app.app_id] = i
+        return asks[i] if i < len(asks) else None
+
+    def tried(self, app: Application) -> None:
+        self.cursor[app.app_id] = self.cursor.get(app.app_id, 0) + 1
+
+
+def _select(queue: Queue, cycle: _Cycle) -> tuple[Queue, Application, Allocation] | None:
+    """Descend in the current sort order to the first leaf, application and ask not yet tried."""
+    if queue.full_name in cycle.exhausted:
+        return None
+    if queue.is_leaf:
+        for app in sorted_applications(queue):
+            if not _may_allocate(app):
+                continue
+            ask = cycle.next_ask(app)
+            if ask is not None:
+                return queue, app, ask
+    else:
+        for child in sorted_children(queue):
+            found = _select(child, cycle)
+            if found is not None:
+                return found
+    cycle.exhausted.add(queue.full_name)
+    return None
+
+
 def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
-    """Allocate as much as fits, at most `budget` allocations; returns the new allocations."""
+    """Allocate as much as fits, at most `budget` allocations; returns the new allocations.
+
+    After every allocation the order is taken again from the top, so usage just added counts:
+    two queues with plenty pending share the cluster instead of the first one taking it all.
+    """
     made = _serve_reservations(partition, now, budget) if partition.reservations else []
-    progress = True
-    while progress and len(made) < budget and partition.has_pending():
-        progress = False
-        for leaf in _leaves_in_order(partition.root):
-            for app in sorted_applications(leaf):
-                if not _may_allocate(app):
-                    continue
-                for ask in list(app.sorted_asks()):
-                    if partition.is_reserved(ask) or not leaf.fits_headroom(ask.resource):
-                        continue
-                    if ask.required_node:
-                        placed = _try_required_node(partition, ask, now)
-                    else:
-                        placed = _try_nodes(partition, ask, now)
-                    if placed:
-                        made.append(ask)
-                        progress = True
-                        if len(made) >= budget:
-                            return made
+    cycle = _Cycle()
+    while len(made) < budget:
+        found = _select(partition.root, cycle)
+        if found is None:
+            break
+        leaf, app, ask = found
+        placed = False
+        if not partition.is_reserved(ask) and leaf.fits_headroom(ask.resource):
+            if ask.required_node:
+                placed = _try_required_node(partition, ask, now)
+            else:
+                placed = _try_nodes(partition, ask, now)
+        if placed:
+            made.append(ask)
+        else:
+            cycle.tried(app)
     return made
 
 
