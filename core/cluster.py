@@ -129,13 +129,19 @@ class ClusterContext:
                 cmd.reply(Rejection(f"resource manager {cmd.rm_id} is not registered"))
             return
         self.configs[cmd.rm_id] = cmd.config
+        wanted = set()
         for part_cfg in cmd.config.partitions:
             name = internal_partition_name(cmd.rm_id, part_cfg.name)
+            wanted.add(name)
             existing = self.partitions.get(name)
             if existing is None:
                 self.partitions[name] = Partition(name, cmd.rm_id, part_cfg)
             else:
                 existing.apply_config(part_cfg)
+        for name, part in self.partitions.items():
+            if part.rm_id == cmd.rm_id and name not in wanted:
+                # Like a removed queue: what runs there keeps running; nothing new is accepted.
+                part.draining = True
         log.info("configuration updated", rmID=cmd.rm_id)
         if cmd.reply:
             cmd.reply(None)

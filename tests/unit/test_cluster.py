@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from core.cluster import ClusterContext
-from core.commands import AppAdd, AppRemove, NodeAction, RegisterRM, UpdateApplications
+from core.commands import AppAdd, AppRemove, NodeAction, RegisterRM, UpdateApplications, UpdateConfig
 from core.config import load_config
 from core.results import ResultBatch, Termination
-from tests.unit.domain_helpers import Cluster, FakeClock
+from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock
 
 
 def _drain(cluster: Cluster) -> ResultBatch:
@@ -267,3 +267,32 @@ def test_reregistration_replaces_everything_the_rm_had() -> None:
     assert c.partition.nodes == {}
     assert c.partition.applications == {}
     assert c.partition.find_queue("root.default") is not None
+
+
+TWO_PARTITIONS = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: default
+  - name: gpu
+    queues:
+      - name: root
+        submitacl: "*"
+"""
+
+
+def test_reload_adds_a_partition_and_drains_a_removed_one() -> None:
+    c = Cluster()
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(TWO_PARTITIONS).config))
+    gpu = c.ctx.partitions[c.pname("gpu")]
+    assert gpu.find_queue("root") is not None
+    c.app("app-1")
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(ONE_LEAF.replace("default", "other", 1)).config))
+    c.ctx.apply(UpdateApplications(c.rm_id, adds=(AppAdd("app-2", c.pname(), "root.default"),)))
+    out = _drain(c)
+    assert out.accepted_apps == ["app-1"]
+    assert "removed from the configuration" in out.rejected_apps[0].reason
+    assert "app-1" in c.partition.applications  # what was there keeps running
