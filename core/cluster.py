@@ -201,6 +201,11 @@ class ClusterContext:
     def _remove_app(self, rm_id: str, remove: AppRemove) -> None:
         try:
             part = self._partition(rm_id, remove.partition)
+            if remove.app_id not in part.applications:
+                # Nothing to do, as YuniKorn: RMs remove applications that already completed, and a
+                # RejectedApplication would make a Kubernetes shim fail the application.
+                log.info("removal of an unknown application ignored", rmID=rm_id, applicationID=remove.app_id)
+                return
             released = part.remove_application(remove.app_id, self.clock())
         except Rejection as exc:
             self._out(rm_id).rejected_apps.append(RejectedItem("", remove.app_id, str(exc)))

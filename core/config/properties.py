@@ -183,6 +183,7 @@ def _offset(value: str, report: Warn) -> int:
 
 
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_PLAIN_SECONDS = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -191,12 +192,11 @@ def parse_duration(text: str) -> float | None:
     text = text.strip()
     if not text:
         return None
-    try:
+    # A plain decimal number of seconds; float() alone would also take "nan", "inf", "1e3" and "1_0".
+    if _PLAIN_SECONDS.fullmatch(text):
         return float(text)
-    except ValueError:
-        pass
     sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
+    body = text[1:] if text[0] in "+-" else text
     pos, total = 0, 0.0
     while pos < len(body):
         match = _DURATION_PART.match(body, pos)

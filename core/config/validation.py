@@ -59,7 +59,9 @@ def _check_properties(
         path = f"properties.{key}"
         reader.warnings.append(Problem(f"{queue.path}.{path}", queue.line_of(path), f"{key}: {message}"))
 
-    properties.parse(effective, is_leaf=not queue.is_parent, is_root=is_root, warn=warn)
+    # Parsed as a leaf even on a parent: a leaf-only value written there is inherited by the leaves
+    # below, and is reported here, where it is written, rather than nowhere.
+    properties.parse(effective, is_leaf=True, is_root=is_root, warn=warn)
     for child in queue.queues:
         _check_properties(reader, child, effective, is_root=False)
 

@@ -62,7 +62,7 @@ class Partition:
         self.node_index = NodeIndex(policy.type, dict(policy.resource_weights) or None)
         self.nodes: dict[str, Node] = {}
         self.applications: dict[str, Application] = {}
-        self.completed: dict[str, Application] = {}  # Completed apps waiting to expire
+        self.completed: list[Application] = []  # Completed apps waiting to expire (IDs may repeat)
         self.foreign: dict[str, Allocation] = {}
         self.reservations: dict[tuple[str, str], str] = {}  # (app, key) -> node ID
         self.total_capacity: Resource = ZERO
@@ -236,11 +236,10 @@ class Partition:
             if app.state == AppState.COMPLETING and now - app.state_time >= self.completing_timeout:
                 self._transition(app, AppEvent.COMPLETE, now, "completing timeout")
                 self._forget(app)
-                self.completed[app.app_id] = app
-        for app in list(self.completed.values()):
-            if now - app.state_time >= self.terminated_timeout:
-                self._transition(app, AppEvent.EXPIRE, now, "terminated timeout")
-                del self.completed[app.app_id]
+                self.completed.append(app)
+        for app in [a for a in self.completed if now - a.state_time >= self.terminated_timeout]:
+            self._transition(app, AppEvent.EXPIRE, now, "terminated timeout")
+            self.completed.remove(app)
 
     # Asks and allocations ---------------------------------------------------------------------
     def add_ask(self, ask: Allocation, now: float) -> None:
@@ -253,7 +252,10 @@ class Partition:
         ask.create_time = ask.create_time or now
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
-        self._transition(app, AppEvent.RUN, now)
+        # An ask starts a New application (-> Accepted) or revives a Completing one (-> Running);
+        # an Accepted application becomes Running only with its first allocation.
+        if app.state in (AppState.NEW, AppState.COMPLETING):
+            self._transition(app, AppEvent.RUN, now)
 
     def add_foreign(self, alloc: Allocation) -> None:
         if alloc.key in self.foreign:

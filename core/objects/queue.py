@@ -92,9 +92,19 @@ class Queue:
         return Resource(out) if out is not None else None
 
     def fits_headroom(self, resource: Resource) -> bool:
+        """Whether the ask fits under every max on the path, for the types the ask needs.
+
+        Only the ask's types count: a queue over its max in memory (after a max was lowered) still
+        takes an ask that needs no memory.
+        """
         for queue in self.path_to_root():
-            if queue.max is not None and not (queue.allocated + resource).fits_in_limit(queue.max):
-                return False
+            limit = queue.max
+            if limit is None:
+                continue
+            allocated = queue.allocated
+            for name, want in resource.items():
+                if want > 0 and name in limit and allocated.get(name) + want > limit[name]:
+                    return False
         return True
 
     def can_run_another_app(self) -> bool:

@@ -75,7 +75,8 @@ class QueueTree:
         return None
 
     def _new_queue(self, name: str, parent: Queue, is_leaf: bool, managed: bool) -> Queue:
-        queue = Queue(name, parent, is_leaf=is_leaf, managed=managed)
+        # Queue names are lower-cased on creation, as YuniKorn does for configured and dynamic queues.
+        queue = Queue(name.lower(), parent, is_leaf=is_leaf, managed=managed)
         self.queues[queue.full_name.lower()] = queue
         return queue
 
