@@ -26,7 +26,10 @@ def _may_allocate(app: Application) -> bool:
 
 
 def _admits(node: Node, ask: Allocation) -> bool:
-    return ask.constraints.is_empty or node_admits(node.node_id, node.traits, ask.constraints)
+    # The shortcut holds only for untainted nodes: an ask without tolerations must still avoid taints.
+    if ask.constraints.is_empty and not node.traits.taints:
+        return True
+    return node_admits(node.node_id, node.traits, ask.constraints)
 
 
 def find_node(partition: Partition, ask: Allocation) -> Node | None:
@@ -105,7 +108,8 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
     if node.fits(ask.resource) and _admits(node, ask):
         partition.allocate(ask, node, now)
         return True
-    partition.reserve(ask, node)
+    if node.fits_capacity(ask.resource):  # as YuniKorn's node.Reserve: never for what cannot fit
+        partition.reserve(ask, node)
     return False
 
 
@@ -187,7 +191,7 @@ def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
     if node is not None:
         partition.allocate(ask, node, now)
         return True
-    if now - ask.create_time >= RESERVATION_DELAY:
+    if now - ask.create_time > RESERVATION_DELAY:  # strictly, as YuniKorn's time.Since(create) > delay
         candidate = _reserve_candidate(partition, ask)
         if candidate is not None:
             partition.reserve(ask, candidate)

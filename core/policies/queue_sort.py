@@ -12,6 +12,7 @@ against the leaf's guaranteed first; for a type without a guarantee the raw quan
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cmp_to_key
 
 from core.config.properties import SORT_FAIR
 from core.objects.application import Application
@@ -47,19 +48,34 @@ def queue_share(queue: Queue, maximum: Mapping[str, int] | None = None) -> float
     return share
 
 
-def _pending_share(queue: Queue, ceiling: Mapping[str, int]) -> float:
-    return max((_share(v, ceiling.get(k, 0)) for k, v in queue.pending.items() if k in ceiling), default=0.0)
+def _strictly_more(left: Mapping[str, int], right: Mapping[str, int]) -> bool:
+    """YuniKorn's StrictlyGreaterThan(left - right, zero): no type less, at least one type more."""
+    more = False
+    for name in left.keys() | right.keys():
+        diff = left.get(name, 0) - right.get(name, 0)
+        if diff < 0:
+            return False
+        more = more or diff > 0
+    return more
 
 
-def fair_queue_key(queue: Queue) -> tuple[float, float, str]:
-    ceiling = fair_max(queue)
-    return (queue_share(queue, ceiling), -_pending_share(queue, ceiling), queue.full_name)
+def _compare_queues(left: tuple[float, Queue], right: tuple[float, Queue]) -> int:
+    # Lower share first; on a tie, more pending (the quantities themselves, as YuniKorn) first.
+    if left[0] != right[0]:
+        return -1 if left[0] < right[0] else 1
+    if _strictly_more(left[1].pending, right[1].pending):
+        return -1
+    if _strictly_more(right[1].pending, left[1].pending):
+        return 1
+    return -1 if left[1].full_name < right[1].full_name else int(left[1].full_name > right[1].full_name)
 
 
 def sorted_children(queue: Queue) -> list[Queue]:
     """Children with something pending, in fair order; stopped queues are never scheduled."""
-    candidates = [c for c in queue.children.values() if c.has_pending() and c.state != "Stopped"]
-    return sorted(candidates, key=fair_queue_key)
+    candidates = [
+        (queue_share(c), c) for c in queue.children.values() if c.has_pending() and c.state != "Stopped"
+    ]
+    return [c for _, c in sorted(candidates, key=cmp_to_key(_compare_queues))]
 
 
 def _dominant_shares(app: Application, guaranteed: Mapping[str, int]) -> tuple[float, ...]:
