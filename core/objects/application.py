@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from core.objects.allocation import Allocation
+from core.objects.priority import MIN_PRIORITY
 from core.resources import ZERO, Resource
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class Application:
         self.pending: Resource = ZERO
         self.allocated: Resource = ZERO
         self.submission_time = now
+        self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
         self._sorted_asks: list[Allocation] | None = None
 
     # State machine ------------------------------------------------------------------------------
@@ -118,13 +120,28 @@ class Application:
         self.pending = self.pending + ask.resource
         self._sorted_asks = None
         self.submission_time = min(self.submission_time, ask.create_time)
+        if ask.priority > self.ask_max_priority:
+            self.ask_max_priority = ask.priority  # O(1): a new ask can only raise the maximum
 
     def remove_ask(self, key: str) -> Allocation | None:
         ask = self.asks.pop(key, None)
         if ask is not None:
             self.pending = self.pending - ask.resource
             self._sorted_asks = None
+            if ask.priority >= self.ask_max_priority:
+                self._recompute_max_priority(ask.priority)
         return ask
+
+    def _recompute_max_priority(self, removed: int) -> None:
+        # The removed ask held the maximum: another ask of the same priority keeps it, so stop at the
+        # first one found; otherwise the new maximum is the highest of the rest.
+        best = MIN_PRIORITY
+        for other in self.asks.values():
+            if other.priority == removed:
+                best = removed
+                break
+            best = max(best, other.priority)
+        self.ask_max_priority = best
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.key] = alloc

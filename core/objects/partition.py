@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import structlog
 
 from core.config.schema import PartitionConfig
+from core.objects import priority
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.constraints import (
@@ -91,6 +92,7 @@ class Partition:
         self.config = config
         self.draining = False
         self.tree.reconcile(config.root)
+        priority.recompute_all(self.root)  # offsets and fences may have changed
         self.placement = PlacementManager(config.placement_rules)
         policy = config.node_sort_policy
         weights = dict(policy.resource_weights) or None
@@ -208,6 +210,7 @@ class Partition:
         return released
 
     def _forget(self, app: Application) -> None:
+        priority.remove_application(app)
         self.applications.pop(app.app_id, None)
         app.queue.applications.pop(app.app_id, None)
         self.tree.remove_empty()
@@ -252,6 +255,7 @@ class Partition:
         ask.create_time = ask.create_time or now
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
+        priority.update_application(app)
         # An ask starts a New application (-> Accepted) or revives a Completing one (-> Running);
         # an Accepted application becomes Running only with its first allocation.
         if app.state in (AppState.NEW, AppState.COMPLETING):
@@ -304,6 +308,7 @@ class Partition:
         if ask is not None:
             app.queue.remove_pending(ask.resource)
             self.unreserve(ask.ref)
+            priority.update_application(app)
         return ask
 
     def _unallocate(self, alloc: Allocation) -> None:

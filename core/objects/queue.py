@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from core.config.properties import QueueProperties
 from core.config.schema import ChildTemplate
 from core.objects.acl import ACL, NOBODY
+from core.objects.priority import MIN_PRIORITY
 from core.resources import ZERO, Resource
 
 if TYPE_CHECKING:
@@ -48,6 +49,12 @@ class Queue:
         self.allocated: Resource = ZERO
         self.pending: Resource = ZERO
         self.running_apps = 0  # applications counted against maxapplications, this queue and below
+        # Priority caches, kept by core.objects.priority: what this queue shows its parent, the highest
+        # value inside before offset and fence, and the inputs (applications or children with pending).
+        self.current_priority = MIN_PRIORITY
+        self.inner_priority = MIN_PRIORITY
+        self.app_priorities: dict[str, int] = {}
+        self.child_priorities: dict[str, int] = {}
         if parent is not None:
             parent.children[name] = self
 

@@ -7,6 +7,10 @@ Among equal shares, the one with more pending goes first.
 
 Applications in a leaf: fifo (oldest submission first) or fair (smallest dominant share of usage
 against the leaf's guaranteed first; for a type without a guarantee the raw quantity counts).
+
+With `application.sort.priority` enabled (the default), priority comes first: a parent orders its
+children by their current priority (see core.objects.priority), a leaf its applications by the
+highest priority of their pending asks; the orders above break ties. Disabled, priority plays no part.
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ def _strictly_more(left: Mapping[str, int], right: Mapping[str, int]) -> bool:
 
 def _compare_queues(left: tuple[float, Queue], right: tuple[float, Queue]) -> int:
     # Lower share first; on a tie, more pending (the quantities themselves, as YuniKorn) first.
+    # With priority sorting on (the parent's application.sort.priority), priority comes before both.
+    parent = left[1].parent
+    by_priority = parent is not None and parent.props.sort_priority_enabled
+    if by_priority and left[1].current_priority != right[1].current_priority:
+        return -1 if left[1].current_priority > right[1].current_priority else 1
     if left[0] != right[0]:
         return -1 if left[0] < right[0] else 1
     if _strictly_more(left[1].pending, right[1].pending):
@@ -88,8 +97,21 @@ def _dominant_shares(app: Application, guaranteed: Mapping[str, int]) -> tuple[f
 
 
 def sorted_applications(queue: Queue) -> list[Application]:
+    """The leaf's policy (fifo or fair); with application.sort.priority enabled, the application
+    holding the highest-priority pending ask goes first and the policy breaks ties."""
     pending = [a for a in queue.applications.values() if a.has_pending()]
+    by_priority = queue.props.sort_priority_enabled
     if queue.props.sort_policy == SORT_FAIR:
         guaranteed = queue.guaranteed or {}
-        return sorted(pending, key=lambda a: (_dominant_shares(a, guaranteed), a.submission_time, a.app_id))
-    return sorted(pending, key=lambda a: (a.submission_time, a.app_id))
+        return sorted(
+            pending,
+            key=lambda a: (
+                -a.ask_max_priority if by_priority else 0,
+                _dominant_shares(a, guaranteed),
+                a.submission_time,
+                a.app_id,
+            ),
+        )
+    return sorted(
+        pending, key=lambda a: (-a.ask_max_priority if by_priority else 0, a.submission_time, a.app_id)
+    )
