@@ -128,6 +128,18 @@ class ClusterContext:
             if cmd.reply:
                 cmd.reply(Rejection(f"resource manager {cmd.rm_id} is not registered"))
             return
+        conflicts = [
+            f"partition {part_cfg.name}: {problem}"
+            for part_cfg in cmd.config.partitions
+            if (existing := self.partitions.get(internal_partition_name(cmd.rm_id, part_cfg.name)))
+            is not None
+            for problem in existing.config_conflicts(part_cfg)
+        ]
+        if conflicts:
+            # All or nothing: a configuration that cannot apply everywhere applies nowhere.
+            if cmd.reply:
+                cmd.reply(Rejection("; ".join(conflicts)))
+            return
         self.configs[cmd.rm_id] = cmd.config
         wanted = set()
         for part_cfg in cmd.config.partitions:

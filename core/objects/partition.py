@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from core.config.schema import PartitionConfig
+from core.config.schema import PartitionConfig, QueueConfig
 from core.objects import priority
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
 from core.objects.application import AppEvent, Application, AppState
@@ -86,6 +86,23 @@ class Partition:
 
     def find_queue(self, name: str) -> Queue | None:
         return self.tree.find(name)
+
+    def config_conflicts(self, config: PartitionConfig) -> list[str]:
+        """Why this partition cannot take `config` as it is now; empty when it can."""
+        problems: list[str] = []
+
+        def walk(cfg: QueueConfig, name: str) -> None:
+            queue = self.tree.find(name)
+            if queue is not None and cfg.is_parent and queue.is_leaf and queue.applications:
+                problems.append(
+                    f"queue {queue.full_name} holds {len(queue.applications)} application(s) and cannot "
+                    "become a parent queue until they are gone"
+                )
+            for child in cfg.queues:
+                walk(child, f"{name}.{child.name}")
+
+        walk(config.root, "root")
+        return problems
 
     def apply_config(self, config: PartitionConfig) -> None:
         """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""

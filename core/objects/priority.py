@@ -4,7 +4,9 @@ Each application caches `ask_max_priority`, the highest priority of its pending 
 caches the priorities of its applications (leaf) or children (parent) that have something pending,
 and `current_priority`, the priority it shows its parent:
 
-- nothing pending: MIN_PRIORITY, so an idle queue never raises its parent;
+- nothing pending: MIN_PRIORITY and absent from its parent's inputs, so an idle queue never raises
+  its parent (what is pending is told by the presence of inputs, never by the value MIN_PRIORITY,
+  which a pending ask may have or a large negative offset may clamp to);
 - fenced (`priority.policy: fence`): its offset (0 when none), whatever is inside;
 - otherwise: the highest inside plus its offset, clamped to the int32 range.
 
@@ -27,19 +29,28 @@ def clamp(value: int) -> int:
     return max(MIN_PRIORITY, min(MAX_PRIORITY, value))
 
 
-def shown_priority(queue: Queue, inner: int) -> int:
-    if inner == MIN_PRIORITY:
+def shown_priority(queue: Queue, inner: int | None) -> int:
+    """What a queue shows its parent, from the highest priority inside (None: nothing pending).
+
+    "Nothing pending" is the absence of inputs, not the value MIN_PRIORITY: an ask may have priority
+    MIN_PRIORITY, and a large negative offset may clamp a queue to it, with something still pending.
+    """
+    if inner is None:
         return MIN_PRIORITY
     if queue.props.is_priority_fence:
         return queue.props.priority_offset
     return clamp(inner + queue.props.priority_offset)
 
 
+def _inputs(queue: Queue) -> dict[str, int]:
+    return queue.app_priorities if queue.is_leaf else queue.child_priorities
+
+
 def _recalculate(queue: Queue) -> bool:
     """Recompute a queue's priority from its cached inputs; True when the shown value changed."""
-    items = queue.app_priorities if queue.is_leaf else queue.child_priorities
-    inner = max(items.values(), default=MIN_PRIORITY)
-    queue.inner_priority = inner
+    items = _inputs(queue)
+    inner = max(items.values()) if items else None
+    queue.inner_priority = MIN_PRIORITY if inner is None else inner
     shown = shown_priority(queue, inner)
     if shown == queue.current_priority:
         return False
@@ -48,28 +59,32 @@ def _recalculate(queue: Queue) -> bool:
 
 
 def _propagate(queue: Queue) -> None:
-    current: Queue | None = queue
-    while current is not None and _recalculate(current):
+    # Go up while the parent's input for this queue changes: its value, or whether it is there at
+    # all (a queue clamped to MIN_PRIORITY shows the same value as an idle one, but is pending).
+    current = queue
+    while True:
+        _recalculate(current)
         parent = current.parent
         if parent is None:
             return
-        if current.current_priority == MIN_PRIORITY:
-            parent.child_priorities.pop(current.name, None)
-        else:
+        if _inputs(current):
+            if parent.child_priorities.get(current.name) == current.current_priority:
+                return
             parent.child_priorities[current.name] = current.current_priority
+        elif parent.child_priorities.pop(current.name, None) is None:
+            return
         current = parent
 
 
 def update_application(app: Application) -> None:
     """Call after an application's pending asks changed: pushes its priority up as far as it matters."""
     leaf = app.queue
-    value = app.ask_max_priority if app.asks else MIN_PRIORITY
-    if leaf.app_priorities.get(app.app_id, MIN_PRIORITY) == value:
+    if app.asks:
+        if leaf.app_priorities.get(app.app_id) == app.ask_max_priority:
+            return
+        leaf.app_priorities[app.app_id] = app.ask_max_priority
+    elif leaf.app_priorities.pop(app.app_id, None) is None:
         return
-    if value == MIN_PRIORITY:
-        leaf.app_priorities.pop(app.app_id, None)
-    else:
-        leaf.app_priorities[app.app_id] = value
     _propagate(leaf)
 
 
@@ -81,7 +96,7 @@ def remove_application(app: Application) -> None:
 def recompute_all(root: Queue) -> None:
     """Rebuild every cached queue priority (after a reload changed offsets or fences)."""
 
-    def visit(queue: Queue) -> int:
+    def visit(queue: Queue) -> None:
         if queue.is_leaf:
             queue.app_priorities = {
                 app_id: app.ask_max_priority for app_id, app in queue.applications.items() if app.asks
@@ -89,25 +104,26 @@ def recompute_all(root: Queue) -> None:
         else:
             queue.child_priorities = {}
             for child in queue.children.values():
-                shown = visit(child)
-                if shown != MIN_PRIORITY:
-                    queue.child_priorities[child.name] = shown
-        items = queue.app_priorities if queue.is_leaf else queue.child_priorities
-        queue.inner_priority = max(items.values(), default=MIN_PRIORITY)
-        queue.current_priority = shown_priority(queue, queue.inner_priority)
-        return queue.current_priority
+                visit(child)
+                if _inputs(child):
+                    queue.child_priorities[child.name] = child.current_priority
+        items = _inputs(queue)
+        inner = max(items.values()) if items else None
+        queue.inner_priority = MIN_PRIORITY if inner is None else inner
+        queue.current_priority = shown_priority(queue, inner)
 
     visit(root)
 
 
+def _shown_from_scratch(queue: Queue) -> int | None:
+    if queue.is_leaf:
+        values = [ask.priority for app in queue.applications.values() for ask in app.asks.values()]
+    else:
+        values = [p for p in map(_shown_from_scratch, queue.children.values()) if p is not None]
+    return shown_priority(queue, max(values)) if values else None
+
+
 def from_scratch(queue: Queue) -> int:
     """A queue's shown priority computed from the asks themselves, ignoring every cache (for checks)."""
-    if queue.is_leaf:
-        inner = max(
-            (ask.priority for app in queue.applications.values() for ask in app.asks.values()),
-            default=MIN_PRIORITY,
-        )
-    else:
-        shown = (from_scratch(child) for child in queue.children.values())
-        inner = max((p for p in shown if p != MIN_PRIORITY), default=MIN_PRIORITY)
-    return shown_priority(queue, inner)
+    shown = _shown_from_scratch(queue)
+    return MIN_PRIORITY if shown is None else shown
