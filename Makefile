@@ -14,9 +14,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## run: start the core on its bundled default config, drive it with the fake shim's demo, stop it.
+## run: the demo scenario: starts a core, runs examples/demo.yaml through the fake RM, stops the core,
+## prints the summary and writes out/demo-report.json and the plot out/demo.png.
 run: $(STAMP)
-	$(BIN)/pykorn fake demo
+	$(BIN)/pykorn fake run examples/demo.yaml --report out/demo-report.json --plot out/demo.png
 
 ## test: the whole suite (unit, property, integration over real gRPC on loopback).
 test: $(STAMP)

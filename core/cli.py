@@ -1,4 +1,4 @@
-"""The `pykorn` command: `pykorn core`, `pykorn config validate`, `pykorn fake demo`."""
+"""The `pykorn` command: `pykorn core`, `pykorn config validate`, `pykorn fake run`."""
 
 from __future__ import annotations
 
@@ -42,13 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     fake = commands.add_parser("fake", help="the fake resource manager")
     fake_commands = fake.add_subparsers(dest="fake_command", required=True)
-    demo = fake_commands.add_parser("demo", help="drive a core with a short demo session")
-    demo.add_argument(
+    run = fake_commands.add_parser("run", help="run a scenario file against a core and report")
+    run.add_argument("scenario", type=Path)
+    run.add_argument(
         "--core",
         default=None,
         help="HOST:PORT of a running core; without it a core process is started and stopped",
     )
-    _add_logging_flags(demo, level="warning")
+    run.add_argument("--speed", type=float, default=None, help="scenario seconds per real second")
+    run.add_argument("--report", type=Path, default=None, help="write the full report as JSON here")
+    run.add_argument("--plot", type=Path, default=None, help="write a PNG timeline here (needs matplotlib)")
+    _add_logging_flags(run, level="warning")
     return parser
 
 
@@ -61,10 +65,13 @@ def main(argv: list[str] | None = None) -> int:
 
         return validate_file(args.file, sys.stdout)
     if args.command == "fake":
-        from shim_fake.demo import run_demo
-
         configure_logging(args.log_level, _json_flag(args.log_format))
-        return asyncio.run(run_demo(args.core, sys.stdout))
+        from shim_fake.scenario.command import run_scenario
+
+        progress = sys.stdout.isatty()
+        return asyncio.run(
+            run_scenario(args.scenario, args.core, args.speed, args.report, args.plot, sys.stdout, progress)
+        )
     return 2
 
 

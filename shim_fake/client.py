@@ -194,6 +194,16 @@ class SchedulerClient:
     async def asks(self, items: Iterable[si_pb2.Allocation]) -> None:
         await self.send_allocation_request(si_pb2.AllocationRequest(rmID=self.rm_id, allocations=list(items)))
 
+    async def release_many(self, items: Iterable[tuple[str, str]], partition: str = "") -> None:
+        """Release several (application, key) pairs in one request."""
+        releases = [messages.release(app_id, key, partition) for app_id, key in items]
+        if releases:
+            await self.send_allocation_request(
+                si_pb2.AllocationRequest(
+                    rmID=self.rm_id, releases=si_pb2.AllocationReleasesRequest(allocationsToRelease=releases)
+                )
+            )
+
     async def release(self, app_id: str, key: str = "", partition: str = "") -> None:
         await self.send_allocation_request(
             si_pb2.AllocationRequest(

@@ -177,15 +177,3 @@ def test_core_refuses_an_invalid_default_config(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "partitions[0].oops (line 3)" in result.stderr
-
-
-def test_demo_session_runs_end_to_end() -> None:
-    """What `make run` does: start a core, drive the demo, stop the core; it ends by itself."""
-    result = subprocess.run(
-        [sys.executable, "-m", "core.cli", "fake", "demo"], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
-    assert "the core allocated 8" in out
-    assert "node-2 decommissioned: the core released its 4 allocations" in out
-    assert "core stopped with exit code 0" in out

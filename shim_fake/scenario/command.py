@@ -1,0 +1,76 @@
+"""`pykorn fake run SCENARIO.yaml`: load, start a core if none is given, run, report, check."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TextIO
+
+from shim_fake.client import SchedulerClient
+from shim_fake.core_process import CoreProcess
+from shim_fake.scenario.expectations import check
+from shim_fake.scenario.loader import ScenarioError, load_scenario
+from shim_fake.scenario.plot import PlotUnavailable, write_plot
+from shim_fake.scenario.report import build_report, write_summary
+from shim_fake.scenario.runner import Runner
+
+EXIT_OK = 0
+EXIT_UNMET = 1  # the run finished but expectations were not met
+EXIT_INVALID = 2  # the scenario is wrong: nothing was started
+
+
+async def run_scenario(
+    path: Path,
+    core_address: str | None,
+    speed: float | None,
+    report_path: Path | None,
+    plot_path: Path | None,
+    out: TextIO,
+    progress: bool,
+) -> int:
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError as exc:
+        out.write(f"{exc}\n")
+        return EXIT_INVALID
+    except OSError as exc:
+        out.write(f"{path}: cannot read: {exc.strerror}\n")
+        return EXIT_INVALID
+    if plot_path is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            out.write("--plot needs matplotlib: pip install 'pykorn[plot]'\n")
+            return EXIT_INVALID
+    speed = speed or scenario.speed
+    core: CoreProcess | None = None
+    if core_address is None:
+        core = CoreProcess()
+        core_address = await core.start()
+        out.write(f"started pykorn core on {core_address}\n")
+    out.write(f"running {scenario.name} at speed {speed:g} ({scenario.task_count()} tasks)\n")
+    started = time.monotonic()
+    try:
+        async with SchedulerClient(core_address, f"fake-{scenario.name}") as client:
+            runner = Runner(scenario, client, speed, out if progress else None)
+            recording = await runner.run()
+    finally:
+        if core is not None:
+            code = await core.stop()
+            if code != 0:
+                out.write(f"core exited with {code}\n")
+    outcomes = check(scenario.expectations, recording)
+    report = build_report(recording, outcomes, speed, time.monotonic() - started)
+    write_summary(report, out)
+    if report_path is not None:
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(json.dumps(report, indent=2) + "\n")
+        out.write(f"\nreport written to {report_path}\n")
+    if plot_path is not None:
+        try:
+            write_plot(recording, plot_path)
+            out.write(f"plot written to {plot_path}\n")
+        except PlotUnavailable as exc:
+            out.write(f"{exc}\n")
+    return EXIT_OK if report["all_expectations_met"] else EXIT_UNMET

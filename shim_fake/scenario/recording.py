@@ -1,0 +1,168 @@
+"""What happened during a run: usage samples per queue, allocations, preemptions, waits, events.
+
+Usage is the fake RM's own view: the resources of its running tasks, summed per queue and up the
+queue path. Queue limits come from the configuration in force at each moment (config changes
+included), so the report and the plot show usage against guaranteed and max as they were then.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.config import load_config
+from core.config.schema import QueueConfig
+from core.resources import Resource
+from shim_fake.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from shim_fake.scenario.runner import Task
+
+
+@dataclass
+class QueueLimits:
+    guaranteed: dict[str, int] = field(default_factory=dict)
+    max: dict[str, int] = field(default_factory=dict)
+
+
+def queue_limits(config_text: str) -> dict[str, QueueLimits]:
+    """Every queue's configured guaranteed and max, by full name (first partition)."""
+    part = load_config(config_text).config.partitions[0]
+    out: dict[str, QueueLimits] = {}
+
+    def walk(queue: QueueConfig, name: str) -> None:
+        out[name.lower()] = QueueLimits(
+            dict((queue.guaranteed or Resource()).items()), dict((queue.max or Resource()).items())
+        )
+        for child in queue.queues:
+            walk(child, f"{name}.{child.name}")
+
+    walk(part.root, "root")
+    return out
+
+
+def _ancestors(queue: str) -> list[str]:
+    parts = queue.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 1, -1)]  # the queue up to, not including, root
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class Recording:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.resource = scenario.report_resource
+        self.queues = sorted({q for app in scenario.apps for q in _ancestors(app.queue)})
+        self.limits_timeline: list[tuple[float, dict[str, QueueLimits]]] = [
+            (0.0, queue_limits(scenario.config))
+        ]
+        self.samples: list[tuple[float, dict[str, int]]] = []
+        self.events: list[dict[str, Any]] = []
+        self.allocations: dict[str, int] = dict.fromkeys(self.queues, 0)
+        self.preemptions: dict[str, int] = dict.fromkeys(self.queues, 0)
+        self.waits: dict[str, list[float]] = {q: [] for q in self.queues}
+        self.rejections: list[dict[str, Any]] = []
+        self.end_time = 0.0
+        self.tasks: list[Task] = []
+
+    # During the run ---------------------------------------------------------------------------
+    def sample(self, now: float, running: Iterable[Task]) -> None:
+        usage = dict.fromkeys(self.queues, 0)
+        for task in running:
+            amount = task.group.resources.get(self.resource)
+            for queue in _ancestors(task.app.queue):
+                usage[queue] = usage.get(queue, 0) + amount
+        self.samples.append((now, usage))
+
+    def allocated(self, now: float, task: Task) -> None:
+        for queue in _ancestors(task.app.queue):
+            self.allocations[queue] += 1
+            self.waits[queue].append(task.waits[-1])
+
+    def preempted(self, now: float, task: Task, message: str) -> None:
+        for queue in _ancestors(task.app.queue):
+            self.preemptions[queue] += 1
+        self.events.append(
+            {
+                "t": round(now, 3),
+                "kind": "preempted",
+                "task": task.ident,
+                "queue": task.app.queue,
+                "message": message,
+            }
+        )
+
+    def lost(self, now: float, task: Task, message: str) -> None:
+        self.events.append({"t": round(now, 3), "kind": "lost", "task": task.ident, "message": message})
+
+    def rejection(self, now: float, what: str, reason: str) -> None:
+        self.rejections.append({"t": round(now, 3), "what": what, "reason": reason})
+
+    def config_change(self, now: float, config: str, accepted: bool, errors: list[str]) -> None:
+        self.events.append({"t": round(now, 3), "kind": "config", "accepted": accepted, "errors": errors})
+        if accepted:
+            self.limits_timeline.append((now, queue_limits(config)))
+
+    def node_event(self, now: float, action: str, nodes: list[str]) -> None:
+        self.events.append({"t": round(now, 3), "kind": f"node {action}", "nodes": nodes})
+
+    def finish(self, now: float, tasks: list[Task]) -> None:
+        self.end_time = now
+        self.tasks = tasks
+
+    # Views ------------------------------------------------------------------------------------
+    def limits_at(self, t: float) -> dict[str, QueueLimits]:
+        current = self.limits_timeline[0][1]
+        for at, limits in self.limits_timeline:
+            if at <= t:
+                current = limits
+        return current
+
+    def usage_of(self, queue: str, after: float = 0.0, before: float | None = None) -> list[int]:
+        return [
+            usage.get(queue, 0) for t, usage in self.samples if t >= after and (before is None or t <= before)
+        ]
+
+    def queue_summary(self, queue: str) -> dict[str, Any]:
+        values = self.usage_of(queue)
+        limits = self.limits_at(self.end_time).get(queue, QueueLimits())
+        waits = self.waits.get(queue, [])
+        history = [lim.get(queue, QueueLimits()) for _, lim in self.limits_timeline]
+        return {
+            "guaranteed": limits.guaranteed,
+            "max": limits.max,
+            "guaranteed_history": [h.guaranteed for h in history],
+            "max_history": [h.max for h in history],
+            "usage": {
+                "resource": self.resource,
+                "min": min(values, default=0),
+                "mean": round(statistics.fmean(values), 1) if values else 0,
+                "max": max(values, default=0),
+            },
+            "allocations": self.allocations.get(queue, 0),
+            "preemptions": self.preemptions.get(queue, 0),
+            "wait_p50": _round(percentile(waits, 0.5)),
+            "wait_p99": _round(percentile(waits, 0.99)),
+        }
+
+    def task_summary(self) -> dict[str, int]:
+        return {
+            "total": len(self.tasks),
+            "ran": sum(1 for t in self.tasks if t.ran),
+            "finished": sum(1 for t in self.tasks if t.state == "done"),
+            "preempted": sum(1 for t in self.tasks if t.preemptions),
+            "lost_with_node": sum(1 for t in self.tasks if t.lost),
+            "never_ran": sum(1 for t in self.tasks if not t.ran),
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None

@@ -1,0 +1,340 @@
+"""Runs a scenario against a core: submits the work, does what the core says, records what happened.
+
+Scenario time runs `speed` times faster than real time; the core keeps real time. An allocated task
+runs for its duration and is then released (STOPPED_BY_RM); a task the core preempts stops at once,
+and a task lost with its node stops too; both are re-submitted under a new key when their
+application restarts tasks. Waits (submission to allocation) are measured in scenario seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+import structlog
+
+from shim_fake import messages
+from shim_fake.client import SchedulerClient
+from shim_fake.scenario.model import AppSpec, NodeEvent, Scenario, TaskGroup
+from shim_fake.scenario.recording import Recording
+from si.v1 import si_pb2
+
+log = structlog.get_logger("pykorn.fake.runner")
+
+TICK = 0.05  # real seconds between steps
+STALL_SECONDS = 6.0  # real seconds without any change, with nothing left that could change it
+APP_ANSWER_TIMEOUT = 15.0
+_NODE_ACTIONS = {
+    "add": si_pb2.NodeInfo.CREATE,
+    "drain": si_pb2.NodeInfo.DRAIN_NODE,
+    "undrain": si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE,
+    "decommission": si_pb2.NodeInfo.DECOMISSION,
+}
+
+
+@dataclass(eq=False)
+class Task:
+    app: AppSpec
+    group: TaskGroup
+    name: str  # group-N: stable across restarts
+    key: str = ""  # the current allocation key
+    attempt: int = 0
+    state: str = "waiting"  # waiting | pending | running | done | stopped | rejected
+    submitted_at: float = 0.0
+    ends_at: float | None = None
+    node_id: str = ""
+    ran: bool = False
+    preemptions: int = 0
+    lost: int = 0
+    waits: list[float] = field(default_factory=list)
+
+    @property
+    def ident(self) -> str:
+        return f"{self.app.app_id}/{self.name}"
+
+
+class ScenarioClock:
+    def __init__(self, speed: float) -> None:
+        self.speed = speed
+        self._start = time.monotonic()
+
+    def now(self) -> float:
+        return (time.monotonic() - self._start) * self.speed
+
+
+class Runner:
+    def __init__(
+        self, scenario: Scenario, client: SchedulerClient, speed: float, progress: TextIO | None
+    ) -> None:
+        self.s = scenario
+        self.client = client
+        self.speed = speed
+        self.progress = progress
+        self.clock = ScenarioClock(speed)
+        self.record = Recording(scenario)
+        self.tasks: dict[tuple[str, str], Task] = {}  # (app, current key) -> task
+        self.all_tasks: list[Task] = []
+        self._events: list[tuple[float, int, Callable[[], object]]] = []
+        self._seq = itertools.count()
+        self._alloc_cursor = 0
+        self._release_cursor = 0
+        self._reject_cursor = 0
+        self._app_reject_cursor = 0
+        self._next_sample = 0.0
+        self._last_change = time.monotonic()
+        self._rejected_apps: set[str] = set()
+        self._to_submit: list[Task] = []
+
+    # Setup ------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.client.register(config=self.s.config)
+        if self.s.nodes:
+            await self.client.add_nodes(
+                *(_node_info(n.node_id, n.resources, n.attributes) for n in self.s.nodes)
+            )
+            await self.client.wait_nodes_answered(len(self.s.nodes))
+        self.clock = ScenarioClock(self.speed)
+        for app in self.s.apps:
+            self._at(app.arrival, lambda app=app: self._add_app(app))
+            for group in app.tasks:
+                self._at(
+                    max(group.arrival, app.arrival),
+                    lambda app=app, group=group: self._submit_group(app, group),
+                )
+        for change in self.s.config_changes:
+            self._at(change.at, lambda change=change: self._change_config(change.at, change.config))
+        for event in self.s.node_events:
+            self._at(event.at, lambda event=event: self._node_event(event))
+
+    def _at(self, when: float, action: Callable[[], object]) -> None:
+        heapq.heappush(self._events, (when, next(self._seq), action))
+
+    # Main loop --------------------------------------------------------------------------------
+    async def run(self) -> Recording:
+        await self.start()
+        while True:
+            now = self.clock.now()
+            await self._run_due_events(now)
+            await self._read_core(now)
+            # Sample before finishing tasks: a task ending now is replaced by the core's next answer,
+            # which arrives by the next step; sampling in between would show a gap that is not there.
+            if now >= self._next_sample:
+                self.record.sample(now, self._running())
+                self._next_sample = now + self.s.sample_interval
+            await self._finish_tasks(now)
+            self._show_progress(now)
+            if self._finished(now):
+                break
+            await asyncio.sleep(TICK)
+        await self._stop_remaining(self.clock.now())
+        self.record.finish(self.clock.now(), self.all_tasks)
+        if self.progress is not None:
+            self.progress.write("\n")
+        return self.record
+
+    async def _run_due_events(self, now: float) -> None:
+        while self._events and self._events[0][0] <= now:
+            _, _, action = heapq.heappop(self._events)
+            result = action()
+            if asyncio.iscoroutine(result):
+                await result
+            self._changed()
+        await self._flush_submissions()
+
+    def _finished(self, now: float) -> bool:
+        if self.s.end is not None:
+            return now >= self.s.end
+        if self._events:
+            return False
+        active = [t for t in self.all_tasks if t.state in ("pending", "running")]
+        finite_running = [t for t in active if t.state == "running" and t.group.duration is not None]
+        if not [t for t in active if t.state == "pending"] and not finite_running:
+            return True  # all work done; until-stopped tasks are stopped at the end
+        # Pending work that nothing will ever unblock: no task will end and no event will come.
+        return not finite_running and time.monotonic() - self._last_change > STALL_SECONDS
+
+    def _changed(self) -> None:
+        self._last_change = time.monotonic()
+
+    # Submitting -------------------------------------------------------------------------------
+    async def _add_app(self, app: AppSpec) -> None:
+        await self.client.add_application(
+            app.app_id, app.queue, user=app.user, groups=app.groups, tags=dict(app.tags)
+        )
+        # Asks travel on another stream: wait for the answer so no ask overtakes its application.
+        seen = self.client.seen
+        await self.client.wait_for(
+            lambda: (
+                app.app_id in seen.accepted_apps
+                or any(r.applicationID == app.app_id for r in seen.rejected_apps)
+            ),
+            timeout=APP_ANSWER_TIMEOUT,
+            what=f"the core's answer to application {app.app_id}",
+        )
+
+    def _submit_group(self, app: AppSpec, group: TaskGroup) -> None:
+        tasks = [Task(app, group, f"{group.name}-{i:03d}") for i in range(group.count)]
+        self.all_tasks.extend(tasks)
+        self._to_submit.extend(tasks)
+
+    async def _flush_submissions(self) -> None:
+        """Everything due at once goes in one request, so one scheduling cycle sees all of it."""
+        if self._to_submit:
+            tasks, self._to_submit = self._to_submit, []
+            await self._submit(tasks)
+
+    async def _submit(self, tasks: list[Task]) -> None:
+        now = self.clock.now()
+        created = str(int(time.time()))
+        asks = []
+        for task in tasks:
+            if task.app.app_id in self._rejected_apps:
+                task.state = "rejected"
+                continue
+            task.key = task.name if task.attempt == 0 else f"{task.name}-r{task.attempt}"
+            task.state = "pending"
+            task.submitted_at = now
+            self.tasks[(task.app.app_id, task.key)] = task
+            group = task.group
+            asks.append(
+                messages.ask(
+                    task.app.app_id,
+                    task.key,
+                    group.resources.as_dict(),
+                    priority=group.priority,
+                    tags={"creationTime": created, **dict(group.tags)},
+                    originator=group.originator,
+                    allow_preempt_self=group.allow_preempt_self,
+                    allow_preempt_other=group.allow_preempt_other,
+                )
+            )
+        if asks:
+            await self.client.asks(asks)
+
+    async def _change_config(self, at: float, config: str) -> None:
+        response = await self.client.update_configuration(config)
+        self.record.config_change(at, config, response.accepted, list(response.errors))
+        if not response.accepted:
+            log.warning("configuration change rejected", at=at, errors=list(response.errors))
+
+    async def _node_event(self, event: NodeEvent) -> None:
+        action = _NODE_ACTIONS[event.action]
+        infos = [
+            _node_info(n.node_id, n.resources if event.action == "add" else None, n.attributes, action)
+            for n in event.nodes
+        ]
+        await self.client.add_nodes(*infos)
+        self.record.node_event(event.at, event.action, [n.node_id for n in event.nodes])
+
+    # What the core says -----------------------------------------------------------------------
+    async def _read_core(self, now: float) -> None:
+        seen = self.client.seen
+        for alloc in seen.new_allocations[self._alloc_cursor :]:
+            self._started(alloc, now)
+        self._alloc_cursor = len(seen.new_allocations)
+        restarts: list[Task] = []
+        for release in seen.released[self._release_cursor :]:
+            task = self._stopped_by_core(release, now)
+            if task is not None and task.app.restart:
+                task.attempt += 1
+                restarts.append(task)
+        self._release_cursor = len(seen.released)
+        for rejected in seen.rejected_allocations[self._reject_cursor :]:
+            task = self.tasks.pop((rejected.applicationID, rejected.allocationKey), None)
+            if task is not None:
+                task.state = "rejected"
+            self.record.rejection(
+                now, f"allocation {rejected.applicationID}/{rejected.allocationKey}", rejected.reason
+            )
+        self._reject_cursor = len(seen.rejected_allocations)
+        for rejected_app in seen.rejected_apps[self._app_reject_cursor :]:
+            self._rejected_apps.add(rejected_app.applicationID)
+            self.record.rejection(now, f"application {rejected_app.applicationID}", rejected_app.reason)
+        self._app_reject_cursor = len(seen.rejected_apps)
+        if restarts:
+            await self._submit(restarts)
+
+    def _started(self, alloc: si_pb2.Allocation, now: float) -> None:
+        task = self.tasks.get((alloc.applicationID, alloc.allocationKey))
+        if task is None or task.state != "pending":
+            return
+        task.state = "running"
+        task.ran = True
+        task.node_id = alloc.nodeID
+        task.waits.append(now - task.submitted_at)
+        task.ends_at = now + task.group.duration if task.group.duration is not None else None
+        self.record.allocated(now, task)
+        self._changed()
+
+    def _stopped_by_core(self, release: si_pb2.AllocationRelease, now: float) -> Task | None:
+        task = self.tasks.get((release.applicationID, release.allocationKey))
+        if task is None or task.state != "running":
+            return None  # the confirmation of a release we sent ourselves
+        del self.tasks[(release.applicationID, release.allocationKey)]
+        task.state = "stopped"
+        task.ends_at = None
+        if release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
+            task.preemptions += 1
+            self.record.preempted(now, task, release.message)
+        else:
+            task.lost += 1
+            self.record.lost(now, task, release.message)
+        self._changed()
+        return task
+
+    async def _finish_tasks(self, now: float) -> None:
+        ending = [
+            t
+            for t in self.tasks.values()
+            if t.state == "running" and t.ends_at is not None and t.ends_at <= now
+        ]
+        for task in ending:
+            task.state = "done"
+        if ending:
+            await self._release(ending)
+            self._changed()
+
+    async def _release(self, tasks: list[Task]) -> None:
+        """Tasks ending together are released in one request, as their room frees at the same moment."""
+        for task in tasks:
+            self.tasks.pop((task.app.app_id, task.key), None)
+        await self.client.release_many((t.app.app_id, t.key) for t in tasks)
+
+    async def _stop_remaining(self, now: float) -> None:
+        running = [t for t in self.tasks.values() if t.state == "running"]
+        for task in running:
+            task.state = "done" if task.group.duration is None else "stopped"
+        pending = [t for t in self.all_tasks if t.state == "pending"]
+        await self._release(running + pending)
+
+    # Views ------------------------------------------------------------------------------------
+    def _running(self) -> list[Task]:
+        return [t for t in self.tasks.values() if t.state == "running"]
+
+    def _show_progress(self, now: float) -> None:
+        if self.progress is None:
+            return
+        running = sum(1 for t in self.all_tasks if t.state == "running")
+        pending = sum(1 for t in self.all_tasks if t.state == "pending")
+        preempted = sum(t.preemptions for t in self.all_tasks)
+        done = sum(1 for t in self.all_tasks if t.state == "done")
+        self.progress.write(
+            f"\r  t={now:7.1f}s  running {running:4d}  pending {pending:4d}  "
+            f"preempted {preempted:4d}  done {done:4d} "
+        )
+        self.progress.flush()
+
+
+def _node_info(
+    node_id: str,
+    resources: object,
+    attributes: tuple[tuple[str, str], ...] = (),
+    action: int = si_pb2.NodeInfo.CREATE,
+) -> si_pb2.NodeInfo:
+    capacity = resources.as_dict() if resources is not None and hasattr(resources, "as_dict") else None
+    return messages.node(node_id, capacity, action=action, attributes=dict(attributes))
