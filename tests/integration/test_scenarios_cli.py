@@ -1,0 +1,119 @@
+"""Scenarios through the real CLI (`pykorn fake run`), against real core processes, checked in the
+JSON report: the demo behind `make run`, node events against an already running core, an unmet
+expectation, and scenarios with mistakes that must fail before anything starts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def _run(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "core.cli", "fake", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_the_demo_runs_reports_and_plots(tmp_path: Path) -> None:
+    report_path, plot_path = tmp_path / "demo.json", tmp_path / "demo.png"
+    result = _run(str(EXAMPLES / "demo.yaml"), "--speed", "5", "--report", str(report_path),
+                  "--plot", str(plot_path))  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "started pykorn core on 127.0.0.1:" in result.stdout
+    assert "expectations: 4 of 4 met" in result.stdout
+    report = json.loads(report_path.read_text())
+    assert report["scenario"] == "demo" and report["speed"] == 5
+    assert report["all_expectations_met"] is True
+    assert (
+        report["tasks"]["total"] == 90 and report["tasks"]["ran"] == 90 and report["tasks"]["never_ran"] == 0
+    )
+    tenant2 = report["queues"]["root.tenant2"]
+    assert tenant2["max_history"][0]["memory"] == 40 * 2**30
+    assert tenant2["max_history"][-1]["memory"] == 16 * 2**30
+    assert tenant2["usage"]["max"] <= 40 * 2**30
+    assert tenant2["allocations"] == 40
+    assert report["queues"]["root.system"]["wait_p99"] < 3
+    assert [e["kind"] for e in report["events"]] == ["config"] and report["events"][0]["accepted"]
+    assert report["timeline"] and set(report["timeline"][0]["usage"]) == set(report["queues"])
+    png = plot_path.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+def test_node_events_against_a_running_core(core_address: str, tmp_path: Path) -> None:
+    report_path = tmp_path / "nodes.json"
+    result = _run(str(EXAMPLES / "node-events.yaml"), "--core", core_address, "--speed", "6",
+                  "--report", str(report_path))  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "started pykorn core" not in result.stdout  # it used the one it was given
+    report = json.loads(report_path.read_text())
+    tasks = report["tasks"]
+    assert tasks["total"] == 16 and tasks["finished"] == 16
+    assert tasks["lost_with_node"] >= 1  # node-2 went away under running tasks...
+    lost = [e for e in report["events"] if e["kind"] == "lost"]
+    assert lost and all(e["message"] == "Node node-2 Removed" for e in lost)
+    # ...and they were restarted: more allocations than tasks.
+    assert report["queues"]["root.jobs"]["allocations"] == 16 + len(lost)
+    kinds = [e["kind"] for e in report["events"] if e["kind"].startswith("node")]
+    assert kinds == ["node add", "node drain", "node decommission"]
+
+
+def test_an_unmet_expectation_fails_the_run(tmp_path: Path) -> None:
+    scenario = tmp_path / "tight.yaml"
+    scenario.write_text(
+        (EXAMPLES / "fair-share.yaml")
+        .read_text()
+        .replace(
+            "  - every_task_finished: true\n",
+            "  - every_task_finished: true\n"
+            "  - queue_usage_at_most: {queue: root.red, resource: vcore, value: 2}\n",
+        )
+    )
+    report_path = tmp_path / "tight.json"
+    result = _run(str(scenario), "--speed", "8", "--report", str(report_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL queue_usage_at_most(queue=root.red, resource=vcore, value=2)" in result.stdout
+    report = json.loads(report_path.read_text())
+    assert report["all_expectations_met"] is False
+    failed = [e for e in report["expectations"] if not e["met"]]
+    assert len(failed) == 1 and "root.red peaked at 8" in failed[0]["detail"]
+
+
+def test_scenario_mistakes_fail_before_anything_starts(tmp_path: Path) -> None:
+    scenario = tmp_path / "broken.yaml"
+    scenario.write_text(
+        """name: broken
+queues: |
+  partitions:
+    - queues:
+        - name: root
+          submitacl: "*"
+          queues:
+            - name: work
+nodes:
+  - {id: n1, resources: {memory: 4Gi, vcore: 2}}
+applications:
+  - id: app
+    queue: root.nowhere
+    colour: blue
+    tasks:
+      - {name: huge, resources: {memory: 64Gi, vcore: 1}, duration: 10s}
+      - {name: back, resources: {memory: 1Gi, vcore: 1}, duration: -5s}
+"""
+    )
+    result = _run(str(scenario), "--report", str(tmp_path / "never.json"))
+    assert result.returncode == 2
+    out = result.stdout
+    assert "started pykorn core" not in out and not (tmp_path / "never.json").exists()
+    assert "applications[0].colour (line 14): unknown key 'colour'" in out
+    assert "applications[0].queue (line 13): queue 'root.nowhere' is not in the queue configuration" in out
+    assert "applications[0].tasks[0].resources (line 16): a task of" in out and "fits no node" in out
+    assert "applications[0].tasks[1].duration (line 17): a duration cannot be negative" in out
