@@ -29,6 +29,7 @@ log = structlog.get_logger("pykorn.fake.runner")
 TICK = 0.05  # real seconds between steps
 STALL_SECONDS = 6.0  # real seconds without any change, with nothing left that could change it
 APP_ANSWER_TIMEOUT = 15.0
+PROGRESS_EVERY = 0.2  # real seconds between updates of the live line
 _NODE_ACTIONS = {
     "add": si_pb2.NodeInfo.CREATE,
     "drain": si_pb2.NodeInfo.DRAIN_NODE,
@@ -89,6 +90,7 @@ class Runner:
         self._last_change = time.monotonic()
         self._rejected_apps: set[str] = set()
         self._to_submit: list[Task] = []
+        self._last_progress = 0.0
 
     # Setup ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -317,8 +319,9 @@ class Runner:
         return [t for t in self.tasks.values() if t.state == "running"]
 
     def _show_progress(self, now: float) -> None:
-        if self.progress is None:
+        if self.progress is None or time.monotonic() - self._last_progress < PROGRESS_EVERY:
             return
+        self._last_progress = time.monotonic()
         running = sum(1 for t in self.all_tasks if t.state == "running")
         pending = sum(1 for t in self.all_tasks if t.state == "pending")
         preempted = sum(t.preemptions for t in self.all_tasks)

@@ -14,5 +14,5 @@ def fmt_quantity(resource: str, value: float | None) -> str:
             return f"{value / GiB:.1f}Gi"
         return f"{value / MiB:.0f}Mi"
     if resource == "vcore":
-        return f"{value / 1000:g}"
+        return f"{round(value / 1000, 2):g}"
     return f"{value:g}"
