@@ -65,7 +65,8 @@ def _check(e: Expectation, rec: Recording) -> Outcome:
     if e.kind == "preempted":
         tasks = _select(rec, p)
         count = sum(t.preemptions for t in tasks)
-        wanted = int(p.get("at_least") or 1)  # type: ignore[call-overload]
+        at_least = p.get("at_least")
+        wanted = int(at_least) if at_least is not None else 1  # type: ignore[call-overload]
         return Outcome(e, count >= wanted, f"{count} preemption(s) of {_what(p)}")
     if e.kind == "not_preempted":
         count = sum(t.preemptions for t in _select(rec, p))

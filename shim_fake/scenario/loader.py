@@ -119,10 +119,10 @@ class _Builder:
         all_nodes = list(nodes) + [n for e in events if e.action == "add" for n in e.nodes]
         self._check_node_events(nodes, events)
         apps = self._apps(top.get("applications"), "applications", all_nodes)
-        expectations = self._expectations(top.get("expect"), apps)
         report = self.r.mapping(top["report"], "report", _REPORT) if "report" in top else {}
         report = report or {}
         resource = self.r.string(report["resource"], "report.resource") if "resource" in report else None
+        expectations = self._expectations(top.get("expect"), apps, resource or "memory")
         sample = (
             self._duration(report["sample_interval"], "report.sample_interval")
             if "sample_interval" in report
@@ -403,15 +403,22 @@ class _Builder:
         for event in events:
             for spec in event.nodes:
                 if event.action == "add":
+                    if spec.node_id in known:
+                        self.r.problems.append(
+                            Problem(f"events (node add at {event.at:g}s)", event.line,
+                                    f"duplicate node id {spec.node_id!r}: that node already exists then")
+                        )  # fmt: skip
                     known.add(spec.node_id)
                 elif spec.node_id not in known:
                     self.r.problems.append(
                         Problem(f"events (node {event.action} at {event.at:g}s)", event.line,
                                 f"node {spec.node_id!r} does not exist at that time")
                     )  # fmt: skip
+                elif event.action == "decommission":
+                    known.discard(spec.node_id)  # gone: a later event cannot name it unless it is added again
 
     # Expectations -----------------------------------------------------------------------------
-    def _expectations(self, node: Node | None, apps: list[AppSpec]) -> list[Expectation]:
+    def _expectations(self, node: Node | None, apps: list[AppSpec], resource: str) -> list[Expectation]:
         out = []
         app_ids = {a.app_id for a in apps}
         for i, item in enumerate(self.r.sequence(node, "expect") or [] if node is not None else []):
@@ -423,13 +430,13 @@ class _Builder:
                 self.r.error(path, item, "each expectation is a single kind: {kind: parameters}")
                 continue
             kind, value = next(iter(fields.items()))
-            params = self._expectation_params(kind, value, f"{path}.{kind}", app_ids)
+            params = self._expectation_params(kind, value, f"{path}.{kind}", app_ids, resource)
             if params is not None:
                 out.append(Expectation(kind, params, line_of(item)))
         return out
 
     def _expectation_params(
-        self, kind: str, node: Node, path: str, app_ids: set[str]
+        self, kind: str, node: Node, path: str, app_ids: set[str], report_resource: str
     ) -> dict[str, object] | None:
         required, optional = EXPECTATIONS[kind]
         if not required and not optional:
@@ -446,7 +453,11 @@ class _Builder:
             if key == "queue":
                 queue = (self.r.string(value, f"{path}.queue") or "").lower()
                 queue = queue if queue == "root" or queue.startswith("root.") else f"root.{queue}"
-                if self.queues and queue not in self.queues:
+                if queue == "root":
+                    self.r.error(
+                        f"{path}.queue", value, "usage and waits are recorded below root; name a queue there"
+                    )
+                elif self.queues and queue not in self.queues:
                     self.r.error(f"{path}.queue", value, f"queue {queue!r} is not in the queue configuration")
                 params["queue"] = queue
             elif key == "app":
@@ -468,7 +479,15 @@ class _Builder:
             elif key == "value":
                 params[key] = self.r.scalar_text(value, f"{path}.value")
         if "value" in params and params["value"] is not None:
-            resource = str(params.get("resource") or "memory")
+            # Usage is recorded for the report's resource only: another one could never be checked.
+            resource = str(params.get("resource") or report_resource)
+            if resource != report_resource:
+                self.r.error(
+                    f"{path}.resource", fields.get("resource", node),
+                    f"usage is recorded for {report_resource}; set report.resource: {resource} to check it",
+                )  # fmt: skip
+                return None
+            params["resource"] = resource
             try:
                 params["value"] = parse_quantity(resource, params["value"])
             except ResourceError as exc:

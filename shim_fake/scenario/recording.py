@@ -7,6 +7,7 @@ included), so the report and the plot show usage against guaranteed and max as t
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,11 +50,12 @@ def _ancestors(queue: str) -> list[str]:
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
+    """Nearest-rank percentile: the smallest value with at least `fraction` of the values at or below it."""
     if not values:
         return None
     ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
 
 
 class Recording:
