@@ -46,13 +46,26 @@ class Resource(Mapping[str, int]):
         return self._values[key]
 
     def get(self, key: str, default: int = 0) -> int:  # type: ignore[override]
-        return self._values.get(key, default)
+        return self._values.get(key, default)  # missing types are zero
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
         return len(self._values)
+
+    # The Mapping mixins go through __getitem__ per key; these hit the dict directly (hot path).
+    def items(self):  # type: ignore[no-untyped-def, override]
+        return self._values.items()
+
+    def keys(self):  # type: ignore[no-untyped-def, override]
+        return self._values.keys()
+
+    def values(self):  # type: ignore[no-untyped-def, override]
+        return self._values.values()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resource):
@@ -76,16 +89,36 @@ class Resource(Mapping[str, int]):
 
     # Arithmetic ---------------------------------------------------------------------------------
     def __add__(self, other: Mapping[str, int]) -> Resource:
-        out = dict(self._values)
-        for k, v in other.items():
-            out[k] = out.get(k, 0) + v
+        out = self._values.copy()
+        get = out.get
+        for k, v in (other._values if type(other) is Resource else other).items():  # type: ignore[attr-defined]
+            out[k] = get(k, 0) + v
         return Resource._wrap(out)
 
     def __sub__(self, other: Mapping[str, int]) -> Resource:
-        out = dict(self._values)
-        for k, v in other.items():
-            out[k] = out.get(k, 0) - v
+        out = self._values.copy()
+        get = out.get
+        for k, v in (other._values if type(other) is Resource else other).items():  # type: ignore[attr-defined]
+            out[k] = get(k, 0) - v
         return Resource._wrap(out)
+
+    # In-place updates, for usage counters only. A Resource is otherwise never changed after it is
+    # made; a queue, application or node owns its usage object, created for it alone (never ZERO),
+    # and changes it here so that usage accounting does not build a new object per allocation.
+    def add_in_place(self, other: Resource) -> None:
+        values = self._values
+        get = values.get
+        for k, v in other._values.items():
+            values[k] = get(k, 0) + v
+
+    def sub_in_place(self, other: Resource) -> None:
+        values = self._values
+        get = values.get
+        for k, v in other._values.items():
+            values[k] = get(k, 0) - v
+
+    def copy(self) -> Resource:
+        return Resource._wrap(self._values.copy())
 
     def is_zero(self) -> bool:
         return not any(self._values.values())

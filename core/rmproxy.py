@@ -90,6 +90,9 @@ class ResponseStream:
 @dataclass
 class _RMRoute:
     current: dict[StreamKind, ResponseStream] = field(default_factory=dict)
+    # The si message of every pending ask, by (application, key): the allocation sent back is that
+    # message with its nodeID set, which costs far less than building a new one.
+    asks: dict[tuple[str, str], si_pb2.Allocation] = field(default_factory=dict)
     backlog: dict[StreamKind, deque[Any]] = field(
         default_factory=lambda: {k: deque(maxlen=BACKLOG_LIMIT) for k in StreamKind}
     )
@@ -122,6 +125,7 @@ class RMProxy:
         route = self._routes.setdefault(rm_id, _RMRoute())
         for backlog in route.backlog.values():
             backlog.clear()  # answers about the previous registration's state mean nothing now
+        route.asks.clear()
         log.info(
             "resource manager registered",
             rmID=rm_id,
@@ -242,11 +246,16 @@ class RMProxy:
         rm_id = msg.rmID
         allocations: list[Allocation] = []
         rejected: list[tuple[str, str, str]] = []
+        asks = self._routes[rm_id].asks
         for item in msg.allocations:
             try:
-                allocations.append(_allocation_from_si(rm_id, item))
+                alloc = _allocation_from_si(rm_id, item)
             except _BadItem as exc:
                 rejected.append((item.allocationKey, item.applicationID, str(exc)))
+                continue
+            allocations.append(alloc)
+            if not alloc.node_id:
+                asks.setdefault((alloc.application_id, alloc.key), item)
         release_requests = []
         for rel in releases:
             if not rel.applicationID and not rel.allocationKey:
@@ -257,6 +266,7 @@ class RMProxy:
                     _partition(rm_id, rel.partitionName), rel.applicationID, rel.allocationKey, rel.message
                 )
             )
+            _forget_asks(asks, rel.applicationID, rel.allocationKey)
         if rejected:
             for key, app_id, reason in rejected:
                 log.warning(
@@ -300,6 +310,7 @@ class RMProxy:
                 rejected.append(("", "applicationID of the application to remove is empty"))
                 continue
             removes.append(AppRemove(remove.applicationID, _partition(rm_id, remove.partitionName)))
+            _forget_asks(self._routes[rm_id].asks, remove.applicationID, "")
         if rejected:
             stream.send(_app_rejections(rejected))
         if adds or removes:
@@ -347,7 +358,9 @@ class RMProxy:
             if batch.has_application_news():
                 self._route(batch.rm_id, StreamKind.APPLICATION, _app_response(batch))
             if batch.has_allocation_news():
-                self._route(batch.rm_id, StreamKind.ALLOCATION, _alloc_response(batch))
+                route = self._routes.get(batch.rm_id)
+                asks = route.asks if route is not None else {}
+                self._route(batch.rm_id, StreamKind.ALLOCATION, _alloc_response(batch, asks))
 
 
 # si -> core ------------------------------------------------------------------------------------
@@ -472,9 +485,34 @@ def allocation_to_si(alloc: Allocation, rm_id: str) -> si_pb2.Allocation:
     )
 
 
-def _alloc_response(batch: ResultBatch) -> si_pb2.AllocationResponse:
+def _forget_asks(asks: dict[tuple[str, str], si_pb2.Allocation], app_id: str, key: str) -> None:
+    if key:
+        asks.pop((app_id, key), None)
+    else:
+        for ref in [r for r in asks if r[0] == app_id]:
+            del asks[ref]
+
+
+def _allocated_wire(
+    alloc: Allocation, rm_id: str, asks: dict[tuple[str, str], si_pb2.Allocation]
+) -> si_pb2.Allocation:
+    """The ask's own message with its node set; a full translation when it was not kept."""
+    wire = asks.pop((alloc.application_id, alloc.key), None)
+    if wire is None:
+        return allocation_to_si(alloc, rm_id)
+    wire.nodeID = alloc.node_id
+    if not wire.partitionName:
+        wire.partitionName = display_partition(alloc.partition, rm_id)
+    return wire
+
+
+def _alloc_response(
+    batch: ResultBatch, asks: dict[tuple[str, str], si_pb2.Allocation]
+) -> si_pb2.AllocationResponse:
+    for rejected in batch.rejected_allocations:
+        asks.pop((rejected.app_id, rejected.key), None)
     return si_pb2.AllocationResponse(
-        new=[allocation_to_si(a, batch.rm_id) for a in batch.new_allocations],
+        new=[_allocated_wire(a, batch.rm_id, asks) for a in batch.new_allocations],
         released=[
             si_pb2.AllocationRelease(
                 partitionName=display_partition(r.partition, batch.rm_id),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from core.objects.allocation import Allocation
 from core.objects.priority import MIN_PRIORITY
-from core.resources import ZERO, Resource
+from core.resources import Resource
 
 if TYPE_CHECKING:
     from core.objects.queue import Queue
@@ -88,8 +88,8 @@ class Application:
         self.state_time = now
         self.asks: dict[str, Allocation] = {}
         self.allocations: dict[str, Allocation] = {}
-        self.pending: Resource = ZERO
-        self.allocated: Resource = ZERO
+        self.pending = Resource()  # owned usage counters, updated in place
+        self.allocated = Resource()
         self.submission_time = now
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
         self._sorted_asks: list[Allocation] | None = None
@@ -117,7 +117,7 @@ class Application:
 
     def add_ask(self, ask: Allocation) -> None:
         self.asks[ask.key] = ask
-        self.pending = self.pending + ask.resource
+        self.pending.add_in_place(ask.resource)
         self._sorted_asks = None
         self.submission_time = min(self.submission_time, ask.create_time)
         if ask.priority > self.ask_max_priority:
@@ -126,7 +126,7 @@ class Application:
     def remove_ask(self, key: str) -> Allocation | None:
         ask = self.asks.pop(key, None)
         if ask is not None:
-            self.pending = self.pending - ask.resource
+            self.pending.sub_in_place(ask.resource)
             self._sorted_asks = None
             if ask.priority >= self.ask_max_priority:
                 self._recompute_max_priority(ask.priority)
@@ -145,13 +145,13 @@ class Application:
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.key] = alloc
-        self.allocated = self.allocated + alloc.resource
+        self.allocated.add_in_place(alloc.resource)
         self.submission_time = min(self.submission_time, alloc.create_time)
 
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)
         if alloc is not None:
-            self.allocated = self.allocated - alloc.resource
+            self.allocated.sub_in_place(alloc.resource)
         return alloc
 
     def sorted_asks(self) -> list[Allocation]:

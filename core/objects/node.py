@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.objects.allocation import Allocation
 from core.objects.constraints import NO_TRAITS, NodeTraits
-from core.resources import ZERO, Resource
+from core.resources import Resource
 
 DEFAULT_WEIGHTS = {"vcore": 1.0, "memory": 1.0}
 
@@ -34,10 +34,12 @@ class Node:
         self.capacity = capacity
         self.attributes = dict(attributes or {})
         self.schedulable = schedulable
-        self.allocated: Resource = ZERO  # held by this scheduler's allocations
-        self.occupied: Resource = ZERO  # held by foreign allocations (pods of other schedulers)
+        # Owned usage counters, updated in place: what our allocations and foreign ones hold, and
+        # the free room that follows (capacity - allocated - occupied, kept incrementally).
+        self.allocated = Resource()
+        self.occupied = Resource()
         self.allocations: dict[str, Allocation] = {}
-        self._available = capacity
+        self._available = capacity.copy()
         self.traits: NodeTraits = NO_TRAITS
         self.reservations: set[tuple[str, str]] = set()  # asks (app, key) holding this node
 
@@ -57,21 +59,15 @@ class Node:
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.key] = alloc
-        if alloc.foreign:
-            self.occupied = self.occupied + alloc.resource
-        else:
-            self.allocated = self.allocated + alloc.resource
-        self._refresh()
+        (self.occupied if alloc.foreign else self.allocated).add_in_place(alloc.resource)
+        self._available.sub_in_place(alloc.resource)
 
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)
         if alloc is None:
             return None
-        if alloc.foreign:
-            self.occupied = self.occupied - alloc.resource
-        else:
-            self.allocated = self.allocated - alloc.resource
-        self._refresh()
+        (self.occupied if alloc.foreign else self.allocated).sub_in_place(alloc.resource)
+        self._available.add_in_place(alloc.resource)
         return alloc
 
     def set_capacity(self, capacity: Resource) -> None:

@@ -9,7 +9,7 @@ from core.config.properties import QueueProperties
 from core.config.schema import ChildTemplate
 from core.objects.acl import ACL, NOBODY
 from core.objects.priority import MIN_PRIORITY
-from core.resources import ZERO, Resource
+from core.resources import Resource
 
 if TYPE_CHECKING:
     from core.objects.application import Application
@@ -46,8 +46,8 @@ class Queue:
         self.child_template: ChildTemplate | None = None
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
-        self.allocated: Resource = ZERO
-        self.pending: Resource = ZERO
+        self.allocated = Resource()  # owned usage counters, updated in place
+        self.pending = Resource()
         self.running_apps = 0  # applications counted against maxapplications, this queue and below
         # Priority caches, kept by core.objects.priority: what this queue shows its parent, the highest
         # value inside before offset and fence, and the inputs (applications or children with pending).
@@ -122,20 +122,28 @@ class Queue:
 
     # Usage ------------------------------------------------------------------------------------
     def add_allocated(self, delta: Resource) -> None:
-        for queue in self.path_to_root():
-            queue.allocated = queue.allocated + delta
+        queue: Queue | None = self
+        while queue is not None:
+            queue.allocated.add_in_place(delta)
+            queue = queue.parent
 
     def remove_allocated(self, delta: Resource) -> None:
-        for queue in self.path_to_root():
-            queue.allocated = queue.allocated - delta
+        queue: Queue | None = self
+        while queue is not None:
+            queue.allocated.sub_in_place(delta)
+            queue = queue.parent
 
     def add_pending(self, delta: Resource) -> None:
-        for queue in self.path_to_root():
-            queue.pending = queue.pending + delta
+        queue: Queue | None = self
+        while queue is not None:
+            queue.pending.add_in_place(delta)
+            queue = queue.parent
 
     def remove_pending(self, delta: Resource) -> None:
-        for queue in self.path_to_root():
-            queue.pending = queue.pending - delta
+        queue: Queue | None = self
+        while queue is not None:
+            queue.pending.sub_in_place(delta)
+            queue = queue.parent
 
     def count_running(self, delta: int) -> None:
         for queue in self.path_to_root():
