@@ -109,3 +109,27 @@ async def test_pending_asks_wait_for_a_node(client: SchedulerClient) -> None:
 
 def _res(values: dict[str, int]) -> si_pb2.Resource:
     return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in values.items()})
+
+
+async def test_an_allocation_comes_back_as_the_ask_that_was_sent_plus_its_node(
+    client: SchedulerClient,
+) -> None:
+    await _setup(client)
+    sent = si_pb2.Allocation(
+        allocationKey="rich",
+        applicationID="app-1",
+        resourcePerAlloc=_res(TASK),
+        priority=42,
+        allocationTags={"creationTime": "1700000000", "kubernetes.io/meta/podName": "rich-pod"},
+        originator=True,
+        preemptionPolicy=si_pb2.PreemptionPolicy(allowPreemptSelf=False, allowPreemptOther=True),
+    )
+    await client.asks([sent])
+    [received] = await client.wait_allocations(1)
+    assert received.nodeID in ("node-1", "node-2")
+    assert received.partitionName == "default"
+    expected = si_pb2.Allocation()
+    expected.CopyFrom(sent)
+    expected.nodeID = received.nodeID
+    expected.partitionName = "default"
+    assert received == expected

@@ -148,6 +148,18 @@ class SchedulerMachine(RuleBasedStateMachine):
             assert node.allocated == sum_resources(a.resource for a in node.allocations.values())
 
     @invariant()
+    def incremental_caches_match_a_naive_recomputation(self) -> None:
+        part = self.c.partition
+        for node in part.nodes.values():
+            assert node.available == node.capacity - node.allocated - node.occupied, node.node_id
+        # The node index holds every node in the order a full sort by its policy would give.
+        naive = sorted(part.nodes.values(), key=lambda n: (n.usage_share(part.node_index.weights), n.node_id))
+        assert [n.node_id for n in part.node_index] == [n.node_id for n in naive]
+        for app in part.applications.values():
+            assert app.pending == sum_resources(a.resource for a in app.asks.values()), app.app_id
+            assert app.allocated == sum_resources(a.resource for a in app.allocations.values()), app.app_id
+
+    @invariant()
     def queue_usage_is_the_sum_of_allocations(self) -> None:
         def check(queue: Queue) -> None:
             if queue.is_leaf:
