@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test proto proto-check lint venv clean
+.PHONY: run test bench proto proto-check lint venv clean
 
 venv: $(STAMP)
 
@@ -22,6 +22,13 @@ run: $(STAMP)
 ## test: the whole suite (unit, property, integration over real gRPC on loopback).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## bench: throughput (in-process and over gRPC, 500-5,000 nodes), the scale run, the latency run.
+## Figures go in benchmarks/RESULTS.md with the machine, the date and this command.
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.bench_scheduling
+	$(BIN)/python -m benchmarks.bench_scale
+	$(BIN)/python -m benchmarks.bench_latency
 
 ## proto: regenerate the committed stubs from proto/si/v1/si.proto.
 proto: $(STAMP)

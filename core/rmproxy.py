@@ -376,33 +376,34 @@ def display_partition(internal: str, rm_id: str) -> str:
 
 
 def _resource(res: si_pb2.Resource, what: str) -> Resource:
-    values: dict[str, int] = {}
-    for name, quantity in res.resources.items():
-        if not name:
-            raise _BadItem(f"{what} has a resource with an empty name")
-        if quantity.value < 0:
-            raise _BadItem(f"{what} asks for a negative amount of {name} ({quantity.value})")
-        values[name] = quantity.value
+    values = {name: quantity.value for name, quantity in res.resources.items()}
+    if "" in values:
+        raise _BadItem(f"{what} has a resource with an empty name")
+    for name, value in values.items():
+        if value < 0:
+            raise _BadItem(f"{what} asks for a negative amount of {name} ({value})")
     return Resource(values)
 
 
 def _allocation_from_si(rm_id: str, item: si_pb2.Allocation) -> Allocation:
-    if not item.allocationKey:
+    # Hot path (every ask): checks first, messages built only for what is refused.
+    key = item.allocationKey
+    if not key:
         raise _BadItem("allocationKey is empty")
     tags = dict(item.allocationTags)
     foreign = TAG_FOREIGN in tags
     if not item.applicationID and not foreign:
-        raise _BadItem(f"allocation {item.allocationKey} names no applicationID")
+        raise _BadItem(f"allocation {key} names no applicationID")
     if foreign and not item.nodeID:
-        raise _BadItem(f"foreign allocation {item.allocationKey} names no nodeID")
+        raise _BadItem(f"foreign allocation {key} names no nodeID")
     if not item.HasField("resourcePerAlloc") or not item.resourcePerAlloc.resources:
-        raise _BadItem(f"allocation {item.allocationKey} has no resourcePerAlloc")
-    resource = _resource(item.resourcePerAlloc, f"allocation {item.allocationKey}")
+        raise _BadItem(f"allocation {key} has no resourcePerAlloc")
+    resource = _resource(item.resourcePerAlloc, f"allocation {key}")
     if resource.is_zero():
-        raise _BadItem(f"allocation {item.allocationKey} asks for zero resources")
+        raise _BadItem(f"allocation {key} asks for zero resources")
     policy = item.preemptionPolicy
     return Allocation(
-        key=item.allocationKey,
+        key=key,
         application_id=item.applicationID,
         partition=_partition(rm_id, item.partitionName),
         resource=resource,
@@ -414,7 +415,7 @@ def _allocation_from_si(rm_id: str, item: si_pb2.Allocation) -> Allocation:
         originator=item.originator,
         allow_preempt_self=policy.allowPreemptSelf,
         allow_preempt_other=policy.allowPreemptOther,
-        create_time=_creation_time(tags),
+        create_time=_creation_time(tags) if tags else 0.0,
         foreign=foreign,
     )
 

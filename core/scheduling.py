@@ -116,24 +116,19 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
 class _Cycle:
     """Per-cycle bookkeeping: each ask is tried at most once per cycle.
 
-    A cursor per application walks a snapshot of its asks in priority order; everything before the
-    cursor was allocated or could not be placed this cycle. A queue or application whose asks are
-    all behind their cursors is exhausted until the next cycle.
+    An application's pending asks stay sorted (Application.sorted_asks). Walking them in order, an
+    allocated ask leaves the list and one that cannot be placed stays, so the asks before a cursor of
+    "tried and not placed" are exactly the ones to skip: the cursor is that count. A queue whose
+    applications have nothing left to try is exhausted until the next cycle.
     """
 
     def __init__(self) -> None:
-        self.asks: dict[str, list[Allocation]] = {}
         self.cursor: dict[str, int] = {}
         self.exhausted: set[str] = set()  # queue full names
 
     def next_ask(self, app: Application) -> Allocation | None:
-        asks = self.asks.get(app.app_id)
-        if asks is None:
-            asks = self.asks[app.app_id] = list(app.sorted_asks())
+        asks = app.sorted_asks()
         i = self.cursor.get(app.app_id, 0)
-        while i < len(asks) and asks[i].key not in app.asks:
-            i += 1  # allocated or withdrawn since the snapshot
-        self.cursor[app.app_id] = i
         return asks[i] if i < len(asks) else None
 
     def tried(self, app: Application) -> None:

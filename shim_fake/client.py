@@ -96,6 +96,8 @@ class SchedulerClient:
         self._nodes: _Stream | None = None
         self._changed = asyncio.Event()
         self.log = log.bind(rmID=rm_id)
+        # Called with each new allocation as it arrives (benchmarks time them here).
+        self.allocation_listeners: list[Callable[[si_pb2.Allocation], None]] = []
 
     # Connection ---------------------------------------------------------------------------------
     async def connect(self, timeout: float = 10.0) -> None:
@@ -222,6 +224,8 @@ class SchedulerClient:
         for alloc in response.new:
             self.seen.allocations[alloc.allocationKey] = alloc
             self.seen.new_allocations.append(alloc)
+            for listener in self.allocation_listeners:
+                listener(alloc)
         for rel in response.released:
             self.seen.released.append(rel)
             if rel.allocationKey:

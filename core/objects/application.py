@@ -6,8 +6,11 @@ States and transitions are YuniKorn's (objects/application_state.go), so shims t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
+
+from sortedcontainers import SortedKeyList
 
 from core.objects.allocation import Allocation
 from core.objects.priority import MIN_PRIORITY
@@ -67,6 +70,10 @@ class InvalidTransition(RuntimeError):
     pass
 
 
+def _ask_order(ask: Allocation) -> tuple[int, float, str]:
+    return (-ask.priority, ask.create_time, ask.key)
+
+
 class Application:
     def __init__(
         self,
@@ -92,7 +99,8 @@ class Application:
         self.allocated = Resource()
         self.submission_time = now
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
-        self._sorted_asks: list[Allocation] | None = None
+        # Pending asks in scheduling order, kept sorted as asks come and go (no re-sort per cycle).
+        self._sorted_asks: SortedKeyList = SortedKeyList(key=_ask_order)
 
     # State machine ------------------------------------------------------------------------------
     def can_handle(self, event: AppEvent) -> bool:
@@ -118,7 +126,7 @@ class Application:
     def add_ask(self, ask: Allocation) -> None:
         self.asks[ask.key] = ask
         self.pending.add_in_place(ask.resource)
-        self._sorted_asks = None
+        self._sorted_asks.add(ask)
         self.submission_time = min(self.submission_time, ask.create_time)
         if ask.priority > self.ask_max_priority:
             self.ask_max_priority = ask.priority  # O(1): a new ask can only raise the maximum
@@ -127,7 +135,7 @@ class Application:
         ask = self.asks.pop(key, None)
         if ask is not None:
             self.pending.sub_in_place(ask.resource)
-            self._sorted_asks = None
+            self._sorted_asks.remove(ask)
             if ask.priority >= self.ask_max_priority:
                 self._recompute_max_priority(ask.priority)
         return ask
@@ -154,10 +162,8 @@ class Application:
             self.allocated.sub_in_place(alloc.resource)
         return alloc
 
-    def sorted_asks(self) -> list[Allocation]:
-        """Pending asks, highest priority first, then oldest first; cached until the set changes."""
-        if self._sorted_asks is None:
-            self._sorted_asks = sorted(self.asks.values(), key=lambda a: (-a.priority, a.create_time, a.key))
+    def sorted_asks(self) -> Sequence[Allocation]:
+        """Pending asks, highest priority first, then oldest first (a live, sorted view)."""
         return self._sorted_asks
 
     def has_pending(self) -> bool:
