@@ -370,7 +370,7 @@ class Partition:
     def reserve(self, ask: Allocation, node: Node) -> None:
         self.reservations[ask.ref] = node.node_id
         node.reservations.add(ask.ref)
-        self.log.info(
+        self.log.debug(
             "node reserved", applicationID=ask.application_id, allocationKey=ask.key, nodeID=node.node_id
         )
 
