@@ -52,6 +52,15 @@ class ClusterContext:
 
     def drain_results(self) -> list[ResultBatch]:
         for part in self.partitions.values():
+            preempted = part.drain_preempted()
+            if preempted:
+                self._out(part.rm_id).released.extend(
+                    Released(
+                        part.name, victim.application_id, victim.key, Termination.PREEMPTED_BY_SCHEDULER,
+                        f"preempted to make room for {ask.application_id}/{ask.key}",
+                    )
+                    for victim, ask in preempted
+                )  # fmt: skip
             changes = part.drain_app_changes()
             if changes:
                 self._out(part.rm_id).updated_apps.extend(

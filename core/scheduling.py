@@ -16,8 +16,10 @@ from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
 from core.policies.queue_sort import sorted_applications, sorted_children
+from core.preemption import inter_queue, required_node
 
 RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
+MAX_PREEMPTION_ATTEMPTS = 10  # asks that may look for victims in one cycle, as YuniKorn
 
 
 def _may_allocate(app: Application) -> bool:
@@ -76,7 +78,9 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
         if app is None or ask is None:
             partition.unreserve(ref)
             continue
-        if not _may_allocate(app) or not app.queue.fits_headroom(ask.resource):
+        if not _may_allocate(app) or not app.queue.fits_headroom(
+            ask.resource, include_root=not ask.required_node
+        ):
             continue
         node = partition.nodes[node_id]
         if node.fits(ask.resource) and _admits(node, ask):
@@ -85,7 +89,8 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
             made.append(ask)
             continue
         if ask.required_node:
-            continue  # it can only ever run there
+            required_node.preempt_for(partition, ask, node, now)  # it can only ever run there
+            continue
         other = find_node(partition, ask)
         if other is not None:
             partition.unreserve(ref)
@@ -110,6 +115,7 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
         return True
     if node.fits_capacity(ask.resource):  # as YuniKorn's node.Reserve: never for what cannot fit
         partition.reserve(ask, node)
+        required_node.preempt_for(partition, ask, node, now)
     return False
 
 
@@ -163,22 +169,39 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
     """
     made = _serve_reservations(partition, now, budget) if partition.reservations else []
     cycle = _Cycle()
+    preemption_attempts = MAX_PREEMPTION_ATTEMPTS
     while len(made) < budget:
         found = _select(partition.root, cycle)
         if found is None:
             break
         leaf, app, ask = found
         placed = False
-        if not partition.is_reserved(ask) and leaf.fits_headroom(ask.resource):
-            if ask.required_node:
-                placed = _try_required_node(partition, ask, now)
-            else:
-                placed = _try_nodes(partition, ask, now)
+        if not partition.is_reserved(ask):
+            if leaf.fits_headroom(ask.resource, include_root=not ask.required_node):
+                if ask.required_node:
+                    placed = _try_required_node(partition, ask, now)
+                else:
+                    placed = _try_nodes(partition, ask, now)
+            # Preemption is tried when no node had room, and also when the headroom check failed:
+            # a full cluster is exactly when a queue below its guarantee needs it.
+            if not placed and preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
+                preemption_attempts -= 1
+                inter_queue.preempt_for(partition, leaf, ask, now)
         if placed:
             made.append(ask)
         else:
             cycle.tried(app)
     return made
+
+
+def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> bool:
+    return (
+        partition.config.preemption.enabled
+        and not ask.required_node
+        and ask.allow_preempt_other  # Kubernetes' preemptionPolicy: Never clears this
+        and not ask.preempting  # at most one preemption outstanding per ask
+        and now - ask.create_time >= leaf.props.preemption_delay
+    )
 
 
 def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:

@@ -196,9 +196,13 @@ class SchedulerClient:
     async def asks(self, items: Iterable[si_pb2.Allocation]) -> None:
         await self.send_allocation_request(si_pb2.AllocationRequest(rmID=self.rm_id, allocations=list(items)))
 
-    async def release_many(self, items: Iterable[tuple[str, str]], partition: str = "") -> None:
+    async def release_many(
+        self, items: Iterable[tuple[str, str]], partition: str = "", termination: int = si_pb2.STOPPED_BY_RM
+    ) -> None:
         """Release several (application, key) pairs in one request."""
-        releases = [messages.release(app_id, key, partition) for app_id, key in items]
+        releases = [
+            messages.release(app_id, key, partition, termination=termination) for app_id, key in items
+        ]
         if releases:
             await self.send_allocation_request(
                 si_pb2.AllocationRequest(

@@ -71,11 +71,17 @@ def application(
     )
 
 
-def release(app_id: str, key: str = "", partition: str = "", message: str = "") -> si_pb2.AllocationRelease:
+def release(
+    app_id: str,
+    key: str = "",
+    partition: str = "",
+    message: str = "",
+    termination: int = si_pb2.STOPPED_BY_RM,
+) -> si_pb2.AllocationRelease:
     return si_pb2.AllocationRelease(
         applicationID=app_id,
         allocationKey=key,
         partitionName=partition,
-        terminationType=si_pb2.STOPPED_BY_RM,
+        terminationType=termination,  # type: ignore[arg-type]
         message=message,
     )

@@ -35,7 +35,8 @@ class Allocation:
     create_time: float = 0.0  # when the task was created (tag creationTime), else when the core saw it
     allocated_time: float = 0.0
     foreign: bool = False  # occupies a node but belongs to no application or queue
-    releasing: bool = False  # the core asked the RM to release it and awaits confirmation
+    releasing: bool = False  # preempted: the core asked the RM to release it and awaits confirmation
+    preempting: bool = False  # an ask with victims chosen for it, not all released yet
     constraints: AskConstraints = NO_CONSTRAINTS  # parsed from tags when the ask arrives
 
     @property

@@ -66,6 +66,10 @@ class Partition:
         self.completed: list[Application] = []  # Completed apps waiting to expire (IDs may repeat)
         self.foreign: dict[str, Allocation] = {}
         self.reservations: dict[tuple[str, str], str] = {}  # (app, key) -> node ID
+        # Preemption in flight: victims chosen for an ask, until the RM confirms each release.
+        self.victims_of: dict[tuple[str, str], set[tuple[str, str]]] = {}  # ask -> victims
+        self.preempted_for: dict[tuple[str, str], tuple[str, str]] = {}  # victim -> ask
+        self.preempted: list[tuple[Allocation, Allocation]] = []  # (victim, ask) to report to the RM
         self.total_capacity: Resource = ZERO
         self.app_changes: list[AppStateChange] = []
         self.draining = False  # removed from the configuration: no new applications
@@ -332,6 +336,9 @@ class Partition:
         app = self.applications[alloc.application_id]
         app.remove_allocation(alloc.key)
         app.queue.remove_allocated(alloc.resource)
+        if alloc.releasing:
+            app.queue.remove_preempting(alloc.resource)
+            self._victim_gone(alloc.ref)
         node = self.nodes.get(alloc.node_id)
         if node is not None:
             node.remove_allocation(alloc.key)
@@ -365,6 +372,40 @@ class Partition:
             self._unallocate(alloc)
         self.complete_if_idle(app, now)
         return released
+
+    # Preemption -------------------------------------------------------------------------------
+    def preempt(self, ask: Allocation, victims: list[Allocation], now: float) -> None:
+        """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
+        for victim in victims:
+            victim.releasing = True
+            self.applications[victim.application_id].queue.add_preempting(victim.resource)
+            self.preempted_for[victim.ref] = ask.ref
+            self.preempted.append((victim, ask))
+        ask.preempting = True
+        self.victims_of[ask.ref] = {v.ref for v in victims}
+        self.log.info(
+            "preempting", applicationID=ask.application_id, allocationKey=ask.key,
+            victims=[f"{v.application_id}/{v.key}" for v in victims],
+        )  # fmt: skip
+
+    def _victim_gone(self, victim: tuple[str, str]) -> None:
+        ask_ref = self.preempted_for.pop(victim, None)
+        if ask_ref is None:
+            return
+        waiting = self.victims_of.get(ask_ref)
+        if waiting is None:
+            return
+        waiting.discard(victim)
+        if not waiting:
+            del self.victims_of[ask_ref]
+            app = self.applications.get(ask_ref[0])
+            ask = app.asks.get(ask_ref[1]) if app is not None else None
+            if ask is not None:
+                ask.preempting = False  # all its victims are gone; its reservation takes the room
+
+    def drain_preempted(self) -> list[tuple[Allocation, Allocation]]:
+        preempted, self.preempted = self.preempted, []
+        return preempted
 
     # Reservations -----------------------------------------------------------------------------
     def reserve(self, ask: Allocation, node: Node) -> None:

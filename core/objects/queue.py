@@ -48,6 +48,9 @@ class Queue:
         self.applications: dict[str, Application] = {}
         self.allocated = Resource()  # owned usage counters, updated in place
         self.pending = Resource()
+        self.preempting = (
+            Resource()
+        )  # allocated, but being released by preemption (still counted in allocated)
         self.running_apps = 0  # applications counted against maxapplications, this queue and below
         # Priority caches, kept by core.objects.priority: what this queue shows its parent, the highest
         # value inside before offset and fence, and the inputs (applications or children with pending).
@@ -98,13 +101,16 @@ class Queue:
                 out[name] = min(out[name], limit) if name in out else limit
         return Resource(out) if out is not None else None
 
-    def fits_headroom(self, resource: Resource) -> bool:
+    def fits_headroom(self, resource: Resource, include_root: bool = True) -> bool:
         """Whether the ask fits under every max on the path, for the types the ask needs.
 
         Only the ask's types count: a queue over its max in memory (after a max was lowered) still
-        takes an ask that needs no memory.
+        takes an ask that needs no memory. Root's max is the cluster's capacity; an ask bound to one
+        node skips it (`include_root=False`), as its node's room is what decides.
         """
         for queue in self.path_to_root():
+            if queue.parent is None and not include_root:
+                break
             limit = queue.max
             if limit is None:
                 continue
@@ -131,6 +137,18 @@ class Queue:
         queue: Queue | None = self
         while queue is not None:
             queue.allocated.sub_in_place(delta)
+            queue = queue.parent
+
+    def add_preempting(self, delta: Resource) -> None:
+        queue: Queue | None = self
+        while queue is not None:
+            queue.preempting.add_in_place(delta)
+            queue = queue.parent
+
+    def remove_preempting(self, delta: Resource) -> None:
+        queue: Queue | None = self
+        while queue is not None:
+            queue.preempting.sub_in_place(delta)
             queue = queue.parent
 
     def add_pending(self, delta: Resource) -> None:

@@ -240,12 +240,19 @@ class Runner:
             self._started(alloc, now)
         self._alloc_cursor = len(seen.new_allocations)
         restarts: list[Task] = []
+        confirm: list[tuple[str, str]] = []
         for release in seen.released[self._release_cursor :]:
             task = self._stopped_by_core(release, now)
+            if task is not None and release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
+                confirm.append((release.applicationID, release.allocationKey))
             if task is not None and task.app.restart:
                 task.attempt += 1
                 restarts.append(task)
         self._release_cursor = len(seen.released)
+        if confirm:
+            # The task is killed; tell the core it is gone (the same termination type back, as the
+            # interface asks), so the room it held is free.
+            await self.client.release_many(confirm, termination=si_pb2.PREEMPTED_BY_SCHEDULER)
         for rejected in seen.rejected_allocations[self._reject_cursor :]:
             task = self.tasks.pop((rejected.applicationID, rejected.allocationKey), None)
             if task is not None:

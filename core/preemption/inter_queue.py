@@ -1,0 +1,193 @@
+"""Inter-queue preemption: an ask in a queue below its guarantee takes from queues above theirs.
+
+1. The fence root: walking up from the ask's queue, the first queue that is `preemption.policy: fence`,
+   or whose max the ask would exceed, or root. Victims are looked for only below it.
+2. Priorities are compared as seen across fences and offsets, in the frame of the queue where the
+   ask's path and the victim's path meet: each side is lifted through the offsets of its own queues
+   below that point; a priority-fenced queue shows only its offset. A victim may not outrank the ask.
+3. Guarantees: the asking queues (those on the ask's path with a guarantee) must not rise above their
+   guarantee with the ask; a victim's queues must not drop below theirs once it is gone. A queue with
+   `preemption.policy: disabled` gives no victims.
+4. Per node, the preferred victims are taken until the ask fits there; the node needing the fewest
+   (then the least) wins, and the ask reserves it. No node where the ask would fit: no preemption.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from core.config.properties import PREEMPTION_DISABLED, PREEMPTION_FENCE
+from core.objects.allocation import Allocation
+from core.objects.constraints import node_admits
+from core.objects.node import Node
+from core.objects.partition import Partition
+from core.objects.queue import Queue
+from core.preemption.victims import may_be_victim, victim_order
+from core.resources import Resource
+
+
+def _lift(queue: Queue, value: int) -> int:
+    """A priority inside `queue` as its parent sees it."""
+    if queue.props.is_priority_fence:
+        return queue.props.priority_offset
+    return value + queue.props.priority_offset
+
+
+def _ask_frames(leaf: Queue, priority: int, ask: Resource) -> tuple[Queue, dict[str, int]]:
+    frames: dict[str, int] = {}
+    queue = leaf
+    value = priority
+    while True:
+        frames[queue.full_name] = value  # the ask's priority as seen inside this queue
+        exceeds_max = queue.max is not None and not (queue.allocated + ask).fits_in_limit(queue.max)
+        if queue.parent is None or queue.props.preemption_policy == PREEMPTION_FENCE or exceeds_max:
+            return queue, frames
+        value = _lift(queue, value)
+        queue = queue.parent
+
+
+def _asking_side_allows(leaf: Queue, ask: Resource) -> bool:
+    """Some queue on the ask's path guarantees a type it needs, and none would pass its guarantee."""
+    guaranteed_somewhere = False
+    for queue in leaf.path_to_root():
+        if queue.guaranteed is None or queue.parent is None:
+            continue
+        for name, want in ask.items():
+            if want <= 0 or name not in queue.guaranteed:
+                continue
+            guaranteed_somewhere = True
+            if queue.allocated.get(name) + want > queue.guaranteed[name]:
+                return False
+    return guaranteed_somewhere
+
+
+def _above_guarantee(leaf: Queue) -> bool:
+    """Whether any queue from this leaf up uses more than it is guaranteed (in some guaranteed type),
+    or has no guarantee at all: only such queues can give victims."""
+    if leaf.guaranteed is None:
+        return True
+    return any(
+        leaf.allocated.get(name) - leaf.preempting.get(name) > limit
+        for name, limit in leaf.guaranteed.items()
+    )
+
+
+def _candidates(root: Queue, ask_leaf: Queue, frames: dict[str, int], ask: Allocation) -> list[Allocation]:
+    out: list[Allocation] = []
+
+    def collect(queue: Queue, limit: int | None) -> None:
+        # limit: the highest victim priority allowed, in this queue's own frame; None: any (fenced).
+        if queue.props.preemption_policy == PREEMPTION_DISABLED:
+            return
+        if queue.is_leaf:
+            if not _above_guarantee(queue):
+                return
+            for app in queue.applications.values():
+                for alloc in app.allocations.values():
+                    if not may_be_victim(alloc) or not alloc.resource.shares_type_with(ask.resource):
+                        continue
+                    if limit is None or alloc.priority <= limit:
+                        out.append(alloc)
+            return
+        for child in queue.children.values():
+            walk_child(child, limit)
+
+    def walk_child(child: Queue, parent_limit: int | None) -> None:
+        if parent_limit is None:
+            collect(child, None)
+        elif child.props.is_priority_fence:
+            # The whole subtree shows its parent only the fence's offset.
+            if child.props.priority_offset <= parent_limit:
+                collect(child, None)
+        else:
+            collect(child, parent_limit - child.props.priority_offset)
+
+    def descend(queue: Queue) -> None:
+        """Walk down the ask's own path; subtrees off it are compared in the frame where they meet."""
+        if queue is ask_leaf:
+            return
+        here = frames[queue.full_name]
+        for child in queue.children.values():
+            if child.full_name in frames:
+                descend(child)
+            else:
+                walk_child(child, here)
+
+    descend(root)
+    return out
+
+
+def _guard(victim: Allocation, partition: Partition, taken: dict[str, Resource], ask_path: set[str]) -> bool:
+    """Whether the victim's queues stay at or above their guarantees once it (and those taken) are gone."""
+    app = partition.applications.get(victim.application_id)
+    if app is None:
+        return False
+    for queue in app.queue.path_to_root():
+        if queue.full_name in ask_path:
+            break  # from where the paths meet, what the victim frees the ask takes: no net change
+        if queue.guaranteed is None:
+            continue
+        gone = taken.get(queue.full_name)
+        for name, limit in queue.guaranteed.items():
+            want = victim.resource.get(name)
+            if want <= 0:
+                continue
+            left = queue.allocated.get(name) - queue.preempting.get(name) - (gone.get(name) if gone else 0)
+            if left - want < limit:
+                return False
+    return True
+
+
+def _plan_node(
+    partition: Partition, node: Node, ask: Allocation, victims: list[Allocation], ask_path: set[str]
+) -> list[Allocation] | None:
+    free = node.available.copy()
+    taken: dict[str, Resource] = {}
+    chosen: list[Allocation] = []
+    for victim in sorted(victims, key=victim_order):
+        if not any(free.get(name) < want for name, want in ask.resource.items() if want > 0):
+            break
+        if not any(want > 0 and victim.resource.get(name) > 0 and free.get(name) < want
+                   for name, want in ask.resource.items()):  # fmt: skip
+            continue  # frees nothing the ask is short of
+        if not _guard(victim, partition, taken, ask_path):
+            continue
+        chosen.append(victim)
+        free.add_in_place(victim.resource)
+        for queue in partition.applications[victim.application_id].queue.path_to_root():
+            taken.setdefault(queue.full_name, Resource()).add_in_place(victim.resource)
+    return chosen if chosen and ask.resource.fits_in(free) else None
+
+
+def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> bool:
+    """Try to make room for `ask` by preempting; True when victims were chosen and the node reserved."""
+    if ask.preempting or not _asking_side_allows(leaf, ask.resource):
+        return False
+    root, frames = _ask_frames(leaf, ask.priority, ask.resource)
+    by_node: dict[str, list[Allocation]] = defaultdict(list)
+    for victim in _candidates(root, leaf, frames, ask):
+        by_node[victim.node_id].append(victim)
+    ask_path = {q.full_name for q in leaf.path_to_root()}
+    best: tuple[tuple[int, int, str], Node, list[Allocation]] | None = None
+    for node_id, victims in by_node.items():
+        node = partition.nodes.get(node_id)
+        if node is None or not node.schedulable or not node.fits_capacity(ask.resource):
+            continue
+        if node.reservations and ask.ref not in node.reservations:
+            continue
+        if not ask.constraints.is_empty and not node_admits(node.node_id, node.traits, ask.constraints):
+            continue
+        plan = _plan_node(partition, node, ask, victims, ask_path)
+        if plan is None:
+            continue
+        score = (len(plan), sum(sum(v.resource.values()) for v in plan), node_id)
+        if best is None or score < best[0]:
+            best = (score, node, plan)
+    if best is None:
+        return False
+    _, node, plan = best
+    if partition.is_reserved(ask):
+        partition.unreserve(ask.ref)
+    partition.reserve(ask, node)
+    partition.preempt(ask, plan, now)
+    return True

@@ -1,0 +1,205 @@
+"""Preemption over real gRPC: required-node (DaemonSet) and inter-queue, with the RM's confirmations.
+
+The client plays the RM: when the core releases an allocation with PREEMPTED_BY_SCHEDULER, the test
+kills the task and confirms with a release of the same type, as a real shim would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from shim_fake import messages
+from shim_fake.client import SchedulerClient
+from si.v1 import si_pb2
+
+SLOT = {"memory": 1_000, "vcore": 100}
+NODE4 = {"memory": 4_000, "vcore": 400}
+
+TWO_TENANTS = """
+partitions:
+  - name: default
+    preemption: {enabled: %(enabled)s}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: low
+            resources: {guaranteed: {memory: 2000, vcore: 200m}}
+            properties: {preemption.delay: 1s%(low_extra)s}
+          - name: high
+            resources: {guaranteed: {memory: 2000, vcore: 200m}}
+            properties: {preemption.delay: 1s%(high_extra)s}
+          - name: fenced
+            properties: {preemption.policy: fence, preemption.delay: 1s}
+            resources: {guaranteed: {memory: 2000, vcore: 200m}}
+            queues:
+              - name: inside
+                resources: {guaranteed: {memory: 2000, vcore: 200m}}
+"""
+
+
+def _config(enabled: bool = True, low_extra: str = "", high_extra: str = "") -> str:
+    return TWO_TENANTS % {"enabled": str(enabled).lower(), "low_extra": low_extra, "high_extra": high_extra}
+
+
+def preempted(client: SchedulerClient) -> list[si_pb2.AllocationRelease]:
+    return [r for r in client.seen.released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+
+
+async def confirm(client: SchedulerClient, releases: list[si_pb2.AllocationRelease]) -> None:
+    """The RM killed the victims: tell the core they are gone."""
+    await client.release_many(
+        ((r.applicationID, r.allocationKey) for r in releases), termination=si_pb2.PREEMPTED_BY_SCHEDULER
+    )
+
+
+async def _apps(client: SchedulerClient, apps: dict[str, str]) -> None:
+    await client.send_application_request(
+        si_pb2.ApplicationRequest(
+            rmID=client.rm_id, new=[messages.application(a, q) for a, q in apps.items()]
+        )
+    )
+    await client.wait_apps_answered(len(apps))
+    assert sorted(client.seen.accepted_apps) == sorted(apps), client.seen.rejected_apps
+
+
+async def _fill(client: SchedulerClient, app: str, count: int, priority: int = 0, start: int = 0) -> None:
+    await client.asks(
+        messages.ask(
+            app, f"{app}-{i}", SLOT, priority=priority, tags={"creationTime": str(1_700_000_000 + i)}
+        )
+        for i in range(start, start + count)
+    )
+
+
+async def test_a_daemonset_ask_on_a_full_node_preempts_the_lowest_priority_there(
+    client: SchedulerClient,
+) -> None:
+    await client.register(config=_config())
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"work": "root.low", "ds": "root.high"})
+    for i, prio in enumerate([5, 1, 9, 5]):  # n1 full, priorities 5, 1, 9, 5
+        await client.ask("work", f"w{i}", SLOT, priority=prio)
+    await client.wait_allocations(4)
+    # The DaemonSet pod for n1 (priority 3): only w1 (priority 1) may go; w0/w3 (5) and w2 (9) outrank it.
+    await client.ask("ds", "ds-n1", SLOT, priority=3, tags={"yunikorn.apache.org/requiredNode": "n1"})
+    await client.wait_for(lambda: bool(preempted(client)), what="a preemption")
+    victims = preempted(client)
+    assert [(r.applicationID, r.allocationKey) for r in victims] == [("work", "w1")]
+    assert "ds/ds-n1" in victims[0].message
+    assert "ds-n1" not in client.seen.allocations  # placed only once the victim is gone
+    await confirm(client, victims)
+    allocations = await client.wait_allocations(5)
+    assert allocations[-1].allocationKey == "ds-n1" and allocations[-1].nodeID == "n1"
+    assert len(preempted(client)) == 1  # released exactly once
+
+
+async def test_a_queue_below_its_guarantee_takes_back_what_it_needs_and_no_more(
+    client: SchedulerClient,
+) -> None:
+    await client.register(config=_config())
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"hog": "root.high", "starved": "root.low"})
+    await _fill(client, "hog", 4)  # high uses 4000, twice its guarantee of 2000
+    await client.wait_allocations(4)
+    await _fill(client, "starved", 3)  # low wants 3000 but is guaranteed 2000
+    # One preemption at a time per node: the RM confirms each as it comes, until low holds its guarantee.
+    confirmed = 0
+
+    def starved_running() -> int:
+        return sum(a.applicationID == "starved" for a in client.seen.allocations.values())
+
+    while starved_running() < 2:
+        await client.wait_for(
+            lambda c=confirmed: len(preempted(client)) > c or starved_running() >= 2,
+            timeout=15,
+            what="a preemption",
+        )
+        await confirm(client, preempted(client)[confirmed:])
+        confirmed = len(preempted(client))
+        await client.wait_for(
+            lambda c=confirmed: starved_running() >= min(c, 2), timeout=15, what="an allocation"
+        )
+    await asyncio.sleep(2.5)  # past another preemption delay: nothing more may be taken
+    victims = preempted(client)
+    assert len(victims) == 2  # low reached its guarantee (2000): its third ask may not preempt
+    assert {r.applicationID for r in victims} == {"hog"}
+    assert [r.allocationKey for r in victims] == ["hog-3", "hog-2"]  # youngest first
+    hog_left = [a for a in client.seen.allocations.values() if a.applicationID == "hog"]
+    assert len(hog_left) == 2  # high kept exactly its guarantee
+
+
+async def test_a_victim_of_higher_priority_is_not_taken(client: SchedulerClient) -> None:
+    await client.register(config=_config())
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"vip": "root.high", "starved": "root.low"})
+    await _fill(client, "vip", 4, priority=100)
+    await client.wait_allocations(4)
+    await _fill(client, "starved", 1, priority=50)
+    await asyncio.sleep(2.5)
+    assert preempted(client) == []
+    assert "starved-0" not in client.seen.allocations
+
+
+async def test_an_equal_priority_victim_may_be_taken_to_restore_a_guarantee(client: SchedulerClient) -> None:
+    await client.register(config=_config())
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"peer": "root.high", "starved": "root.low"})
+    await _fill(client, "peer", 4, priority=7)
+    await client.wait_allocations(4)
+    await _fill(client, "starved", 1, priority=7)
+    await client.wait_for(lambda: bool(preempted(client)), timeout=10, what="a preemption")
+    assert [r.applicationID for r in preempted(client)] == ["peer"]
+
+
+async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(client: SchedulerClient) -> None:
+    await client.register(config=_config())
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"outsider": "root.high", "insider": "root.fenced.inside"})
+    await _fill(client, "outsider", 4)  # high at twice its guarantee: a victim for anyone outside the fence
+    await client.wait_allocations(4)
+    await _fill(client, "insider", 1)  # below its guarantee, but its fence root is root.fenced
+    await asyncio.sleep(2.5)
+    assert preempted(client) == []
+
+
+async def test_an_ask_that_may_not_preempt_never_does(client: SchedulerClient) -> None:
+    await client.register(config=_config())
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"hog": "root.high", "polite": "root.low"})
+    await _fill(client, "hog", 4)
+    await client.wait_allocations(4)
+    # preemptionPolicy: Never in Kubernetes: allowPreemptOther false
+    await client.ask("polite", "p0", SLOT, allow_preempt_other=False)
+    await asyncio.sleep(2.5)
+    assert preempted(client) == []
+
+
+async def test_preemption_disabled_for_the_partition_stops_it(client: SchedulerClient) -> None:
+    await client.register(config=_config(enabled=False))
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"hog": "root.high", "starved": "root.low"})
+    await _fill(client, "hog", 4)
+    await client.wait_allocations(4)
+    await _fill(client, "starved", 2)
+    await asyncio.sleep(2.5)
+    assert preempted(client) == []
+
+
+async def test_a_queue_with_preemption_disabled_gives_no_victims(client: SchedulerClient) -> None:
+    await client.register(config=_config(high_extra=", preemption.policy: disabled"))
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"hog": "root.high", "starved": "root.low"})
+    await _fill(client, "hog", 4)
+    await client.wait_allocations(4)
+    await _fill(client, "starved", 1)
+    await asyncio.sleep(2.5)
+    assert preempted(client) == []
