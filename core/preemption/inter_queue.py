@@ -159,6 +159,20 @@ def _plan_node(
     return chosen if chosen and ask.resource.fits_in(free) else None
 
 
+def _reservations_give_way(partition: Partition, node: Node, ask: Allocation) -> bool:
+    """A node reserved for another ask is usable only if that is an ordinary reservation: one made
+    by an ask waiting for room, not by a preemption in flight nor by a required-node ask. Otherwise a
+    large ask waiting on a node could keep a queue from ever getting its guarantee back."""
+    for ref in node.reservations:
+        if ref == ask.ref:
+            continue
+        app = partition.applications.get(ref[0])
+        holder = app.asks.get(ref[1]) if app is not None else None
+        if holder is not None and (holder.preempting or holder.required_node):
+            return False
+    return True
+
+
 def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> bool:
     """Try to make room for `ask` by preempting; True when victims were chosen and the node reserved."""
     if ask.preempting or not _asking_side_allows(leaf, ask.resource):
@@ -173,7 +187,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
         node = partition.nodes.get(node_id)
         if node is None or not node.schedulable or not node.fits_capacity(ask.resource):
             continue
-        if node.reservations and ask.ref not in node.reservations:
+        if not _reservations_give_way(partition, node, ask):
             continue
         if not ask.constraints.is_empty and not node_admits(node.node_id, node.traits, ask.constraints):
             continue
@@ -188,6 +202,8 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     _, node, plan = best
     if partition.is_reserved(ask):
         partition.unreserve(ask.ref)
+    for other in [r for r in node.reservations if r != ask.ref]:
+        partition.unreserve(other)  # an ordinary reservation gives way; it is made again later
     partition.reserve(ask, node)
     partition.preempt(ask, plan, now)
     return True

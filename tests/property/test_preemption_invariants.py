@@ -1,0 +1,161 @@
+"""Hypothesis state machine for inter-queue preemption: random asks (some allowed to preempt), time,
+scheduling, and an RM that confirms preemptions late, in any order, or finishes tasks on its own.
+
+After every step:
+- no queue was pushed below its guarantee by a preemption (checked the moment victims are chosen);
+- every preempted allocation was released to its RM exactly once, and its room stays counted as
+  `preempting` on its queues until the RM confirms;
+- no node is over its capacity; no ask is allocated twice.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from core.commands import ReleaseRequest, UpdateAllocations
+from core.objects.allocation import Allocation
+from core.objects.queue import Queue
+from core.resources import Resource, sum_resources
+from core.results import Termination
+from tests.unit.domain_helpers import Cluster
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: a
+            resources: {guaranteed: {memory: 60}}
+            properties: {preemption.delay: 1ms}
+          - name: b
+            resources: {guaranteed: {memory: 40}}
+            properties: {preemption.delay: 1ms}
+          - name: c
+            properties: {preemption.delay: 1ms}
+"""
+LEAVES = ("root.a", "root.b", "root.c")
+
+
+class PreemptionMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = Cluster(CONFIG)
+        self.apps: list[str] = []
+        self.state: dict[tuple[str, str], str] = {}  # pending | allocated | preempting | gone
+        self.counter = 0
+        self.c.node("n0", {"memory": 100})  # one node: the cluster fills quickly and preemption matters
+        self.c.ctx.drain_results()
+
+    def _sync(self) -> None:
+        part = self.c.partition
+        for batch in self.c.ctx.drain_results():
+            for alloc in batch.new_allocations:
+                assert self.state[alloc.ref] == "pending", f"{alloc.ref} allocated twice"
+                self.state[alloc.ref] = "allocated"
+            for rel in batch.released:
+                ref = (rel.app_id, rel.key)
+                if rel.termination == Termination.PREEMPTED_BY_SCHEDULER:
+                    assert self.state[ref] == "allocated", f"{ref} preempted while {self.state[ref]}"
+                    self.state[ref] = "preempting"
+                    self._check_guarantee_kept(part.applications[ref[0]].allocations[ref[1]])
+                else:
+                    assert self.state[ref] in ("allocated", "preempting")
+                    self.state[ref] = "gone"
+
+    def _check_guarantee_kept(self, victim: Allocation) -> None:
+        queue = self.c.partition.applications[victim.application_id].queue
+        for name, guaranteed in (queue.guaranteed or {}).items():
+            if victim.resource.get(name) > 0:
+                left = queue.allocated.get(name) - queue.preempting.get(name)
+                assert left >= guaranteed, f"{queue.full_name} pushed to {left} {name}, below {guaranteed}"
+
+    @rule(queue=st.sampled_from(LEAVES))
+    def add_app(self, queue: str) -> None:
+        self.counter += 1
+        app_id = f"app{self.counter}"
+        self.c.app(app_id, queue)
+        self.apps.append(app_id)
+        self._sync()
+
+    @precondition(lambda self: self.apps)
+    @rule(
+        data=st.data(),
+        memory=st.sampled_from([10, 20, 30]),
+        priority=st.integers(0, 2),
+        preempts=st.sampled_from([True, True, False]),
+    )
+    def add_ask(self, data: st.DataObject, memory: int, priority: int, preempts: bool) -> None:
+        app_id = data.draw(st.sampled_from(self.apps))
+        self.counter += 1
+        ask = Allocation(
+            f"k{self.counter}", app_id, self.c.pname(), Resource({"memory": memory}), priority=priority,
+            allow_preempt_other=preempts, allow_preempt_self=True,
+        )  # fmt: skip
+        self.c.ctx.apply(UpdateAllocations(self.c.rm_id, allocations=(ask,)))
+        self.state[ask.ref] = "pending"
+        self._sync()
+
+    @rule(seconds=st.floats(0.0, 3.0))
+    def time_passes(self, seconds: float) -> None:
+        self.c.clock.advance(seconds)
+
+    @rule()
+    def schedule(self) -> None:
+        self.c.schedule()
+        self._sync()
+
+    @precondition(lambda self: any(s == "preempting" for s in self.state.values()))
+    @rule(data=st.data())
+    def rm_confirms_a_preemption(self, data: st.DataObject) -> None:
+        ref = data.draw(st.sampled_from(sorted(r for r, s in self.state.items() if s == "preempting")))
+        self._release(ref)
+
+    @precondition(lambda self: any(s == "allocated" for s in self.state.values()))
+    @rule(data=st.data())
+    def a_task_finishes(self, data: st.DataObject) -> None:
+        ref = data.draw(st.sampled_from(sorted(r for r, s in self.state.items() if s == "allocated")))
+        self._release(ref)
+
+    def _release(self, ref: tuple[str, str]) -> None:
+        self.c.ctx.apply(UpdateAllocations(self.c.rm_id, releases=(ReleaseRequest(self.c.pname(), *ref),)))
+        self._sync()
+        assert self.state[ref] == "gone"
+
+    # Invariants -------------------------------------------------------------------------------
+    @invariant()
+    def preempting_is_what_awaits_confirmation(self) -> None:
+        part = self.c.partition
+
+        def check(queue: Queue) -> Resource:
+            if queue.is_leaf:
+                total = sum_resources(
+                    a.resource
+                    for app in queue.applications.values()
+                    for a in app.allocations.values()
+                    if a.releasing
+                )
+            else:
+                total = sum_resources(check(child) for child in queue.children.values())
+            assert queue.preempting == total, queue.full_name
+            return total
+
+        check(part.root)
+        releasing = {
+            a.ref for app in part.applications.values() for a in app.allocations.values() if a.releasing
+        }
+        assert releasing == {r for r, s in self.state.items() if s == "preempting"}
+
+    @invariant()
+    def no_node_over_capacity(self) -> None:
+        for node in self.c.partition.nodes.values():
+            assert (node.allocated + node.occupied).fits_in(node.capacity), node.node_id
+
+
+PreemptionMachine.TestCase.settings = settings(
+    max_examples=200, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestPreemptionInvariants = PreemptionMachine.TestCase
