@@ -54,7 +54,8 @@ class CoreDaemon:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        si_pb2_grpc.add_SchedulerServicer_to_server(SchedulerService(self.rmproxy), self.server)
+        self.service = SchedulerService(self.rmproxy)
+        si_pb2_grpc.add_SchedulerServicer_to_server(self.service, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
@@ -87,6 +88,8 @@ class CoreDaemon:
         await self.health.enter_graceful_shutdown()
         # End every response stream so clients see a clean end (status OK), then stop the server.
         self.rmproxy.close_all_streams()
+        await self.service.wait_streams_finished(self.options.shutdown_grace)
+        await asyncio.sleep(0.1)  # gRPC sends each call's final status after its handler returns
         await self.server.stop(self.options.shutdown_grace)
         self.engine.stop()
         if self._engine_task is not None:

@@ -18,6 +18,17 @@ log = structlog.get_logger("pykorn.grpc")
 class SchedulerService(si_pb2_grpc.SchedulerServicer):
     def __init__(self, rmproxy: RMProxy) -> None:
         self._rmproxy = rmproxy
+        self._active_streams = 0
+        self._no_streams = asyncio.Event()
+        self._no_streams.set()
+
+    async def wait_streams_finished(self, timeout: float) -> None:
+        """Until every stream handler has returned (or the timeout): lets shutdown end calls cleanly
+        instead of cancelling handlers that are still finishing."""
+        try:
+            await asyncio.wait_for(self._no_streams.wait(), timeout)
+        except TimeoutError:
+            log.warning("stream handlers still running at shutdown", count=self._active_streams)
 
     async def RegisterResourceManager(
         self, request: si_pb2.RegisterResourceManagerRequest, context: grpc.aio.ServicerContext
@@ -64,6 +75,8 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
     ) -> AsyncIterator[Any]:
         stream = self._rmproxy.open_stream(kind)
         reader = asyncio.create_task(self._read(requests, stream, handle))
+        self._active_streams += 1
+        self._no_streams.clear()
         try:
             while True:
                 message = await stream.next()
@@ -73,6 +86,9 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         finally:
             reader.cancel()
             self._rmproxy.close_stream(stream)
+            self._active_streams -= 1
+            if self._active_streams == 0:
+                self._no_streams.set()
 
     async def _read(
         self,
