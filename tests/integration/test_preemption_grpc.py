@@ -29,6 +29,8 @@ partitions:
           - name: high
             resources: {guaranteed: {memory: 2000, vcore: 200m}}
             properties: {preemption.delay: 1s%(high_extra)s}
+          - name: fortress
+            properties: {priority.policy: fence, priority.offset: "10"}
           - name: fenced
             properties: {preemption.policy: fence, preemption.delay: 1s}
             resources: {guaranteed: {memory: 2000, vcore: 200m}}
@@ -154,6 +156,24 @@ async def test_an_equal_priority_victim_may_be_taken_to_restore_a_guarantee(clie
     await _fill(client, "starved", 1, priority=7)
     await client.wait_for(lambda: bool(preempted(client)), timeout=10, what="a preemption")
     assert [r.applicationID for r in preempted(client)] == ["peer"]
+
+
+async def test_a_fenced_subtree_is_not_raided_from_outside(client: SchedulerClient) -> None:
+    """root.fortress is priority-fenced with offset 10: outside, its tasks count as priority 10
+    whatever they are inside, so an ask of priority 5 cannot take them, though fortress has no
+    guarantee to protect it; an ask of priority 10 can."""
+    await client.register(config=_config())
+    await client.add_node("n1", NODE4)
+    await client.wait_nodes_answered(1)
+    await _apps(client, {"keep": "root.fortress", "outside": "root.low", "urgent": "root.high"})
+    await _fill(client, "keep", 4, priority=0)
+    await client.wait_allocations(4)
+    await _fill(client, "outside", 1, priority=5)
+    await asyncio.sleep(2.5)
+    assert preempted(client) == []
+    await _fill(client, "urgent", 1, priority=10)
+    await client.wait_for(lambda: bool(preempted(client)), timeout=10, what="a preemption at priority 10")
+    assert {r.applicationID for r in preempted(client)} == {"keep"}
 
 
 async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(client: SchedulerClient) -> None:
