@@ -39,6 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands = config.add_subparsers(dest="config_command", required=True)
     validate = config_commands.add_parser("validate", help="check a queues.yaml; print errors or the tree")
     validate.add_argument("file", type=Path)
+    diff = config_commands.add_parser(
+        "diff", help="what changes between two configurations, and what a core would preempt for it"
+    )
+    diff.add_argument("old", type=Path)
+    diff.add_argument("new", type=Path)
+    diff.add_argument(
+        "--core", default=None, help="HOST:PORT of a running core to ask for the preemption preview"
+    )
+    diff.add_argument("--rm-id", default="", help="the resource manager whose configuration it is")
 
     fake = commands.add_parser("fake", help="the fake resource manager")
     fake_commands = fake.add_subparsers(dest="fake_command", required=True)
@@ -61,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "core":
         return _run_core(args)
     if args.command == "config":
+        if args.config_command == "diff":
+            from core.config.diff import diff_files
+
+            return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout)
         from core.config.report import validate_file
 
         return validate_file(args.file, sys.stdout)

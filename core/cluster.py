@@ -16,6 +16,7 @@ from core.commands import (
     Command,
     NodeAction,
     NodeChange,
+    PreviewConfig,
     RegisterRM,
     ReleaseRequest,
     UpdateAllocations,
@@ -26,6 +27,8 @@ from core.commands import (
 from core.config.schema import SchedulerConfig
 from core.objects.allocation import Allocation
 from core.objects.partition import Partition, Rejection
+from core.preemption import dry_run
+from core.preemption.dry_run import QuotaPreview
 from core.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
 from core.scheduling import allocate
 
@@ -56,11 +59,10 @@ class ClusterContext:
             if preempted:
                 self._out(part.rm_id).released.extend(
                     Released(
-                        part.name, victim.application_id, victim.key, Termination.PREEMPTED_BY_SCHEDULER,
-                        f"preempted to make room for {ask.application_id}/{ask.key}",
+                        part.name, victim.application_id, victim.key, Termination.PREEMPTED_BY_SCHEDULER, why
                     )
-                    for victim, ask in preempted
-                )  # fmt: skip
+                    for victim, why in preempted
+                )
             changes = part.drain_app_changes()
             if changes:
                 self._out(part.rm_id).updated_apps.extend(
@@ -77,6 +79,8 @@ class ClusterContext:
                 self._register(command)
             case UpdateConfig():
                 self._update_config(command)
+            case PreviewConfig():
+                command.reply(self.preview_config(command.rm_id, command.config))
             case UpdateNodes():
                 for change in command.changes:
                     self._node_change(command.rm_id, change)
@@ -127,7 +131,7 @@ class ClusterContext:
         self.configs[cmd.rm_id] = cmd.config
         for part_cfg in cmd.config.partitions:
             name = internal_partition_name(cmd.rm_id, part_cfg.name)
-            self.partitions[name] = Partition(name, cmd.rm_id, part_cfg)
+            self.partitions[name] = Partition(name, cmd.rm_id, part_cfg, self.clock())
         log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
         if cmd.reply:
             cmd.reply(None)
@@ -156,9 +160,9 @@ class ClusterContext:
             wanted.add(name)
             existing = self.partitions.get(name)
             if existing is None:
-                self.partitions[name] = Partition(name, cmd.rm_id, part_cfg)
+                self.partitions[name] = Partition(name, cmd.rm_id, part_cfg, self.clock())
             else:
-                existing.apply_config(part_cfg)
+                existing.apply_config(part_cfg, self.clock())
         for name, part in self.partitions.items():
             if part.rm_id == cmd.rm_id and name not in wanted:
                 # Like a removed queue: what runs there keeps running; nothing new is accepted.
@@ -166,6 +170,14 @@ class ClusterContext:
         log.info("configuration updated", rmID=cmd.rm_id)
         if cmd.reply:
             cmd.reply(None)
+
+    def preview_config(self, rm_id: str, config: SchedulerConfig) -> list[QuotaPreview]:
+        out: list[QuotaPreview] = []
+        for part_cfg in config.partitions:
+            part = self.partitions.get(internal_partition_name(rm_id, part_cfg.name))
+            if part is not None:
+                out.extend(dry_run.preview(part, part_cfg))
+        return out
 
     def _partition(self, rm_id: str, name: str) -> Partition:
         part = self.partitions.get(name)

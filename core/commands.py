@@ -96,4 +96,13 @@ class UpdateAllocations:
     releases: tuple[ReleaseRequest, ...] = ()
 
 
-Command = RegisterRM | UpdateConfig | UpdateNodes | UpdateApplications | UpdateAllocations
+@dataclass(frozen=True)
+class PreviewConfig:
+    """What applying `config` now would preempt; the answer (or an exception) goes to `reply`."""
+
+    rm_id: str
+    config: SchedulerConfig
+    reply: Callable[[object], None]
+
+
+Command = RegisterRM | UpdateConfig | UpdateNodes | UpdateApplications | UpdateAllocations | PreviewConfig

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import structlog
 
 from core.cluster import ClusterContext
-from core.commands import Command, RegisterRM, UpdateConfig
+from core.commands import Command, PreviewConfig, RegisterRM, UpdateConfig
 from core.results import ResultBatch
 
 log = structlog.get_logger("pykorn.engine")
@@ -98,7 +98,7 @@ class Engine:
             log.exception(
                 "command failed", command=type(command).__name__, rmID=getattr(command, "rm_id", "")
             )
-            if isinstance(command, RegisterRM | UpdateConfig) and command.reply:
+            if isinstance(command, RegisterRM | UpdateConfig | PreviewConfig) and command.reply:
                 command.reply(exc)
 
     async def _schedule(self) -> None:

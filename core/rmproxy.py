@@ -27,6 +27,7 @@ from core.commands import (
     Command,
     NodeAction,
     NodeChange,
+    PreviewConfig,
     RegisterRM,
     ReleaseRequest,
     UpdateAllocations,
@@ -154,6 +155,40 @@ class RMProxy:
         except Exception as exc:
             return si_pb2.UpdateConfigurationResponse(accepted=False, errors=[str(exc)])
         return si_pb2.UpdateConfigurationResponse(accepted=True, warnings=[str(w) for w in loaded.warnings])
+
+    async def dry_run_configuration(
+        self, request: si_pb2.UpdateConfigurationRequest
+    ) -> si_pb2.DryRunConfigurationResponse:
+        """What applying the configuration now would preempt; nothing is changed."""
+        rm_id = request.rmID
+        if not self.is_registered(rm_id):
+            reason = "rmID is missing" if not rm_id else f"resource manager {rm_id} is not registered"
+            return si_pb2.DryRunConfigurationResponse(valid=False, errors=[reason])
+        try:
+            loaded = load_config(request.config)
+        except ConfigError as exc:
+            return si_pb2.DryRunConfigurationResponse(valid=False, errors=[str(p) for p in exc.problems])
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._send_command(PreviewConfig(rm_id, loaded.config, future.set_result))
+        result = await future
+        if isinstance(result, Exception):
+            return si_pb2.DryRunConfigurationResponse(valid=False, errors=[repr(result)])
+        return si_pb2.DryRunConfigurationResponse(
+            valid=True,
+            queues=[
+                si_pb2.QuotaPreemptionPreview(
+                    partitionName=p.partition,
+                    queue=p.queue,
+                    target=_si_resource(p.target),
+                    achievable=_si_resource(p.achievable),
+                    delaySeconds=p.delay,
+                    willRun=p.will_run,
+                    reason=p.reason,
+                    victims=[_preview_victim(v, queue) for v, queue in p.victims],
+                )
+                for p in result  # type: ignore[attr-defined]
+            ],
+        )
 
     def _parse_config(self, text: str) -> SchedulerConfig:
         try:
@@ -505,6 +540,17 @@ def _allocated_wire(
     if not wire.partitionName:
         wire.partitionName = display_partition(alloc.partition, rm_id)
     return wire
+
+
+def _preview_victim(alloc: Allocation, queue: str) -> si_pb2.PreviewVictim:
+    return si_pb2.PreviewVictim(
+        queue=queue,
+        applicationID=alloc.application_id,
+        allocationKey=alloc.key,
+        nodeID=alloc.node_id,
+        resource=_si_resource(alloc.resource),
+        priority=alloc.priority,
+    )
 
 
 def _alloc_response(

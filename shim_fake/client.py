@@ -130,6 +130,11 @@ class SchedulerClient:
         )
         self._nodes = _Stream(self.stub.UpdateNode(), self._on_node_response, self._on_stream_error)
 
+    async def dry_run_configuration(self, config: str) -> si_pb2.DryRunConfigurationResponse:
+        return await self.stub.DryRunConfiguration(
+            si_pb2.UpdateConfigurationRequest(rmID=self.rm_id, config=config)
+        )
+
     async def update_configuration(self, config: str) -> si_pb2.UpdateConfigurationResponse:
         return await self.stub.UpdateConfiguration(
             si_pb2.UpdateConfigurationRequest(rmID=self.rm_id, config=config)

@@ -61,7 +61,18 @@ def _check_properties(
 
     # Parsed as a leaf even on a parent: a leaf-only value written there is inherited by the leaves
     # below, and is reported here, where it is written, rather than nowhere.
-    properties.parse(effective, is_leaf=True, is_root=is_root, warn=warn)
+    props = properties.parse(effective, is_leaf=True, is_root=is_root, warn=warn)
+    if props.quota_preemption_delay > 0 and queue.max is not None and queue.guaranteed is not None:
+        # Quota preemption never takes a queue below its guarantee, so a max at or under it could
+        # never be reached: such a configuration is refused.
+        for name, guaranteed in queue.guaranteed.items():
+            if name in queue.max and queue.max[name] <= guaranteed:
+                _error(
+                    reader, queue, f"resources.max.{name}",
+                    f"with quota.preemption.delay set ({props.quota_preemption_delay:g}s), the max of "
+                    f"queue {queue.name!r} must be greater than its guaranteed: max {queue.max[name]} "
+                    f"<= guaranteed {guaranteed} {name}",
+                )  # fmt: skip
     for child in queue.queues:
         _check_properties(reader, child, effective, is_root=False)
 

@@ -28,12 +28,20 @@ from core.objects.queue_tree import QueueTree
 from core.placement.manager import PlacementManager, PlacementRefused
 from core.placement.rules import PlacementRequest
 from core.policies.node_sort import NodeIndex
+from core.preemption import quota
 from core.resources import ZERO, Resource
 
 log = structlog.get_logger("pykorn.partition")
 
 COMPLETING_TIMEOUT = 30.0  # Completing -> Completed, as YuniKorn
 TERMINATED_TIMEOUT = 3 * 24 * 3600.0  # Completed/Failed/Rejected -> Expired, then forgotten
+
+
+def _lowered(old: Resource | None, new: Resource) -> bool:
+    """Whether a new max is lower than the old in some type (a type newly limited counts)."""
+    if old is None:
+        return True
+    return any(name not in old or value < old[name] for name, value in new.items())
 
 
 class Rejection(Exception):
@@ -52,7 +60,7 @@ _TERMINAL = frozenset({AppState.REJECTED, AppState.COMPLETED, AppState.FAILED, A
 
 
 class Partition:
-    def __init__(self, name: str, rm_id: str, config: PartitionConfig) -> None:
+    def __init__(self, name: str, rm_id: str, config: PartitionConfig, now: float = 0.0) -> None:
         self.name = name  # internal: "[rmID]name"
         self.rm_id = rm_id
         self.config = config
@@ -69,13 +77,16 @@ class Partition:
         # Preemption in flight: victims chosen for an ask, until the RM confirms each release.
         self.victims_of: dict[tuple[str, str], set[tuple[str, str]]] = {}  # ask -> victims
         self.preempted_for: dict[tuple[str, str], tuple[str, str]] = {}  # victim -> ask
-        self.preempted: list[tuple[Allocation, Allocation]] = []  # (victim, ask) to report to the RM
+        self.preempted: list[tuple[Allocation, str]] = []  # (victim, why) to report to the RM
         self.total_capacity: Resource = ZERO
         self.app_changes: list[AppStateChange] = []
         self.draining = False  # removed from the configuration: no new applications
         self.completing_timeout = COMPLETING_TIMEOUT
         self.terminated_timeout = TERMINATED_TIMEOUT
         self.root.max = self.total_capacity
+        self.quota_victims: dict[tuple[str, str], str] = {}  # victim -> queue whose max it enforces
+        # A restart loads the configuration afresh: every quota timer starts from now.
+        self._update_quota_timers({}, now)
 
     def _warn_queue(self, queue: str, message: str) -> None:
         self.log.warning("queue property ignored", queue=queue, detail=message)
@@ -108,11 +119,13 @@ class Partition:
         walk(config.root, "root")
         return problems
 
-    def apply_config(self, config: PartitionConfig) -> None:
+    def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
         """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
+        before = {q.full_name: (q.max, q.props.quota_preemption_delay) for q in self.tree}
         self.config = config
         self.draining = False
         self.tree.reconcile(config.root)
+        self._update_quota_timers(before, now)
         priority.recompute_all(self.root)  # offsets and fences may have changed
         self.placement = PlacementManager(config.placement_rules)
         policy = config.node_sort_policy
@@ -255,7 +268,8 @@ class Partition:
             self._transition(app, AppEvent.COMPLETE, now, "all allocations and asks are gone")
 
     def tick(self, now: float) -> None:
-        """Time-driven application states: Completing -> Completed -> Expired."""
+        """Time-driven state: quota timers; application states Completing -> Completed -> Expired."""
+        self._fire_quota_timers(now)
         for app in list(self.applications.values()):
             if app.state == AppState.COMPLETING and now - app.state_time >= self.completing_timeout:
                 self._transition(app, AppEvent.COMPLETE, now, "completing timeout")
@@ -373,14 +387,75 @@ class Partition:
         self.complete_if_idle(app, now)
         return released
 
+    # Quota enforcement ------------------------------------------------------------------------
+    def _update_quota_timers(self, before: dict[str, tuple[Resource | None, float]], now: float) -> None:
+        """Start, restart or cancel each queue's quota timer after a configuration was applied.
+
+        A lowered max or a changed delay (re)starts the timer from zero; a raise that brings the max
+        back above usage cancels it; a queue whose quota preemption is running is left alone.
+        """
+        for queue in self.tree:
+            if queue.quota_running:
+                continue  # a change landing during a run is skipped, not stacked
+            old_max, old_delay = before.get(queue.full_name, (None, 0.0))
+            delay = queue.props.quota_preemption_delay
+            if delay <= 0 or queue.max is None or queue.is_root:
+                queue.quota_timer = None
+            elif _lowered(old_max, queue.max) or delay != old_delay:
+                queue.quota_timer = now
+            elif (
+                queue.quota_timer is not None
+                and quota.preemptable(quota.usage_of(queue), queue.max).is_zero()
+            ):
+                queue.quota_timer = None
+
+    def _fire_quota_timers(self, now: float) -> None:
+        due = [
+            q for q in self.tree
+            if q.quota_timer is not None and now - q.quota_timer >= q.props.quota_preemption_delay
+        ]  # fmt: skip
+        # In order of firing; at the same moment a leaf goes before its parent (deeper first).
+        due.sort(key=lambda q: (q.quota_timer + q.props.quota_preemption_delay, -q.full_name.count(".")))  # type: ignore[operator]
+        for queue in due:
+            queue.quota_timer = None
+            if self.config.preemption.quota_preemption_enabled and not queue.quota_running:
+                self.enforce_quota(queue, now)
+
+    def enforce_quota(self, queue: Queue, now: float) -> None:
+        target = quota.preemptable(quota.usage_of(queue), queue.max)
+        if target.is_zero():
+            queue.quota_outcome = {
+                "time": now, "target": {}, "achieved": {}, "victims": 0, "complete": True, "reason": "",
+            }  # fmt: skip
+            return
+        plans = quota.plan(queue, target, busy=lambda q: bool(q.quota_running))
+        achieved = Resource()
+        for leaf_plan in plans:
+            for victim in leaf_plan.victims:
+                achieved.add_in_place(victim.resource)
+                self._mark_victim(victim, f"preempted to enforce the max of {queue.full_name}")
+                self.quota_victims[victim.ref] = queue.full_name
+                queue.quota_running.add(victim.ref)
+        achieved = Resource({k: min(achieved.get(k), v) for k, v in target.items()})
+        reasons = sorted({p.reason for p in plans if p.reason})
+        complete = all(achieved.get(k) >= v for k, v in target.items())
+        queue.quota_outcome = {
+            "time": now, "target": target.as_dict(), "achieved": achieved.as_dict(),
+            "victims": len(queue.quota_running), "complete": complete, "reason": "; ".join(reasons),
+        }  # fmt: skip
+        log_event = self.log.info if complete else self.log.warning
+        log_event(
+            "quota preemption" if complete else "quota preemption fell short",
+            queue=queue.full_name, target=target.as_dict(), achieved=achieved.as_dict(),
+            victims=len(queue.quota_running), reason="; ".join(reasons),
+        )  # fmt: skip
+
     # Preemption -------------------------------------------------------------------------------
     def preempt(self, ask: Allocation, victims: list[Allocation], now: float) -> None:
         """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
         for victim in victims:
-            victim.releasing = True
-            self.applications[victim.application_id].queue.add_preempting(victim.resource)
+            self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}")
             self.preempted_for[victim.ref] = ask.ref
-            self.preempted.append((victim, ask))
         ask.preempting = True
         self.victims_of[ask.ref] = {v.ref for v in victims}
         self.log.info(
@@ -388,7 +463,17 @@ class Partition:
             victims=[f"{v.application_id}/{v.key}" for v in victims],
         )  # fmt: skip
 
+    def _mark_victim(self, victim: Allocation, message: str) -> None:
+        victim.releasing = True
+        self.applications[victim.application_id].queue.add_preempting(victim.resource)
+        self.preempted.append((victim, message))
+
     def _victim_gone(self, victim: tuple[str, str]) -> None:
+        enforced = self.quota_victims.pop(victim, None)
+        if enforced is not None:
+            queue = self.tree.find(enforced)
+            if queue is not None:
+                queue.quota_running.discard(victim)
         ask_ref = self.preempted_for.pop(victim, None)
         if ask_ref is None:
             return
@@ -403,7 +488,7 @@ class Partition:
             if ask is not None:
                 ask.preempting = False  # all its victims are gone; its reservation takes the room
 
-    def drain_preempted(self) -> list[tuple[Allocation, Allocation]]:
+    def drain_preempted(self) -> list[tuple[Allocation, str]]:
         preempted, self.preempted = self.preempted, []
         return preempted
 

@@ -52,6 +52,11 @@ class Queue:
             Resource()
         )  # allocated, but being released by preemption (still counted in allocated)
         self.running_apps = 0  # applications counted against maxapplications, this queue and below
+        # Quota enforcement (core.preemption.quota): when the timer started, the victims of a run in
+        # progress, and the last run's outcome (for the REST API).
+        self.quota_timer: float | None = None
+        self.quota_running: set[tuple[str, str]] = set()
+        self.quota_outcome: dict[str, object] | None = None
         # Priority caches, kept by core.objects.priority: what this queue shows its parent, the highest
         # value inside before offset and fence, and the inputs (applications or children with pending).
         self.current_priority = MIN_PRIORITY

@@ -40,6 +40,11 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         return si_pb2.RegisterResourceManagerResponse()
 
+    async def DryRunConfiguration(
+        self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
+    ) -> si_pb2.DryRunConfigurationResponse:
+        return await self._rmproxy.dry_run_configuration(request)
+
     async def UpdateConfiguration(
         self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
     ) -> si_pb2.UpdateConfigurationResponse:

@@ -73,10 +73,10 @@ EXPECTED_EXAMPLES: dict[str, tuple[dict[str, tuple[str, float, list[tuple[str, i
             "system-agents": ("root.system", 0.0, [("agent", 4, None)]),
             "t1-batch": ("root.tenant1.batch", 0.0, [("worker", 36, 20.0)]),
             "t1-interactive": ("root.tenant1.interactive", 15.0, [("query", 10, 8.0)]),
-            "t2-etl": ("root.tenant2.etl", 2.0, [("stage", 40, 15.0)]),
+            "t2-etl": ("root.tenant2.etl", 2.0, [("stage", 28, 25.0)]),
         },
         4, [], [30.0],
-        ["every_task_ran", "no_rejections", "wait_p99_at_most", "preempted", "not_preempted",
+        ["every_task_ran", "no_rejections", "wait_p99_at_most", "preempted", "not_preempted", "preempted",
          "queue_usage_at_most"],
         "memory",
     ),
@@ -135,41 +135,42 @@ def test_the_demo_in_detail() -> None:
     assert agent.duration is None  # until stopped
     assert agent.resources.as_dict() == {"memory": GI, "vcore": 500}
     assert agent.priority == 2_000_000_000
-    assert agent.line == 43
+    assert agent.line == 44
     worker = apps["t1-batch"].tasks[0]
     assert worker.resources.as_dict() == {"memory": 2 * GI, "vcore": 1000}
     assert worker.duration == 20.0
-    assert apps["t1-batch"].line == 48
+    assert apps["t1-batch"].line == 49
     # Tasks arrive with their application.
     assert apps["t1-interactive"].tasks[0].arrival == 15.0
     assert apps["t2-etl"].tasks[0].arrival == 2.0
-    assert s.task_count() == 90
+    assert s.task_count() == 78
     # The inline configuration is dedented queues.yaml text.
     assert s.config.startswith("partitions:")
     before = queue_limits(s.config)
     assert before["root.tenant2"].max == {"memory": 40 * GI, "vcore": 20000}
     # At 30s tenant2's max goes from 40Gi to 16Gi.
     [change] = s.config_changes
-    assert change.at == 30.0 and change.line == 73
+    assert change.at == 30.0 and change.line == 74
     after = queue_limits(change.config)
     assert after["root.tenant2"].max == {"memory": 16 * GI, "vcore": 8000}
     assert after["root.tenant2"].guaranteed == {"memory": 8 * GI, "vcore": 4000}
     assert after["root.tenant1"].max == before["root.tenant1"].max
     assert s.last_event_time() == 30.0
     # Six expectations, parsed.
-    assert len(s.expectations) == 6
-    ran, rejections, wait, preempted, spared, usage = s.expectations
-    assert (ran.kind, ran.params, ran.line) == ("every_task_ran", {}, 97)
-    assert (rejections.kind, rejections.line) == ("no_rejections", 98)
+    assert len(s.expectations) == 7
+    ran, rejections, wait, preempted, spared, quota_cut, usage = s.expectations
+    assert (ran.kind, ran.params, ran.line) == ("every_task_ran", {}, 99)
+    assert (rejections.kind, rejections.line) == ("no_rejections", 100)
+    assert (quota_cut.kind, quota_cut.params) == ("preempted", {"app": "t2-etl", "at_least": 1})
     assert wait.params == {"queue": "root.system", "seconds": 3.0}
     assert (preempted.kind, preempted.params) == ("preempted", {"app": "t1-batch", "at_least": 1})
     assert (spared.kind, spared.params) == ("not_preempted", {"app": "system-agents"})
-    assert usage.kind == "queue_usage_at_most" and usage.line == 104
+    assert usage.kind == "queue_usage_at_most" and usage.line == 107
     assert usage.params["queue"] == "root.tenant2"
     assert usage.params["value"] == 16 * GI
-    assert usage.params["after"] == 46.0
+    assert usage.params["after"] == 41.0
     assert "before" not in usage.params
-    assert "value=16.0Gi" in usage.describe() and "after=46s" in usage.describe()
+    assert "value=16.0Gi" in usage.describe() and "after=41s" in usage.describe()
 
 
 # Invalid scenarios -----------------------------------------------------------------------------

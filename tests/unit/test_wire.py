@@ -369,6 +369,12 @@ PYKORN_ADDED_METHODS = {
         False,
         False,
     ),
+    "DryRunConfiguration": (
+        "si.v1.UpdateConfigurationRequest",
+        "si.v1.DryRunConfigurationResponse",
+        False,
+        False,
+    ),
 }
 
 _TYPE_NAMES = {v: k.replace("TYPE_", "").lower() for k, v in descriptor_pb2.FieldDescriptorProto.Type.items()}
@@ -480,7 +486,12 @@ def test_new_messages_do_not_take_upstream_names() -> None:
     ours = set(si_pb2.DESCRIPTOR.message_types_by_name)
     upstream_top = {n.removeprefix("si.v1.") for n in UPSTREAM_MESSAGES if n.count(".") == 2}
     assert upstream_top <= ours
-    assert ours - upstream_top == {"UpdateConfigurationResponse"}
+    assert ours - upstream_top == {
+        "UpdateConfigurationResponse",
+        "DryRunConfigurationResponse",
+        "QuotaPreemptionPreview",
+        "PreviewVictim",
+    }
 
 
 def test_secret_field_option_keeps_its_number() -> None:

@@ -404,6 +404,52 @@ class UpdateConfigurationResponse(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, accepted: _Optional[bool] = ..., errors: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class DryRunConfigurationResponse(_message.Message):
+    __slots__ = ("valid", "errors", "queues")
+    VALID_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    valid: bool
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    queues: _containers.RepeatedCompositeFieldContainer[QuotaPreemptionPreview]
+    def __init__(self, valid: _Optional[bool] = ..., errors: _Optional[_Iterable[str]] = ..., queues: _Optional[_Iterable[_Union[QuotaPreemptionPreview, _Mapping]]] = ...) -> None: ...
+
+class QuotaPreemptionPreview(_message.Message):
+    __slots__ = ("partitionName", "queue", "target", "achievable", "delaySeconds", "willRun", "reason", "victims")
+    PARTITIONNAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    ACHIEVABLE_FIELD_NUMBER: _ClassVar[int]
+    DELAYSECONDS_FIELD_NUMBER: _ClassVar[int]
+    WILLRUN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    VICTIMS_FIELD_NUMBER: _ClassVar[int]
+    partitionName: str
+    queue: str
+    target: Resource
+    achievable: Resource
+    delaySeconds: float
+    willRun: bool
+    reason: str
+    victims: _containers.RepeatedCompositeFieldContainer[PreviewVictim]
+    def __init__(self, partitionName: _Optional[str] = ..., queue: _Optional[str] = ..., target: _Optional[_Union[Resource, _Mapping]] = ..., achievable: _Optional[_Union[Resource, _Mapping]] = ..., delaySeconds: _Optional[float] = ..., willRun: _Optional[bool] = ..., reason: _Optional[str] = ..., victims: _Optional[_Iterable[_Union[PreviewVictim, _Mapping]]] = ...) -> None: ...
+
+class PreviewVictim(_message.Message):
+    __slots__ = ("applicationID", "allocationKey", "nodeID", "queue", "resource", "priority")
+    APPLICATIONID_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATIONKEY_FIELD_NUMBER: _ClassVar[int]
+    NODEID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    applicationID: str
+    allocationKey: str
+    nodeID: str
+    queue: str
+    resource: Resource
+    priority: int
+    def __init__(self, applicationID: _Optional[str] = ..., allocationKey: _Optional[str] = ..., nodeID: _Optional[str] = ..., queue: _Optional[str] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., priority: _Optional[int] = ...) -> None: ...
+
 class EventRecord(_message.Message):
     __slots__ = ("type", "objectID", "message", "timestampNano", "eventChangeType", "eventChangeDetail", "referenceID", "resource")
     class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -59,6 +59,11 @@ class SchedulerStub:
                 request_serializer=si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.SerializeToString,
                 response_deserializer=si_dot_v1_dot_si__pb2.UpdateConfigurationResponse.FromString,
                 _registered_method=True)
+        self.DryRunConfiguration = channel.unary_unary(
+                '/si.v1.Scheduler/DryRunConfiguration',
+                request_serializer=si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.SerializeToString,
+                response_deserializer=si_dot_v1_dot_si__pb2.DryRunConfigurationResponse.FromString,
+                _registered_method=True)
 
 
 class SchedulerServicer:
@@ -100,6 +105,13 @@ class SchedulerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DryRunConfiguration(self, request, context):
+        """pykorn: what applying a configuration now would preempt to enforce lowered maxes; changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SchedulerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +139,11 @@ def add_SchedulerServicer_to_server(servicer, server):
                     servicer.UpdateConfiguration,
                     request_deserializer=si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.FromString,
                     response_serializer=si_dot_v1_dot_si__pb2.UpdateConfigurationResponse.SerializeToString,
+            ),
+            'DryRunConfiguration': grpc.unary_unary_rpc_method_handler(
+                    servicer.DryRunConfiguration,
+                    request_deserializer=si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.FromString,
+                    response_serializer=si_dot_v1_dot_si__pb2.DryRunConfigurationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -264,6 +281,33 @@ class Scheduler:
             '/si.v1.Scheduler/UpdateConfiguration',
             si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.SerializeToString,
             si_dot_v1_dot_si__pb2.UpdateConfigurationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DryRunConfiguration(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/si.v1.Scheduler/DryRunConfiguration',
+            si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.SerializeToString,
+            si_dot_v1_dot_si__pb2.DryRunConfigurationResponse.FromString,
             options,
             channel_credentials,
             insecure,

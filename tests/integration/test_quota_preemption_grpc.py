@@ -1,0 +1,137 @@
+"""Quota enforcement through preemption over real gRPC: the design document's successful,
+best-effort and unsuccessful cases, each first previewed by the dry run, which must match what the
+real run then does."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+from shim_fake import messages
+from shim_fake.client import SchedulerClient
+from si.v1 import si_pb2
+
+CONFIG = """
+partitions:
+  - name: default
+    preemption: {quotapreemptionenabled: true}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: q
+            resources: {guaranteed: {memory: %(guaranteed)d}, max: {memory: %(max)d}}
+            properties: {quota.preemption.delay: 1s}
+"""
+NODE = {"memory": 20_000, "vcore": 20_000}
+
+
+def _config(guaranteed: int, maximum: int) -> str:
+    return CONFIG % {"guaranteed": guaranteed, "max": maximum}
+
+
+def preempted(client: SchedulerClient) -> list[si_pb2.AllocationRelease]:
+    return [r for r in client.seen.released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+
+
+async def _running(client: SchedulerClient, guaranteed: int, sizes: list[int]) -> None:
+    await client.register(config=_config(guaranteed, 20_000))
+    await client.add_node("n1", NODE)
+    await client.wait_nodes_answered(1)
+    await client.add_application("app", "root.q")
+    await client.wait_apps_answered(1)
+    await client.asks(
+        messages.ask(
+            "app", f"t{i}", {"memory": size, "vcore": 1}, tags={"creationTime": str(1_700_000_000 + i)}
+        )
+        for i, size in enumerate(sizes)
+    )
+    await client.wait_allocations(len(sizes))
+
+
+async def _lower(
+    client: SchedulerClient, guaranteed: int, new_max: int
+) -> si_pb2.DryRunConfigurationResponse:
+    """Preview, then apply the lowered max; returns the preview."""
+    preview = await client.dry_run_configuration(_config(guaranteed, new_max))
+    assert preview.valid, list(preview.errors)
+    response = await client.update_configuration(_config(guaranteed, new_max))
+    assert response.accepted, list(response.errors)
+    return preview
+
+
+def _victims(preview: si_pb2.DryRunConfigurationResponse) -> list[str]:
+    return [v.allocationKey for q in preview.queues for v in q.victims]
+
+
+async def test_successful_quota_preemption(client: SchedulerClient) -> None:
+    await _running(client, guaranteed=2_000, sizes=[1_000] * 6)  # 6000 used
+    preview = await _lower(client, guaranteed=2_000, new_max=3_000)  # 3000 must go
+    [queue] = preview.queues
+    assert queue.queue == "root.q" and queue.willRun and queue.delaySeconds == 1
+    assert queue.target.resources["memory"].value == 3_000
+    assert queue.achievable.resources["memory"].value == 3_000 and not queue.reason
+    assert _victims(preview) == ["t5", "t4", "t3"]  # the youngest first
+    await asyncio.sleep(0.5)
+    assert preempted(client) == []  # not before the delay
+    await client.wait_for(lambda: len(preempted(client)) == 3, timeout=10, what="three preemptions")
+    await asyncio.sleep(0.6)
+    assert [r.allocationKey for r in preempted(client)] == _victims(preview)  # the dry run was right
+    assert all("enforce the max of root.q" in r.message for r in preempted(client))
+
+
+async def test_best_effort_quota_preemption_stops_at_the_guarantee(client: SchedulerClient) -> None:
+    # The document's example: usage 10000 in five tasks of 2000, guaranteed 5000, new max 5500: the
+    # target is 4500, but a third victim would take the queue to 4000, below its guarantee.
+    await _running(client, guaranteed=5_000, sizes=[2_000] * 5)
+    preview = await _lower(client, guaranteed=5_000, new_max=5_500)
+    [queue] = preview.queues
+    assert queue.target.resources["memory"].value == 4_500
+    assert queue.achievable.resources["memory"].value == 4_000
+    assert "guaranteed" in queue.reason
+    await client.wait_for(lambda: len(preempted(client)) == 2, timeout=10, what="two preemptions")
+    await asyncio.sleep(1.0)
+    assert [r.allocationKey for r in preempted(client)] == _victims(preview) == ["t4", "t3"]
+
+
+async def test_unsuccessful_quota_preemption_takes_nothing(client: SchedulerClient) -> None:
+    # One task of 6000, guaranteed 5000, new max 5500: releasing it would leave nothing.
+    await _running(client, guaranteed=5_000, sizes=[6_000])
+    preview = await _lower(client, guaranteed=5_000, new_max=5_500)
+    [queue] = preview.queues
+    assert queue.target.resources["memory"].value == 500
+    assert not queue.achievable.resources or queue.achievable.resources["memory"].value == 0
+    assert _victims(preview) == [] and "guaranteed" in queue.reason
+    await asyncio.sleep(2.0)
+    assert preempted(client) == []
+
+
+async def test_an_invalid_lowering_is_refused(client: SchedulerClient) -> None:
+    await _running(client, guaranteed=2_000, sizes=[1_000])
+    response = await client.update_configuration(_config(2_000, 2_000))  # max not above guaranteed
+    assert not response.accepted
+    assert any("must be greater than its guaranteed" in e for e in response.errors)
+
+
+def test_config_diff_cli_lists_changes_and_the_preview(core_address: str, tmp_path: Path) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(_config(2_000, 20_000))
+    new.write_text(_config(2_000, 3_000))
+
+    async def setup() -> None:
+        async with SchedulerClient(core_address, "diff-rm") as client:
+            await _running(client, guaranteed=2_000, sizes=[1_000] * 6)
+
+    asyncio.run(setup())
+    result = subprocess.run(
+        [sys.executable, "-m", "core.cli", "config", "diff", str(old), str(new), "--core", core_address,
+         "--rm-id", "diff-rm"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "[default] root.q: max {memory: 20000} -> {memory: 3000}" in out
+    assert "root.q: over its new max by {memory: 3000}; after 1s" in out
+    assert "- app/t5 on n1 in root.q" in out and "- app/t3 on n1 in root.q" in out
