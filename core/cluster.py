@@ -25,6 +25,7 @@ from core.commands import (
     UpdateNodes,
 )
 from core.config.schema import SchedulerConfig
+from core.events import EventLog
 from core.objects.allocation import Allocation
 from core.objects.partition import Partition, Rejection
 from core.preemption import dry_run
@@ -45,6 +46,7 @@ class ClusterContext:
         self.configs: dict[str, SchedulerConfig] = {}
         self.partitions: dict[str, Partition] = {}
         self._results: dict[str, ResultBatch] = {}
+        self.events = EventLog()
 
     # Results ----------------------------------------------------------------------------------
     def _out(self, rm_id: str) -> ResultBatch:
@@ -55,6 +57,9 @@ class ClusterContext:
 
     def drain_results(self) -> list[ResultBatch]:
         for part in self.partitions.values():
+            for event in part.events:
+                self.events.add(event)
+            part.events.clear()
             preempted = part.drain_preempted()
             if preempted:
                 self._out(part.rm_id).released.extend(

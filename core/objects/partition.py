@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import structlog
 
 from core.config.schema import PartitionConfig, QueueConfig
+from core.events import Event
 from core.objects import priority
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
 from core.objects.application import AppEvent, Application, AppState
@@ -85,6 +86,7 @@ class Partition:
         self.terminated_timeout = TERMINATED_TIMEOUT
         self.root.max = self.total_capacity
         self.quota_victims: dict[tuple[str, str], str] = {}  # victim -> queue whose max it enforces
+        self.events: list[Event] = []  # drained by the cluster into its event log
         # A restart loads the configuration afresh: every quota timer starts from now.
         self._update_quota_timers({}, now)
 
@@ -443,6 +445,16 @@ class Partition:
             "time": now, "target": target.as_dict(), "achieved": achieved.as_dict(),
             "victims": len(queue.quota_running), "complete": complete, "reason": "; ".join(reasons),
         }  # fmt: skip
+        summary = (
+            f"quota preemption of {queue.full_name}: target {target.as_dict()}, "
+            f"took {achieved.as_dict()} with {len(queue.quota_running)} allocation(s)"
+        )
+        if not complete:
+            summary += f"; short of the target because {queue.quota_outcome['reason']}"
+        self.events.append(
+            Event(self.rm_id, "QUEUE", queue.full_name, "SET", "QUEUE_PREEMPTION", summary, now,
+                  resource=achieved.as_dict())
+        )  # fmt: skip
         log_event = self.log.info if complete else self.log.warning
         log_event(
             "quota preemption" if complete else "quota preemption fell short",

@@ -930,3 +930,74 @@ def test_the_dry_run_predicts_what_the_real_run_takes_when_a_leaf_fires_before_i
     reload(c, conf(120, 60))
     preempted(c)
     assert predicted == sorted(keys(advance(c, 10)))
+
+
+def test_a_short_run_tells_the_administrator_with_an_event() -> None:
+    """Best effort: the event (si EventRecord QUEUE / QUEUE_PREEMPTION) says target, achieved and why."""
+    c = Cluster(_EVENT_CONFIG % {"max": 20_000})
+    c.node("n1", {"memory": 20_000})
+    c.app("app", "root.q")
+    for i in range(5):
+        c.ask("app", f"t{i}", {"memory": 2_000})
+        c.clock.advance(0.01)
+    c.schedule()
+    c.ctx.drain_results()
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(_EVENT_CONFIG % {"max": 5_500}).config))
+    c.clock.advance(2)
+    c.ctx.tick()
+    c.ctx.drain_results()
+    [event] = [e for e in c.ctx.events if e.change_detail == "QUEUE_PREEMPTION"]
+    assert (event.type, event.object_id, event.change_type) == ("QUEUE", "root.q", "SET")
+    assert "target {'memory': 4500}" in event.message and "took {'memory': 4000}" in event.message
+    assert "short of the target because stopped at" in event.message and "guaranteed" in event.message
+    assert event.resource == {"memory": 4000}
+
+
+def test_a_lowered_child_template_leaves_existing_dynamic_queues_alone() -> None:
+    c = Cluster(_TEMPLATE_CONFIG % {"max": 10_000})
+    c.node("n1", {"memory": 20_000})
+    c.ctx.apply(UpdateApplications(c.rm_id, adds=(AppAdd("app", c.pname(), "root.teams.red"),)))
+    for i in range(6):
+        c.ask("app", f"t{i}", {"memory": 1_000})
+    c.schedule()
+    c.ctx.drain_results()
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(_TEMPLATE_CONFIG % {"max": 2_000}).config))
+    c.clock.advance(60)
+    c.ctx.tick()
+    c.schedule()
+    released = [r for b in c.ctx.drain_results() for r in b.released]
+    assert released == []
+    red = c.partition.find_queue("root.teams.red")
+    assert red is not None and red.max == {"memory": 10_000} and red.quota_timer is None
+
+
+_EVENT_CONFIG = """
+partitions:
+  - name: default
+    preemption: {quotapreemptionenabled: true}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: q
+            resources: {guaranteed: {memory: 5000}, max: {memory: %(max)d}}
+            properties: {quota.preemption.delay: 1s}
+"""
+
+_TEMPLATE_CONFIG = """
+partitions:
+  - name: default
+    preemption: {quotapreemptionenabled: true}
+    placementrules:
+      - name: provided
+        create: true
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: teams
+            parent: true
+            properties: {quota.preemption.delay: 1s}
+            childtemplate:
+              resources: {max: {memory: %(max)d}}
+"""
