@@ -1,0 +1,1 @@
+"""The Kubernetes resource manager: pods and nodes in, bindings and evictions out."""

@@ -1,0 +1,213 @@
+"""Kubernetes objects (as the API serves them, JSON) into scheduler-interface messages.
+
+The conventions are YuniKorn's k8s shim's, so its users' pods work unchanged: application ID from the
+`yunikorn.apache.org/app-id` label or annotation or the `applicationId` label; queue from the
+`yunikorn.apache.org/queue` label or annotation or the `queue` label; user and groups from the
+`yunikorn.apache.org/user.info` annotation; pod labels as `kubernetes.io/label/*` tags and the
+namespace and pod name as `kubernetes.io/meta/*` tags; a DaemonSet pod's node as its required node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from core.resources import ResourceError, parse_quantity
+from shim_k8s.priority import PodPriority
+from si.v1 import si_pb2
+
+APP_ID_KEY = "yunikorn.apache.org/app-id"
+APP_ID_LABEL = "applicationId"
+QUEUE_KEY = "yunikorn.apache.org/queue"
+QUEUE_LABEL = "queue"
+USER_INFO = "yunikorn.apache.org/user.info"
+DEFAULT_USER = "nobody"
+LABEL_PREFIX = "kubernetes.io/label/"
+META_NAMESPACE = "kubernetes.io/meta/namespace"
+META_POD_NAME = "kubernetes.io/meta/podName"
+TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
+TAG_NODE_SELECTOR = "pykorn.io/node-selector"
+TAG_TOLERATIONS = "pykorn.io/tolerations"
+ATTR_TAINTS = "pykorn.io/taints"
+ATTR_HOSTNAME = "si/hostname"
+RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}
+
+
+class TranslationError(ValueError):
+    pass
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _first(*values: str | None) -> str:
+    return next((v for v in values if v), "")
+
+
+# Resources ---------------------------------------------------------------------------------------
+
+
+def quantities(values: Mapping[str, Any] | None) -> dict[str, int]:
+    """Kubernetes quantities as si resources: cpu in milli-cores as vcore, memory in bytes."""
+    out: dict[str, int] = {}
+    for name, raw in (values or {}).items():
+        key = RESOURCE_NAMES.get(name, name)
+        try:
+            out[key] = parse_quantity(key, str(raw))
+        except ResourceError as exc:
+            raise TranslationError(f"resource {name}: {exc}") from None
+    return out
+
+
+def pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
+    """What a pod needs, as Kubernetes counts it: the sum of its containers' requests, or the largest
+    init container's when that is more, plus the pod overhead, plus one `pods` slot."""
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        for k, v in quantities((container.get("resources") or {}).get("requests")).items():
+            total[k] = total.get(k, 0) + v
+    for container in spec.get("initContainers") or []:
+        for k, v in quantities((container.get("resources") or {}).get("requests")).items():
+            total[k] = max(total.get(k, 0), v)
+    for k, v in quantities(spec.get("overhead")).items():
+        total[k] = total.get(k, 0) + v
+    total["pods"] = 1
+    return total
+
+
+# Pods --------------------------------------------------------------------------------------------
+
+
+def application_id(pod: Mapping[str, Any]) -> str:
+    meta = _meta(pod)
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    found = _first(labels.get(APP_ID_KEY), annotations.get(APP_ID_KEY), labels.get(APP_ID_LABEL))
+    # Without one, each pod is its own application (namespace and UID, within 63 characters).
+    return found or f"{meta.get('namespace', 'default')[:26]}-{meta.get('uid', meta.get('name', ''))}"[:63]
+
+
+def queue_name(pod: Mapping[str, Any]) -> str:
+    """The queue asked for; empty leaves it to the placement rules (by namespace, by default)."""
+    meta = _meta(pod)
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    return _first(labels.get(QUEUE_KEY), annotations.get(QUEUE_KEY), labels.get(QUEUE_LABEL))
+
+
+def user_info(pod: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    raw = (_meta(pod).get("annotations") or {}).get(USER_INFO)
+    if not raw:
+        return DEFAULT_USER, ()
+    try:
+        info = json.loads(raw)
+    except json.JSONDecodeError:
+        raise TranslationError(f"annotation {USER_INFO} is not JSON") from None
+    return str(info.get("user") or DEFAULT_USER), tuple(str(g) for g in info.get("groups") or ())
+
+
+def creation_time(obj: Mapping[str, Any]) -> int:
+    stamp = _meta(obj).get("creationTimestamp")
+    if not stamp:
+        return 0
+    return int(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp())
+
+
+def required_node(pod: Mapping[str, Any]) -> str:
+    """A DaemonSet pod's node: from its required node affinity on metadata.name, as the k8s shim reads it."""
+    meta, spec = _meta(pod), pod.get("spec") or {}
+    if not any(ref.get("kind") == "DaemonSet" for ref in meta.get("ownerReferences") or []):
+        return ""
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})  # fmt: skip
+    for term in required.get("nodeSelectorTerms") or []:
+        for match in term.get("matchFields") or []:
+            if match.get("key") == "metadata.name" and match.get("values"):
+                return str(match["values"][0])
+    return ""
+
+
+def pod_tags(pod: Mapping[str, Any]) -> dict[str, str]:
+    meta, spec = _meta(pod), pod.get("spec") or {}
+    tags = {META_NAMESPACE: meta.get("namespace", "default"), META_POD_NAME: meta.get("name", "")}
+    for key, value in (meta.get("labels") or {}).items():
+        tags[LABEL_PREFIX + key] = str(value)
+    created = creation_time(pod)
+    if created:
+        tags["creationTime"] = str(created)
+    if spec.get("nodeSelector"):
+        tags[TAG_NODE_SELECTOR] = json.dumps(spec["nodeSelector"], sort_keys=True)
+    if spec.get("tolerations"):
+        tags[TAG_TOLERATIONS] = json.dumps(spec["tolerations"], sort_keys=True)
+    node = required_node(pod)
+    if node:
+        tags[TAG_REQUIRED_NODE] = node
+    return tags
+
+
+def pod_ask(pod: Mapping[str, Any], priority: PodPriority, app_id: str | None = None) -> si_pb2.Allocation:
+    """A pending pod as an ask (its UID is the allocation key)."""
+    return si_pb2.Allocation(
+        allocationKey=_meta(pod).get("uid", ""),
+        applicationID=application_id(pod) if app_id is None else app_id,
+        resourcePerAlloc=_si_resource(pod_request(pod)),
+        allocationTags=pod_tags(pod),
+        priority=priority.value,
+        preemptionPolicy=si_pb2.PreemptionPolicy(
+            allowPreemptSelf=priority.allow_preempt_self, allowPreemptOther=priority.allow_preempt_other
+        ),
+    )
+
+
+def bound_pod_allocation(pod: Mapping[str, Any], priority: PodPriority, ours: bool) -> si_pb2.Allocation:
+    """A pod already on a node: an existing allocation of ours, or a foreign one occupying the node."""
+    alloc = pod_ask(pod, priority, app_id=None if ours else "")
+    alloc.nodeID = (pod.get("spec") or {}).get("nodeName", "")
+    if not ours:
+        alloc.allocationTags["foreign"] = "default"
+    return alloc
+
+
+def application_request(pod: Mapping[str, Any], app_id: str | None = None) -> si_pb2.AddApplicationRequest:
+    user, groups = user_info(pod)
+    namespace = _meta(pod).get("namespace", "default")
+    return si_pb2.AddApplicationRequest(
+        applicationID=app_id or application_id(pod),
+        queueName=queue_name(pod),
+        ugi=si_pb2.UserGroupInformation(user=user, groups=list(groups)),
+        tags={"namespace": namespace},
+    )
+
+
+# Nodes -------------------------------------------------------------------------------------------
+
+
+def node_info(node: Mapping[str, Any], action: int) -> si_pb2.NodeInfo:
+    """A node: allocatable as its schedulable resource, labels and taints as attributes."""
+    meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
+    attributes = {ATTR_HOSTNAME: meta.get("name", "")}
+    for key, value in (meta.get("labels") or {}).items():
+        attributes[LABEL_PREFIX + key] = str(value)
+    taints = [
+        {"key": t.get("key", ""), "value": t.get("value", ""), "effect": t.get("effect", "NoSchedule")}
+        for t in spec.get("taints") or []
+        if t.get("key") and t.get("key") != "node.kubernetes.io/unschedulable"  # cordon is drain, not a taint
+    ]
+    if taints:
+        attributes[ATTR_TAINTS] = json.dumps(taints, sort_keys=True)
+    return si_pb2.NodeInfo(
+        nodeID=meta.get("name", ""),
+        action=action,  # type: ignore[arg-type]
+        attributes=attributes,
+        schedulableResource=_si_resource(quantities(status.get("allocatable"))),
+    )
+
+
+def node_is_cordoned(node: Mapping[str, Any]) -> bool:
+    return bool((node.get("spec") or {}).get("unschedulable"))
+
+
+def _si_resource(values: Mapping[str, int]) -> si_pb2.Resource:
+    return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in values.items()})

@@ -1,0 +1,119 @@
+"""Kubernetes pods and nodes into si messages, with the k8s shim's conventions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from shim_k8s import translate as t
+from shim_k8s.priority import PodPriority
+from si.v1 import si_pb2
+
+PRIORITY = PodPriority(5, allow_preempt_other=True, allow_preempt_self=False)
+GI = 2**30
+
+
+def _pod(labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, **spec: Any
+         ) -> dict[str, Any]:  # fmt: skip
+    return {
+        "metadata": {
+            "name": "web-1", "namespace": "shop", "uid": "uid-1", "labels": labels or {},
+            "annotations": annotations or {}, "creationTimestamp": "2026-11-22T10:00:00Z",
+        },
+        "spec": {"schedulerName": "yunikorn", "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"}}},
+        ], **spec},
+    }  # fmt: skip
+
+
+def test_requests_are_summed_with_init_containers_overhead_and_a_pod_slot() -> None:
+    pod = _pod(initContainers=[{"resources": {"requests": {"cpu": "2", "memory": "100Mi"}}}],
+               overhead={"cpu": "100m"})  # fmt: skip
+    assert t.pod_request(pod) == {"vcore": 2100, "memory": GI + 512 * 2**20, "nvidia.com/gpu": 1, "pods": 1}
+
+
+def test_application_and_queue_follow_the_k8s_shim_order() -> None:
+    assert t.application_id(_pod(labels={"yunikorn.apache.org/app-id": "L", "applicationId": "old"})) == "L"
+    assert t.application_id(_pod(annotations={"yunikorn.apache.org/app-id": "A"})) == "A"
+    assert t.application_id(_pod(labels={"applicationId": "spark-1"})) == "spark-1"
+    assert t.application_id(_pod()) == "shop-uid-1"  # one application per pod otherwise
+    assert t.queue_name(_pod(labels={"queue": "root.a"})) == "root.a"
+    assert t.queue_name(_pod(annotations={"yunikorn.apache.org/queue": "root.b"})) == "root.b"
+    assert t.queue_name(_pod()) == ""  # placement by namespace
+
+
+def test_user_and_groups_from_the_annotation() -> None:
+    info = json.dumps({"user": "alice", "groups": ["dev", "ops"]})
+    assert t.user_info(_pod(annotations={"yunikorn.apache.org/user.info": info})) == ("alice", ("dev", "ops"))
+    assert t.user_info(_pod()) == ("nobody", ())
+    with pytest.raises(t.TranslationError):
+        t.user_info(_pod(annotations={"yunikorn.apache.org/user.info": "{not json"}))
+
+
+def test_a_pending_pod_becomes_an_ask_with_its_tags_and_priority() -> None:
+    pod = _pod(labels={"app": "web"}, nodeSelector={"zone": "a"},
+               tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])  # fmt: skip
+    ask = t.pod_ask(pod, PRIORITY)
+    assert (ask.allocationKey, ask.applicationID, ask.nodeID, ask.priority) == ("uid-1", "shop-uid-1", "", 5)
+    assert ask.preemptionPolicy.allowPreemptOther and not ask.preemptionPolicy.allowPreemptSelf
+    tags = dict(ask.allocationTags)
+    assert tags["kubernetes.io/meta/namespace"] == "shop" and tags["kubernetes.io/meta/podName"] == "web-1"
+    assert tags["kubernetes.io/label/app"] == "web"
+    assert tags["creationTime"] == "1795341600"
+    assert json.loads(tags["pykorn.io/node-selector"]) == {"zone": "a"}
+    assert json.loads(tags["pykorn.io/tolerations"])[0]["key"] == "gpu"
+    assert ask.resourcePerAlloc.resources["vcore"].value == 1500
+
+
+def test_a_daemonset_pod_requires_its_node() -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-7"]}]}]}}}  # fmt: skip
+    pod = _pod(affinity=affinity)
+    pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent"}]
+    assert t.pod_tags(pod)[t.TAG_REQUIRED_NODE] == "node-7"
+    pod["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "web"}]
+    assert t.TAG_REQUIRED_NODE not in t.pod_tags(pod)
+
+
+def test_bound_pods_are_existing_or_foreign_allocations() -> None:
+    ours = t.bound_pod_allocation(_pod(nodeName="n1"), PRIORITY, ours=True)
+    assert ours.nodeID == "n1" and ours.applicationID == "shop-uid-1" and "foreign" not in ours.allocationTags
+    foreign = t.bound_pod_allocation(
+        _pod(nodeName="n1", schedulerName="default-scheduler"), PRIORITY, ours=False
+    )
+    assert (
+        foreign.nodeID == "n1"
+        and foreign.applicationID == ""
+        and foreign.allocationTags["foreign"] == "default"
+    )
+
+
+def test_a_node_becomes_node_info_with_labels_and_taints() -> None:
+    node = {
+        "metadata": {"name": "n1", "labels": {"zone": "a"}},
+        "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"},
+                            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}],
+                 "unschedulable": True},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+    }  # fmt: skip
+    info = t.node_info(node, si_pb2.NodeInfo.CREATE_DRAIN)
+    assert info.nodeID == "n1" and info.action == si_pb2.NodeInfo.CREATE_DRAIN
+    assert {k: v.value for k, v in info.schedulableResource.resources.items()} == {
+        "vcore": 8000, "memory": 32 * GI, "pods": 110,
+    }  # fmt: skip
+    assert info.attributes["kubernetes.io/label/zone"] == "a" and info.attributes["si/hostname"] == "n1"
+    assert json.loads(info.attributes["pykorn.io/taints"]) == [
+        {"effect": "NoSchedule", "key": "gpu", "value": "true"}
+    ]
+    assert t.node_is_cordoned(node)
+
+
+def test_a_bad_quantity_is_a_translation_error() -> None:
+    pod = _pod()
+    pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = "lots"
+    with pytest.raises(t.TranslationError) as err:
+        t.pod_request(pod)
+    assert "resource memory" in str(err.value)
