@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run_core(args)
     if args.command == "config":
         if args.config_command == "diff":
-            from core.config.diff import diff_files
+            from core.cli_diff import diff_files
 
             return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout)
         from core.config.report import validate_file

@@ -156,11 +156,15 @@ def test_an_ordinary_reservation_gives_way_to_a_preempting_ask() -> None:
     assert c.partition.reservations == {("a", "want"): "n1", ("c", "waits"): "n2"}
 
 
-def test_required_node_victims_are_the_preferred_ones_and_never_outrank_the_ask() -> None:
+# (key, priority, allows preemption, originator), oldest first: one node full with five of 20.
+MIXED = (("no-preempt", 1, False, False), ("origin", 1, True, True), ("old", 1, True, False),
+         ("young", 1, True, False), ("keep-hi", 9, True, False))  # fmt: skip
+
+
+def _daemonset_on_a_full_node(memory: int) -> list[tuple[str, str]]:
+    """Fill n1 with MIXED, then a DaemonSet ask (priority 5) for n1; returns the victims, in order."""
     c = _cluster()
-    for key, prio, self_ok, origin in (("keep-hi", 9, True, False), ("no-preempt", 1, False, False),
-                                       ("origin", 1, True, True), ("old", 1, True, False),
-                                       ("young", 1, True, False)):  # fmt: skip
+    for key, prio, self_ok, origin in MIXED:
         alloc = Allocation(key, "c", c.pname(), Resource({"memory": 20}), priority=prio,
                            allow_preempt_self=self_ok, originator=origin)  # fmt: skip
         c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(alloc,)))
@@ -168,26 +172,21 @@ def test_required_node_victims_are_the_preferred_ones_and_never_outrank_the_ask(
     c.schedule()
     c.ctx.drain_results()
     ds = Allocation(
-        "ds", "b", c.pname(), Resource({"memory": 20}), priority=5, tags={TAG_REQUIRED_NODE: "n1"}
+        "ds", "b", c.pname(), Resource({"memory": memory}), priority=5, tags={TAG_REQUIRED_NODE: "n1"}
     )
     c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ds,)))
-    assert _run(c, 0.0) == [("c", "young")]  # no delay; the youngest plain one goes first
+    return _run(c, 0.0)  # no preemption delay for a required node
+
+
+def test_required_node_victims_are_the_preferred_ones_and_never_outrank_the_ask() -> None:
+    assert _daemonset_on_a_full_node(20) == [("c", "young")]  # the youngest plain one goes first
 
 
 def test_required_node_preemption_takes_several_in_order_until_the_ask_fits() -> None:
-    c = _cluster()
-    for key, prio, self_ok, origin in (("no-preempt", 1, False, False), ("origin", 1, True, True),
-                                       ("old", 1, True, False), ("young", 1, True, False),
-                                       ("keep-hi", 9, True, False)):  # fmt: skip
-        alloc = Allocation(key, "c", c.pname(), Resource({"memory": 20}), priority=prio,
-                           allow_preempt_self=self_ok, originator=origin)  # fmt: skip
-        c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(alloc,)))
-        c.clock.advance(0.1)
-    c.schedule()
-    c.ctx.drain_results()
-    ds = Allocation(
-        "ds", "b", c.pname(), Resource({"memory": 80}), priority=5, tags={TAG_REQUIRED_NODE: "n1"}
-    )
-    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ds,)))
     # 80 needed; keep-hi (priority 9) may never go, so the other four go, preferred ones first.
-    assert _run(c, 0.0) == [("c", "young"), ("c", "old"), ("c", "origin"), ("c", "no-preempt")]
+    assert _daemonset_on_a_full_node(80) == [
+        ("c", "young"),
+        ("c", "old"),
+        ("c", "origin"),
+        ("c", "no-preempt"),
+    ]
