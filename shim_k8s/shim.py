@@ -1,0 +1,274 @@
+"""The Kubernetes shim's logic: Kubernetes objects in, core decisions out, nothing tied to HTTP.
+
+Informers (a later layer) call `on_node`, `on_pod`, `on_priority_class` and `on_configmap` with the
+objects as the API serves them; the shim keeps the core told (nodes, applications, asks, pods of other
+schedulers as foreign allocations, queue configuration) and carries the core's answers out through
+`KubeActions`: an allocation becomes a binding, a preemption an eviction plus an event, a binding that
+fails goes back to the core as a release with the reason. `sync` lists what exists and (re)builds the
+core's state, which is how a start and a core restart are handled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from shim_fake.client import SchedulerClient
+from shim_k8s import translate
+from shim_k8s.priority import PriorityResolver, UnknownPriorityClass
+from si.v1 import si_pb2
+
+log = structlog.get_logger("pykorn.k8s")
+
+CONFIGMAP_NAME = "yunikorn-configs"
+CONFIGMAP_KEY = "queues.yaml"
+Obj = Mapping[str, Any]
+
+
+class BindError(RuntimeError):
+    pass
+
+
+class KubeActions(Protocol):
+    """What the shim asks of the Kubernetes API."""
+
+    async def bind(self, pod: Obj, node: str) -> None: ...  # pods/binding; raises BindError
+
+    async def evict(self, pod: Obj, reason: str) -> None: ...  # policy/v1 Eviction
+
+    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
+
+
+def _key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+@dataclass
+class _State:
+    nodes: dict[str, Obj] = field(default_factory=dict)
+    pods: dict[str, Obj] = field(default_factory=dict)  # by UID
+    apps: set[str] = field(default_factory=set)  # applications the core accepted or was told about
+    asked: set[str] = field(default_factory=set)  # pod UIDs sent as asks
+    bound_by_us: set[str] = field(default_factory=set)
+    foreign: set[str] = field(default_factory=set)
+    waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
+
+
+class K8sShim:
+    def __init__(self, client: SchedulerClient, kube: KubeActions, scheduler_name: str = "yunikorn") -> None:
+        self.client = client
+        self.kube = kube
+        self.scheduler_name = scheduler_name
+        self.priorities = PriorityResolver()
+        self.state = _State()
+        self.config = ""
+        self._alloc_cursor = 0
+        self._release_cursor = 0
+        self._reject_cursor = 0
+
+    # Start and restart ------------------------------------------------------------------------
+    async def sync(
+        self,
+        nodes: Iterable[Obj],
+        pods: Iterable[Obj],
+        priority_classes: Iterable[Obj] = (),
+        configmap: Obj | None = None,
+    ) -> None:
+        """Register and send everything that exists: nodes, then applications and bound pods as
+        existing allocations, then pending pods as asks. The core rebuilds its state from this."""
+        self.state = _State()
+        self._alloc_cursor = len(self.client.seen.new_allocations)
+        self._release_cursor = len(self.client.seen.released)
+        self._reject_cursor = len(self.client.seen.rejected_allocations)
+        for pc in priority_classes:
+            self.priorities.upsert(pc)
+        self.config = _config_text(configmap)
+        await self.client.register(config=self.config)
+        node_list = list(nodes)
+        for node in node_list:
+            self.state.nodes[node["metadata"]["name"]] = node
+        if node_list:
+            await self.client.add_nodes(*(self._node_info(n, create=True) for n in node_list))
+            await self.client.wait_nodes_answered(len(node_list))
+        pod_list = list(pods)
+        bound = [p for p in pod_list if _node_of(p)]
+        pending = [p for p in pod_list if not _node_of(p)]
+        for pod in bound:  # running pods first: the core counts them before it places anything
+            await self._add_pod(pod)
+        for pod in pending:
+            await self._add_pod(pod)
+
+    # Informer events --------------------------------------------------------------------------
+    async def on_node(self, event: str, node: Obj) -> None:
+        name = node["metadata"]["name"]
+        known = self.state.nodes.get(name)
+        if event == "DELETED":
+            self.state.nodes.pop(name, None)
+            await self.client.node_action(name, si_pb2.NodeInfo.DECOMISSION)
+            return
+        self.state.nodes[name] = node
+        if known is None:
+            await self.client.add_nodes(self._node_info(node, create=True))
+            return
+        await self.client.add_nodes(translate.node_info(node, si_pb2.NodeInfo.UPDATE))
+        was, now = translate.node_is_cordoned(known), translate.node_is_cordoned(node)
+        if was != now:  # cordon drains; uncordon makes it schedulable again
+            action = si_pb2.NodeInfo.DRAIN_NODE if now else si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE
+            await self.client.node_action(name, action)
+
+    async def on_pod(self, event: str, pod: Obj) -> None:
+        uid = _key(pod)
+        if event == "DELETED":
+            await self._pod_gone(pod)
+            return
+        known = self.state.pods.get(uid)
+        self.state.pods[uid] = pod
+        if known is None:
+            await self._add_pod(pod)
+        elif (
+            not _node_of(known)
+            and _node_of(pod)
+            and uid not in self.state.bound_by_us
+            and uid not in self.state.asked
+        ):
+            await self._add_pod(pod)  # bound by someone else: it occupies its node from now on
+        if _finished(pod):
+            await self._pod_gone(pod)
+
+    async def on_priority_class(self, event: str, pc: Obj) -> None:
+        if event == "DELETED":
+            self.priorities.remove(pc["metadata"]["name"])
+            return
+        self.priorities.upsert(pc)
+        for pod in list(self.state.waiting_for_class.values()):  # a class that was missing now exists
+            self.state.waiting_for_class.pop(_key(pod), None)
+            await self._add_pod(pod)
+
+    async def on_configmap(self, event: str, configmap: Obj) -> None:
+        if (configmap.get("metadata") or {}).get("name") != CONFIGMAP_NAME or event == "DELETED":
+            return
+        text = _config_text(configmap)
+        if text == self.config:
+            return
+        response = await self.client.update_configuration(text)
+        if response.accepted:
+            self.config = text
+            log.info("queue configuration updated from the configmap")
+        else:
+            message = "queue configuration refused, the previous one stays: " + "; ".join(response.errors)
+            await self.kube.record_event(configmap, "ConfigRejected", message, warning=True)
+
+    # Pods -------------------------------------------------------------------------------------
+    async def _add_pod(self, pod: Obj) -> None:
+        uid = _key(pod)
+        self.state.pods[uid] = pod
+        if _finished(pod):
+            return
+        ours = (pod.get("spec") or {}).get("schedulerName") == self.scheduler_name
+        try:
+            priority = self.priorities.resolve(pod)
+        except UnknownPriorityClass as exc:
+            self.state.waiting_for_class[uid] = pod
+            await self.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
+            return
+        if not ours:
+            if _node_of(pod) and uid not in self.state.foreign:
+                self.state.foreign.add(uid)
+                await self.client.asks([translate.bound_pod_allocation(pod, priority, ours=False)])
+            return
+        app_id = translate.application_id(pod)
+        if app_id not in self.state.apps:
+            self.state.apps.add(app_id)
+            await self.client.send_application_request(
+                si_pb2.ApplicationRequest(rmID=self.client.rm_id, new=[translate.application_request(pod)])
+            )
+            await self.client.wait_for(
+                lambda: (
+                    app_id in self.client.seen.accepted_apps
+                    or any(r.applicationID == app_id for r in self.client.seen.rejected_apps)
+                ),
+                what=f"the core's answer to application {app_id}",
+            )
+        if _node_of(pod):
+            self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
+            await self.client.asks([translate.bound_pod_allocation(pod, priority, ours=True)])
+        elif uid not in self.state.asked:
+            self.state.asked.add(uid)
+            await self.client.asks([translate.pod_ask(pod, priority)])
+
+    async def _pod_gone(self, pod: Obj) -> None:
+        uid = _key(pod)
+        self.state.pods.pop(uid, None)
+        self.state.waiting_for_class.pop(uid, None)
+        if uid in self.state.foreign:
+            self.state.foreign.discard(uid)
+            await self.client.release("", uid)
+        elif uid in self.state.asked or uid in self.state.bound_by_us:
+            self.state.asked.discard(uid)
+            self.state.bound_by_us.discard(uid)
+            await self.client.release(translate.application_id(pod), uid)
+
+    # The core's answers -----------------------------------------------------------------------
+    async def process_core(self) -> None:
+        """Carry out what the core decided since the last call: bind, evict, report."""
+        seen = self.client.seen
+        for alloc in seen.new_allocations[self._alloc_cursor :]:
+            await self._bind(alloc)
+        self._alloc_cursor = len(seen.new_allocations)
+        for release in seen.released[self._release_cursor :]:
+            if release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
+                await self._evict(release)
+        self._release_cursor = len(seen.released)
+        for rejected in seen.rejected_allocations[self._reject_cursor :]:
+            pod = self.state.pods.get(rejected.allocationKey)
+            if pod is not None:
+                await self.kube.record_event(pod, "SchedulingRejected", rejected.reason, warning=True)
+        self._reject_cursor = len(seen.rejected_allocations)
+
+    async def _bind(self, alloc: si_pb2.Allocation) -> None:
+        uid = alloc.allocationKey
+        pod = self.state.pods.get(uid)
+        if pod is None or uid in self.state.bound_by_us or _node_of(pod):
+            return  # a confirmation of a pod already running there: never bind twice
+        try:
+            await self.kube.bind(pod, alloc.nodeID)
+        except BindError as exc:
+            # The core must not count a pod that never got there.
+            self.state.asked.discard(uid)
+            await self.client.release(alloc.applicationID, uid)
+            await self.kube.record_event(
+                pod, "BindingFailed", f"binding to {alloc.nodeID} failed: {exc}", True
+            )
+            return
+        self.state.asked.discard(uid)
+        self.state.bound_by_us.add(uid)
+        await self.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
+
+    async def _evict(self, release: si_pb2.AllocationRelease) -> None:
+        pod = self.state.pods.get(release.allocationKey)
+        if pod is None:
+            return
+        await self.kube.record_event(pod, "Preempted", release.message, warning=True)
+        await self.kube.evict(pod, release.message)
+
+    def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
+        if not create:
+            return translate.node_info(node, si_pb2.NodeInfo.UPDATE)
+        action = si_pb2.NodeInfo.CREATE_DRAIN if translate.node_is_cordoned(node) else si_pb2.NodeInfo.CREATE
+        return translate.node_info(node, action)
+
+
+def _node_of(pod: Obj) -> str:
+    return (pod.get("spec") or {}).get("nodeName") or ""
+
+
+def _finished(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _config_text(configmap: Obj | None) -> str:
+    return ((configmap or {}).get("data") or {}).get(CONFIGMAP_KEY, "") if configmap else ""

@@ -1,0 +1,246 @@
+"""The Kubernetes shim's logic against a real core over gRPC, with Kubernetes kept in memory: bindings
+set the pod's node and come back as informer events, evictions delete the pod. (The HTTP API
+emulation and informers come next; these tests pin the behaviour they will drive.)"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from shim_fake.client import SchedulerClient
+from shim_k8s.shim import BindError, K8sShim
+
+GI = 2**30
+QUEUES = """
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+      - name: tag
+        value: namespace
+        create: true
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: capped
+            resources: {max: {memory: %(max)s}}
+"""
+
+
+class MemoryKube:
+    """Just enough of the Kubernetes API, in memory."""
+
+    def __init__(self) -> None:
+        self.shim: K8sShim | None = None
+        self.bindings: list[tuple[str, str]] = []  # (pod name, node)
+        self.evictions: list[str] = []
+        self.events: list[tuple[str, str, str]] = []  # (object name, reason, message)
+        self.fail_binding: set[str] = set()
+
+    async def bind(self, pod: dict[str, Any], node: str) -> None:
+        name = pod["metadata"]["name"]
+        if name in self.fail_binding:
+            raise BindError(f'pods "{name}" is being deleted')
+        self.bindings.append((name, node))
+        bound = copy.deepcopy(pod)
+        bound["spec"]["nodeName"] = node
+        assert self.shim is not None
+        await self.shim.on_pod("MODIFIED", bound)
+
+    async def evict(self, pod: dict[str, Any], reason: str) -> None:
+        self.evictions.append(pod["metadata"]["name"])
+        assert self.shim is not None
+        await self.shim.on_pod("DELETED", pod)
+
+    async def record_event(
+        self, obj: dict[str, Any], reason: str, message: str, warning: bool = False
+    ) -> None:
+        self.events.append((obj["metadata"]["name"], reason, message))
+
+
+def node(name: str, memory: str = "4Gi", cpu: str = "4", unschedulable: bool = False) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "uid": f"node-{name}", "labels": {"zone": "a"}},
+        "spec": {"unschedulable": unschedulable},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+    }
+
+
+def pod(
+    name: str,
+    memory: str = "1Gi",
+    namespace: str = "shop",
+    scheduler: str = "yunikorn",
+    node_name: str = "",
+    created: str = "2026-11-22T10:00:00Z",
+    **spec: Any,
+) -> dict[str, Any]:
+    requests = {"cpu": "100m", "memory": memory}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "labels": {},
+            "creationTimestamp": created,
+        },
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeName": node_name,
+            "containers": [{"name": "c", "resources": {"requests": requests}}],
+            **spec,
+        },
+        "status": {"phase": "Running" if node_name else "Pending"},
+    }
+
+
+@pytest.fixture
+async def kube_and_shim(core_address: str, rm_id: str) -> AsyncIterator[tuple[MemoryKube, K8sShim]]:
+    kube = MemoryKube()
+    async with SchedulerClient(core_address, rm_id) as client:
+        shim = K8sShim(client, kube)
+        kube.shim = shim
+        yield kube, shim
+
+
+async def settle(shim: K8sShim, rounds: int = 6) -> None:
+    """Let the core answer and carry out what it decided, a few times over."""
+    for _ in range(rounds):
+        await asyncio.sleep(0.1)
+        await shim.process_core()
+
+
+def configmap(max_memory: str) -> dict[str, Any]:
+    return {"metadata": {"name": "yunikorn-configs", "namespace": "yunikorn"},
+            "data": {"queues.yaml": QUEUES % {"max": max_memory}}}  # fmt: skip
+
+
+async def test_a_pod_is_bound_to_the_node_the_core_chose(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1"), node("n2", unschedulable=True)], [], configmap=configmap("8Gi"))
+    await shim.on_pod("ADDED", pod("web-1"))
+    await settle(shim)
+    assert kube.bindings == [("web-1", "n1")]  # n2 is cordoned: drained in the core
+    assert ("web-1", "Scheduled", "bound to n1 by pykorn") in kube.events
+
+
+async def test_priority_resolution_cases(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    classes = [{"metadata": {"name": "high"}, "value": 1000},
+               {"metadata": {"name": "dflt"}, "value": 7, "globalDefault": True}]  # fmt: skip
+    await shim.sync([node("n1", memory="16Gi")], [], priority_classes=classes, configmap=configmap("8Gi"))
+    cases = {
+        "admitted": ({"priority": 5, "priorityClassName": "high"}, 5),
+        "by-class": ({"priorityClassName": "high"}, 1000),
+        "system": ({"priorityClassName": "system-node-critical"}, 2_000_001_000),
+        "default": ({}, 7),
+    }
+    for name, (spec, _) in cases.items():
+        await shim.on_pod("ADDED", pod(name, memory="100Mi", **spec))
+    await shim.on_pod("ADDED", pod("mystery", memory="100Mi", priorityClassName="nope"))
+    await settle(shim)
+    got = {a.allocationKey: a.priority for a in shim.client.seen.new_allocations}
+    assert got == {f"uid-{name}": want for name, (_, want) in cases.items()}
+    assert ("mystery", "PriorityClassNotFound") in [(n, r) for n, r, _ in kube.events]
+    assert "mystery" not in dict(kube.bindings)
+    await shim.on_priority_class("ADDED", {"metadata": {"name": "nope"}, "value": 3})
+    await settle(shim)
+    assert "mystery" in dict(kube.bindings)
+
+
+async def test_a_preemption_evicts_the_victim_pod(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="2Gi")], [], configmap=configmap("8Gi"))
+    await shim.on_pod("ADDED", pod("batch-1"))
+    await shim.on_pod("ADDED", pod("batch-2", created="2026-11-22T10:05:00Z"))
+    await settle(shim)
+    assert len(kube.bindings) == 2  # n1 is full
+    daemon = pod("agent-n1", priority=2_000_001_000, affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}})  # fmt: skip
+    daemon["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent"}]
+    await shim.on_pod("ADDED", daemon)
+    await settle(shim, rounds=10)
+    assert kube.evictions == ["batch-2"]  # the youngest goes
+    assert any(r == "Preempted" and n == "batch-2" for n, r, _ in kube.events)
+    assert ("agent-n1", "n1") in kube.bindings  # placed once the victim is gone
+
+
+async def test_foreign_pods_shrink_a_nodes_room(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    other = pod(
+        "kube-dns", memory="3Gi", namespace="kube-system", scheduler="default-scheduler", node_name="n1"
+    )
+    await shim.sync([node("n1", memory="4Gi")], [other], configmap=configmap("8Gi"))
+    await shim.on_pod("ADDED", pod("a", memory="1Gi"))
+    await shim.on_pod("ADDED", pod("b", memory="1Gi"))
+    await settle(shim)
+    assert [p for p, _ in kube.bindings] == ["a"]  # 4Gi - 3Gi foreign: room for one
+    await shim.on_pod("DELETED", other)
+    await settle(shim)
+    assert [p for p, _ in kube.bindings] == ["a", "b"]
+
+
+async def test_a_configmap_change_reaches_the_core(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="8Gi")], [], configmap=configmap("1Gi"))
+    await shim.on_pod("ADDED", _in_queue(pod("q1"), "root.capped"))
+    await shim.on_pod("ADDED", _in_queue(pod("q2"), "root.capped"))
+    await settle(shim)
+    capped = [p for p, _ in kube.bindings if p.startswith("q")]
+    assert capped == ["q1"]  # max 1Gi
+    bad = configmap("1Gi")
+    bad["data"]["queues.yaml"] = "partitions: [oops"
+    await shim.on_configmap("MODIFIED", bad)
+    assert any(r == "ConfigRejected" for _, r, _ in kube.events)
+    await shim.on_configmap("MODIFIED", configmap("4Gi"))
+    await settle(shim)
+    assert [p for p, _ in kube.bindings if p.startswith("q")] == ["q1", "q2"]
+
+
+async def test_a_failed_binding_goes_back_to_the_core(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    kube.fail_binding.add("doomed")
+    await shim.sync([node("n1", memory="1Gi")], [], configmap=configmap("8Gi"))
+    await shim.on_pod("ADDED", pod("doomed"))
+    await settle(shim)
+    assert any(r == "BindingFailed" for n, r, _ in kube.events if n == "doomed")
+    await shim.on_pod("ADDED", pod("next"))
+    await settle(shim)
+    assert ("next", "n1") in kube.bindings  # the room the failed binding held was given back
+
+
+async def test_a_shim_restart_rebuilds_the_core_without_binding_twice(core_address: str, rm_id: str) -> None:
+    kube = MemoryKube()
+    async with SchedulerClient(core_address, rm_id) as client:
+        shim = K8sShim(client, kube)
+        kube.shim = shim
+        await shim.sync([node("n1", memory="2Gi")], [], configmap=configmap("8Gi"))
+        for name in ("a", "b", "c"):
+            await shim.on_pod("ADDED", pod(name))
+        await settle(shim)
+        assert len(kube.bindings) == 2
+        world = [copy.deepcopy(p) for p in shim.state.pods.values()]
+        for p in world:
+            p["spec"]["nodeName"] = dict(kube.bindings).get(p["metadata"]["name"], "")
+    # A new shim process: it lists what exists and registers again.
+    kube2 = MemoryKube()
+    async with SchedulerClient(core_address, rm_id) as client2:
+        shim2 = K8sShim(client2, kube2)
+        kube2.shim = shim2
+        await shim2.sync([node("n1", memory="2Gi")], world, configmap=configmap("8Gi"))
+        await settle(shim2)
+        assert kube2.bindings == []  # a and b keep running where they are; c still does not fit
+        await shim2.on_pod("DELETED", next(p for p in world if p["metadata"]["name"] == "a"))
+        await settle(shim2)
+        assert kube2.bindings == [("c", "n1")]
+
+
+def _in_queue(p: dict[str, Any], queue: str) -> dict[str, Any]:
+    p["metadata"]["labels"]["queue"] = queue
+    return p
