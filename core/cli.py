@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 
@@ -49,6 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("--rm-id", default="", help="the resource manager whose configuration it is")
 
+    k8s = commands.add_parser("k8s", help="the Kubernetes resource manager")
+    k8s.add_argument("--core", default="127.0.0.1:3333", help="HOST:PORT of the core")
+    k8s.add_argument("--kubeconfig", default=None, help="kubeconfig file; in-cluster config without it")
+    k8s.add_argument(
+        "--scheduler-name", default="yunikorn", help="pods with this spec.schedulerName are ours"
+    )
+    k8s.add_argument("--namespace", default="yunikorn", help="where the yunikorn-configs ConfigMap lives")
+    k8s.add_argument("--rm-id", default="mycluster", help="the resource manager ID registered with the core")
+    _add_logging_flags(k8s)
+
     fake = commands.add_parser("fake", help="the fake resource manager")
     fake_commands = fake.add_subparsers(dest="fake_command", required=True)
     run = fake_commands.add_parser("run", help="run a scenario file against a core and report")
@@ -77,6 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         from core.config.report import validate_file
 
         return validate_file(args.file, sys.stdout)
+    if args.command == "k8s":
+        from shim_k8s.main import run_shim
+
+        configure_logging(args.log_level, _json_flag(args.log_format))
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run_shim(args.core, args.kubeconfig, args.scheduler_name, args.namespace, args.rm_id))
+        return 0
     if args.command == "fake":
         configure_logging(args.log_level, _json_flag(args.log_format))
         from shim_fake.scenario.command import run_scenario

@@ -99,6 +99,16 @@ def pod(
     }
 
 
+def daemonset_pod(name: str, node_name: str) -> dict[str, Any]:
+    """A DaemonSet pod for one node, at system-node-critical priority, as Kubernetes makes it."""
+    match = {"key": "metadata.name", "operator": "In", "values": [node_name]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [match]}]}}}  # fmt: skip
+    daemon = pod(name, priority=2_000_001_000, affinity=affinity)
+    daemon["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent"}]
+    return daemon
+
+
 @pytest.fixture
 async def kube_and_shim(core_address: str, rm_id: str) -> AsyncIterator[tuple[MemoryKube, K8sShim]]:
     kube = MemoryKube()
@@ -160,10 +170,7 @@ async def test_a_preemption_evicts_the_victim_pod(kube_and_shim: tuple[MemoryKub
     await shim.on_pod("ADDED", pod("batch-2", created="2026-11-22T10:05:00Z"))
     await settle(shim)
     assert len(kube.bindings) == 2  # n1 is full
-    daemon = pod("agent-n1", priority=2_000_001_000, affinity={"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}})  # fmt: skip
-    daemon["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent"}]
+    daemon = daemonset_pod("agent-n1", "n1")
     await shim.on_pod("ADDED", daemon)
     await settle(shim, rounds=10)
     assert kube.evictions == ["batch-2"]  # the youngest goes

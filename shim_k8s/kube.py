@@ -1,0 +1,108 @@
+"""The Kubernetes API through the official `kubernetes` client, as raw JSON.
+
+The client is synchronous; every call runs in a worker thread so the shim's event loop stays free.
+Objects stay plain dicts (what the API serves), which is what shim_k8s.translate reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client, config
+
+from shim_k8s.shim import BindError
+
+Obj = dict[str, Any]
+
+
+def api_client(kubeconfig: str | None = None, host: str | None = None) -> client.ApiClient:
+    """From a kubeconfig file, the in-cluster service account, or (tests) a plain host URL."""
+    if host is not None:
+        configuration = client.Configuration()
+        configuration.host = host
+        return client.ApiClient(configuration)
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig)
+    else:
+        config.load_incluster_config()
+    return client.ApiClient()
+
+
+class Kube:
+    """Lists, binding, eviction and events; KubeActions for the shim."""
+
+    def __init__(self, api: client.ApiClient, namespace: str = "yunikorn") -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.scheduling = client.SchedulingV1Api(api)
+        self.policy = client.PolicyV1Api(api)
+        self.namespace = namespace
+
+    # Lists: (items, resourceVersion) ----------------------------------------------------------
+    def list_functions(self) -> dict[str, Callable[..., Any]]:
+        return {
+            "nodes": self.core.list_node,
+            "pods": self.core.list_pod_for_all_namespaces,
+            "priorityclasses": self.scheduling.list_priority_class,
+            "configmaps": lambda **kw: self.core.list_namespaced_config_map(self.namespace, **kw),
+        }
+
+    @staticmethod
+    def list_raw(func: Callable[..., Any]) -> tuple[list[Obj], str]:
+        response = func(_preload_content=False)
+        body = json.loads(response.data)
+        return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
+
+    # KubeActions ------------------------------------------------------------------------------
+    async def bind(self, pod: Obj, node: str) -> None:
+        meta = pod["metadata"]
+        body = {
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }  # fmt: skip
+        try:
+            await asyncio.to_thread(
+                self.core.create_namespaced_pod_binding,
+                meta["name"],
+                meta["namespace"],
+                body,
+                _preload_content=False,
+            )
+        except client.ApiException as exc:
+            raise BindError(f"{exc.status} {exc.reason}") from None
+
+    async def evict(self, pod: Obj, reason: str) -> None:
+        meta = pod["metadata"]
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}  # fmt: skip
+        try:
+            await asyncio.to_thread(
+                self.core.create_namespaced_pod_eviction, meta["name"], meta["namespace"], body,
+                _preload_content=False,
+            )  # fmt: skip
+        except client.ApiException as exc:
+            if exc.status != 404:  # already gone is fine
+                raise
+
+    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or self.namespace
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name', 'pykorn')}.", "namespace": namespace},
+            "involvedObject": {"kind": obj.get("kind", "Pod"), "name": meta.get("name", ""),
+                               "namespace": namespace, "uid": meta.get("uid", "")},
+            "reason": reason, "message": message, "type": "Warning" if warning else "Normal",
+            "source": {"component": "pykorn"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }  # fmt: skip
+        with contextlib.suppress(client.ApiException):  # events are best effort
+            await asyncio.to_thread(
+                self.core.create_namespaced_event, namespace, body, _preload_content=False
+            )

@@ -1,0 +1,155 @@
+"""A small HTTP emulation of the Kubernetes API server, for testing the shim with the official client.
+
+Serves list and watch (chunked JSON lines) for nodes, pods, priority classes and config maps, with
+resource versions; pods/binding, pods/eviction and events. `expire_watches()` makes the next watches
+answer 410 Gone, as a real API server does when a resource version is too old.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from typing import Any
+
+from aiohttp import web
+
+Obj = dict[str, Any]
+KINDS = {
+    "nodes": "NodeList",
+    "pods": "PodList",
+    "priorityclasses": "PriorityClassList",
+    "configmaps": "ConfigMapList",
+}
+
+
+class FakeKubeAPI:
+    def __init__(self) -> None:
+        self.rv = 0
+        self.objects: dict[str, dict[str, Obj]] = {k: {} for k in KINDS}
+        self.history: dict[str, list[tuple[int, str, Obj]]] = {k: [] for k in KINDS}
+        self.changed = asyncio.Condition()
+        self.expired_before = 0  # watches from an older resource version get 410
+        self.bindings: list[tuple[str, str]] = []
+        self.evictions: list[str] = []
+        self.events: list[Obj] = []
+        self.runner: web.AppRunner | None = None
+        self.port = 0
+
+    # Test-side changes ------------------------------------------------------------------------
+    async def put(self, kind: str, obj: Obj) -> None:
+        key = self._key(obj)
+        event = "MODIFIED" if key in self.objects[kind] else "ADDED"
+        await self._record(kind, event, obj)
+
+    async def delete(self, kind: str, obj: Obj) -> None:
+        if self.objects[kind].pop(self._key(obj), None) is not None:
+            await self._record(kind, "DELETED", obj, store=False)
+
+    def expire_watches(self) -> None:
+        self.expired_before = self.rv + 1
+
+    def get(self, kind: str, name: str) -> Obj | None:
+        return next((o for o in self.objects[kind].values() if o["metadata"]["name"] == name), None)
+
+    @staticmethod
+    def _key(obj: Obj) -> str:
+        return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+    async def _record(self, kind: str, event: str, obj: Obj, store: bool = True) -> None:
+        async with self.changed:
+            self.rv += 1
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            if store:
+                self.objects[kind][self._key(obj)] = obj
+            self.history[kind].append((self.rv, event, obj))
+            self.changed.notify_all()
+
+    # HTTP -------------------------------------------------------------------------------------
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_get("/api/v1/nodes", self._list_or_watch("nodes"))
+        app.router.add_get("/api/v1/pods", self._list_or_watch("pods"))
+        app.router.add_get(
+            "/apis/scheduling.k8s.io/v1/priorityclasses", self._list_or_watch("priorityclasses")
+        )
+        app.router.add_get("/api/v1/namespaces/{ns}/configmaps", self._list_or_watch("configmaps"))
+        app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
+        app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
+        app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return f"http://127.0.0.1:{self.port}"
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+    def _list_or_watch(self, kind: str):  # type: ignore[no-untyped-def]
+        async def handler(request: web.Request) -> web.StreamResponse:
+            if request.query.get("watch") in ("true", "1"):
+                return await self._watch(kind, request)
+            items = list(self.objects[kind].values())
+            if kind == "configmaps":
+                items = [o for o in items if o["metadata"].get("namespace") == request.match_info["ns"]]
+            body = {"kind": KINDS[kind], "apiVersion": "v1", "metadata": {"resourceVersion": str(self.rv)},
+                    "items": items}  # fmt: skip
+            return web.json_response(body)
+
+        return handler
+
+    async def _watch(self, kind: str, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        since = int(request.query.get("resourceVersion") or 0)
+        if since < self.expired_before:
+            gone = {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                                "message": "too old resource version", "reason": "Expired",
+                                                "code": 410}}  # fmt: skip
+            await response.write((json.dumps(gone) + "\n").encode())
+            return response
+        deadline = asyncio.get_running_loop().time() + min(float(request.query.get("timeoutSeconds") or 5), 5)
+        sent = since
+        while True:
+            for rv, event, obj in self.history[kind]:
+                if rv > sent:
+                    await response.write((json.dumps({"type": event, "object": obj}) + "\n").encode())
+                    sent = rv
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return response
+            async with self.changed:
+                try:
+                    await asyncio.wait_for(self.changed.wait(), remaining)
+                except TimeoutError:
+                    return response
+
+    async def _bind(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        pod = self.get("pods", request.match_info["name"])
+        if pod is None:
+            return web.json_response({"kind": "Status", "code": 404, "message": "not found"}, status=404)
+        if pod["spec"].get("nodeName"):
+            return web.json_response({"kind": "Status", "code": 409, "message": "already bound"}, status=409)
+        pod = copy.deepcopy(pod)
+        pod["spec"]["nodeName"] = body["target"]["name"]
+        self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
+        await self.put("pods", pod)
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async def _evict(self, request: web.Request) -> web.Response:
+        pod = self.get("pods", request.match_info["name"])
+        if pod is None:
+            return web.json_response({"kind": "Status", "code": 404}, status=404)
+        self.evictions.append(pod["metadata"]["name"])
+        await self.delete("pods", pod)
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async def _event(self, request: web.Request) -> web.Response:
+        event = await request.json()
+        self.events.append(event)
+        return web.json_response(event, status=201)
