@@ -35,6 +35,7 @@ class Observed:
     accepted_nodes: list[str] = field(default_factory=list)
     rejected_nodes: list[si_pb2.RejectedNode] = field(default_factory=list)
     stream_errors: list[str] = field(default_factory=list)
+    stream_ends: list[str] = field(default_factory=list)  # streams the core ended (cleanly) on its own
 
     def on_node_usage(self, node_id: str) -> dict[str, int]:
         total: dict[str, int] = {}
@@ -48,11 +49,19 @@ class Observed:
 class _Stream:
     """One bidirectional call: serialised writes, a reader task feeding a callback."""
 
-    def __init__(self, call: Any, on_message: Callable[[Any], None], on_error: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        call: Any,
+        on_message: Callable[[Any], None],
+        on_error: Callable[[str], None],
+        on_end: Callable[[], None] | None = None,
+    ) -> None:
         self._call = call
         self._lock = asyncio.Lock()
         self._on_message = on_message
         self._on_error = on_error
+        self._on_end = on_end
+        self._closing = False
         self.reader = asyncio.create_task(self._read())
 
     async def write(self, message: Any) -> None:
@@ -64,6 +73,8 @@ class _Stream:
             while True:
                 response = await self._call.read()
                 if response is grpc.aio.EOF:
+                    if not self._closing and self._on_end is not None:
+                        self._on_end()  # the core ended it (a shutdown): a reconnect is due
                     return
                 self._on_message(response)
         except grpc.aio.AioRpcError as exc:
@@ -73,6 +84,7 @@ class _Stream:
             raise
 
     async def close(self) -> None:
+        self._closing = True
         try:
             async with self._lock:
                 await self._call.done_writing()
@@ -122,13 +134,10 @@ class SchedulerClient:
             self.open_streams()
 
     def open_streams(self) -> None:
-        self._alloc = _Stream(
-            self.stub.UpdateAllocation(), self._on_allocation_response, self._on_stream_error
-        )
-        self._apps = _Stream(
-            self.stub.UpdateApplication(), self._on_application_response, self._on_stream_error
-        )
-        self._nodes = _Stream(self.stub.UpdateNode(), self._on_node_response, self._on_stream_error)
+        errors, end = self._on_stream_error, self._on_stream_end
+        self._alloc = _Stream(self.stub.UpdateAllocation(), self._on_allocation_response, errors, end)
+        self._apps = _Stream(self.stub.UpdateApplication(), self._on_application_response, errors, end)
+        self._nodes = _Stream(self.stub.UpdateNode(), self._on_node_response, errors, end)
 
     async def dry_run_configuration(self, config: str) -> si_pb2.DryRunConfigurationResponse:
         return await self.stub.DryRunConfiguration(
@@ -215,12 +224,12 @@ class SchedulerClient:
                 )
             )
 
-    async def release(self, app_id: str, key: str = "", partition: str = "") -> None:
+    async def release(self, app_id: str, key: str = "", partition: str = "", message: str = "") -> None:
         await self.send_allocation_request(
             si_pb2.AllocationRequest(
                 rmID=self.rm_id,
                 releases=si_pb2.AllocationReleasesRequest(
-                    allocationsToRelease=[messages.release(app_id, key, partition)]
+                    allocationsToRelease=[messages.release(app_id, key, partition, message)]
                 ),
             )
         )
@@ -257,6 +266,10 @@ class SchedulerClient:
     def _on_node_response(self, response: si_pb2.NodeResponse) -> None:
         self.seen.accepted_nodes.extend(n.nodeID for n in response.accepted)
         self.seen.rejected_nodes.extend(response.rejected)
+        self._notify()
+
+    def _on_stream_end(self) -> None:
+        self.seen.stream_ends.append("ended by the core")
         self._notify()
 
     def _on_stream_error(self, error: str) -> None:

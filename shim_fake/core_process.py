@@ -23,8 +23,13 @@ class CoreProcess:
     """`async with CoreProcess() as core:` gives `core.address`; leaving sends SIGTERM and waits."""
 
     def __init__(
-        self, config: Path | None = None, log_file: Path | None = None, startup_timeout: float = 30.0
+        self,
+        config: Path | None = None,
+        log_file: Path | None = None,
+        startup_timeout: float = 30.0,
+        listen: str = "127.0.0.1:0",
     ):
+        self.listen = listen  # a fixed address lets a test restart a core where its clients expect it
         self.config = config
         self.startup_timeout = startup_timeout
         self.process: subprocess.Popen[bytes] | None = None
@@ -40,7 +45,7 @@ class CoreProcess:
         return f"127.0.0.1:{self.port}"
 
     def _spawn(self) -> None:
-        args = [sys.executable, "-m", "core.cli", "core", "--listen", "127.0.0.1:0",
+        args = [sys.executable, "-m", "core.cli", "core", "--listen", self.listen,
                 "--port-file", str(self._port_file), "--log-format", "json"]  # fmt: skip
         if self.config is not None:
             args += ["--config", str(self.config)]

@@ -4,8 +4,10 @@ what the core decides, until stopped."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
+import grpc
 import structlog
 
 from shim_fake.client import SchedulerClient
@@ -31,8 +33,10 @@ async def run_shim(
     kube = Kube(api_client(kubeconfig, host), namespace)
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, str, dict[str, Any]]] = asyncio.Queue()
-    async with SchedulerClient(core_address, rm_id) as client:
-        shim = K8sShim(client, kube, scheduler_name)
+    client = SchedulerClient(core_address, rm_id)
+    await client.connect()
+    shim = K8sShim(client, kube, scheduler_name)
+    try:
         functions = kube.list_functions()
         lists = {kind: await asyncio.to_thread(Kube.list_raw, func) for kind, func in functions.items()}
         configmap = next((c for c in lists["configmaps"][0] if c["metadata"]["name"] == CONFIGMAP_NAME), None)
@@ -44,6 +48,7 @@ async def run_shim(
         ]
         for informer in informers:
             informer.start(*lists[informer.kind])
+        kind, event, obj = "", "", {}
         handlers = {
             "nodes": shim.on_node,
             "pods": shim.on_pod,
@@ -52,13 +57,51 @@ async def run_shim(
         }
         try:
             while not stop.is_set():
-                try:
+                seen = shim.client.seen
+                if seen.stream_errors or seen.stream_ends:
+                    await _resync_after_core_loss(shim, core_address, rm_id, informers, stop)
+                    continue
+                with contextlib.suppress(TimeoutError):  # a quiet API: look at the core's answers anyway
                     kind, event, obj = await asyncio.wait_for(events.get(), POLL)
-                except TimeoutError:
-                    pass
-                else:
-                    await handlers[kind](event, obj)
-                await shim.process_core()
+                try:
+                    if kind:
+                        await handlers[kind](event, obj)
+                    await shim.process_core()
+                except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
+                    # The core went away mid-request; the event is not lost: the re-sync sends the
+                    # informers' current state.
+                    seen.stream_errors.append(repr(exc))
+                kind = ""
         finally:
             for informer in informers:
                 informer.stop()
+    finally:
+        await shim.client.close()
+
+
+async def _resync_after_core_loss(
+    shim: K8sShim, core_address: str, rm_id: str, informers: list[Informer], stop: asyncio.Event
+) -> None:
+    """The core went away (a restart, say): reconnect with backoff, register again, and send everything
+    the informers hold, so the core rebuilds its state; pods already bound are not bound again."""
+    seen = shim.client.seen
+    log.warning("lost the core; reconnecting", rmID=rm_id, error=(seen.stream_errors or seen.stream_ends)[-1])
+    await shim.client.close()
+    delay = 0.2
+    while not stop.is_set():
+        client = SchedulerClient(core_address, rm_id)
+        try:
+            await client.connect(timeout=2.0)
+            shim.client = client
+            current = {i.kind: list(i.known.values()) for i in informers}
+            configmap = next(
+                (c for c in current["configmaps"] if c["metadata"]["name"] == CONFIGMAP_NAME), None
+            )
+            await shim.sync(current["nodes"], current["pods"], current["priorityclasses"], configmap)
+            log.info("core back; state sent again", rmID=rm_id)
+            return
+        except Exception as exc:  # not up yet
+            await client.close()
+            log.info("core not reachable yet", rmID=rm_id, error=repr(exc))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)

@@ -239,10 +239,9 @@ class K8sShim:
         except BindError as exc:
             # The core must not count a pod that never got there.
             self.state.asked.discard(uid)
-            await self.client.release(alloc.applicationID, uid)
-            await self.kube.record_event(
-                pod, "BindingFailed", f"binding to {alloc.nodeID} failed: {exc}", True
-            )
+            reason = f"binding to {alloc.nodeID} failed: {exc}"
+            await self.client.release(alloc.applicationID, uid, message=reason)
+            await self.kube.record_event(pod, "BindingFailed", reason, True)
             return
         self.state.asked.discard(uid)
         self.state.bound_by_us.add(uid)

@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from shim_fake.core_process import CoreProcess
 from shim_k8s.main import run_shim
 from tests.integration.kube_api import FakeKubeAPI
-from tests.integration.test_k8s_shim import daemonset_pod, node, pod
+from tests.integration.test_k8s_shim import configmap, daemonset_pod, node, pod
 
 
 @pytest.fixture
@@ -72,6 +73,74 @@ async def test_a_preemption_becomes_an_eviction_through_the_api(
         assert any(
             e["reason"] == "Preempted" and e["involvedObject"]["name"] == "batch-2" for e in api.events
         )
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
+
+
+async def test_after_a_core_restart_the_shim_rebuilds_its_state_without_binding_twice(
+    api: FakeKubeAPI, rm_id: str
+) -> None:
+    first = CoreProcess()
+    await first.start()
+    address = first.address
+    await api.put("nodes", node("n1", memory="2Gi"))
+    for name in ("a", "b", "c"):
+        await api.put("pods", pod(name))
+    stop = asyncio.Event()
+    shim = asyncio.create_task(run_shim(address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop))
+    second = CoreProcess(listen=address)
+    try:
+        await _until(lambda: len(api.bindings) == 2, "two pods on the 2Gi node")
+        await first.stop()  # the core goes away with all it knew...
+        await second.start()  # ...and a new one comes up at the same address
+        await asyncio.sleep(2.0)  # the shim reconnects and sends what exists
+        assert len(api.bindings) == 2  # nothing bound twice, and c still does not fit
+        bound = next(name for name, _ in api.bindings)
+        await api.delete("pods", api.get("pods", bound))  # room frees: the rebuilt core places c
+        await _until(lambda: ("c", "n1") in api.bindings, "c to be bound by the new core")
+        assert len(api.bindings) == 3
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
+        await second.stop()
+        await first.stop()
+
+
+async def test_foreign_pods_classes_and_the_configmap_through_the_api(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="5Gi"))
+    await api.put("configmaps", configmap("1Gi"))
+    await api.put("pods", pod("dns", memory="2Gi", namespace="kube-system", scheduler="default-scheduler",
+                              node_name="n1"))  # fmt: skip
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(
+            core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, namespace="yunikorn", stop=stop
+        )
+    )
+    try:
+        capped = [pod("q1", labels={"queue": "root.capped"}), pod("q2", labels={"queue": "root.capped"})]
+        for p in capped:
+            p["metadata"]["labels"] = {"queue": "root.capped"}
+            await api.put("pods", p)
+        await _until(lambda: ("q1", "n1") in api.bindings, "q1 under the 1Gi max")
+        await asyncio.sleep(0.5)
+        assert [n for n, _ in api.bindings] == ["q1"]
+        bad = configmap("1Gi")
+        bad["data"]["queues.yaml"] = "partitions: [oops"
+        await api.put("configmaps", bad)
+        await _until(lambda: any(e["reason"] == "ConfigRejected" for e in api.events), "the refusal event")
+        await api.put("configmaps", configmap("4Gi"))  # raised: q2 fits the queue now
+        # The node: 5Gi - 2Gi for the foreign dns pod - 1Gi q1 leaves 2Gi, room for q2 and then odd.
+        await _until(lambda: ("q2", "n1") in api.bindings, "q2 after the raise")
+        await api.put("pods", pod("odd", memory="100Mi", priorityClassName="missing"))
+        await _until(
+            lambda: any(e["reason"] == "PriorityClassNotFound" for e in api.events), "the class event"
+        )
+        await api.put("priorityclasses", {"metadata": {"name": "missing"}, "value": 10})
+        await _until(lambda: any(n == "odd" for n, _ in api.bindings), "odd once its class exists")
     finally:
         stop.set()
         await asyncio.wait_for(shim, 10)
