@@ -80,11 +80,12 @@ class Partition:
         self.preempted_for: dict[tuple[str, str], tuple[str, str]] = {}  # victim -> ask
         self.preempted: list[tuple[Allocation, str]] = []  # (victim, why) to report to the RM
         self.total_capacity: Resource = ZERO
+        self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.app_changes: list[AppStateChange] = []
         self.draining = False  # removed from the configuration: no new applications
         self.completing_timeout = COMPLETING_TIMEOUT
         self.terminated_timeout = TERMINATED_TIMEOUT
-        self.root.max = self.total_capacity
+        self.root.max = self._cluster_room()
         self.quota_victims: dict[tuple[str, str], str] = {}  # victim -> queue whose max it enforces
         self.events: list[Event] = []  # drained by the cluster into its event log
         # A restart loads the configuration afresh: every quota timer starts from now.
@@ -134,7 +135,7 @@ class Partition:
         weights = dict(policy.resource_weights) or None
         if (policy.type, weights) != (self.node_index.policy, self.node_index.weights):
             self.node_index.set_policy(policy.type, weights)
-        self.root.max = self.total_capacity
+        self.root.max = self._cluster_room()
 
     # Nodes ------------------------------------------------------------------------------------
     def add_node(
@@ -176,6 +177,7 @@ class Partition:
             if alloc.foreign:
                 self.foreign.pop(alloc.key, None)
                 node.remove_allocation(alloc.key)
+                self._set_occupied(self.occupied_total - alloc.resource)
                 continue
             self._unallocate(alloc)
             released.append(alloc)
@@ -186,8 +188,17 @@ class Partition:
 
     def _set_total_capacity(self, capacity: Resource) -> None:
         self.total_capacity = capacity
-        # Root's max is the cluster: nothing can be allocated beyond what the nodes hold.
-        self.root.max = capacity
+        self.root.max = self._cluster_room()
+
+    def _set_occupied(self, occupied: Resource) -> None:
+        self.occupied_total = occupied
+        self.root.max = self._cluster_room()
+
+    def _cluster_room(self) -> Resource:
+        """Root's max: what the nodes hold, less what other schedulers' pods occupy there; nothing
+        can be allocated beyond it, and a headroom that counted foreign room would mislead
+        reservations and preemption into thinking the cluster has room it does not."""
+        return self.total_capacity - self.occupied_total
 
     # Applications -----------------------------------------------------------------------------
     def add_application(
@@ -305,6 +316,7 @@ class Partition:
         self.foreign[alloc.key] = alloc
         node.add_allocation(alloc)
         self.node_index.update(node)
+        self._set_occupied(self.occupied_total + alloc.resource)
 
     def add_existing(self, alloc: Allocation, now: float) -> None:
         """An allocation the RM already runs (recovery): it must fit the node and the queue limits."""
@@ -371,6 +383,7 @@ class Partition:
             if node is not None:
                 node.remove_allocation(key)
                 self.node_index.update(node)
+            self._set_occupied(self.occupied_total - alloc.resource)
             return []
         app = self.application(app_id)
         released: list[Allocation] = []

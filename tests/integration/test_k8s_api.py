@@ -144,3 +144,38 @@ async def test_foreign_pods_classes_and_the_configmap_through_the_api(
     finally:
         stop.set()
         await asyncio.wait_for(shim, 10)
+
+
+async def test_priorities_and_foreign_room_through_the_api(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="4Gi"))
+    await api.put("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    await api.put("priorityclasses", {"metadata": {"name": "dflt"}, "value": 7, "globalDefault": True})
+    # A pod of another scheduler holds 3Gi of n1: one 1Gi pod of ours fits beside it.
+    await api.put("pods", pod("other", memory="3Gi", scheduler="default-scheduler", node_name="n1"))
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+    )
+    try:
+        await api.put("pods", pod("filler"))  # takes the one free slot
+        await _until(lambda: ("filler", "n1") in api.bindings, "the filler to be bound")
+        # Four wait; admitted 5 < default 7 < class 1000 < system-node-critical.
+        await api.put("pods", pod("admitted", priority=5, priorityClassName="high"))
+        await api.put("pods", pod("by-class", priorityClassName="high"))
+        await api.put("pods", pod("system", priorityClassName="system-node-critical"))
+        await api.put("pods", pod("default"))
+        await asyncio.sleep(0.5)
+        assert [n for n, _ in api.bindings] == ["filler"]  # the foreign pod's 3Gi count
+        order = []
+        for _ in range(4):  # each finished pod frees the slot for the next in priority order
+            done = api.get("pods", api.bindings[-1][0])
+            await api.delete("pods", done)
+            count = len(api.bindings)
+            await _until(lambda c=count: len(api.bindings) > c, "the next pod")
+            order.append(api.bindings[-1][0])
+        assert order == ["system", "by-class", "default", "admitted"]
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)

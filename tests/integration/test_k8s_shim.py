@@ -251,3 +251,24 @@ async def test_a_shim_restart_rebuilds_the_core_without_binding_twice(core_addre
 def _in_queue(p: dict[str, Any], queue: str) -> dict[str, Any]:
     p["metadata"]["labels"]["queue"] = queue
     return p
+
+
+async def test_cordon_drains_uncordon_restores_and_delete_decommissions(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="4Gi")], [], configmap=configmap("8Gi"))
+    await shim.on_pod("ADDED", pod("running"))
+    await settle(shim)
+    assert kube.bindings == [("running", "n1")]
+    await shim.on_node("MODIFIED", node("n1", memory="4Gi", unschedulable=True))  # cordon
+    await shim.on_pod("ADDED", pod("waiting"))
+    await settle(shim)
+    assert "waiting" not in dict(kube.bindings)
+    await shim.on_node("MODIFIED", node("n1", memory="4Gi"))  # uncordon
+    await settle(shim)
+    assert ("waiting", "n1") in kube.bindings
+    await shim.on_node("DELETED", node("n1", memory="4Gi"))
+    await settle(shim)
+    released = {r.allocationKey for r in shim.client.seen.released if r.message == "Node n1 Removed"}
+    assert released == {"uid-running", "uid-waiting"}

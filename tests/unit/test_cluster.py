@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from core.cluster import ClusterContext
-from core.commands import AppAdd, AppRemove, NodeAction, RegisterRM, UpdateApplications, UpdateConfig
+from core.commands import (
+    AppAdd,
+    AppRemove,
+    NodeAction,
+    RegisterRM,
+    UpdateAllocations,
+    UpdateApplications,
+    UpdateConfig,
+)
 from core.config import load_config
+from core.objects.allocation import Allocation
+from core.resources import Resource
 from core.results import ResultBatch, Termination
 from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock
 
@@ -296,3 +306,13 @@ def test_reload_adds_a_partition_and_drains_a_removed_one() -> None:
     assert out.accepted_apps == ["app-1"]
     assert "removed from the configuration" in out.rejected_apps[0].reason
     assert "app-1" in c.partition.applications  # what was there keeps running
+
+
+def test_roots_max_is_the_cluster_less_what_other_schedulers_occupy() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 10})
+    foreign = Allocation("dns", "", c.pname(), Resource({"memory": 4}), node_id="n1", foreign=True)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(foreign,)))
+    assert c.partition.root.max == {"memory": 6}
+    c.release("", "dns")
+    assert c.partition.root.max == {"memory": 10}
