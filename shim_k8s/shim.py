@@ -18,7 +18,7 @@ import structlog
 
 from shim_fake.client import SchedulerClient
 from shim_k8s import translate
-from shim_k8s.priority import PriorityResolver, UnknownPriorityClass
+from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
@@ -127,17 +127,31 @@ class K8sShim:
             return
         known = self.state.pods.get(uid)
         self.state.pods[uid] = pod
-        if known is None:
+        bound_elsewhere = bool(_node_of(pod)) and uid not in self.state.bound_by_us
+        if known is None and bound_elsewhere:
+            await self._add_foreign(pod)  # arrived already on a node: we did not place it
+        elif known is None:
             await self._add_pod(pod)
-        elif (
-            not _node_of(known)
-            and _node_of(pod)
-            and uid not in self.state.bound_by_us
-            and uid not in self.state.asked
-        ):
-            await self._add_pod(pod)  # bound by someone else: it occupies its node from now on
+        elif not _node_of(known) and bound_elsewhere:
+            # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
+            if uid in self.state.asked:
+                self.state.asked.discard(uid)
+                await self.client.release(
+                    translate.application_id(pod), uid, message="bound by another scheduler"
+                )
+            await self._add_foreign(pod)
         if _finished(pod):
             await self._pod_gone(pod)
+
+    async def _add_foreign(self, pod: Obj) -> None:
+        uid = _key(pod)
+        if uid in self.state.foreign or _finished(pod):
+            return
+        self.state.foreign.add(uid)
+        priority = PodPriority(
+            0, allow_preempt_other=False, allow_preempt_self=False
+        )  # never scheduled by us
+        await self.client.asks([translate.bound_pod_allocation(pod, priority, ours=False)])
 
     async def on_priority_class(self, event: str, pc: Obj) -> None:
         if event == "DELETED":
@@ -176,9 +190,8 @@ class K8sShim:
             await self.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
             return
         if not ours:
-            if _node_of(pod) and uid not in self.state.foreign:
-                self.state.foreign.add(uid)
-                await self.client.asks([translate.bound_pod_allocation(pod, priority, ours=False)])
+            if _node_of(pod):
+                await self._add_foreign(pod)
             return
         app_id = translate.application_id(pod)
         if app_id not in self.state.apps:
@@ -234,17 +247,18 @@ class K8sShim:
         pod = self.state.pods.get(uid)
         if pod is None or uid in self.state.bound_by_us or _node_of(pod):
             return  # a confirmation of a pod already running there: never bind twice
+        self.state.bound_by_us.add(uid)  # before the API answers: its echo must not look like a stranger's
         try:
             await self.kube.bind(pod, alloc.nodeID)
         except BindError as exc:
             # The core must not count a pod that never got there.
+            self.state.bound_by_us.discard(uid)
             self.state.asked.discard(uid)
             reason = f"binding to {alloc.nodeID} failed: {exc}"
             await self.client.release(alloc.applicationID, uid, message=reason)
             await self.kube.record_event(pod, "BindingFailed", reason, True)
             return
         self.state.asked.discard(uid)
-        self.state.bound_by_us.add(uid)
         await self.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
 
     async def _evict(self, release: si_pb2.AllocationRelease) -> None:

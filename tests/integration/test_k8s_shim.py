@@ -272,3 +272,15 @@ async def test_cordon_drains_uncordon_restores_and_delete_decommissions(
     await settle(shim)
     released = {r.allocationKey for r in shim.client.seen.released if r.message == "Node n1 Removed"}
     assert released == {"uid-running", "uid-waiting"}
+
+
+async def test_a_pod_bound_by_someone_else_becomes_foreign(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="2Gi")], [], configmap=configmap("8Gi"))
+    # Ours by name, but placed by hand (spec.nodeName set at creation): it occupies n1, in no queue.
+    await shim.on_pod("ADDED", pod("pinned", node_name="n1"))
+    await shim.on_pod("ADDED", pod("a"))
+    await shim.on_pod("ADDED", pod("b"))
+    await settle(shim)
+    assert [n for n, _ in kube.bindings] == ["a"]  # 2Gi - 1Gi pinned: room for one
+    assert "uid-pinned" not in {a.allocationKey for a in shim.client.seen.new_allocations}
