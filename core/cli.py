@@ -34,6 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="queues.yaml used when an RM registers without a config (default: bundled)",
     )
     core.add_argument("--port-file", type=Path, default=None, help="write the bound port here once listening")
+    core.add_argument(
+        "--rest-listen",
+        default="127.0.0.1:9080",
+        help="REST state API (ws/v1) address (default 127.0.0.1:9080; empty to turn it off)",
+    )
+    core.add_argument(
+        "--rest-port-file", type=Path, default=None, help="write the REST port here once listening"
+    )
     _add_logging_flags(core)
 
     config = commands.add_parser("config", help="work with queues.yaml files")
@@ -115,7 +123,13 @@ def _run_core(args: argparse.Namespace) -> int:
     from core.server.daemon import CoreOptions, run_core
 
     configure_logging(args.log_level, _json_flag(args.log_format))
-    options = CoreOptions(listen=args.listen, config_path=args.config, port_file=args.port_file)
+    options = CoreOptions(
+        listen=args.listen,
+        config_path=args.config,
+        port_file=args.port_file,
+        rest_listen=args.rest_listen,
+        rest_port_file=args.rest_port_file,
+    )
     try:
         asyncio.run(run_core(options))
     except ConfigError as exc:

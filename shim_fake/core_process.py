@@ -28,25 +28,34 @@ class CoreProcess:
         log_file: Path | None = None,
         startup_timeout: float = 30.0,
         listen: str = "127.0.0.1:0",
+        rest_listen: str = "127.0.0.1:0",
     ):
         self.listen = listen  # a fixed address lets a test restart a core where its clients expect it
         self.config = config
         self.startup_timeout = startup_timeout
         self.process: subprocess.Popen[bytes] | None = None
+        self.rest_listen = rest_listen
         self.port = 0
+        self.rest_port = 0
         self.returncode: int | None = None
         self._signalled = False
         self._tmp = tempfile.TemporaryDirectory(prefix="pykorn-core-")
         self.log_path = log_file or Path(self._tmp.name, "core.log")
         self._port_file = Path(self._tmp.name, "port")
+        self._rest_port_file = Path(self._tmp.name, "rest-port")
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def rest_url(self) -> str:
+        return f"http://127.0.0.1:{self.rest_port}"
+
     def _spawn(self) -> None:
         args = [sys.executable, "-m", "core.cli", "core", "--listen", self.listen,
-                "--port-file", str(self._port_file), "--log-format", "json"]  # fmt: skip
+                "--port-file", str(self._port_file), "--log-format", "json",
+                "--rest-listen", self.rest_listen, "--rest-port-file", str(self._rest_port_file)]  # fmt: skip
         if self.config is not None:
             args += ["--config", str(self.config)]
         with open(self.log_path, "ab") as log:
@@ -60,6 +69,8 @@ class CoreProcess:
         text = self._port_file.read_text().strip() if self._port_file.exists() else ""
         if text:
             self.port = int(text)
+            rest = self._rest_port_file.read_text().strip() if self._rest_port_file.exists() else ""
+            self.rest_port = int(rest) if rest else 0  # written before the gRPC port
             return True
         if self.process.poll() is not None:
             raise RuntimeError(f"core exited with {self.process.returncode} on startup:\n{self.log_text()}")

@@ -20,6 +20,7 @@ from core.config.loader import default_config_text
 from core.engine import Engine
 from core.rmproxy import RMProxy
 from core.server.grpc_service import SchedulerService
+from core.server.rest import RestServer
 from si.v1 import si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.daemon")
@@ -34,6 +35,8 @@ class CoreOptions:
     config_path: Path | None = None
     port_file: Path | None = None
     shutdown_grace: float = 5.0
+    rest_listen: str = "127.0.0.1:9080"  # empty: no REST API
+    rest_port_file: Path | None = None
 
 
 class CoreDaemon:
@@ -61,6 +64,7 @@ class CoreDaemon:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
         )
+        self.rest = RestServer(self.context, options.rest_listen) if options.rest_listen else None
         self.port = 0
         self._engine_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -69,6 +73,10 @@ class CoreDaemon:
         self.port = self.server.add_insecure_port(self.options.listen)
         if self.port == 0:
             raise OSError(f"cannot listen on {self.options.listen}")
+        if self.rest is not None:
+            await self.rest.start()
+            if self.options.rest_port_file:
+                self.options.rest_port_file.write_text(f"{self.rest.port}\n")
         self._engine_task = asyncio.create_task(self.engine.run())
         await self.server.start()
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
@@ -91,6 +99,8 @@ class CoreDaemon:
         await self.service.wait_streams_finished(self.options.shutdown_grace)
         await asyncio.sleep(0.1)  # gRPC sends each call's final status after its handler returns
         await self.server.stop(self.options.shutdown_grace)
+        if self.rest is not None:
+            await self.rest.stop()
         self.engine.stop()
         if self._engine_task is not None:
             await self._engine_task

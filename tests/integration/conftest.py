@@ -15,16 +15,27 @@ from shim_fake.core_process import CoreProcess
 
 
 @pytest.fixture(scope="session")
-def core_address() -> Iterator[str]:
+def core_process() -> Iterator[CoreProcess]:
     core = CoreProcess()
-    address = core.start_blocking()
+    core.start_blocking()
     try:
-        yield address
+        yield core
     finally:
         code = core.stop_blocking(timeout=20)
         log = core.log_text()
         assert code == 0, f"core exited with {code}:\n{log[-4000:]}"
         assert "Traceback" not in log, log[-4000:]
+
+
+@pytest.fixture(scope="session")
+def core_address(core_process: CoreProcess) -> str:
+    return core_process.address
+
+
+@pytest.fixture(scope="session")
+def rest_url(core_process: CoreProcess) -> str:
+    assert core_process.rest_port, "the core did not report its REST port"
+    return core_process.rest_url
 
 
 @pytest.fixture
