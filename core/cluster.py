@@ -25,7 +25,7 @@ from core.commands import (
     UpdateNodes,
 )
 from core.config.schema import SchedulerConfig
-from core.events import EventLog
+from core.events import Event, EventLog
 from core.objects.allocation import Allocation
 from core.objects.partition import Partition, Rejection
 from core.preemption import dry_run
@@ -202,6 +202,7 @@ class ClusterContext:
             log.warning("node change rejected", rmID=rm_id, nodeID=change.node_id, reason=str(exc))
             return
         out.accepted_nodes.append(change.node_id)
+        self.events.add(_node_event(rm_id, part, change, self.clock()))
 
     def _apply_node_change(self, part: Partition, change: NodeChange) -> None:
         action = change.action
@@ -312,3 +313,21 @@ class ClusterContext:
             app = part.applications.get(app_id)
             if app is not None and app.is_idle():
                 part.complete_if_idle(app, now)
+
+
+# What each node action shows in the event log: (change type, si ChangeDetail name, message).
+_NODE_EVENTS: dict[NodeAction, tuple[str, str, str]] = {
+    NodeAction.CREATE: ("ADD", "DETAILS_NONE", "node added"),
+    NodeAction.CREATE_DRAIN: ("ADD", "NODE_SCHEDULABLE", "node added, not schedulable"),
+    NodeAction.UPDATE: ("SET", "NODE_CAPACITY", "node updated"),
+    NodeAction.DRAIN: ("SET", "NODE_SCHEDULABLE", "node draining: not schedulable"),
+    NodeAction.DRAIN_TO_SCHEDULABLE: ("SET", "NODE_SCHEDULABLE", "node schedulable again"),
+    NodeAction.DECOMMISSION: ("REMOVE", "NODE_DECOMISSION", "node removed"),
+}
+
+
+def _node_event(rm_id: str, part: Partition, change: NodeChange, now: float) -> Event:
+    change_type, detail, message = _NODE_EVENTS.get(change.action, ("SET", "DETAILS_NONE", "node changed"))
+    node = part.nodes.get(change.node_id)
+    resource = node.capacity.as_dict() if node is not None else {}
+    return Event(rm_id, "NODE", change.node_id, change_type, detail, message, now, resource=resource)

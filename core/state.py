@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.cluster import ClusterContext
+from core.events import Event, EventLog
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.node import Node
@@ -22,6 +23,10 @@ Json = dict[str, Any]
 
 class NotFound(LookupError):
     """The object a request names does not exist; the message says which."""
+
+
+class BadRequest(ValueError):
+    """The request cannot be answered as asked; the message says what to change."""
 
 
 def _res(resource: Resource | None) -> dict[str, int]:
@@ -224,3 +229,43 @@ def ask_info(part: Partition, ask: Allocation) -> Json:
         "preempting": ask.preempting,
         "reservedOn": part.reservations.get(ask.ref, ""),
     }
+
+
+def event_record(event_id: int, event: Event) -> Json:
+    """An si EventRecord as JSON; enums by name, and the number the event has in the ring."""
+    return {
+        "id": event_id,
+        "type": event.type,
+        "objectID": event.object_id,
+        "referenceID": event.reference_id,
+        "message": event.message,
+        "timestampNano": int(event.time * 1e9),
+        "eventChangeType": event.change_type,
+        "eventChangeDetail": event.change_detail,
+        "resource": dict(event.resource),
+        "rmID": event.rm_id,
+    }
+
+
+def event_batch(events: EventLog, instance: str, start: int, count: int) -> Json:
+    return {
+        "InstanceUUID": instance,
+        "LowestID": events.lowest_id,
+        "HighestID": events.highest_id,
+        "EventRecords": [event_record(i, e) for i, e in events.since(start, count)],
+    }
+
+
+def config_source(context: ClusterContext, rm_id: str, default_text: str) -> str:
+    """The queues.yaml text in force for an RM; with no rmID given, the only RM's, or the default."""
+    if rm_id:
+        config = context.configs.get(rm_id)
+        if config is None:
+            raise NotFound(f"resource manager {rm_id!r} is not registered")
+        return config.source or default_text
+    if len(context.configs) > 1:
+        names = ", ".join(sorted(context.configs))
+        raise BadRequest(f"several resource managers are registered ({names}); name one with ?rmID=")
+    if not context.configs:
+        return default_text
+    return next(iter(context.configs.values())).source or default_text

@@ -45,6 +45,13 @@ def _lowered(old: Resource | None, new: Resource) -> bool:
     return any(name not in old or value < old[name] for name, value in new.items())
 
 
+# The application states si's ChangeDetail names (APP_<STATE>); others are reported as DETAILS_NONE.
+_APP_DETAILS = frozenset(
+    {"APP_NEW", "APP_ACCEPTED", "APP_RUNNING", "APP_COMPLETING", "APP_COMPLETED", "APP_FAILING",
+     "APP_FAILED", "APP_RESUMING", "APP_EXPIRED", "APP_REJECT"}
+)  # fmt: skip
+
+
 class Rejection(Exception):
     """A request the partition refuses; str(rejection) is the reason sent to the RM."""
 
@@ -275,6 +282,12 @@ class Partition:
         elif before == AppState.RUNNING:
             app.queue.count_running(-1)
         self.app_changes.append(AppStateChange(app.app_id, after, now, message or event.value))
+        detail = "APP_REJECT" if after == AppState.REJECTED else f"APP_{after.value.upper()}"
+        self.events.append(
+            Event(self.rm_id, "APP", app.app_id, "SET", detail if detail in _APP_DETAILS else "DETAILS_NONE",
+                  f"{before.value} -> {after.value}" + (f": {message}" if message else ""), now,
+                  reference_id=app.queue.full_name)
+        )  # fmt: skip
 
     def complete_if_idle(self, app: Application, now: float) -> None:
         if app.is_idle():
@@ -343,6 +356,11 @@ class Partition:
         self._remove_ask(app, ask.key)
         ask.allocated_time = now
         self._place(app, ask, node)
+        self.events.append(
+            Event(self.rm_id, "REQUEST", ask.key, "ADD", "REQUEST_ALLOC",
+                  f"allocated on node {node.node_id}", now, reference_id=app.app_id,
+                  resource=ask.resource.as_dict())
+        )  # fmt: skip
         self._transition(app, AppEvent.RUN, now)
 
     def _place(self, app: Application, alloc: Allocation, node: Node) -> None:
@@ -448,7 +466,7 @@ class Partition:
         for leaf_plan in plans:
             for victim in leaf_plan.victims:
                 achieved.add_in_place(victim.resource)
-                self._mark_victim(victim, f"preempted to enforce the max of {queue.full_name}")
+                self._mark_victim(victim, f"preempted to enforce the max of {queue.full_name}", now)
                 self.quota_victims[victim.ref] = queue.full_name
                 queue.quota_running.add(victim.ref)
         achieved = Resource({k: min(achieved.get(k), v) for k, v in target.items()})
@@ -479,7 +497,7 @@ class Partition:
     def preempt(self, ask: Allocation, victims: list[Allocation], now: float) -> None:
         """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
         for victim in victims:
-            self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}")
+            self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now)
             self.preempted_for[victim.ref] = ask.ref
         ask.preempting = True
         self.victims_of[ask.ref] = {v.ref for v in victims}
@@ -488,8 +506,12 @@ class Partition:
             victims=[f"{v.application_id}/{v.key}" for v in victims],
         )  # fmt: skip
 
-    def _mark_victim(self, victim: Allocation, message: str) -> None:
+    def _mark_victim(self, victim: Allocation, message: str, now: float) -> None:
         victim.releasing = True
+        self.events.append(
+            Event(self.rm_id, "APP", victim.application_id, "REMOVE", "ALLOC_PREEMPT", message, now,
+                  reference_id=victim.key, resource=victim.resource.as_dict())
+        )  # fmt: skip
         self.applications[victim.application_id].queue.add_preempting(victim.resource)
         self.preempted.append((victim, message))
 

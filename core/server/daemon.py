@@ -64,7 +64,9 @@ class CoreDaemon:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
         )
-        self.rest = RestServer(self.context, options.rest_listen) if options.rest_listen else None
+        self.rest = (
+            RestServer(self.context, options.rest_listen, config_text) if options.rest_listen else None
+        )
         self.port = 0
         self._engine_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()

@@ -7,6 +7,9 @@ shape YuniKorn's web service uses for errors.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +18,8 @@ from aiohttp import web
 
 from core import state
 from core.cluster import ClusterContext
+from core.config import ConfigError, load_config
+from core.events import Event
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -26,9 +31,15 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
+STREAM_BACKLOG = 1_000  # events a stream reader may fall behind by before it is cut off
+DEFAULT_BATCH = 10_000
+
+
 class StateAPI:
-    def __init__(self, context: ClusterContext) -> None:
+    def __init__(self, context: ClusterContext, default_config: str) -> None:
         self.context = context
+        self.default_config = default_config
+        self.instance = str(uuid.uuid4())  # tells a reader of event numbers that the core restarted
 
     def routes(self) -> list[web.RouteDef]:
         get = web.get
@@ -42,6 +53,10 @@ class StateAPI:
             get("/ws/v1/partition/{p}/application/{a}", self._wrap(self.application)),
             get("/ws/v1/partition/{p}/applications/{s}", self._wrap(self.applications)),
             get("/ws/v1/scheduler/healthcheck", self._wrap(self.healthcheck)),
+            get("/ws/v1/events/batch", self._wrap(self.events)),
+            get("/ws/v1/events/stream", self.event_stream),
+            get("/ws/v1/config", self.config),
+            web.post("/ws/v1/validate-conf", self.validate_conf),
         ]
 
     def _wrap(self, read: Callable[[web.Request], Any]) -> Handler:
@@ -50,6 +65,8 @@ class StateAPI:
                 return web.json_response(read(request))
             except state.NotFound as exc:
                 return _error(404, str(exc))
+            except state.BadRequest as exc:
+                return _error(400, str(exc))
 
         return handler
 
@@ -99,12 +116,91 @@ class StateAPI:
             )
         return {"Healthy": all(c["Succeeded"] for c in checks), "HealthChecks": checks}
 
+    def events(self, request: web.Request) -> Any:
+        start = _int_param(request, "start", 0)
+        count = _int_param(request, "count", DEFAULT_BATCH)
+        return state.event_batch(self.context.events, self.instance, start, count)
+
+    async def event_stream(self, request: web.Request) -> web.StreamResponse:
+        """Newline-delimited JSON event records as they happen, after the last `count` held ones.
+
+        A reader that falls STREAM_BACKLOG events behind is cut off rather than let the core buffer
+        without bound; it can reconnect and page the gap from /events/batch by number.
+        """
+        try:
+            count = _int_param(request, "count", 0)
+        except state.BadRequest as exc:
+            return _error(400, str(exc))
+        queue: asyncio.Queue[tuple[int, Event] | None] = asyncio.Queue(maxsize=STREAM_BACKLOG)
+
+        def hand_on(event_id: int, event: Event) -> None:
+            try:
+                queue.put_nowait((event_id, event))
+            except asyncio.QueueFull:
+                unsubscribe()
+                queue.get_nowait()  # room for the end marker
+                queue.put_nowait(None)
+
+        unsubscribe = self.context.events.subscribe(hand_on)
+        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await response.prepare(request)
+        try:
+            events = self.context.events
+            for event_id, event in events.since(events.highest_id + 1 - count, count) if count else []:
+                await response.write(_line(state.event_record(event_id, event)))
+            while (item := await queue.get()) is not None:
+                await response.write(_line(state.event_record(*item)))
+            log.warning("event stream reader fell behind, closing", backlog=STREAM_BACKLOG)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            unsubscribe()
+        return response
+
+    async def config(self, request: web.Request) -> web.Response:
+        try:
+            text = state.config_source(self.context, request.query.get("rmID", ""), self.default_config)
+        except state.NotFound as exc:
+            return _error(404, str(exc))
+        except state.BadRequest as exc:
+            return _error(400, str(exc))
+        return web.Response(text=text, content_type="application/x-yaml")
+
+    async def validate_conf(self, request: web.Request) -> web.Response:
+        """YuniKorn's answer shape: {"allowed": bool, "reason": str}; every problem is in the reason."""
+        text = await request.text()
+        if not text.strip():
+            return web.json_response({"allowed": False, "reason": "the request body holds no configuration"})
+        try:
+            load_config(text)
+        except ConfigError as exc:
+            reason = "; ".join(str(problem) for problem in exc.problems)
+            return web.json_response({"allowed": False, "reason": reason})
+        return web.json_response({"allowed": True, "reason": ""})
+
+
+def _int_param(request: web.Request, name: str, default: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise state.BadRequest(f"{name} must be a whole number, not {raw!r}") from None
+    if value < 0:
+        raise state.BadRequest(f"{name} must not be negative")
+    return value
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record) + "\n").encode()
+
 
 class RestServer:
-    def __init__(self, context: ClusterContext, listen: str) -> None:
+    def __init__(self, context: ClusterContext, listen: str, default_config: str) -> None:
         self.listen = listen
         self.app = web.Application()
-        self.app.router.add_routes(StateAPI(context).routes())
+        self.app.router.add_routes(StateAPI(context, default_config).routes())
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
         self._runner = web.AppRunner(self.app, access_log=None)
         self.port = 0

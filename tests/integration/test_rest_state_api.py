@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 import pytest
 
 from shim_fake.client import SchedulerClient
-from si.v1 import si_pb2
+from tests.integration.rest_helpers import get_json, load_cluster
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: tenants
-            properties: {priority.policy: fence, priority.offset: "5"}
-            resources: {guaranteed: {memory: 4000}, max: {memory: 12000}}
-            queues:
-              - name: a
-          - name: default
-"""
 QUEUE_FIELDS = {
     "queuename", "status", "partition", "pendingResource", "maxResource", "guaranteedResource",
     "allocatedResource", "preemptingResource", "headroom", "isLeaf", "isManaged", "properties",
@@ -45,35 +30,9 @@ ALLOC_FIELDS = {
 }  # fmt: skip
 
 
-async def _get(session: aiohttp.ClientSession, url: str, status: int = 200) -> Any:
-    async with session.get(url) as response:
-        body = await response.json()
-        assert response.status == status, body
-        return body
-
-
-def _res(values: dict[str, int]) -> si_pb2.Resource:
-    return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in values.items()})
-
-
 @pytest.fixture
-async def loaded(client: SchedulerClient, rm_id: str) -> SchedulerClient:
-    """Two nodes, one application in root.tenants.a with two of three asks placed."""
-    await client.register(config=CONFIG)
-    for node in ("node-1", "node-2"):
-        await client.add_node(node, {"memory": 4_000, "vcore": 4_000})
-    await client.wait_nodes_answered(2)
-    await client.add_application("app-1", "root.tenants.a")
-    await client.wait_apps_answered(1)
-    await client.asks(
-        [
-            si_pb2.Allocation(
-                allocationKey=f"t{i}", applicationID="app-1", resourcePerAlloc=_res({"memory": 3_000})
-            )
-            for i in range(3)
-        ]
-    )
-    await client.wait_allocations(2)
+async def loaded(client: SchedulerClient) -> SchedulerClient:
+    await load_cluster(client)
     return client
 
 
@@ -82,7 +41,7 @@ async def test_queue_tree_shows_usage_limits_and_priority_settings(
 ) -> None:
     part = quote(f"[{rm_id}]default")
     async with aiohttp.ClientSession() as session:
-        partitions = await _get(session, f"{rest_url}/ws/v1/partitions")
+        partitions = await get_json(session, f"{rest_url}/ws/v1/partitions")
         mine = [p for p in partitions if p["clusterId"] == rm_id]
         assert len(mine) == 1 and mine[0]["name"] == "default"
         assert mine[0]["totalNodes"] == 2
@@ -90,7 +49,7 @@ async def test_queue_tree_shows_usage_limits_and_priority_settings(
         assert mine[0]["capacity"]["usedCapacity"]["memory"] == 6_000
         assert mine[0]["applications"]["total"] == 1
 
-        root = await _get(session, f"{rest_url}/ws/v1/partition/{part}/queues")
+        root = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/queues")
         assert set(root) == QUEUE_FIELDS | {"children"}
         assert root["queuename"] == "root" and root["maxResource"]["memory"] == 8_000
         tenants = next(c for c in root["children"] if c["queuename"] == "root.tenants")
@@ -101,9 +60,9 @@ async def test_queue_tree_shows_usage_limits_and_priority_settings(
         assert tenants["headroom"]["memory"] == 2_000  # root: 8000 - 6000
         assert tenants["quotaPreemption"]["pendingSince"] is None
 
-        leaf = await _get(session, f"{rest_url}/ws/v1/partition/{part}/queue/root.tenants.a")
+        leaf = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/queue/root.tenants.a")
         assert leaf["isLeaf"] is True and leaf["parent"] == "root.tenants" and leaf["runningApps"] == 1
-        apps = await _get(session, f"{rest_url}/ws/v1/partition/{part}/queue/root.tenants.a/applications")
+        apps = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/queue/root.tenants.a/applications")
         assert [a["applicationID"] for a in apps] == ["app-1"]
 
 
@@ -112,29 +71,29 @@ async def test_nodes_and_applications_show_what_is_placed_and_what_waits(
 ) -> None:
     part = quote(f"[{rm_id}]default")
     async with aiohttp.ClientSession() as session:
-        nodes = await _get(session, f"{rest_url}/ws/v1/partition/{part}/nodes")
+        nodes = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/nodes")
         assert [n["nodeID"] for n in nodes] == ["node-1", "node-2"]
         for node in nodes:
             assert set(node) == NODE_FIELDS
             assert node["allocated"]["memory"] == 3_000 and node["available"]["memory"] == 1_000
             assert len(node["allocations"]) == 1 and set(node["allocations"][0]) == ALLOC_FIELDS
-        one = await _get(session, f"{rest_url}/ws/v1/partition/{part}/node/node-1")
+        one = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/node/node-1")
         assert one["nodeID"] == "node-1" and one["utilized"]["memory"] == 75
 
-        app = await _get(session, f"{rest_url}/ws/v1/partition/{part}/application/app-1")
+        app = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/application/app-1")
         assert set(app) == APP_FIELDS
         assert app["queueName"] == "root.tenants.a" and app["applicationState"] == "Running"
         assert sorted(a["nodeId"] for a in app["allocations"]) == ["node-1", "node-2"]
         assert [r["allocationKey"] for r in app["requests"]] == ["t2"]
         assert app["usedResource"]["memory"] == 6_000 and app["pendingResource"]["memory"] == 3_000
 
-        running = await _get(session, f"{rest_url}/ws/v1/partition/{part}/applications/running")
+        running = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/applications/running")
         assert [a["applicationID"] for a in running] == ["app-1"]
-        active = await _get(session, f"{rest_url}/ws/v1/partition/{part}/applications/active")
+        active = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/applications/active")
         assert [a["applicationID"] for a in active] == ["app-1"]
-        assert await _get(session, f"{rest_url}/ws/v1/partition/{part}/applications/completed") == []
+        assert await get_json(session, f"{rest_url}/ws/v1/partition/{part}/applications/completed") == []
 
-        health = await _get(session, f"{rest_url}/ws/v1/scheduler/healthcheck")
+        health = await get_json(session, f"{rest_url}/ws/v1/scheduler/healthcheck")
         assert health["Healthy"] is True and health["HealthChecks"]
 
 
@@ -153,5 +112,5 @@ async def test_unknown_objects_answer_404_with_a_reason(
 ) -> None:
     url = rest_url + path.format(part=quote(f"[{rm_id}]default"))
     async with aiohttp.ClientSession() as session:
-        body = await _get(session, url, status=404)
+        body = await get_json(session, url, status=404)
     assert body["status_code"] == 404 and names in body["message"]

@@ -1,0 +1,95 @@
+"""REST: the event log (batch and stream), the configuration in force, and config validation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+
+from shim_fake.client import SchedulerClient
+from si.v1 import si_pb2
+from tests.integration.rest_helpers import CONFIG, get_json, load_cluster, resource
+
+
+def _mine(records: list[dict[str, Any]], rm_id: str) -> list[dict[str, Any]]:
+    return [r for r in records if r["rmID"] == rm_id]
+
+
+async def test_event_batch_records_nodes_allocations_and_application_states(
+    client: SchedulerClient, rm_id: str, rest_url: str
+) -> None:
+    await load_cluster(client)
+    async with aiohttp.ClientSession() as session:
+        batch = await get_json(session, f"{rest_url}/ws/v1/events/batch")
+        assert set(batch) == {"InstanceUUID", "LowestID", "HighestID", "EventRecords"}
+        records = _mine(batch["EventRecords"], rm_id)
+        nodes = [(r["objectID"], r["eventChangeType"]) for r in records if r["type"] == "NODE"]
+        assert nodes == [("node-1", "ADD"), ("node-2", "ADD")]
+        allocated = [r for r in records if r["eventChangeDetail"] == "REQUEST_ALLOC"]
+        assert sorted(r["objectID"] for r in allocated) == ["t0", "t1"]
+        assert all(r["referenceID"] == "app-1" and r["resource"] == {"memory": 3_000} for r in allocated)
+        states = [r["eventChangeDetail"] for r in records if r["type"] == "APP" and r["objectID"] == "app-1"]
+        assert states[-1] == "APP_RUNNING" and "APP_ACCEPTED" in states
+
+        # Paging by number: start after the newest gives nothing; a window gives exactly that window.
+        high = batch["HighestID"]
+        after = await get_json(session, f"{rest_url}/ws/v1/events/batch?start={high + 1}")
+        assert after["EventRecords"] == []
+        window = await get_json(session, f"{rest_url}/ws/v1/events/batch?start={high - 1}&count=2")
+        assert [r["id"] for r in window["EventRecords"]] == [high - 1, high]
+        bad = await get_json(session, f"{rest_url}/ws/v1/events/batch?count=lots", status=400)
+        assert "count must be a whole number" in bad["message"]
+
+
+async def test_event_stream_delivers_changes_as_they_happen(
+    client: SchedulerClient, rm_id: str, rest_url: str
+) -> None:
+    await load_cluster(client)
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.get(f"{rest_url}/ws/v1/events/stream") as stream,
+    ):
+        assert stream.status == 200
+        await client.node_action("node-2", si_pb2.NodeInfo.DECOMISSION)
+        seen: list[dict[str, Any]] = []
+        while not any(r["eventChangeDetail"] == "NODE_DECOMISSION" for r in seen):
+            line = await asyncio.wait_for(stream.content.readline(), 20)
+            assert line, "the stream ended early"
+            record = json.loads(line)
+            if record["rmID"] == rm_id:
+                seen.append(record)
+    removed = next(r for r in seen if r["eventChangeDetail"] == "NODE_DECOMISSION")
+    assert removed["objectID"] == "node-2" and removed["eventChangeType"] == "REMOVE"
+
+
+async def test_config_shows_the_yaml_in_force_and_validate_conf_explains_refusals(
+    client: SchedulerClient, rm_id: str, rest_url: str
+) -> None:
+    await load_cluster(client)
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{rest_url}/ws/v1/config?rmID={rm_id}") as response:
+            assert response.status == 200 and response.content_type == "application/x-yaml"
+            assert await response.text() == CONFIG
+        missing = await get_json(session, f"{rest_url}/ws/v1/config?rmID=nobody", status=404)
+        assert "nobody" in missing["message"]
+
+        async with session.post(f"{rest_url}/ws/v1/validate-conf", data=CONFIG) as response:
+            assert await response.json() == {"allowed": True, "reason": ""}
+        broken = CONFIG.replace("max: {memory: 12000}", "max: {memory: -5}")
+        async with session.post(f"{rest_url}/ws/v1/validate-conf", data=broken) as response:
+            verdict = await response.json()
+        assert verdict["allowed"] is False and "memory" in verdict["reason"]
+        async with session.post(f"{rest_url}/ws/v1/validate-conf", data="") as response:
+            assert (await response.json())["allowed"] is False
+    # Validation checks only: the core still runs the configuration it had.
+    await client.asks(
+        [
+            si_pb2.Allocation(
+                allocationKey="more", applicationID="app-1", resourcePerAlloc=resource({"memory": 1})
+            )
+        ]
+    )
+    await client.wait_allocations(3)

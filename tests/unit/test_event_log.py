@@ -1,0 +1,41 @@
+"""The event ring: numbering, paging, dropping the oldest, and listeners."""
+
+from __future__ import annotations
+
+from core.events import Event, EventLog
+
+
+def _event(n: int) -> Event:
+    return Event("rm-1", "NODE", f"node-{n}", "ADD", "DETAILS_NONE", "node added", float(n))
+
+
+def test_events_are_numbered_in_order_and_paged_by_number() -> None:
+    log = EventLog(capacity=10)
+    assert (log.lowest_id, log.highest_id, log.since(0, 5)) == (0, -1, [])
+    ids = [log.add(_event(n)) for n in range(4)]
+    assert ids == [0, 1, 2, 3]
+    assert [i for i, _ in log.since(1, 2)] == [1, 2]
+    assert [e.object_id for _, e in log.since(2, 100)] == ["node-2", "node-3"]
+    assert log.since(4, 10) == [] and log.since(0, 0) == []
+
+
+def test_a_full_ring_drops_the_oldest_and_says_where_it_starts() -> None:
+    log = EventLog(capacity=3)
+    for n in range(7):
+        log.add(_event(n))
+    assert (log.lowest_id, log.highest_id) == (4, 6)
+    assert [i for i, _ in log.since(0, 10)] == [4, 5, 6]  # what fell out is gone, not renumbered
+    assert [e.object_id for e in log] == ["node-4", "node-5", "node-6"]
+
+
+def test_listeners_see_each_new_event_until_they_unsubscribe() -> None:
+    log = EventLog()
+    log.add(_event(0))
+    seen: list[int] = []
+    unsubscribe = log.subscribe(lambda event_id, _: seen.append(event_id))
+    log.add(_event(1))
+    log.add(_event(2))
+    unsubscribe()
+    unsubscribe()  # twice is harmless
+    log.add(_event(3))
+    assert seen == [1, 2]
