@@ -26,6 +26,7 @@ from core.commands import (
 )
 from core.config.schema import SchedulerConfig
 from core.events import Event, EventLog
+from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
 from core.objects.partition import Partition, Rejection
 from core.preemption import dry_run
@@ -47,6 +48,7 @@ class ClusterContext:
         self.partitions: dict[str, Partition] = {}
         self._results: dict[str, ResultBatch] = {}
         self.events = EventLog()
+        self.metrics = SchedulerMetrics()
 
     # Results ----------------------------------------------------------------------------------
     def _out(self, rm_id: str) -> ResultBatch:
@@ -113,6 +115,9 @@ class ClusterContext:
             if new:
                 self._out(part.rm_id).new_allocations.extend(new)
                 made += len(new)
+                for alloc in new:
+                    self.metrics.allocation_latency.observe(max(0.0, now - alloc.create_time))
+        self.metrics.count("allocated", made)
         return made
 
     def tick(self) -> None:
@@ -269,6 +274,7 @@ class ClusterContext:
             else:
                 part.add_ask(alloc, now)
         except Rejection as exc:
+            self.metrics.count("rejected")
             self._out(rm_id).rejected_allocations.append(
                 RejectedItem(alloc.key, alloc.application_id, str(exc))
             )
@@ -303,6 +309,7 @@ class ClusterContext:
     ) -> None:
         if not released:
             return
+        self.metrics.count("released", len(released))
         self._out(part.rm_id).released.extend(
             Released(part.name, a.application_id, a.key, termination, message) for a in released
         )

@@ -9,6 +9,7 @@ the RMs. A command that fails unexpectedly is logged and dropped; the engine kee
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import structlog
@@ -103,11 +104,13 @@ class Engine:
 
     async def _schedule(self) -> None:
         while self._dirty and self.context.has_pending():
+            started = time.perf_counter()
             try:
                 made = self.context.schedule(self._slice_size)
             except Exception:
                 log.exception("scheduling cycle failed")
                 made = 0
+            self.context.metrics.cycle_latency.observe(time.perf_counter() - started)
             self._emit()
             if made < self._slice_size:
                 self._dirty = False  # nothing more fits until something changes

@@ -95,6 +95,7 @@ class Partition:
         self.root.max = self._cluster_room()
         self.quota_victims: dict[tuple[str, str], str] = {}  # victim -> queue whose max it enforces
         self.events: list[Event] = []  # drained by the cluster into its event log
+        self.preemptions: dict[str, int] = {}  # victims by kind (required_node, inter_queue, quota)
         # A restart loads the configuration afresh: every quota timer starts from now.
         self._update_quota_timers({}, now)
 
@@ -466,7 +467,7 @@ class Partition:
         for leaf_plan in plans:
             for victim in leaf_plan.victims:
                 achieved.add_in_place(victim.resource)
-                self._mark_victim(victim, f"preempted to enforce the max of {queue.full_name}", now)
+                self._mark_victim(victim, f"preempted to enforce the max of {queue.full_name}", now, "quota")
                 self.quota_victims[victim.ref] = queue.full_name
                 queue.quota_running.add(victim.ref)
         achieved = Resource({k: min(achieved.get(k), v) for k, v in target.items()})
@@ -494,10 +495,13 @@ class Partition:
         )  # fmt: skip
 
     # Preemption -------------------------------------------------------------------------------
-    def preempt(self, ask: Allocation, victims: list[Allocation], now: float) -> None:
-        """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
+    def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: str) -> None:
+        """Mark victims for release on the ask's behalf; they stay counted until the RM confirms.
+
+        `kind` (required_node, inter_queue) is what the preemption metrics count victims by.
+        """
         for victim in victims:
-            self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now)
+            self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind)
             self.preempted_for[victim.ref] = ask.ref
         ask.preempting = True
         self.victims_of[ask.ref] = {v.ref for v in victims}
@@ -506,8 +510,9 @@ class Partition:
             victims=[f"{v.application_id}/{v.key}" for v in victims],
         )  # fmt: skip
 
-    def _mark_victim(self, victim: Allocation, message: str, now: float) -> None:
+    def _mark_victim(self, victim: Allocation, message: str, now: float, kind: str) -> None:
         victim.releasing = True
+        self.preemptions[kind] = self.preemptions.get(kind, 0) + 1
         self.events.append(
             Event(self.rm_id, "APP", victim.application_id, "REMOVE", "ALLOC_PREEMPT", message, now,
                   reference_id=victim.key, resource=victim.resource.as_dict())

@@ -205,5 +205,5 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     for other in [r for r in node.reservations if r != ask.ref]:
         partition.unreserve(other)  # an ordinary reservation gives way; it is made again later
     partition.reserve(ask, node)
-    partition.preempt(ask, plan, now)
+    partition.preempt(ask, plan, now, "inter_queue")
     return True

@@ -28,5 +28,5 @@ def preempt_for(partition: Partition, ask: Allocation, node: Node, now: float) -
     victims = choose_victims(node, ask)
     if not victims:
         return False
-    partition.preempt(ask, victims, now)
+    partition.preempt(ask, victims, now, "required_node")
     return True

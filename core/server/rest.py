@@ -20,6 +20,7 @@ from core import state
 from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
 from core.events import Event
+from core.metrics import render as render_metrics
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -57,6 +58,7 @@ class StateAPI:
             get("/ws/v1/events/stream", self.event_stream),
             get("/ws/v1/config", self.config),
             web.post("/ws/v1/validate-conf", self.validate_conf),
+            get("/ws/v1/metrics", self.metrics),
         ]
 
     def _wrap(self, read: Callable[[web.Request], Any]) -> Handler:
@@ -156,6 +158,10 @@ class StateAPI:
         finally:
             unsubscribe()
         return response
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        text = render_metrics(self.context, self.context.metrics)
+        return web.Response(text=text, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def config(self, request: web.Request) -> web.Response:
         try:
