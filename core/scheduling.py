@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
-from core.objects.constraints import node_admits
+from core.objects.constraints import NO_CONSTRAINTS, node_admits
 from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
@@ -128,7 +128,8 @@ class _Cycle:
     applications have nothing left to try is exhausted until the next cycle.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, now: float) -> None:
+        self.now = now
         self.cursor: dict[str, int] = {}
         self.exhausted: set[str] = set()  # queue full names
 
@@ -148,6 +149,7 @@ def _select(queue: Queue, cycle: _Cycle) -> tuple[Queue, Application, Allocation
     if queue.is_leaf:
         for app in sorted_applications(queue):
             if not _may_allocate(app):
+                _note_app_limit(app, cycle)
                 continue
             ask = cycle.next_ask(app)
             if ask is not None:
@@ -168,7 +170,7 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
     two queues with plenty pending share the cluster instead of the first one taking it all.
     """
     made = _serve_reservations(partition, now, budget) if partition.reservations else []
-    cycle = _Cycle()
+    cycle = _Cycle(now)
     preemption_attempts = MAX_PREEMPTION_ATTEMPTS
     while len(made) < budget:
         found = _select(partition.root, cycle)
@@ -176,12 +178,19 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
             break
         leaf, app, ask = found
         placed = False
-        if not partition.is_reserved(ask):
+        if partition.is_reserved(ask):
+            node_id = partition.reservations[ask.ref]
+            ask.note_pending(f"reserved node {node_id}, waiting for room there", now)
+        else:
             if leaf.fits_headroom(ask.resource, include_root=not ask.required_node):
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
                 else:
                     placed = _try_nodes(partition, ask, now)
+                if not placed:
+                    _note_no_room(partition, ask, now)
+            else:
+                _note_headroom(leaf, ask, now)
             # Preemption is tried when no node had room, and also when the headroom check failed:
             # a full cluster is exactly when a queue below its guarantee needs it.
             if not placed and preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
@@ -214,3 +223,45 @@ def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
         if candidate is not None:
             partition.reserve(ask, candidate)
     return False
+
+
+# Pending reasons ("why is this pending?"), kept on the ask for the REST API --------------------------
+def _note_app_limit(app: Application, cycle: _Cycle) -> None:
+    ask = cycle.next_ask(app)
+    if ask is not None:
+        full = [q for q in app.queue.path_to_root() if 0 < q.max_applications <= q.running_apps]
+        where = (
+            f"queue {full[0].full_name} runs its maxapplications ({full[0].max_applications})" if full else ""
+        )
+        ask.note_pending(
+            f"application {app.app_id} may not start yet: {where or 'application limit'}", cycle.now
+        )
+
+
+def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:
+    for queue in leaf.path_to_root():
+        limit = queue.max
+        if limit is None:
+            continue
+        short = {
+            k: v
+            for k, v in ask.resource.items()
+            if v > 0 and k in limit and queue.allocated.get(k) + v > limit[k]
+        }
+        if short:
+            room = {k: max(0, limit[k] - queue.allocated.get(k)) for k in short}
+            what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
+            ask.note_pending(f"over {what}: asks {short}, room left {room}", now)
+            return
+
+
+def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
+    if ask.required_node:
+        message = f"required node {ask.required_node} has no room (or is not schedulable)"
+    elif partition.is_reserved(ask):
+        message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
+    else:
+        message = "no node has room for it" + (
+            " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
+        )
+    ask.note_pending(message, now)

@@ -228,6 +228,18 @@ def ask_info(part: Partition, ask: Allocation) -> Json:
         "allowPreemptOther": ask.allow_preempt_other,
         "preempting": ask.preempting,
         "reservedOn": part.reservations.get(ask.ref, ""),
+        # YuniKorn's per-ask allocation log; here the latest reason the ask is still pending.
+        "allocationLog": (
+            [
+                {
+                    "message": ask.pending_reason,
+                    "lastOccurrence": int(ask.reason_time * 1e9),
+                    "count": ask.reason_count,
+                }
+            ]
+            if ask.pending_reason
+            else []
+        ),
     }
 
 

@@ -38,6 +38,16 @@ class Allocation:
     releasing: bool = False  # preempted: the core asked the RM to release it and awaits confirmation
     preempting: bool = False  # an ask with victims chosen for it, not all released yet
     constraints: AskConstraints = NO_CONSTRAINTS  # parsed from tags when the ask arrives
+    # Why a pending ask is still pending: the latest reason, when it was last seen, and how often.
+    pending_reason: str = ""
+    reason_time: float = 0.0
+    reason_count: int = 0
+
+    def note_pending(self, reason: str, now: float) -> None:
+        if reason != self.pending_reason:
+            self.pending_reason, self.reason_count = reason, 0
+        self.reason_time = now
+        self.reason_count += 1
 
     @property
     def is_allocated(self) -> bool:

@@ -1,0 +1,78 @@
+""" "Why is this pending?": each pending ask's latest reason, shown by /application/{id} over REST."""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import quote
+
+import aiohttp
+
+from shim_fake.client import SchedulerClient
+from si.v1 import si_pb2
+from tests.integration.rest_helpers import get_json, resource
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: limited
+            resources: {max: {memory: 1000}}
+          - name: capped
+            maxapplications: 1
+          - name: default
+"""
+
+
+async def _reason(session: aiohttp.ClientSession, base: str, app: str, key: str, expect: str) -> str:
+    """The ask's latest pending reason once it mentions `expect` (scheduling runs on its own time)."""
+    message = ""
+    for _ in range(100):
+        body = await get_json(session, f"{base}/application/{app}")
+        ask = next(r for r in body["requests"] if r["allocationKey"] == key)
+        log = ask["allocationLog"]
+        message = log[0]["message"] if log else ""
+        if expect in message:
+            assert log[0]["count"] >= 1 and log[0]["lastOccurrence"] > 0
+            return message
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{app}/{key} pending reason never mentioned {expect!r}; last: {message!r}")
+
+
+def _ask(app: str, key: str, memory: int) -> si_pb2.Allocation:
+    return si_pb2.Allocation(
+        allocationKey=key, applicationID=app, resourcePerAlloc=resource({"memory": memory})
+    )
+
+
+async def test_each_cause_of_waiting_is_named(client: SchedulerClient, rm_id: str, rest_url: str) -> None:
+    await client.register(config=CONFIG)
+    await client.add_node("node-1", {"memory": 2_000})
+    await client.add_node("node-2", {"memory": 2_000})
+    await client.wait_nodes_answered(2)
+    apps = {"q": "root.limited", "big": "root.default", "c1": "root.capped", "c2": "root.capped",
+            "fill": "root.default", "wait": "root.default"}  # fmt: skip
+    for app, queue in apps.items():
+        await client.add_application(app, queue)
+    await client.wait_apps_answered(len(apps))
+    await client.asks([_ask("c1", "c1-0", 100)])
+    await client.wait_allocations(1)
+    await client.asks([_ask("q", "q-0", 2_000), _ask("big", "big-0", 3_000), _ask("c2", "c2-0", 100)])
+    base = f"{rest_url}/ws/v1/partition/{quote(f'[{rm_id}]default')}"
+    async with aiohttp.ClientSession() as session:
+        headroom = await _reason(session, base, "q", "q-0", "queue root.limited's max")
+        assert "{'memory': 2000}" in headroom and "room left {'memory': 1000}" in headroom
+        # 3,900 free in all, 1,900 and 2,000 per node: no one node can take 3,000.
+        assert await _reason(session, base, "big", "big-0", "no node has room")
+        limit = await _reason(session, base, "c2", "c2-0", "may not start yet")
+        assert "queue root.capped runs its maxapplications (1)" in limit
+
+        # Nodes that could hold the ask but are too full: after the reservation delay it reserves one.
+        await client.asks([_ask("fill", "fill-0", 1_000), _ask("fill", "fill-1", 1_000)])
+        await client.wait_allocations(3)  # free: 900 and 1,000
+        await client.asks([_ask("wait", "wait-0", 1_800)])
+        assert await _reason(session, base, "wait", "wait-0", "reserved node node-")
+        over = await _reason(session, base, "big", "big-0", "the cluster's capacity")
+        assert "room left {'memory': 1900}" in over
