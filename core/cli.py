@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     k8s.add_argument("--rm-id", default="mycluster", help="the resource manager ID registered with the core")
     _add_logging_flags(k8s)
 
+    status = commands.add_parser("status", help="show a running core's queues, nodes and pending asks")
+    status.add_argument(
+        "--core", default="http://127.0.0.1:9080", help="the core's REST API (default http://127.0.0.1:9080)"
+    )
+
     fake = commands.add_parser("fake", help="the fake resource manager")
     fake_commands = fake.add_subparsers(dest="fake_command", required=True)
     run = fake_commands.add_parser("run", help="run a scenario file against a core and report")
@@ -103,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run_shim(args.core, args.kubeconfig, args.scheduler_name, args.namespace, args.rm_id))
         return 0
+    if args.command == "status":
+        from core.cli_status import show_status
+
+        return show_status(args.core, sys.stdout, sys.stderr)
     if args.command == "fake":
         configure_logging(args.log_level, _json_flag(args.log_format))
         from shim_fake.scenario.command import run_scenario

@@ -31,8 +31,11 @@ async def _reason(session: aiohttp.ClientSession, base: str, app: str, key: str,
     message = ""
     for _ in range(100):
         body = await get_json(session, f"{base}/application/{app}")
-        ask = next(r for r in body["requests"] if r["allocationKey"] == key)
-        log = ask["allocationLog"]
+        ask = next((r for r in body["requests"] if r["allocationKey"] == key), None)
+        assert ask is not None or key not in {a["allocationKey"] for a in body["allocations"]}, (
+            f"{app}/{key} was allocated; it should be waiting"
+        )
+        log = ask["allocationLog"] if ask is not None else []  # None: the core has not seen it yet
         message = log[0]["message"] if log else ""
         if expect in message:
             assert log[0]["count"] >= 1 and log[0]["lastOccurrence"] > 0
@@ -60,7 +63,8 @@ async def test_each_cause_of_waiting_is_named(client: SchedulerClient, rm_id: st
     await client.asks([_ask("c1", "c1-0", 100)])
     await client.wait_allocations(1)
     await client.asks([_ask("q", "q-0", 2_000), _ask("big", "big-0", 3_000), _ask("c2", "c2-0", 100)])
-    base = f"{rest_url}/ws/v1/partition/{quote(f'[{rm_id}]default')}"
+    part = quote(f"[{rm_id}]default", safe="")
+    base = f"{rest_url}/ws/v1/partition/{part}"
     async with aiohttp.ClientSession() as session:
         headroom = await _reason(session, base, "q", "q-0", "queue root.limited's max")
         assert "{'memory': 2000}" in headroom and "room left {'memory': 1000}" in headroom

@@ -39,7 +39,7 @@ async def loaded(client: SchedulerClient) -> SchedulerClient:
 async def test_queue_tree_shows_usage_limits_and_priority_settings(
     loaded: SchedulerClient, rm_id: str, rest_url: str
 ) -> None:
-    part = quote(f"[{rm_id}]default")
+    part = quote(f"[{rm_id}]default", safe="")
     async with aiohttp.ClientSession() as session:
         partitions = await get_json(session, f"{rest_url}/ws/v1/partitions")
         mine = [p for p in partitions if p["clusterId"] == rm_id]
@@ -69,7 +69,7 @@ async def test_queue_tree_shows_usage_limits_and_priority_settings(
 async def test_nodes_and_applications_show_what_is_placed_and_what_waits(
     loaded: SchedulerClient, rm_id: str, rest_url: str
 ) -> None:
-    part = quote(f"[{rm_id}]default")
+    part = quote(f"[{rm_id}]default", safe="")
     async with aiohttp.ClientSession() as session:
         nodes = await get_json(session, f"{rest_url}/ws/v1/partition/{part}/nodes")
         assert [n["nodeID"] for n in nodes] == ["node-1", "node-2"]
@@ -110,7 +110,7 @@ async def test_nodes_and_applications_show_what_is_placed_and_what_waits(
 async def test_unknown_objects_answer_404_with_a_reason(
     loaded: SchedulerClient, rm_id: str, rest_url: str, path: str, names: str
 ) -> None:
-    url = rest_url + path.format(part=quote(f"[{rm_id}]default"))
+    url = rest_url + path.format(part=quote(f"[{rm_id}]default", safe=""))
     async with aiohttp.ClientSession() as session:
         body = await get_json(session, url, status=404)
     assert body["status_code"] == 404 and names in body["message"]

@@ -1,0 +1,102 @@
+"""`pykorn status`: a terminal view of a running core, read from its REST state API.
+
+The rendering is a pure function of the JSON the API returns, so it is tested on its own; fetching
+uses the standard library only, so the command needs nothing the core does not already have.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import IO, Any
+from urllib.parse import quote
+
+BAR_WIDTH = 20
+
+
+def fetch_state(base: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """Every partition with its queue tree, nodes and active applications."""
+
+    def get(path: str) -> Any:
+        with urllib.request.urlopen(base.rstrip("/") + path, timeout=timeout) as response:
+            return json.load(response)
+
+    out = []
+    for part in get("/ws/v1/partitions"):
+        name = quote(f"[{part['clusterId']}]{part['name']}", safe="")
+        try:
+            out.append({
+                "partition": part,
+                "queues": get(f"/ws/v1/partition/{name}/queues"),
+                "nodes": get(f"/ws/v1/partition/{name}/nodes"),
+                "applications": get(f"/ws/v1/partition/{name}/applications/active"),
+            })  # fmt: skip
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+            # Removed between the listing and this read: show the others.
+    return out
+
+
+def _bar(used: int, limit: int | None) -> str:
+    if not limit:
+        return " " * (BAR_WIDTH + 7)
+    filled = min(BAR_WIDTH, round(BAR_WIDTH * used / limit))
+    return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + f"] {min(999, 100 * used // limit):3d}%"
+
+
+def _resource(values: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "-"
+
+
+def render(state: list[dict[str, Any]], out: IO[str]) -> None:
+    if not state:
+        out.write("no partitions: no resource manager has registered\n")
+        return
+    for entry in state:
+        part = entry["partition"]
+        out.write(f"partition {part['name']} (rmID {part['clusterId']}): {part['totalNodes']} nodes, "
+                  f"{part['applications']['total']} applications\n\n")  # fmt: skip
+        out.write("queues (usage of the first resource type against guaranteed | max)\n")
+        _queue_lines(entry["queues"], 0, out)
+        out.write("\nnodes\n")
+        for node in entry["nodes"]:
+            state_word = "" if node["schedulable"] else "  (draining)"
+            out.write(f"  {node['nodeID']:<20} allocated {_resource(node['allocated'])} "
+                      f"of {_resource(node['capacity'])}{state_word}\n")  # fmt: skip
+        pending = [
+            (app["applicationID"], req)
+            for app in entry["applications"]
+            for req in app["requests"]
+        ]  # fmt: skip
+        out.write(f"\npending asks ({len(pending)})\n")
+        for app_id, req in pending:
+            log = req["allocationLog"]
+            reason = log[0]["message"] if log else "not looked at yet"
+            out.write(f"  {app_id}/{req['allocationKey']} {_resource(req['resource'])}: {reason}\n")
+        out.write("\n")
+
+
+def _queue_lines(queue: dict[str, Any], depth: int, out: IO[str]) -> None:
+    allocated = queue["allocatedResource"]
+    kind = next(iter(sorted(allocated or queue["maxResource"] or queue["guaranteedResource"] or {})), None)
+    used = allocated.get(kind, 0) if kind else 0
+    guaranteed = queue["guaranteedResource"].get(kind) if kind else None
+    limit = queue["maxResource"].get(kind) if kind else None
+    name = "  " * depth + queue["queuename"].rsplit(".", 1)[-1]
+    flags = " fence" if queue["isPriorityFence"] else ""
+    out.write(f"  {name:<24} {kind or '':<8} {used:>10} {_bar(used, guaranteed)} | {_bar(used, limit)}"
+              f"  pending {_resource(queue['pendingResource'])}{flags}\n")  # fmt: skip
+    for child in queue.get("children", []):
+        _queue_lines(child, depth + 1, out)
+
+
+def show_status(base: str, out: IO[str], err: IO[str]) -> int:
+    try:
+        state = fetch_state(base)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        err.write(f"pykorn status: cannot read the core's REST API at {base}: {exc}\n")
+        return 1
+    render(state, out)
+    return 0
