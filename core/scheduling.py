@@ -239,20 +239,13 @@ def _note_app_limit(app: Application, cycle: _Cycle) -> None:
 
 
 def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:
-    for queue in leaf.path_to_root():
-        limit = queue.max
-        if limit is None:
-            continue
-        short = {
-            k: v
-            for k, v in ask.resource.items()
-            if v > 0 and k in limit and queue.allocated.get(k) + v > limit[k]
-        }
-        if short:
-            room = {k: max(0, limit[k] - queue.allocated.get(k)) for k in short}
-            what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
-            ask.note_pending(f"over {what}: asks {short}, room left {room}", now)
-            return
+    found = leaf.headroom_shortfall(ask.resource, include_root=not ask.required_node)
+    if found is None:
+        return
+    queue, short = found
+    room = {k: max(0, queue.max[k] - queue.allocated.get(k)) for k in short}  # type: ignore[index]
+    what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
+    ask.note_pending(f"over {what}: asks {short}, room left {room}", now)
 
 
 def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:

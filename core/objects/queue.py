@@ -113,6 +113,13 @@ class Queue:
         takes an ask that needs no memory. Root's max is the cluster's capacity; an ask bound to one
         node skips it (`include_root=False`), as its node's room is what decides.
         """
+        return self.headroom_shortfall(resource, include_root) is None
+
+    def headroom_shortfall(
+        self, resource: Resource, include_root: bool = True
+    ) -> tuple[Queue, dict[str, int]] | None:
+        """The nearest queue on the path whose max the ask would exceed, and the ask's quantities of
+        the types that do not fit there; None when it fits everywhere (see fits_headroom)."""
         for queue in self.path_to_root():
             if queue.parent is None and not include_root:
                 break
@@ -122,8 +129,12 @@ class Queue:
             allocated = queue.allocated
             for name, want in resource.items():
                 if want > 0 and name in limit and allocated.get(name) + want > limit[name]:
-                    return False
-        return True
+                    short = {
+                        k: v for k, v in resource.items()
+                        if v > 0 and k in limit and allocated.get(k) + v > limit[k]
+                    }  # fmt: skip
+                    return queue, short
+        return None
 
     def can_run_another_app(self) -> bool:
         """Whether maxapplications, here and on every ancestor, leaves room for one more running app."""

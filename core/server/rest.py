@@ -63,12 +63,7 @@ class StateAPI:
 
     def _wrap(self, read: Callable[[web.Request], Any]) -> Handler:
         async def handler(request: web.Request) -> web.Response:
-            try:
-                return web.json_response(read(request))
-            except state.NotFound as exc:
-                return _error(404, str(exc))
-            except state.BadRequest as exc:
-                return _error(400, str(exc))
+            return web.json_response(read(request))
 
         return handler
 
@@ -129,10 +124,7 @@ class StateAPI:
         A reader that falls STREAM_BACKLOG events behind is cut off rather than let the core buffer
         without bound; it can reconnect and page the gap from /events/batch by number.
         """
-        try:
-            count = _int_param(request, "count", 0)
-        except state.BadRequest as exc:
-            return _error(400, str(exc))
+        count = _int_param(request, "count", 0)
         queue: asyncio.Queue[tuple[int, Event] | None] = asyncio.Queue(maxsize=STREAM_BACKLOG)
 
         def hand_on(event_id: int, event: Event) -> None:
@@ -164,12 +156,7 @@ class StateAPI:
         return web.Response(text=text, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def config(self, request: web.Request) -> web.Response:
-        try:
-            text = state.config_source(self.context, request.query.get("rmID", ""), self.default_config)
-        except state.NotFound as exc:
-            return _error(404, str(exc))
-        except state.BadRequest as exc:
-            return _error(400, str(exc))
+        text = state.config_source(self.context, request.query.get("rmID", ""), self.default_config)
         return web.Response(text=text, content_type="application/x-yaml")
 
     async def validate_conf(self, request: web.Request) -> web.Response:
@@ -198,6 +185,18 @@ def _int_param(request: web.Request, name: str, default: int) -> int:
     return value
 
 
+@web.middleware
+async def _state_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """One mapping for every endpoint: what the state layer cannot find is 404, what it cannot
+    answer as asked is 400, each with the reason as JSON."""
+    try:
+        return await handler(request)
+    except state.NotFound as exc:
+        return _error(404, str(exc))
+    except state.BadRequest as exc:
+        return _error(400, str(exc))
+
+
 def _line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record) + "\n").encode()
 
@@ -205,7 +204,7 @@ def _line(record: dict[str, Any]) -> bytes:
 class RestServer:
     def __init__(self, context: ClusterContext, listen: str, default_config: str) -> None:
         self.listen = listen
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[_state_errors])
         self.app.router.add_routes(StateAPI(context, default_config).routes())
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
         self._runner = web.AppRunner(self.app, access_log=None)

@@ -10,7 +10,8 @@ from shim_fake.client import SchedulerClient
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import load_cluster, resource
 
-SAMPLE = re.compile(r"^([a-z_]+)(\{[^}]*\})? (\S+)$")
+# Label values are quoted and may hold any character, `}` and escaped quotes included.
+SAMPLE = re.compile(r'^([a-z_]+)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+)$')
 
 
 async def _scrape(rest_url: str) -> dict[str, float]:
