@@ -3,11 +3,13 @@ event stream to serve. Free of transport types: rmproxy or the REST layer turns 
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 DEFAULT_CAPACITY = 10_000
+FOLLOW_BACKLOG = 1_000  # events a follower may fall behind by before it is cut off
 
 
 @dataclass(frozen=True)
@@ -74,3 +76,58 @@ class EventLog:
 
     def __len__(self) -> int:
         return len(self._events)
+
+
+class Follower:
+    """Hands on the events a log records from now on that `accept` passes, for one stream reader.
+
+    At most `backlog` events wait unread; one more and the follower is cut off (`cut_off` is set and
+    `next` returns None) rather than let a slow reader make the core buffer without bound. The reader
+    can come back and page the gap by number. `end` stops it cleanly (the core shutting down).
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        accept: Callable[[Event], bool] | None = None,
+        backlog: int = FOLLOW_BACKLOG,
+    ) -> None:
+        self.cut_off = False
+        self._accept = accept
+        self._queue: asyncio.Queue[tuple[int, Event] | None] = asyncio.Queue(maxsize=backlog)
+        self._unsubscribe = log.subscribe(self._hand_on)
+
+    def _hand_on(self, event_id: int, event: Event) -> None:
+        if self._accept is not None and not self._accept(event):
+            return
+        try:
+            self._queue.put_nowait((event_id, event))
+        except asyncio.QueueFull:
+            self.cut_off = True
+            self._finish()
+
+    def _finish(self) -> None:
+        self._unsubscribe()
+        while True:  # drop what is unread so the end marker always fits
+            try:
+                self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+        self._queue.put_nowait(None)
+
+    async def next(self) -> tuple[int, Event] | None:
+        """The next event with its number; None once the follower is cut off or ended."""
+        return await self._queue.get()
+
+    def end(self) -> None:
+        """Stop after the events already waiting (the core is shutting down)."""
+        if self.cut_off:
+            return
+        self._unsubscribe()
+        if self._queue.full():
+            self._queue.get_nowait()  # the end marker must fit; the reader would be cut off anyway
+        self._queue.put_nowait(None)
+
+    def close(self) -> None:
+        """Stop listening (the reader went away); safe to call more than once."""
+        self._unsubscribe()

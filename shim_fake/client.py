@@ -149,6 +149,23 @@ class SchedulerClient:
             si_pb2.UpdateConfigurationRequest(rmID=self.rm_id, config=config)
         )
 
+    async def stream_events(
+        self, from_id: int = -1, types: Iterable[int] = ()
+    ) -> grpc.aio.UnaryStreamCall[si_pb2.EventStreamRequest, si_pb2.EventStreamResponse]:
+        """This RM's scheduler events as they happen (held ones from `from_id` first when >= 0).
+
+        Returns once the core has subscribed the stream (its headers arrived): every event recorded
+        after that reaches it. Raises grpc.aio.AioRpcError when the core refuses the request.
+        """
+        call = self.stub.StreamEvents(
+            si_pb2.EventStreamRequest(rmID=self.rm_id, fromID=from_id, types=list(types))
+        )
+        headers = await call.initial_metadata()
+        if call.done() and (code := await call.code()) != grpc.StatusCode.OK:
+            # A refusal ends the call before any event: raise it as iterating the call would.
+            raise grpc.aio.AioRpcError(code, headers, await call.trailing_metadata(), await call.details())
+        return call
+
     async def close(self) -> None:
         for stream in (self._alloc, self._apps, self._nodes):
             if stream is not None:

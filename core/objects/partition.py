@@ -13,7 +13,7 @@ import structlog
 
 from core.config.schema import PartitionConfig, QueueConfig
 from core.events import Event
-from core.objects import priority
+from core.objects import priority, queue_events
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.constraints import (
@@ -133,9 +133,11 @@ class Partition:
     def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
         """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
         before = {q.full_name: (q.max, q.props.quota_preemption_delay) for q in self.tree}
+        shapes = queue_events.snapshot(self.tree)
         self.config = config
         self.draining = False
         self.tree.reconcile(config.root)
+        self.events.extend(queue_events.reload_events(self.rm_id, shapes, self.tree, now))
         self._update_quota_timers(before, now)
         priority.recompute_all(self.root)  # offsets and fences may have changed
         self.placement = PlacementManager(config.placement_rules)
@@ -231,15 +233,21 @@ class Partition:
             placement = self.placement.place(request, self.tree)
         except PlacementRefused as exc:
             raise Rejection(str(exc)) from None
-        queue = (
-            self.tree.create(placement.queue_name)
-            if placement.create
-            else self.tree.find(placement.queue_name)
-        )
+        queue = self.tree.find(placement.queue_name)
+        if queue is None and placement.create:
+            queue = self.tree.create(placement.queue_name)
+            self.events.append(
+                Event(self.rm_id, "QUEUE", queue.full_name, "ADD", "QUEUE_DYNAMIC",
+                      f"queue created by placement for {app_id}", now)
+            )  # fmt: skip
         assert queue is not None and queue.is_leaf
         app = Application(app_id, self.name, queue, user=user, groups=groups, tags=tags, now=now)
         self.applications[app_id] = app
         queue.applications[app_id] = app
+        self.events.append(
+            Event(self.rm_id, "APP", app_id, "ADD", "APP_NEW", f"application added to {queue.full_name}",
+                  now, reference_id=queue.full_name)
+        )  # fmt: skip
         return app
 
     def application(self, app_id: str) -> Application:

@@ -19,6 +19,7 @@ from core.config import load_config
 from core.config.loader import default_config_text
 from core.engine import Engine
 from core.rmproxy import RMProxy
+from core.server.event_stream import EventStreams
 from core.server.grpc_service import SchedulerService
 from core.server.rest import RestServer
 from si.v1 import si_pb2, si_pb2_grpc
@@ -57,7 +58,9 @@ class CoreDaemon:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        self.service = SchedulerService(self.rmproxy)
+        self.service = SchedulerService(
+            self.rmproxy, EventStreams(self.context.events, self.rmproxy.is_registered)
+        )
         si_pb2_grpc.add_SchedulerServicer_to_server(self.service, self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -98,6 +101,7 @@ class CoreDaemon:
         await self.health.enter_graceful_shutdown()
         # End every response stream so clients see a clean end (status OK), then stop the server.
         self.rmproxy.close_all_streams()
+        self.service.events.end_all()
         await self.service.wait_streams_finished(self.options.shutdown_grace)
         await asyncio.sleep(0.1)  # gRPC sends each call's final status after its handler returns
         await self.server.stop(self.options.shutdown_grace)

@@ -10,14 +10,16 @@ import grpc
 import structlog
 
 from core.rmproxy import InvalidRequest, ResponseStream, RMProxy, StreamKind
+from core.server.event_stream import EventStreams
 from si.v1 import si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.grpc")
 
 
 class SchedulerService(si_pb2_grpc.SchedulerServicer):
-    def __init__(self, rmproxy: RMProxy) -> None:
+    def __init__(self, rmproxy: RMProxy, events: EventStreams) -> None:
         self._rmproxy = rmproxy
+        self.events = events
         self._active_streams = 0
         self._no_streams = asyncio.Event()
         self._no_streams.set()
@@ -49,6 +51,12 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
     ) -> si_pb2.UpdateConfigurationResponse:
         return await self._rmproxy.update_configuration(request)
+
+    async def StreamEvents(  # type: ignore[override]
+        self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[si_pb2.EventStreamResponse]:
+        async for response in self.events.serve(request, context):
+            yield response
 
     async def UpdateAllocation(  # type: ignore[override]
         self, request_iterator: AsyncIterator[si_pb2.AllocationRequest], context: grpc.aio.ServicerContext

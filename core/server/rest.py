@@ -19,7 +19,7 @@ from aiohttp import web
 from core import state
 from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
-from core.events import Event
+from core.events import FOLLOW_BACKLOG, Follower
 from core.metrics import render as render_metrics
 
 log = structlog.get_logger("pykorn.rest")
@@ -32,7 +32,6 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
-STREAM_BACKLOG = 1_000  # events a stream reader may fall behind by before it is cut off
 DEFAULT_BATCH = 10_000
 
 
@@ -121,34 +120,24 @@ class StateAPI:
     async def event_stream(self, request: web.Request) -> web.StreamResponse:
         """Newline-delimited JSON event records as they happen, after the last `count` held ones.
 
-        A reader that falls STREAM_BACKLOG events behind is cut off rather than let the core buffer
+        A reader that falls FOLLOW_BACKLOG events behind is cut off rather than let the core buffer
         without bound; it can reconnect and page the gap from /events/batch by number.
         """
         count = _int_param(request, "count", 0)
-        queue: asyncio.Queue[tuple[int, Event] | None] = asyncio.Queue(maxsize=STREAM_BACKLOG)
-
-        def hand_on(event_id: int, event: Event) -> None:
-            try:
-                queue.put_nowait((event_id, event))
-            except asyncio.QueueFull:
-                unsubscribe()
-                queue.get_nowait()  # room for the end marker
-                queue.put_nowait(None)
-
-        unsubscribe = self.context.events.subscribe(hand_on)
+        follower = Follower(self.context.events)
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)
         try:
             events = self.context.events
             for event_id, event in events.since(events.highest_id + 1 - count, count) if count else []:
                 await response.write(_line(state.event_record(event_id, event)))
-            while (item := await queue.get()) is not None:
+            while (item := await follower.next()) is not None:
                 await response.write(_line(state.event_record(*item)))
-            log.warning("event stream reader fell behind, closing", backlog=STREAM_BACKLOG)
+            log.warning("event stream reader fell behind, closing", backlog=FOLLOW_BACKLOG)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
-            unsubscribe()
+            follower.close()
         return response
 
     async def metrics(self, request: web.Request) -> web.Response:

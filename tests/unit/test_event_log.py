@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.events import Event, EventLog
+from core.events import Event, EventLog, Follower
 
 
 def _event(n: int) -> Event:
@@ -39,3 +39,33 @@ def test_listeners_see_each_new_event_until_they_unsubscribe() -> None:
     unsubscribe()  # twice is harmless
     log.add(_event(3))
     assert seen == [1, 2]
+
+
+async def test_a_follower_gets_accepted_events_until_it_falls_too_far_behind() -> None:
+    log = EventLog(capacity=100)
+    follower = Follower(log, accept=lambda e: e.object_id != "node-1", backlog=3)
+    log.add(_event(0))
+    log.add(_event(1))  # filtered out: does not count against the backlog
+    log.add(_event(2))
+    assert await follower.next() == (0, _event(0))
+    log.add(_event(3))
+    log.add(_event(4))
+    assert not follower.cut_off  # three waiting: 2, 3, 4
+    log.add(_event(5))  # a fourth unread event: cut off
+    assert follower.cut_off
+    assert await follower.next() is None
+    log.add(_event(6))  # no longer listening
+    assert follower._queue.empty()
+
+
+async def test_ending_a_follower_lets_its_reader_finish_cleanly() -> None:
+    log = EventLog()
+    follower = Follower(log)
+    log.add(_event(0))
+    follower.end()
+    log.add(_event(1))  # after the end: not handed on
+    assert await follower.next() == (0, _event(0))  # what was waiting still arrives
+    assert await follower.next() is None
+    assert not follower.cut_off
+    follower.close()
+    follower.close()

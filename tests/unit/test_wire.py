@@ -375,6 +375,7 @@ PYKORN_ADDED_METHODS = {
         False,
         False,
     ),
+    "StreamEvents": ("si.v1.EventStreamRequest", "si.v1.EventStreamResponse", False, True),
 }
 
 _TYPE_NAMES = {v: k.replace("TYPE_", "").lower() for k, v in descriptor_pb2.FieldDescriptorProto.Type.items()}
@@ -479,7 +480,13 @@ def test_pykorn_additions_are_only_the_documented_ones() -> None:
     for method in service.methods:
         if method.name in PYKORN_ADDED_METHODS:
             expected = PYKORN_ADDED_METHODS[method.name]
-            assert (method.input_type.full_name, method.output_type.full_name) == expected[:2]
+            ours = (
+                method.input_type.full_name,
+                method.output_type.full_name,
+                method.client_streaming,
+                method.server_streaming,
+            )
+            assert ours == expected
 
 
 def test_new_messages_do_not_take_upstream_names() -> None:
@@ -491,6 +498,8 @@ def test_new_messages_do_not_take_upstream_names() -> None:
         "DryRunConfigurationResponse",
         "QuotaPreemptionPreview",
         "PreviewVictim",
+        "EventStreamRequest",
+        "EventStreamResponse",
     }
 
 

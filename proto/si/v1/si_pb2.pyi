@@ -434,6 +434,26 @@ class QuotaPreemptionPreview(_message.Message):
     victims: _containers.RepeatedCompositeFieldContainer[PreviewVictim]
     def __init__(self, partitionName: _Optional[str] = ..., queue: _Optional[str] = ..., target: _Optional[_Union[Resource, _Mapping]] = ..., achievable: _Optional[_Union[Resource, _Mapping]] = ..., delaySeconds: _Optional[float] = ..., willRun: _Optional[bool] = ..., reason: _Optional[str] = ..., victims: _Optional[_Iterable[_Union[PreviewVictim, _Mapping]]] = ...) -> None: ...
 
+class EventStreamRequest(_message.Message):
+    __slots__ = ("rmID", "fromID", "types")
+    RMID_FIELD_NUMBER: _ClassVar[int]
+    FROMID_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    rmID: str
+    fromID: int
+    types: _containers.RepeatedScalarFieldContainer[EventRecord.Type]
+    def __init__(self, rmID: _Optional[str] = ..., fromID: _Optional[int] = ..., types: _Optional[_Iterable[_Union[EventRecord.Type, str]]] = ...) -> None: ...
+
+class EventStreamResponse(_message.Message):
+    __slots__ = ("id", "event", "lowestID")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    LOWESTID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    event: EventRecord
+    lowestID: int
+    def __init__(self, id: _Optional[int] = ..., event: _Optional[_Union[EventRecord, _Mapping]] = ..., lowestID: _Optional[int] = ...) -> None: ...
+
 class PreviewVictim(_message.Message):
     __slots__ = ("applicationID", "allocationKey", "nodeID", "queue", "resource", "priority")
     APPLICATIONID_FIELD_NUMBER: _ClassVar[int]

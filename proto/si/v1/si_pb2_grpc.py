@@ -64,6 +64,11 @@ class SchedulerStub:
                 request_serializer=si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.SerializeToString,
                 response_deserializer=si_dot_v1_dot_si__pb2.DryRunConfigurationResponse.FromString,
                 _registered_method=True)
+        self.StreamEvents = channel.unary_stream(
+                '/si.v1.Scheduler/StreamEvents',
+                request_serializer=si_dot_v1_dot_si__pb2.EventStreamRequest.SerializeToString,
+                response_deserializer=si_dot_v1_dot_si__pb2.EventStreamResponse.FromString,
+                _registered_method=True)
 
 
 class SchedulerServicer:
@@ -112,6 +117,14 @@ class SchedulerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StreamEvents(self, request, context):
+        """pykorn: the scheduler's events about one registered RM's objects, as they happen. The core ends
+        the stream with RESOURCE_EXHAUSTED when the reader falls too far behind; resume from the last id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SchedulerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -144,6 +157,11 @@ def add_SchedulerServicer_to_server(servicer, server):
                     servicer.DryRunConfiguration,
                     request_deserializer=si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.FromString,
                     response_serializer=si_dot_v1_dot_si__pb2.DryRunConfigurationResponse.SerializeToString,
+            ),
+            'StreamEvents': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamEvents,
+                    request_deserializer=si_dot_v1_dot_si__pb2.EventStreamRequest.FromString,
+                    response_serializer=si_dot_v1_dot_si__pb2.EventStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -308,6 +326,33 @@ class Scheduler:
             '/si.v1.Scheduler/DryRunConfiguration',
             si_dot_v1_dot_si__pb2.UpdateConfigurationRequest.SerializeToString,
             si_dot_v1_dot_si__pb2.DryRunConfigurationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StreamEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/si.v1.Scheduler/StreamEvents',
+            si_dot_v1_dot_si__pb2.EventStreamRequest.SerializeToString,
+            si_dot_v1_dot_si__pb2.EventStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,73 @@
+"""Events for what a configuration reload changed in a queue tree (si EventRecord QUEUE_* details).
+
+A snapshot is taken before the tree is reconciled and compared with the tree after it, so one reload
+yields one event per queue and kind of change, whatever path the reconcile took to get there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from core.events import Event
+from core.objects.queue import Queue, QueueState
+from core.resources import Resource
+
+
+@dataclass(frozen=True)
+class QueueShape:
+    """What of a queue a configuration sets, as it was before a reload."""
+
+    max: Resource | None
+    guaranteed: Resource | None
+    is_leaf: bool
+    state: QueueState
+    properties: dict[str, str]
+    max_applications: int
+
+
+def snapshot(queues: Iterable[Queue]) -> dict[str, QueueShape]:
+    return {
+        q.full_name: QueueShape(
+            q.max if not q.is_root else None, q.guaranteed, q.is_leaf, q.state,
+            dict(q.effective_properties), q.max_applications,
+        )
+        for q in queues
+    }  # fmt: skip
+
+
+def _text(res: Resource | None) -> str:
+    return "unlimited" if res is None else str(res.as_dict())
+
+
+def reload_events(
+    rm_id: str, before: dict[str, QueueShape], queues: Iterable[Queue], now: float
+) -> list[Event]:
+    """One event per change a reload made: queues added, draining or removed, and changed limits."""
+    events: list[Event] = []
+
+    def add(name: str, change: str, detail: str, message: str, res: Resource | None = None) -> None:
+        resource = res.as_dict() if res is not None else {}
+        events.append(Event(rm_id, "QUEUE", name, change, detail, message, now, resource=resource))
+
+    after = {q.full_name: q for q in queues}
+    for name, queue in after.items():
+        old = before.get(name)
+        if old is None:
+            add(name, "ADD", "QUEUE_CONFIG", "queue added by the configuration")
+            continue
+        if queue.state != old.state:
+            add(name, "SET", "QUEUE_CONFIG", f"queue state {old.state.value} -> {queue.state.value}")
+        if queue.is_leaf != old.is_leaf:
+            kind = "leaf" if queue.is_leaf else "parent"
+            add(name, "SET", "QUEUE_TYPE", f"queue is now a {kind} queue")
+        if not queue.is_root and queue.max != old.max:
+            add(name, "SET", "QUEUE_MAX", f"max {_text(old.max)} -> {_text(queue.max)}", queue.max)
+        if queue.guaranteed != old.guaranteed:
+            message = f"guaranteed {_text(old.guaranteed)} -> {_text(queue.guaranteed)}"
+            add(name, "SET", "QUEUE_GUARANTEED", message, queue.guaranteed)
+        if queue.effective_properties != old.properties or queue.max_applications != old.max_applications:
+            add(name, "SET", "QUEUE_CONFIG", "properties or maxapplications changed")
+    for name in before.keys() - after.keys():
+        add(name, "REMOVE", "QUEUE_CONFIG", "queue removed: no longer in the configuration")
+    return events

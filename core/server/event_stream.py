@@ -1,0 +1,110 @@
+"""The StreamEvents rpc: one registered RM's scheduler events as si EventRecords, as they happen.
+
+A request may first ask for held events from a number on (to resume after a disconnect), and for
+only some event types. The call's initial metadata (LIVE_FROM_HEADER) arrives once the stream is
+subscribed, so a reader that waits for it knows no later event can be missed. A reader that falls
+too far behind is cut off with RESOURCE_EXHAUSTED and a message naming the number to resume from;
+at shutdown every stream ends cleanly with status OK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import grpc
+import structlog
+
+from core.events import FOLLOW_BACKLOG, Event, EventLog, Follower
+from si.v1 import si_pb2
+
+log = structlog.get_logger("pykorn.events")
+
+# Initial metadata of a StreamEvents call: the number of the first event recorded after it opened.
+LIVE_FROM_HEADER = "pykorn-live-from-id"
+
+_TYPES = si_pb2.EventRecord.Type
+_CHANGES = si_pb2.EventRecord.ChangeType
+_DETAILS = si_pb2.EventRecord.ChangeDetail
+
+
+def event_to_si(event: Event) -> si_pb2.EventRecord:
+    return si_pb2.EventRecord(
+        type=_TYPES.Value(event.type),
+        objectID=event.object_id,
+        referenceID=event.reference_id,
+        message=event.message,
+        timestampNano=int(event.time * 1e9),
+        eventChangeType=_CHANGES.Value(event.change_type),
+        eventChangeDetail=_DETAILS.Value(event.change_detail),
+        resource=si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in event.resource.items()}),
+    )
+
+
+class EventStreams:
+    """Serves StreamEvents calls and ends them all at shutdown."""
+
+    def __init__(self, events: EventLog, is_registered: Callable[[str], bool]) -> None:
+        self._events = events
+        self._is_registered = is_registered
+        self._followers: set[Follower] = set()
+
+    def end_all(self) -> None:
+        for follower in list(self._followers):
+            follower.end()
+
+    async def serve(
+        self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[si_pb2.EventStreamResponse]:
+        rm_id = request.rmID
+        if not rm_id:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "rmID is missing: name the RM whose events to send"
+            )
+        if not self._is_registered(rm_id):
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"resource manager {rm_id!r} is not registered; register before asking for its events",
+            )
+        unknown = [t for t in request.types if t not in _TYPES.values() or t == 0]
+        if unknown:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown event types {unknown}")
+        wanted = {_TYPES.Name(t) for t in request.types}
+
+        def accept(event: Event) -> bool:
+            return event.rm_id == rm_id and (not wanted or event.type in wanted)
+
+        # Subscribe before reading the held events, so nothing recorded in between is missed; the
+        # engine runs in this loop, so no event lands between the two statements below anyway.
+        follower = Follower(self._events, accept)
+        held = self._held(request.fromID, accept) if request.fromID >= 0 else []
+        self._followers.add(follower)
+        last = request.fromID - 1
+        # Headers tell the reader the stream is live: events recorded from here on will reach it.
+        await context.send_initial_metadata(((LIVE_FROM_HEADER, str(self._events.highest_id + 1)),))
+        log.info("event stream opened", rmID=rm_id, fromID=request.fromID, types=sorted(wanted))
+        try:
+            for event_id, event in held:
+                last = event_id
+                yield self._response(event_id, event)
+            while (item := await follower.next()) is not None:
+                if item[0] <= last:
+                    continue  # already sent from the held ones
+                last = item[0]
+                yield self._response(*item)
+            if follower.cut_off:
+                log.warning("event stream reader fell behind, closing", rmID=rm_id, backlog=FOLLOW_BACKLOG)
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"reader fell {FOLLOW_BACKLOG} events behind; resume with fromID={last + 1}",
+                )
+        finally:
+            follower.close()
+            self._followers.discard(follower)
+
+    def _held(self, start: int, accept: Callable[[Event], bool]) -> list[tuple[int, Event]]:
+        events = self._events
+        return [(i, e) for i, e in events.since(start, events.highest_id + 1 - start) if accept(e)]
+
+    def _response(self, event_id: int, event: Event) -> si_pb2.EventStreamResponse:
+        lowest = self._events.lowest_id
+        return si_pb2.EventStreamResponse(id=event_id, event=event_to_si(event), lowestID=lowest)

@@ -1,0 +1,180 @@
+"""The StreamEvents rpc over real gRPC: an RM's events as they happen, replay by number, type filters,
+isolation between RMs, and the queue, preemption and reload events the interface enumerates."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import grpc
+import pytest
+
+from shim_fake.client import SchedulerClient
+from si.v1 import si_pb2
+from tests.integration.rest_helpers import CONFIG, load_cluster
+from tests.integration.test_rest_metrics import _scrape, _value
+
+Record = si_pb2.EventRecord
+Detail = Record.ChangeDetail
+
+
+class EventReader:
+    """Reads a StreamEvents call in the background and keeps what arrived."""
+
+    def __init__(self, call: grpc.aio.UnaryStreamCall) -> None:
+        self.call = call
+        self.seen: list[si_pb2.EventStreamResponse] = []
+        self._changed = asyncio.Event()
+        self._task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for item in self.call:
+            self.seen.append(item)
+            self._changed.set()
+
+    def details(self) -> list[str]:
+        return [Detail.Name(r.event.eventChangeDetail) for r in self.seen]
+
+    async def wait_for(self, done: Callable[[], bool], what: str, timeout: float = 20) -> None:
+        async def loop() -> None:
+            while not done():
+                self._changed.clear()
+                if self._task.done():
+                    self._task.result()
+                    raise AssertionError(f"the stream ended before {what}: {self.details()}")
+                await self._changed.wait()
+
+        await asyncio.wait_for(loop(), timeout)
+
+    async def close(self) -> None:
+        self.call.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def test_the_stream_delivers_this_rms_events_as_si_event_records(client: SchedulerClient) -> None:
+    await client.register(config=CONFIG)
+    reader = EventReader(await client.stream_events())
+    try:
+        await load_cluster(client)
+        await client.node_action("node-2", si_pb2.NodeInfo.DECOMISSION)
+        await reader.wait_for(lambda: "NODE_DECOMISSION" in reader.details(), "the decommission")
+    finally:
+        await reader.close()
+    by_detail = {Detail.Name(r.event.eventChangeDetail): r.event for r in reader.seen}
+    assert by_detail["NODE_DECOMISSION"].objectID == "node-2"
+    assert by_detail["NODE_DECOMISSION"].eventChangeType == Record.REMOVE
+    allocated = [r.event for r in reader.seen if r.event.eventChangeDetail == Detail.Value("REQUEST_ALLOC")]
+    assert sorted(e.objectID for e in allocated) == ["t0", "t1"]
+    assert all(e.type == Record.REQUEST and e.referenceID == "app-1" for e in allocated)
+    assert allocated[0].resource.resources["memory"].value == 3_000
+    assert {"APP_NEW", "APP_ACCEPTED", "APP_RUNNING"} <= set(reader.details())
+    ids = [r.id for r in reader.seen]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert all(r.event.timestampNano > 0 for r in reader.seen)
+
+
+async def test_replay_from_a_number_then_follow_and_types_filter(
+    client: SchedulerClient, core_address: str
+) -> None:
+    await load_cluster(client)
+    # Another RM's work is recorded in the same log, but never reaches this RM's stream.
+    async with SchedulerClient(core_address, client.rm_id + "-other") as other:
+        await other.register(config=CONFIG)
+        await other.add_node("other-node", {"memory": 1_000})
+        await other.wait_nodes_answered(1)
+
+    replay = EventReader(await client.stream_events(from_id=0))
+    nodes_only = EventReader(await client.stream_events(from_id=0, types=[Record.NODE]))
+    try:
+        await replay.wait_for(lambda: replay.details().count("REQUEST_ALLOC") == 2, "the held allocations")
+        await nodes_only.wait_for(lambda: len(nodes_only.seen) == 2, "the held node events")
+        await client.add_node("node-3", {"memory": 4_000, "vcore": 4_000})  # t2 fits there
+        await replay.wait_for(lambda: replay.details().count("REQUEST_ALLOC") == 3, "the new allocation")
+        await nodes_only.wait_for(lambda: len(nodes_only.seen) == 3, "the new node")
+    finally:
+        await replay.close()
+        await nodes_only.close()
+    assert [r.event.objectID for r in nodes_only.seen] == ["node-1", "node-2", "node-3"]
+    assert all(r.event.type == Record.NODE for r in nodes_only.seen)
+    assert not any(r.event.objectID == "other-node" for r in replay.seen)
+    assert all(0 <= r.lowestID <= r.id for r in replay.seen)
+    ids = [r.id for r in replay.seen]
+    assert ids == sorted(set(ids)), "held and followed events overlap or arrive out of order"
+
+
+async def test_unregistered_or_missing_rm_ids_and_bad_types_are_refused(
+    client: SchedulerClient, core_address: str
+) -> None:
+    await client.register(config=CONFIG)
+    calls = {
+        grpc.StatusCode.FAILED_PRECONDITION: si_pb2.EventStreamRequest(rmID="nobody-registered-this"),
+        grpc.StatusCode.INVALID_ARGUMENT: si_pb2.EventStreamRequest(),
+    }
+    for code, request in calls.items():
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            async for _ in client.stub.StreamEvents(request):
+                pass
+        assert refused.value.code() == code
+        assert refused.value.details()
+    with pytest.raises(grpc.aio.AioRpcError) as bad_type:
+        await client.stream_events(types=[42])
+    assert bad_type.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "42" in (bad_type.value.details() or "")
+    # The refusals touched nothing: the RM still works.
+    await client.add_node("n", {"memory": 1_000})
+    await client.wait_nodes_answered(1)
+
+
+RELOADED = CONFIG.replace("max: {memory: 12000}", "max: {memory: 8000}").replace(
+    "          - name: default\n", "          - name: default\n          - name: batch\n"
+)
+
+
+async def test_a_reload_sends_queue_max_and_config_events(client: SchedulerClient) -> None:
+    await client.register(config=CONFIG)
+    reader = EventReader(await client.stream_events(types=[Record.QUEUE]))
+    try:
+        response = await client.update_configuration(RELOADED)
+        assert response.accepted, response.errors
+        await reader.wait_for(lambda: len(reader.seen) >= 2, "the reload's queue events")
+    finally:
+        await reader.close()
+    events = {(r.event.objectID, Detail.Name(r.event.eventChangeDetail)): r.event for r in reader.seen}
+    lowered = events[("root.tenants", "QUEUE_MAX")]
+    assert lowered.eventChangeType == Record.SET
+    assert lowered.resource.resources["memory"].value == 8_000
+    assert "12000" in lowered.message and "8000" in lowered.message
+    added = events[("root.batch", "QUEUE_CONFIG")]
+    assert added.eventChangeType == Record.ADD
+    assert len(reader.seen) == 2, reader.details()  # nothing else changed
+
+
+async def test_a_preemption_sends_alloc_preempt_and_moves_the_victims_metric(
+    client: SchedulerClient, rest_url: str
+) -> None:
+
+    await client.register(config=CONFIG)
+    await client.add_node("n1", {"memory": 2_000})
+    await client.wait_nodes_answered(1)
+    await client.add_application("work", "root.default")
+    await client.add_application("ds", "root.default")
+    await client.wait_apps_answered(2)
+    await client.ask("work", "w0", {"memory": 2_000}, priority=1)
+    await client.wait_allocations(1)
+    victims = "yunikorn_scheduler_preemption_victims_total"
+    before = _value(await _scrape(rest_url), victims, kind="required_node")
+
+    reader = EventReader(await client.stream_events(types=[Record.APP]))
+    try:
+        await client.ask(
+            "ds", "ds-n1", {"memory": 1_000}, priority=5, tags={"yunikorn.apache.org/requiredNode": "n1"}
+        )
+        await reader.wait_for(lambda: "ALLOC_PREEMPT" in reader.details(), "the preemption event")
+    finally:
+        await reader.close()
+    preempt = next(r.event for r in reader.seen if r.event.eventChangeDetail == Detail.Value("ALLOC_PREEMPT"))
+    assert (preempt.objectID, preempt.referenceID) == ("work", "w0")
+    assert preempt.eventChangeType == Record.REMOVE
+    assert "ds/ds-n1" in preempt.message
+    after = _value(await _scrape(rest_url), victims, kind="required_node")
+    assert after - before >= 1
