@@ -28,7 +28,7 @@ from core.config.schema import SchedulerConfig
 from core.events import Event, EventLog
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
-from core.objects.partition import Partition, Rejection
+from core.objects.partition import Partition, RejectedApplication, Rejection
 from core.preemption import dry_run
 from core.preemption.dry_run import QuotaPreview
 from core.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
@@ -234,10 +234,21 @@ class ClusterContext:
         out = self._out(rm_id)
         try:
             part = self._partition(rm_id, add.partition)
-            app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, self.clock())
         except Rejection as exc:
             out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
             log.warning("application rejected", rmID=rm_id, applicationID=add.app_id, reason=str(exc))
+            return
+        now = self.clock()
+        try:
+            app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now)
+        except Rejection as exc:
+            out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
+            log.warning("application rejected", rmID=rm_id, applicationID=add.app_id, reason=str(exc))
+            if add.app_id and add.app_id not in part.applications:  # a duplicate ID keeps its live record
+                refused = RejectedApplication(
+                    add.app_id, add.queue, add.user, add.groups, dict(add.tags), str(exc), now
+                )
+                part.record_rejection(refused)
             return
         out.accepted_apps.append(add.app_id)
         log.info("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)

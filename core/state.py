@@ -14,7 +14,7 @@ from core.events import Event, EventLog
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.node import Node
-from core.objects.partition import Partition
+from core.objects.partition import Partition, RejectedApplication
 from core.objects.queue import Queue
 from core.resources import Resource
 
@@ -178,11 +178,16 @@ def queue_applications(part: Partition, queue: Queue) -> list[Json]:
     return [application_info(part, app) for _, app in sorted(queue.applications.items())]
 
 
-def find_application(part: Partition, app_id: str) -> Application:
-    app = part.applications.get(app_id)
-    if app is None:
-        raise NotFound(f"application {app_id!r} not found in partition {part.display_name!r}")
-    return app
+def application_view(part: Partition, app_id: str) -> Json:
+    """A live or recently completed application, or one refused at submission (with the reason)."""
+    completed = (a for a in reversed(part.completed) if a.app_id == app_id)
+    app = part.applications.get(app_id) or next(completed, None)
+    if app is not None:
+        return application_info(part, app)
+    rejected = part.rejected.get(app_id)
+    if rejected is not None:
+        return rejected_application_info(part, rejected)
+    raise NotFound(f"application {app_id!r} not found in partition {part.display_name!r}")
 
 
 def applications_in_state(part: Partition, state: str) -> list[Json]:
@@ -192,7 +197,30 @@ def applications_in_state(part: Partition, state: str) -> list[Json]:
     states = groups.get(wanted, {wanted})
     apps = [a for a in part.applications.values() if a.state.value.lower() in states]
     apps += [a for a in part.completed if a.state.value.lower() in states]
-    return [application_info(part, app) for app in sorted(apps, key=lambda a: a.app_id)]
+    views = [application_info(part, app) for app in apps]
+    if "rejected" in states:
+        views += [rejected_application_info(part, r) for r in part.rejected.values()]
+    return sorted(views, key=lambda v: v["applicationID"])
+
+
+def rejected_application_info(part: Partition, rejected: RejectedApplication) -> Json:
+    """An application refused at submission, in the shape of any other: nothing used or pending."""
+    return {
+        "applicationID": rejected.app_id,
+        "usedResource": {},
+        "pendingResource": {},
+        "partition": part.display_name,
+        "queueName": rejected.queue_name,
+        "submissionTime": int(rejected.time * 1e9),
+        "allocations": [],
+        "requests": [],
+        "applicationState": "Rejected",
+        "user": rejected.user,
+        "groups": list(rejected.groups),
+        "tags": dict(rejected.tags),
+        "lastStateChangeTime": int(rejected.time * 1e9),
+        "rejectedMessage": rejected.message,
+    }
 
 
 def application_info(part: Partition, app: Application) -> Json:
@@ -210,6 +238,7 @@ def application_info(part: Partition, app: Application) -> Json:
         "groups": list(app.groups),
         "tags": dict(app.tags),
         "lastStateChangeTime": int(app.state_time * 1e9),
+        "rejectedMessage": "",
     }
 
 

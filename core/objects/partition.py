@@ -36,6 +36,21 @@ log = structlog.get_logger("pykorn.partition")
 
 COMPLETING_TIMEOUT = 30.0  # Completing -> Completed, as YuniKorn
 TERMINATED_TIMEOUT = 3 * 24 * 3600.0  # Completed/Failed/Rejected -> Expired, then forgotten
+REJECTED_KEPT = 1_000  # applications refused at submission kept for the REST API, newest last
+
+
+@dataclass(frozen=True)
+class RejectedApplication:
+    """An application refused at submission (placement, ACL, draining partition): never admitted, so
+    it has no queue object; kept so `/application/{id}` can say why."""
+
+    app_id: str
+    queue_name: str  # as the RM asked for it
+    user: str
+    groups: tuple[str, ...]
+    tags: dict[str, str]
+    message: str
+    time: float
 
 
 def _lowered(old: Resource | None, new: Resource) -> bool:
@@ -80,6 +95,7 @@ class Partition:
         self.nodes: dict[str, Node] = {}
         self.applications: dict[str, Application] = {}
         self.completed: list[Application] = []  # Completed apps waiting to expire (IDs may repeat)
+        self.rejected: dict[str, RejectedApplication] = {}  # by ID, oldest first, REJECTED_KEPT at most
         self.foreign: dict[str, Allocation] = {}
         self.reservations: dict[tuple[str, str], str] = {}  # (app, key) -> node ID
         # Preemption in flight: victims chosen for an ask, until the RM confirms each release.
@@ -249,6 +265,17 @@ class Partition:
                   now, reference_id=queue.full_name)
         )  # fmt: skip
         return app
+
+    def record_rejection(self, rejected: RejectedApplication) -> None:
+        """Keep why an application was refused (the newest REJECTED_KEPT) and record APP_REJECT."""
+        self.rejected.pop(rejected.app_id, None)
+        self.rejected[rejected.app_id] = rejected
+        while len(self.rejected) > REJECTED_KEPT:
+            del self.rejected[next(iter(self.rejected))]
+        self.events.append(
+            Event(self.rm_id, "APP", rejected.app_id, "SET", "APP_REJECT",
+                  f"New -> Rejected: {rejected.message}", rejected.time, reference_id=rejected.queue_name)
+        )  # fmt: skip
 
     def application(self, app_id: str) -> Application:
         app = self.applications.get(app_id)

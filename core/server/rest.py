@@ -92,7 +92,7 @@ class StateAPI:
 
     def application(self, request: web.Request) -> Any:
         part = self._part(request)
-        return state.application_info(part, state.find_application(part, request.match_info["a"]))
+        return state.application_view(part, request.match_info["a"])
 
     def applications(self, request: web.Request) -> Any:
         return state.applications_in_state(self._part(request), request.match_info["s"])

@@ -80,3 +80,40 @@ async def test_each_cause_of_waiting_is_named(client: SchedulerClient, rm_id: st
         assert await _reason(session, base, "wait", "wait-0", "reserved node node-")
         over = await _reason(session, base, "big", "big-0", "the cluster's capacity")
         assert "room left {'memory': 1900}" in over
+
+
+ACL_CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: secret
+            submitacl: "alice"
+"""
+
+
+async def test_an_acl_refusal_is_shown_as_the_applications_rejection(
+    client: SchedulerClient, rm_id: str, rest_url: str
+) -> None:
+    # ACLs are checked when the application is submitted, as in YuniKorn: bob's application is rejected
+    # then and never waits, and /application/{id} keeps the reason.
+    await client.register(config=ACL_CONFIG)
+    await client.add_application("bobs", "root.secret", user="bob")
+    await client.add_application("alices", "root.secret", user="alice")
+    await client.wait_apps_answered(2)
+    assert [r.applicationID for r in client.seen.rejected_apps] == ["bobs"]
+    base = f"{rest_url}/ws/v1/partition/{quote(f'[{rm_id}]default', safe='')}"
+    async with aiohttp.ClientSession() as session:
+        bobs = await get_json(session, f"{base}/application/bobs")
+        assert bobs["applicationState"] == "Rejected"
+        assert bobs["queueName"] == "root.secret" and bobs["user"] == "bob"
+        assert "bob" in bobs["rejectedMessage"] and "root.secret" in bobs["rejectedMessage"]
+        assert (bobs["requests"], bobs["allocations"]) == ([], [])
+        alices = await get_json(session, f"{base}/application/alices")
+        assert alices["applicationState"] in {"New", "Accepted"} and alices["rejectedMessage"] == ""
+        rejected = await get_json(session, f"{base}/applications/rejected")
+        assert [a["applicationID"] for a in rejected] == ["bobs"]
+        events = await get_json(session, f"{rest_url}/ws/v1/events/batch")
+        refusals = [e for e in events["EventRecords"] if e["rmID"] == rm_id and e["objectID"] == "bobs"]
+        assert [e["eventChangeDetail"] for e in refusals] == ["APP_REJECT"]

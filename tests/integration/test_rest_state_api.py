@@ -23,6 +23,7 @@ NODE_FIELDS = {
 APP_FIELDS = {
     "applicationID", "usedResource", "pendingResource", "partition", "queueName", "submissionTime",
     "allocations", "requests", "applicationState", "user", "groups", "tags", "lastStateChangeTime",
+    "rejectedMessage",
 }  # fmt: skip
 ALLOC_FIELDS = {
     "allocationKey", "allocationTags", "resource", "priority", "nodeId", "applicationId", "requestTime",
