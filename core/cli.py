@@ -7,8 +7,12 @@ import asyncio
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.logging_setup import configure_logging
+
+if TYPE_CHECKING:
+    from shim_fake.tls import ClientTLS
 
 
 def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:
@@ -19,6 +23,56 @@ def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> 
         default=None,
         help="default: console on a terminal, JSON otherwise",
     )
+
+
+def _non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds, 0 or more")
+    return value
+
+
+def _add_server_tls_flags(core: argparse.ArgumentParser) -> None:
+    tls = core.add_argument_group("security (docs/security.md)")
+    tls.add_argument(
+        "--tls-cert", type=Path, default=None, help="gRPC server certificate (PEM); turns on TLS"
+    )
+    tls.add_argument("--tls-key", type=Path, default=None, help="private key of --tls-cert (PEM)")
+    tls.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=None,
+        help="CA for client certificates: mutual TLS; each RM may only act as its certificate's CN",
+    )
+    tls.add_argument("--rest-tls-cert", type=Path, default=None, help="REST API certificate (PEM): https")
+    tls.add_argument("--rest-tls-key", type=Path, default=None, help="private key of --rest-tls-cert (PEM)")
+    tls.add_argument(
+        "--rest-token-file",
+        type=Path,
+        default=None,
+        help="file holding a bearer token every REST request but the health check must carry",
+    )
+
+
+def _add_client_tls_flags(parser: argparse.ArgumentParser) -> None:
+    tls = parser.add_argument_group("TLS to the core (docs/security.md)")
+    tls.add_argument("--core-ca", type=Path, default=None, help="CA of the core's certificate: use TLS")
+    tls.add_argument(
+        "--core-cert", type=Path, default=None, help="client certificate for mutual TLS (CN = rmID)"
+    )
+    tls.add_argument("--core-key", type=Path, default=None, help="private key of --core-cert")
+
+
+def _client_tls(args: argparse.Namespace) -> ClientTLS | None:
+    from shim_fake.tls import client_tls
+
+    try:
+        return client_tls(args.core_ca, args.core_cert, args.core_key)
+    except ValueError as exc:
+        raise SystemExit(f"pykorn {args.command}: {exc}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +96,21 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument(
         "--rest-port-file", type=Path, default=None, help="write the REST port here once listening"
     )
+    core.add_argument(
+        "--rm-grace-period",
+        type=_non_negative_seconds,
+        default=60.0,
+        help="seconds a resource manager with no stream open keeps its state before it is removed (60)",
+    )
+    core.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change a limit on what resource managers may send, e.g. max_tags=512 (repeatable; "
+        "names and defaults in docs/interface.md, Limits)",
+    )
+    _add_server_tls_flags(core)
     _add_logging_flags(core)
 
     config = commands.add_parser("config", help="work with queues.yaml files")
@@ -57,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--core", default=None, help="HOST:PORT of a running core to ask for the preemption preview"
     )
     diff.add_argument("--rm-id", default="", help="the resource manager whose configuration it is")
+    _add_client_tls_flags(diff)
 
     k8s = commands.add_parser("k8s", help="the Kubernetes resource manager")
     k8s.add_argument("--core", default="127.0.0.1:3333", help="HOST:PORT of the core")
@@ -66,11 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     k8s.add_argument("--namespace", default="yunikorn", help="where the yunikorn-configs ConfigMap lives")
     k8s.add_argument("--rm-id", default="mycluster", help="the resource manager ID registered with the core")
+    _add_client_tls_flags(k8s)
     _add_logging_flags(k8s)
 
     status = commands.add_parser("status", help="show a running core's queues, nodes and pending asks")
     status.add_argument(
         "--core", default="http://127.0.0.1:9080", help="the core's REST API (default http://127.0.0.1:9080)"
+    )
+    status.add_argument("--token-file", type=Path, default=None, help="file holding the REST bearer token")
+    status.add_argument(
+        "--ca-cert", type=Path, default=None, help="CA of the core's REST certificate (https)"
     )
 
     fake = commands.add_parser("fake", help="the fake resource manager")
@@ -85,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--speed", type=float, default=None, help="scenario seconds per real second")
     run.add_argument("--report", type=Path, default=None, help="write the full report as JSON here")
     run.add_argument("--plot", type=Path, default=None, help="write a PNG timeline here (needs matplotlib)")
+    _add_client_tls_flags(run)
     _add_logging_flags(run, level="warning")
     return parser
 
@@ -97,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.config_command == "diff":
             from core.cli_diff import diff_files
 
-            return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout)
+            return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=_client_tls(args))
         from core.config.report import validate_file
 
         return validate_file(args.file, sys.stdout)
@@ -105,20 +181,32 @@ def main(argv: list[str] | None = None) -> int:
         from shim_k8s.main import run_shim
 
         configure_logging(args.log_level, _json_flag(args.log_format))
+        tls = _client_tls(args)
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(run_shim(args.core, args.kubeconfig, args.scheduler_name, args.namespace, args.rm_id))
+            asyncio.run(
+                run_shim(args.core, args.kubeconfig, args.scheduler_name, args.namespace, args.rm_id, tls=tls)
+            )
         return 0
     if args.command == "status":
         from core.cli_status import show_status
 
-        return show_status(args.core, sys.stdout, sys.stderr)
+        return show_status(
+            args.core, sys.stdout, sys.stderr, token_file=args.token_file, ca_cert=args.ca_cert
+        )
     if args.command == "fake":
         configure_logging(args.log_level, _json_flag(args.log_format))
         from shim_fake.scenario.command import run_scenario
 
         progress = sys.stdout.isatty()
+        tls = _client_tls(args)
+        if tls is not None and args.core is None:
+            raise SystemExit(
+                "pykorn fake: --core-ca/--core-cert/--core-key are for a running core given with --core"
+            )
         return asyncio.run(
-            run_scenario(args.scenario, args.core, args.speed, args.report, args.plot, sys.stdout, progress)
+            run_scenario(
+                args.scenario, args.core, args.speed, args.report, args.plot, sys.stdout, progress, tls=tls
+            )
         )
     return 2
 
@@ -129,15 +217,30 @@ def _json_flag(value: str | None) -> bool | None:
 
 def _run_core(args: argparse.Namespace) -> int:
     from core.config import ConfigError
+    from core.limits import Limits
     from core.server.daemon import CoreOptions, run_core
+    from core.server.tls import SecurityConfigError
 
     configure_logging(args.log_level, _json_flag(args.log_format))
+    try:
+        limits = Limits.from_overrides(args.limit)
+    except ValueError as exc:
+        sys.stderr.write(f"pykorn core: --limit: {exc}\n")
+        return 2
     options = CoreOptions(
         listen=args.listen,
         config_path=args.config,
         port_file=args.port_file,
         rest_listen=args.rest_listen,
+        rm_grace_period=args.rm_grace_period,
         rest_port_file=args.rest_port_file,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
+        rest_tls_cert=args.rest_tls_cert,
+        rest_tls_key=args.rest_tls_key,
+        rest_token_file=args.rest_token_file,
+        limits=limits,
     )
     try:
         asyncio.run(run_core(options))
@@ -145,6 +248,9 @@ def _run_core(args: argparse.Namespace) -> int:
         sys.stderr.write(f"pykorn core: the configuration {args.config} is invalid:\n")
         for problem in exc.problems:
             sys.stderr.write(f"  {problem}\n")
+        return 2
+    except SecurityConfigError as exc:
+        sys.stderr.write(f"pykorn core: {exc}\n")
         return 2
     except OSError as exc:
         sys.stderr.write(f"pykorn core: {exc}\n")

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+import grpc
 
 from core.config.diff import config_changes, fmt_resource
 from core.config.loader import ConfigError, load_config
 from si.v1 import si_pb2
 
+if TYPE_CHECKING:
+    from shim_fake.tls import ClientTLS
 
-def diff_files(old_path: Path, new_path: Path, core: str | None, rm_id: str, out: TextIO) -> int:
+
+def diff_files(
+    old_path: Path, new_path: Path, core: str | None, rm_id: str, out: TextIO, tls: ClientTLS | None = None
+) -> int:
     try:
         old = load_config(old_path.read_text()).config
         new_text = new_path.read_text()
@@ -36,10 +43,14 @@ def diff_files(old_path: Path, new_path: Path, core: str | None, rm_id: str, out
     from shim_fake.client import SchedulerClient
 
     async def ask() -> object:
-        async with SchedulerClient(core, rm_id) as client:
+        async with SchedulerClient(core, rm_id, tls=tls) as client:
             return await client.dry_run_configuration(new_text)
 
-    response = asyncio.run(ask())
+    try:
+        response = asyncio.run(ask())
+    except grpc.aio.AioRpcError as exc:  # refused (a certificate for another rmID, say)
+        out.write(f"the core at {core} refused the preview: {exc.code().name}: {exc.details()}\n")
+        return 1
     return write_preview(response, out)
 
 

@@ -7,19 +7,28 @@ uses the standard library only, so the command needs nothing the core does not a
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
 BAR_WIDTH = 20
 
 
-def fetch_state(base: str, timeout: float = 10.0) -> list[dict[str, Any]]:
-    """Every partition with its queue tree, nodes and active applications."""
+def fetch_state(
+    base: str, timeout: float = 10.0, token: str | None = None, context: ssl.SSLContext | None = None
+) -> list[dict[str, Any]]:
+    """Every partition with its queue tree, nodes and active applications.
+
+    `token` is sent as a bearer token; `context` verifies an https core (default: the system's CAs).
+    """
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def get(path: str) -> Any:
-        with urllib.request.urlopen(base.rstrip("/") + path, timeout=timeout) as response:
+        request = urllib.request.Request(base.rstrip("/") + path, headers=headers)
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
             return json.load(response)
 
     out = []
@@ -92,9 +101,25 @@ def _queue_lines(queue: dict[str, Any], depth: int, out: IO[str]) -> None:
         _queue_lines(child, depth + 1, out)
 
 
-def show_status(base: str, out: IO[str], err: IO[str]) -> int:
+def show_status(
+    base: str, out: IO[str], err: IO[str], token_file: Path | None = None, ca_cert: Path | None = None
+) -> int:
     try:
-        state = fetch_state(base)
+        token = token_file.read_text().strip() if token_file is not None else None
+    except (OSError, ValueError) as exc:
+        err.write(f"pykorn status: cannot read the token file {token_file}: {exc}\n")
+        return 2
+    try:
+        context = ssl.create_default_context(cafile=ca_cert) if ca_cert is not None else None
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        err.write(f"pykorn status: cannot use the CA certificate {ca_cert}: {exc}\n")
+        return 2
+    try:
+        state = fetch_state(base, token=token, context=context)
+    except urllib.error.HTTPError as exc:
+        hint = " (give the core's REST token with --token-file)" if exc.code == 401 else ""
+        err.write(f"pykorn status: the core's REST API at {base} answered {exc.code} {exc.reason}{hint}\n")
+        return 1
     except (urllib.error.URLError, OSError, ValueError) as exc:
         err.write(f"pykorn status: cannot read the core's REST API at {base}: {exc}\n")
         return 1

@@ -19,6 +19,7 @@ from core.commands import (
     PreviewConfig,
     RegisterRM,
     ReleaseRequest,
+    UnregisterRM,
     UpdateAllocations,
     UpdateApplications,
     UpdateConfig,
@@ -84,6 +85,8 @@ class ClusterContext:
         match command:
             case RegisterRM():
                 self._register(command)
+            case UnregisterRM():
+                self._unregister(command.rm_id)
             case UpdateConfig():
                 self._update_config(command)
             case PreviewConfig():
@@ -133,11 +136,19 @@ class ClusterContext:
         return rm_id in self.configs
 
     # RMs and configuration ----------------------------------------------------------------------
+    def _drop_rm_state(self, rm_id: str) -> None:
+        for name in [n for n, p in self.partitions.items() if p.rm_id == rm_id]:
+            del self.partitions[name]
+        self._results.pop(rm_id, None)
+
+    def _unregister(self, rm_id: str) -> None:
+        self._drop_rm_state(rm_id)
+        self.configs.pop(rm_id, None)
+        log.info("rm removed", rmID=rm_id)
+
     def _register(self, cmd: RegisterRM) -> None:
         # Registering again starts the RM from scratch: it re-sends its full state afterwards.
-        for name in [n for n, p in self.partitions.items() if p.rm_id == cmd.rm_id]:
-            del self.partitions[name]
-        self._results.pop(cmd.rm_id, None)
+        self._drop_rm_state(cmd.rm_id)
         self.configs[cmd.rm_id] = cmd.config
         for part_cfg in cmd.config.partitions:
             name = internal_partition_name(cmd.rm_id, part_cfg.name)

@@ -70,6 +70,13 @@ class RegisterRM:
 
 
 @dataclass(frozen=True)
+class UnregisterRM:
+    """Forget everything an RM had: it stayed away longer than the grace period."""
+
+    rm_id: str
+
+
+@dataclass(frozen=True)
 class UpdateConfig:
     rm_id: str
     config: SchedulerConfig
@@ -105,4 +112,12 @@ class PreviewConfig:
     reply: Callable[[object], None]
 
 
-Command = RegisterRM | UpdateConfig | UpdateNodes | UpdateApplications | UpdateAllocations | PreviewConfig
+Command = (
+    RegisterRM
+    | UnregisterRM
+    | UpdateConfig
+    | UpdateNodes
+    | UpdateApplications
+    | UpdateAllocations
+    | PreviewConfig
+)

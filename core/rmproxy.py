@@ -12,6 +12,7 @@ the way out, so each RM sees only its own names and can address only its own par
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,13 +31,16 @@ from core.commands import (
     PreviewConfig,
     RegisterRM,
     ReleaseRequest,
+    UnregisterRM,
     UpdateAllocations,
     UpdateApplications,
     UpdateConfig,
     UpdateNodes,
 )
-from core.config import ConfigError, SchedulerConfig, load_config
+from core.config import ConfigError, LoadedConfig, SchedulerConfig, load_config
 from core.config.schema import DEFAULT_PARTITION
+from core.config.yaml_reader import Problem
+from core.limits import DEFAULT_LIMITS, Limits, TokenBucket
 from core.objects.allocation import TAG_CREATION_TIME, TAG_FOREIGN, Allocation
 from core.resources import INT64_MAX, Resource
 from core.results import ResultBatch
@@ -46,6 +50,7 @@ log = structlog.get_logger("pykorn.rmproxy")
 
 NODE_PARTITION_ATTRIBUTE = "si/node-partition"
 BACKLOG_LIMIT = 100_000  # responses kept per RM and stream kind while no stream is open
+DEFAULT_GRACE_PERIOD = 60.0  # seconds an RM with no stream open keeps its state
 
 
 class InvalidRequest(ValueError):
@@ -91,20 +96,38 @@ class ResponseStream:
 @dataclass
 class _RMRoute:
     current: dict[StreamKind, ResponseStream] = field(default_factory=dict)
-    # The si message of every pending ask, by (application, key): the allocation sent back is that
-    # message with its nodeID set, which costs far less than building a new one.
-    asks: dict[tuple[str, str], si_pb2.Allocation] = field(default_factory=dict)
+    # The si message of every pending ask, by application and key: the allocation sent back is that
+    # message with its nodeID set, which costs far less than building a new one. An ask is here from
+    # the moment it is sent until the core allocates or rejects it or the RM withdraws it, so the
+    # size of an application's entry is its pending asks (max_pending_asks_per_application).
+    asks: dict[str, dict[str, si_pb2.Allocation]] = field(default_factory=dict)
+    # Items per second on each kind of stream (Limits.rate_items_per_second).
+    rates: dict[StreamKind, TokenBucket] = field(default_factory=dict)
     backlog: dict[StreamKind, deque[Any]] = field(
         default_factory=lambda: {k: deque(maxlen=BACKLOG_LIMIT) for k in StreamKind}
     )
 
 
 class RMProxy:
-    def __init__(self, default_config_text: str, submit: Callable[[Command], None] | None = None) -> None:
+    def __init__(
+        self,
+        default_config_text: str,
+        submit: Callable[[Command], None] | None = None,
+        grace_period: float = DEFAULT_GRACE_PERIOD,
+        limits: Limits = DEFAULT_LIMITS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._default_config_text = default_config_text
+        self.limits = limits
+        self._clock = clock  # for the rate limit only
         self._submit = submit
         self._routes: dict[str, _RMRoute] = {}
         self._streams: set[ResponseStream] = set()
+        # An RM whose last stream closed keeps its state this long (a network blip, a shim restarting
+        # its streams); if none of its streams is back by then, its partitions are removed.
+        self.grace_period = grace_period
+        self._grace_timers: dict[str, asyncio.TimerHandle] = {}
+        self._stopping = False
 
     def bind_engine(self, submit: Callable[[Command], None]) -> None:
         self._submit = submit
@@ -121,8 +144,12 @@ class RMProxy:
         rm_id = request.rmID
         if not rm_id:
             raise InvalidRequest("rmID is missing: every resource manager must identify itself")
-        config = self._parse_config(request.config)
+        too_long = self._id_too_long("rmID", rm_id)
+        if too_long:
+            raise InvalidRequest(too_long)
+        config = await self._parse_config(request.config)
         await self._await_engine(lambda reply: RegisterRM(rm_id, config, reply))
+        self._cancel_grace(rm_id)
         route = self._routes.setdefault(rm_id, _RMRoute())
         for backlog in route.backlog.values():
             backlog.clear()  # answers about the previous registration's state mean nothing now
@@ -130,8 +157,8 @@ class RMProxy:
         log.info(
             "resource manager registered",
             rmID=rm_id,
-            version=request.version,
-            policyGroup=request.policyGroup,
+            version=self.limits.clip(request.version),
+            policyGroup=self.limits.clip(request.policyGroup),
         )
 
     async def update_configuration(
@@ -143,10 +170,13 @@ class RMProxy:
         if not self.is_registered(rm_id):
             return si_pb2.UpdateConfigurationResponse(
                 accepted=False,
-                errors=[f"resource manager {rm_id} is not registered: call RegisterResourceManager first"],
+                errors=[
+                    f"resource manager {self.limits.clip(rm_id)} is not registered: "
+                    "call RegisterResourceManager first"
+                ],
             )
         try:
-            loaded = load_config(request.config)
+            loaded = await self._load_config(request.config)
         except ConfigError as exc:
             log.warning("configuration rejected", rmID=rm_id, errors=[str(p) for p in exc.problems])
             return si_pb2.UpdateConfigurationResponse(accepted=False, errors=[str(p) for p in exc.problems])
@@ -162,10 +192,11 @@ class RMProxy:
         """What applying the configuration now would preempt; nothing is changed."""
         rm_id = request.rmID
         if not self.is_registered(rm_id):
-            reason = "rmID is missing" if not rm_id else f"resource manager {rm_id} is not registered"
+            shown = self.limits.clip(rm_id)
+            reason = "rmID is missing" if not rm_id else f"resource manager {shown} is not registered"
             return si_pb2.DryRunConfigurationResponse(valid=False, errors=[reason])
         try:
-            loaded = load_config(request.config)
+            loaded = await self._load_config(request.config)
         except ConfigError as exc:
             return si_pb2.DryRunConfigurationResponse(valid=False, errors=[str(p) for p in exc.problems])
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
@@ -190,9 +221,19 @@ class RMProxy:
             ],
         )
 
-    def _parse_config(self, text: str) -> SchedulerConfig:
+    async def _load_config(self, text: str) -> LoadedConfig:
+        """load_config within the size limit, and off the event loop: a large configuration takes
+        seconds to read, and the streams of every RM keep being served meanwhile."""
+        most = self.limits.max_config_bytes
+        if len(text) > most or len(text.encode("utf-8")) > most:
+            size = len(text.encode("utf-8"))
+            message = f"the configuration is {size:,} bytes, over the limit of {most:,} (max_config_bytes)"
+            raise ConfigError([Problem("", 0, message)])
+        return await asyncio.to_thread(load_config, text)
+
+    async def _parse_config(self, text: str) -> SchedulerConfig:
         try:
-            loaded = load_config(text or self._default_config_text)
+            loaded = await self._load_config(text or self._default_config_text)
         except ConfigError as exc:
             raise InvalidRequest(str(exc)) from None
         for warning in loaded.warnings:
@@ -225,22 +266,52 @@ class RMProxy:
         route = self._routes.get(stream.rm_id)
         if route is not None and route.current.get(stream.kind) is stream:
             del route.current[stream.kind]
+            if not route.current and not self._stopping:
+                self._start_grace(stream.rm_id)
         stream.end()
 
     def close_all_streams(self) -> None:
+        self._stopping = True  # shutting down: nobody is going away, the core is
         for stream in list(self._streams):
             self.close_stream(stream)
+
+    def _start_grace(self, rm_id: str) -> None:
+        self._cancel_grace(rm_id)
+        loop = asyncio.get_running_loop()
+        self._grace_timers[rm_id] = loop.call_later(self.grace_period, self._grace_over, rm_id)
+        log.info("resource manager has no stream open", rmID=rm_id, graceSeconds=self.grace_period)
+
+    def _cancel_grace(self, rm_id: str) -> None:
+        timer = self._grace_timers.pop(rm_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _grace_over(self, rm_id: str) -> None:
+        self._grace_timers.pop(rm_id, None)
+        route = self._routes.get(rm_id)
+        if route is None or route.current:
+            return
+        del self._routes[rm_id]
+        self._send_command(UnregisterRM(rm_id))
+        log.warning(
+            "resource manager stayed away past the grace period; its state is removed",
+            rmID=rm_id,
+            graceSeconds=self.grace_period,
+        )
 
     def _bind(self, stream: ResponseStream, rm_id: str) -> str | None:
         """Attach the stream to the RM; returns a rejection reason when that is not allowed."""
         if not rm_id:
             return "rmID is missing: set it to the ID used in RegisterResourceManager"
         if not self.is_registered(rm_id):
-            return f"resource manager {rm_id} is not registered: call RegisterResourceManager first"
+            shown = self.limits.clip(rm_id)
+            return f"resource manager {shown} is not registered: call RegisterResourceManager first"
         if stream.rm_id and stream.rm_id != rm_id:
-            return f"this stream belongs to resource manager {stream.rm_id}; open another stream for {rm_id}"
+            shown = self.limits.clip(rm_id)
+            return f"this stream belongs to resource manager {stream.rm_id}; open another stream for {shown}"
         route = self._routes[rm_id]
         if route.current.get(stream.kind) is not stream:
+            self._cancel_grace(rm_id)
             stream.rm_id = rm_id
             route.current[stream.kind] = stream
             backlog = route.backlog[stream.kind]
@@ -261,6 +332,36 @@ class RMProxy:
             log.warning("response backlog full, dropping the oldest", rmID=rm_id, stream=kind.value)
         backlog.append(message)
 
+    # Inbound: limits ------------------------------------------------------------------------------
+    def _id_too_long(self, what: str, value: str) -> str:
+        limit = self.limits.max_id_length
+        if len(value) <= limit:
+            return ""
+        return f"{what} is {len(value):,} characters long, over the limit of {limit:,} (max_id_length)"
+
+    def _admit(self, rm_id: str, kind: StreamKind, items: int) -> tuple[int, str]:
+        """How many of a message's items (the first ones) the rate limit lets in now, and the reason
+        given for the others."""
+        limits = self.limits
+        if limits.rate_items_per_second <= 0:
+            return items, ""
+        now = self._clock()
+        rates = self._routes[rm_id].rates
+        bucket = rates.get(kind)
+        if bucket is None:
+            bucket = rates[kind] = TokenBucket(limits.rate_items_per_second, limits.rate_burst, now)
+        admitted = bucket.take(items, now)
+        if admitted == items:
+            return items, ""
+        wait = bucket.wait_for(items - admitted)
+        log.warning("rate limit exceeded", rmID=rm_id, stream=kind.value, items=items, admitted=admitted)
+        return admitted, (
+            f"rate limit exceeded: resource manager {rm_id} may send {limits.rate_items_per_second:g} "
+            f"items a second on its {kind.value} stream, in bursts of up to {limits.rate_burst:,} "
+            f"(rate_items_per_second, rate_burst); this item was not processed: retry it in "
+            f"{max(wait, 0.001):.3f}s or later"
+        )
+
     # Inbound: allocations -------------------------------------------------------------------------
     def on_allocation_request(self, msg: si_pb2.AllocationRequest, stream: ResponseStream) -> None:
         releases = list(msg.releases.allocationsToRelease) if msg.HasField("releases") else []
@@ -271,30 +372,60 @@ class RMProxy:
                 )
             )
             return
+        clip = self.limits.clip
         refusal = self._bind(stream, msg.rmID)
         if refusal is not None:
-            items = [(a.allocationKey, a.applicationID, refusal) for a in msg.allocations]
-            items += [(r.allocationKey, r.applicationID, refusal) for r in releases]
+            items = [(clip(a.allocationKey), clip(a.applicationID), refusal) for a in msg.allocations]
+            items += [(clip(r.allocationKey), clip(r.applicationID), refusal) for r in releases]
             stream.send(_alloc_rejections(items))
-            log.warning("allocation request refused", rmID=msg.rmID, reason=refusal)
+            log.warning("allocation request refused", rmID=clip(msg.rmID), reason=refusal)
             return
         rm_id = msg.rmID
+        limits = self.limits
+        admitted, rate_reason = self._admit(
+            rm_id, StreamKind.ALLOCATION, len(msg.allocations) + len(releases)
+        )
         allocations: list[Allocation] = []
         rejected: list[tuple[str, str, str]] = []
         asks = self._routes[rm_id].asks
         for item in msg.allocations:
+            if admitted <= 0:
+                rejected.append((clip(item.allocationKey), clip(item.applicationID), rate_reason))
+                continue
+            admitted -= 1
             try:
-                alloc = _allocation_from_si(rm_id, item)
+                alloc = _allocation_from_si(rm_id, item, limits)
+                app_asks = asks.get(alloc.application_id)
+                if app_asks is not None and alloc.key in app_asks:
+                    # Refused here, not by the core: the core's answer would also take the pending
+                    # ask's entry with it, and the count of pending asks would go wrong.
+                    raise _BadItem(
+                        f"allocation key {alloc.key} already exists in application {alloc.application_id}"
+                        " as a pending ask (or one the core has not answered yet)"
+                    )
+                if not alloc.node_id:
+                    if app_asks is None:
+                        app_asks = asks[alloc.application_id] = {}
+                    elif len(app_asks) >= limits.max_pending_asks_per_application:
+                        raise _BadItem(
+                            f"application {alloc.application_id} already has {len(app_asks):,} pending "
+                            f"asks, the limit (max_pending_asks_per_application): send this ask again "
+                            "once some are allocated or released"
+                        )
+                    app_asks[alloc.key] = item
             except _BadItem as exc:
-                rejected.append((item.allocationKey, item.applicationID, str(exc)))
+                rejected.append((clip(item.allocationKey), clip(item.applicationID), str(exc)))
                 continue
             allocations.append(alloc)
-            if not alloc.node_id:
-                asks.setdefault((alloc.application_id, alloc.key), item)
         release_requests = []
         for rel in releases:
-            if not rel.applicationID and not rel.allocationKey:
-                rejected.append(("", "", "release names neither an applicationID nor an allocationKey"))
+            if admitted <= 0:
+                rejected.append((clip(rel.allocationKey), clip(rel.applicationID), rate_reason))
+                continue
+            admitted -= 1
+            reason = _release_problem(rel, limits)
+            if reason:
+                rejected.append((clip(rel.allocationKey), clip(rel.applicationID), reason))
                 continue
             release_requests.append(
                 ReleaseRequest(
@@ -304,9 +435,14 @@ class RMProxy:
             _forget_asks(asks, rel.applicationID, rel.allocationKey)
         if rejected:
             for key, app_id, reason in rejected:
-                log.warning(
-                    "allocation rejected", rmID=rm_id, applicationID=app_id, allocationKey=key, reason=reason
-                )
+                if reason != rate_reason:  # those are logged once, as "rate limit exceeded"
+                    log.warning(
+                        "allocation rejected",
+                        rmID=rm_id,
+                        applicationID=app_id,
+                        allocationKey=key,
+                        reason=reason,
+                    )
             stream.send(_alloc_rejections(rejected))
         if allocations or release_requests:
             self._send_command(UpdateAllocations(rm_id, tuple(allocations), tuple(release_requests)))
@@ -318,17 +454,24 @@ class RMProxy:
                 _app_rejections([("", "empty ApplicationRequest: it adds and removes no application")])
             )
             return
+        clip = self.limits.clip
         refusal = self._bind(stream, msg.rmID)
         if refusal is not None:
             apps = [a.applicationID for a in msg.new] + [r.applicationID for r in msg.remove]
-            stream.send(_app_rejections([(app_id, refusal) for app_id in apps]))
-            log.warning("application request refused", rmID=msg.rmID, reason=refusal)
+            stream.send(_app_rejections([(clip(app_id), refusal) for app_id in apps]))
+            log.warning("application request refused", rmID=clip(msg.rmID), reason=refusal)
             return
         rm_id = msg.rmID
+        admitted, rate_reason = self._admit(rm_id, StreamKind.APPLICATION, len(msg.new) + len(msg.remove))
         adds, removes, rejected = [], [], []
         for add in msg.new:
-            if not add.applicationID:
-                rejected.append(("", "applicationID is empty"))
+            if admitted <= 0:
+                rejected.append((clip(add.applicationID), rate_reason))
+                continue
+            admitted -= 1
+            reason = _application_problem(add, self.limits)
+            if reason:
+                rejected.append((clip(add.applicationID), reason))
                 continue
             adds.append(
                 AppAdd(
@@ -341,12 +484,27 @@ class RMProxy:
                 )
             )
         for remove in msg.remove:
+            if admitted <= 0:
+                rejected.append((clip(remove.applicationID), rate_reason))
+                continue
+            admitted -= 1
             if not remove.applicationID:
                 rejected.append(("", "applicationID of the application to remove is empty"))
+                continue
+            reason = self._id_too_long("applicationID", remove.applicationID) or self._id_too_long(
+                "partitionName", remove.partitionName
+            )
+            if reason:
+                rejected.append(
+                    (clip(remove.applicationID), f"removal of {clip(remove.applicationID)}: {reason}")
+                )
                 continue
             removes.append(AppRemove(remove.applicationID, _partition(rm_id, remove.partitionName)))
             _forget_asks(self._routes[rm_id].asks, remove.applicationID, "")
         if rejected:
+            for app_id, reason in rejected:
+                if reason != rate_reason:
+                    log.warning("application rejected", rmID=rm_id, applicationID=app_id, reason=reason)
             stream.send(_app_rejections(rejected))
         if adds or removes:
             self._send_command(UpdateApplications(rm_id, tuple(adds), tuple(removes)))
@@ -356,20 +514,27 @@ class RMProxy:
         if not msg.nodes:
             stream.send(_node_rejections([("", "empty NodeRequest: it carries no nodes")]))
             return
+        clip = self.limits.clip
         refusal = self._bind(stream, msg.rmID)
         if refusal is not None:
-            stream.send(_node_rejections([(n.nodeID, refusal) for n in msg.nodes]))
-            log.warning("node request refused", rmID=msg.rmID, reason=refusal)
+            stream.send(_node_rejections([(clip(n.nodeID), refusal) for n in msg.nodes]))
+            log.warning("node request refused", rmID=clip(msg.rmID), reason=refusal)
             return
+        admitted, rate_reason = self._admit(msg.rmID, StreamKind.NODE, len(msg.nodes))
         changes, rejected = [], []
         for info in msg.nodes:
+            if admitted <= 0:
+                rejected.append((clip(info.nodeID), rate_reason))
+                continue
+            admitted -= 1
             try:
-                changes.append(_node_change_from_si(msg.rmID, info))
+                changes.append(_node_change_from_si(msg.rmID, info, self.limits))
             except _BadItem as exc:
-                rejected.append((info.nodeID, str(exc)))
+                rejected.append((clip(info.nodeID), str(exc)))
         if rejected:
             for node_id, reason in rejected:
-                log.warning("node rejected", rmID=msg.rmID, nodeID=node_id, reason=reason)
+                if reason != rate_reason:
+                    log.warning("node rejected", rmID=msg.rmID, nodeID=node_id, reason=reason)
             stream.send(_node_rejections(rejected))
         if changes:
             self._send_command(UpdateNodes(msg.rmID, tuple(changes)))
@@ -383,6 +548,20 @@ class RMProxy:
             stream.send(_app_rejections([("", text)]))
         else:
             stream.send(_node_rejections([("", text)]))
+
+    def refuse_message(self, stream: ResponseStream, msg: Any, reason: str) -> None:
+        """Reject every item of a stream message with one reason (the sender may not send it at all,
+        e.g. it names an rmID its certificate does not grant); the stream stays open."""
+        if stream.kind is StreamKind.ALLOCATION:
+            releases = list(msg.releases.allocationsToRelease) if msg.HasField("releases") else []
+            items = [(a.allocationKey, a.applicationID, reason) for a in msg.allocations]
+            items += [(r.allocationKey, r.applicationID, reason) for r in releases]
+            stream.send(_alloc_rejections(items or [("", "", reason)]))
+        elif stream.kind is StreamKind.APPLICATION:
+            apps = [a.applicationID for a in msg.new] + [r.applicationID for r in msg.remove]
+            stream.send(_app_rejections([(app_id, reason) for app_id in apps] or [("", reason)]))
+        else:
+            stream.send(_node_rejections([(n.nodeID, reason) for n in msg.nodes] or [("", reason)]))
 
     # Outbound -----------------------------------------------------------------------------------
     def deliver(self, batches: list[ResultBatch]) -> None:
@@ -410,22 +589,86 @@ def display_partition(internal: str, rm_id: str) -> str:
     return internal[len(prefix) :] if internal.startswith(prefix) else internal
 
 
-def _resource(res: si_pb2.Resource, what: str) -> Resource:
+def _resource(res: si_pb2.Resource, what: str, limits: Limits) -> Resource:
     values = {name: quantity.value for name, quantity in res.resources.items()}
     if "" in values:
         raise _BadItem(f"{what} has a resource with an empty name")
+    if len(values) > limits.max_resource_types:
+        raise _BadItem(
+            f"{what} names {len(values):,} resource types, over the limit of {limits.max_resource_types:,} "
+            "(max_resource_types)"
+        )
+    key_limit = limits.max_key_length
     for name, value in values.items():
+        if len(name) > key_limit:
+            raise _BadItem(
+                f"{what} has a resource name of {len(name):,} characters, over the limit of {key_limit:,} "
+                "(max_key_length)"
+            )
         if value < 0:
             raise _BadItem(f"{what} asks for a negative amount of {name} ({value})")
     return Resource(values)
 
 
-def _allocation_from_si(rm_id: str, item: si_pb2.Allocation) -> Allocation:
+def _over_long(limit: int, limit_name: str, **values: str) -> str:
+    """The first of `values` (field name -> text) longer than `limit`, as a reason; "" when none is."""
+    for field_name, value in values.items():
+        if len(value) > limit:
+            return (
+                f"{field_name} is {len(value):,} characters long, over the limit of {limit:,} ({limit_name})"
+            )
+    return ""
+
+
+def _check_map(entries: dict[str, str], what: str, kind: str, count_limit: str, limits: Limits) -> None:
+    """Tags or attributes: how many there are and how long their keys and values are."""
+    most = getattr(limits, count_limit)
+    if len(entries) > most:
+        raise _BadItem(f"{what} has {len(entries):,} {kind}s, over the limit of {most:,} ({count_limit})")
+    key_limit, value_limit = limits.max_key_length, limits.max_value_length
+    for key, value in entries.items():
+        if len(key) > key_limit:
+            raise _BadItem(
+                f"{what} has {_a(kind)} key of {len(key):,} characters, over the limit of {key_limit:,} "
+                "(max_key_length)"
+            )
+        if len(value) > value_limit:
+            raise _BadItem(
+                f"{what} has {_a(kind)} {key!r} whose value is {len(value):,} characters, over the limit of "
+                f"{value_limit:,} (max_value_length)"
+            )
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
+
+
+def _allocation_from_si(rm_id: str, item: si_pb2.Allocation, limits: Limits) -> Allocation:
     # Hot path (every ask): checks first, messages built only for what is refused.
     key = item.allocationKey
     if not key:
         raise _BadItem("allocationKey is empty")
+    most = limits.max_id_length
+    if (
+        len(key) > most
+        or len(item.applicationID) > most
+        or len(item.nodeID) > most
+        or len(item.partitionName) > most
+        or len(item.taskGroupName) > most
+    ):
+        problem = _over_long(
+            most,
+            "max_id_length",
+            allocationKey=key,
+            applicationID=item.applicationID,
+            nodeID=item.nodeID,
+            partitionName=item.partitionName,
+            taskGroupName=item.taskGroupName,
+        )
+        raise _BadItem(f"allocation {limits.clip(key)}: {problem}")
     tags = dict(item.allocationTags)
+    if tags:
+        _check_map(tags, f"allocation {key}", "tag", "max_tags", limits)
     foreign = TAG_FOREIGN in tags
     if not item.applicationID and not foreign:
         raise _BadItem(f"allocation {key} names no applicationID")
@@ -433,7 +676,7 @@ def _allocation_from_si(rm_id: str, item: si_pb2.Allocation) -> Allocation:
         raise _BadItem(f"foreign allocation {key} names no nodeID")
     if not item.HasField("resourcePerAlloc") or not item.resourcePerAlloc.resources:
         raise _BadItem(f"allocation {key} has no resourcePerAlloc")
-    resource = _resource(item.resourcePerAlloc, f"allocation {key}")
+    resource = _resource(item.resourcePerAlloc, f"allocation {key}", limits)
     if resource.is_zero():
         raise _BadItem(f"allocation {key} asks for zero resources")
     policy = item.preemptionPolicy
@@ -465,6 +708,46 @@ def _creation_time(tags: dict[str, str]) -> float:
     return value if 0 < value < INT64_MAX else 0.0
 
 
+def _release_problem(rel: si_pb2.AllocationRelease, limits: Limits) -> str:
+    """Why a release cannot be used, or ""."""
+    if not rel.applicationID and not rel.allocationKey:
+        return "release names neither an applicationID nor an allocationKey"
+    problem = _over_long(
+        limits.max_id_length,
+        "max_id_length",
+        allocationKey=rel.allocationKey,
+        applicationID=rel.applicationID,
+        partitionName=rel.partitionName,
+    ) or _over_long(limits.max_value_length, "max_value_length", message=rel.message)
+    return f"release of {limits.clip(rel.allocationKey)}: {problem}" if problem else ""
+
+
+def _application_problem(add: si_pb2.AddApplicationRequest, limits: Limits) -> str:
+    """Why an application cannot be added, or ""."""
+    if not add.applicationID:
+        return "applicationID is empty"
+    shown = limits.clip(add.applicationID)
+    problem = _over_long(
+        limits.max_id_length,
+        "max_id_length",
+        applicationID=add.applicationID,
+        partitionName=add.partitionName,
+    ) or _over_long(limits.max_name_length, "max_name_length", queueName=add.queueName, user=add.ugi.user)
+    if not problem:
+        for group in add.ugi.groups:
+            problem = _over_long(limits.max_name_length, "max_name_length", group=group)
+            if problem:
+                break
+    if problem:
+        return f"application {shown}: {problem}"
+    if add.tags:
+        try:
+            _check_map(dict(add.tags), f"application {shown}", "tag", "max_tags", limits)
+        except _BadItem as exc:
+            return str(exc)
+    return ""
+
+
 _NODE_ACTIONS = {
     si_pb2.NodeInfo.CREATE: NodeAction.CREATE,
     si_pb2.NodeInfo.CREATE_DRAIN: NodeAction.CREATE_DRAIN,
@@ -475,18 +758,27 @@ _NODE_ACTIONS = {
 }
 
 
-def _node_change_from_si(rm_id: str, info: si_pb2.NodeInfo) -> NodeChange:
+def _node_change_from_si(rm_id: str, info: si_pb2.NodeInfo, limits: Limits) -> NodeChange:
     if not info.nodeID:
         raise _BadItem("nodeID is empty")
+    if len(info.nodeID) > limits.max_id_length:
+        problem = _over_long(limits.max_id_length, "max_id_length", nodeID=info.nodeID)
+        raise _BadItem(f"node {limits.clip(info.nodeID)}: {problem}")
+    attributes = dict(info.attributes)
+    if attributes:
+        _check_map(attributes, f"node {info.nodeID}", "attribute", "max_node_attributes", limits)
+        partition = attributes.get(NODE_PARTITION_ATTRIBUTE, "")
+        if len(partition) > limits.max_id_length:
+            problem = _over_long(limits.max_id_length, "max_id_length", partitionName=partition)
+            raise _BadItem(f"node {info.nodeID}: {problem} (attribute {NODE_PARTITION_ATTRIBUTE})")
     action = _NODE_ACTIONS.get(info.action)
     if action is None:
         raise _BadItem(f"node {info.nodeID} has no action (expected CREATE, UPDATE, DRAIN_NODE, ...)")
     capacity = None
     if info.HasField("schedulableResource"):
-        capacity = _resource(info.schedulableResource, f"node {info.nodeID}")
+        capacity = _resource(info.schedulableResource, f"node {info.nodeID}", limits)
     if action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN) and (capacity is None or capacity.is_zero()):
         raise _BadItem(f"node {info.nodeID} reports no schedulableResource")
-    attributes = dict(info.attributes)
     return NodeChange(
         node_id=info.nodeID,
         action=action,
@@ -521,19 +813,29 @@ def allocation_to_si(alloc: Allocation, rm_id: str) -> si_pb2.Allocation:
     )
 
 
-def _forget_asks(asks: dict[tuple[str, str], si_pb2.Allocation], app_id: str, key: str) -> None:
+_Asks = dict[str, dict[str, si_pb2.Allocation]]
+
+
+def _forget_asks(asks: _Asks, app_id: str, key: str) -> None:
     if key:
-        asks.pop((app_id, key), None)
+        _take_ask(asks, app_id, key)
     else:
-        for ref in [r for r in asks if r[0] == app_id]:
-            del asks[ref]
+        asks.pop(app_id, None)
 
 
-def _allocated_wire(
-    alloc: Allocation, rm_id: str, asks: dict[tuple[str, str], si_pb2.Allocation]
-) -> si_pb2.Allocation:
+def _take_ask(asks: _Asks, app_id: str, key: str) -> si_pb2.Allocation | None:
+    app_asks = asks.get(app_id)
+    if app_asks is None:
+        return None
+    wire = app_asks.pop(key, None)
+    if not app_asks:
+        del asks[app_id]
+    return wire
+
+
+def _allocated_wire(alloc: Allocation, rm_id: str, asks: _Asks) -> si_pb2.Allocation:
     """The ask's own message with its node set; a full translation when it was not kept."""
-    wire = asks.pop((alloc.application_id, alloc.key), None)
+    wire = _take_ask(asks, alloc.application_id, alloc.key)
     if wire is None:
         return allocation_to_si(alloc, rm_id)
     wire.nodeID = alloc.node_id
@@ -553,11 +855,9 @@ def _preview_victim(alloc: Allocation, queue: str) -> si_pb2.PreviewVictim:
     )
 
 
-def _alloc_response(
-    batch: ResultBatch, asks: dict[tuple[str, str], si_pb2.Allocation]
-) -> si_pb2.AllocationResponse:
+def _alloc_response(batch: ResultBatch, asks: _Asks) -> si_pb2.AllocationResponse:
     for rejected in batch.rejected_allocations:
-        asks.pop((rejected.app_id, rejected.key), None)
+        _take_ask(asks, rejected.app_id, rejected.key)
     return si_pb2.AllocationResponse(
         new=[_allocated_wire(a, batch.rm_id, asks) for a in batch.new_allocations],
         released=[

@@ -16,6 +16,7 @@ import grpc
 import structlog
 
 from shim_fake import messages
+from shim_fake.tls import ClientTLS, open_channel
 from si.v1 import si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.fake.client")
@@ -86,9 +87,10 @@ class _Stream:
     async def close(self) -> None:
         self._closing = True
         try:
-            async with self._lock:
+            # Bounded: against a core that vanished mid-write, a half-close may never complete.
+            async with asyncio.timeout(2.0), self._lock:
                 await self._call.done_writing()
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+        except (grpc.aio.AioRpcError, asyncio.InvalidStateError, TimeoutError):
             pass
         try:
             await asyncio.wait_for(asyncio.shield(self.reader), 2.0)
@@ -97,8 +99,9 @@ class _Stream:
 
 
 class SchedulerClient:
-    def __init__(self, target: str, rm_id: str) -> None:
+    def __init__(self, target: str, rm_id: str, tls: ClientTLS | None = None) -> None:
         self.target = target
+        self.tls = tls  # None: plaintext; otherwise TLS, with a client certificate for mutual TLS
         self.rm_id = rm_id
         self.seen = Observed()
         self._channel: grpc.aio.Channel | None = None
@@ -113,7 +116,7 @@ class SchedulerClient:
 
     # Connection ---------------------------------------------------------------------------------
     async def connect(self, timeout: float = 10.0) -> None:
-        self._channel = grpc.aio.insecure_channel(self.target)
+        self._channel = open_channel(self.target, self.tls)
         await asyncio.wait_for(self._channel.channel_ready(), timeout)
         self._stub = si_pb2_grpc.SchedulerStub(self._channel)
 
@@ -165,6 +168,13 @@ class SchedulerClient:
             # A refusal ends the call before any event: raise it as iterating the call would.
             raise grpc.aio.AioRpcError(code, headers, await call.trailing_metadata(), await call.details())
         return call
+
+    async def reopen_streams(self) -> None:
+        """Close the three streams and open new ones on the same channel, without registering again."""
+        for stream in (self._alloc, self._apps, self._nodes):
+            if stream is not None:
+                await stream.close()
+        self.open_streams()
 
     async def close(self) -> None:
         for stream in (self._alloc, self._apps, self._nodes):

@@ -13,10 +13,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from shim_fake.tls import ClientTLS, open_channel
 
 
 class CoreProcess:
@@ -29,7 +32,13 @@ class CoreProcess:
         startup_timeout: float = 30.0,
         listen: str = "127.0.0.1:0",
         rest_listen: str = "127.0.0.1:0",
+        extra_args: Sequence[str] = (),
+        client_tls: ClientTLS | None = None,
     ):
+        self.extra_args = list(extra_args)  # more `pykorn core` flags (grace period, limits, TLS)
+        # How to reach a core started with --tls-cert (and a client certificate for --tls-client-ca):
+        # `start()` checks health over it.
+        self.client_tls = client_tls
         self.listen = listen  # a fixed address lets a test restart a core where its clients expect it
         self.config = config
         self.startup_timeout = startup_timeout
@@ -50,7 +59,8 @@ class CoreProcess:
 
     @property
     def rest_url(self) -> str:
-        return f"http://127.0.0.1:{self.rest_port}"
+        scheme = "https" if "--rest-tls-cert" in self.extra_args else "http"
+        return f"{scheme}://127.0.0.1:{self.rest_port}"
 
     def _spawn(self) -> None:
         args = [sys.executable, "-m", "core.cli", "core", "--listen", self.listen,
@@ -58,6 +68,11 @@ class CoreProcess:
                 "--rest-listen", self.rest_listen, "--rest-port-file", str(self._rest_port_file)]  # fmt: skip
         if self.config is not None:
             args += ["--config", str(self.config)]
+        args += self.extra_args
+        # A restart must not read the previous run's ports.
+        self._port_file.unlink(missing_ok=True)
+        self._rest_port_file.unlink(missing_ok=True)
+        self._signalled = False
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 args, stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -95,7 +110,7 @@ class CoreProcess:
         return self.address
 
     async def _wait_serving(self, deadline: float) -> None:
-        async with grpc.aio.insecure_channel(self.address) as channel:
+        async with open_channel(self.address, self.client_tls) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while True:
                 try:
@@ -130,6 +145,13 @@ class CoreProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.returncode = self.process.wait()
+        return self.returncode
+
+    def kill(self) -> int:
+        """SIGKILL: the core dies at once, with no clean stream ends (a crash, an OOM kill)."""
+        assert self.process is not None
+        self.process.kill()
+        self.returncode = self.process.wait()
         return self.returncode
 
     async def stop(self, timeout: float = 15.0) -> int:

@@ -11,6 +11,7 @@ import grpc
 import structlog
 
 from shim_fake.client import SchedulerClient
+from shim_fake.tls import ClientTLS
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube, api_client
 from shim_k8s.shim import CONFIGMAP_NAME, K8sShim
@@ -28,12 +29,13 @@ async def run_shim(
     rm_id: str = "mycluster",
     host: str | None = None,
     stop: asyncio.Event | None = None,
+    tls: ClientTLS | None = None,
 ) -> None:
     stop = stop or asyncio.Event()
     kube = Kube(api_client(kubeconfig, host), namespace)
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, str, dict[str, Any]]] = asyncio.Queue()
-    client = SchedulerClient(core_address, rm_id)
+    client = SchedulerClient(core_address, rm_id, tls=tls)
     await client.connect()
     shim = K8sShim(client, kube, scheduler_name)
     try:
@@ -89,7 +91,7 @@ async def _resync_after_core_loss(
     await shim.client.close()
     delay = 0.2
     while not stop.is_set():
-        client = SchedulerClient(core_address, rm_id)
+        client = SchedulerClient(core_address, rm_id, tls=shim.client.tls)
         try:
             await client.connect(timeout=2.0)
             shim.client = client

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from importlib import resources as importlib_resources
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from core.config.schema import (
     DEFAULT_PARTITION,
@@ -58,6 +58,12 @@ _NODESORT_KEYS = frozenset({"type", "resourceweights"})
 _RULE_NAMES = frozenset({"provided", "user", "tag", "fixed"})
 _NODESORT_TYPES = frozenset({"fair", "binpacking"})
 
+# Bounds that keep any text, however hostile, cheap to refuse (tests/unit/test_fuzz_config.py):
+MAX_QUEUE_DEPTH = 64  # queue levels below root; real trees have a handful
+MAX_YAML_DEPTH = 2 * MAX_QUEUE_DEPTH + 16  # each queue level is a list and a mapping
+MAX_YAML_NODES = 1_000_000  # after aliases are expanded; a 5,000-queue config has about 100,000
+MAX_PROBLEMS = 100  # problems (and warnings) reported; the rest are counted
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; `problems` lists every reason."""
@@ -88,14 +94,76 @@ def load_config(text: str) -> LoadedConfig:
         line = mark.line + 1 if mark is not None else 0
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError([Problem("", line, f"not valid YAML: {problem}")]) from None
+    except RecursionError:
+        raise ConfigError([Problem("", 0, "not usable YAML: nested too deeply")]) from None
+    if document is not None:
+        problem = _check_document(document)
+        if problem is not None:
+            raise ConfigError([problem])
     reader = YamlReader()
     partitions = _read_document(reader, document)
     if not reader.problems:
         for part in partitions:
             validate_partition(reader, part)
     if reader.problems:
-        raise ConfigError(reader.problems)
-    return LoadedConfig(SchedulerConfig(tuple(partitions), source=text), tuple(reader.warnings))
+        raise ConfigError(_bounded(reader.problems, "problems"))
+    warnings = tuple(_bounded(reader.warnings, "warnings"))
+    return LoadedConfig(SchedulerConfig(tuple(partitions), source=text), warnings)
+
+
+def _bounded(problems: list[Problem], what: str) -> list[Problem]:
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return [*problems[:MAX_PROBLEMS], Problem("", 0, f"... and {len(problems) - MAX_PROBLEMS:,} more {what}")]
+
+
+def _check_document(document: Node) -> Problem | None:
+    """Refuse, before reading it, a node tree that is too deep, expands (through aliases) to too many
+    nodes or into itself, or holds text that is not valid Unicode (a lone surrogate, which YAML's
+    escapes can make and no gRPC message can carry). Iterative, and linear in the distinct nodes."""
+    sizes: dict[int, int] = {}  # expanded size of each finished node, by id
+    open_nodes: set[int] = set()
+    stack: list[tuple[Node, int, bool]] = [(document, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            children = _children(node)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            open_nodes.discard(key)
+            if sizes[key] > MAX_YAML_NODES:
+                return Problem(
+                    "",
+                    line_of(node),
+                    f"the document expands to more than {MAX_YAML_NODES:,} YAML nodes (aliases?)",
+                )
+            continue
+        if key in sizes:
+            continue  # an alias to a finished node: its size is known
+        if key in open_nodes:
+            return Problem("", line_of(node), "an alias refers to itself: the document would be infinite")
+        if depth > MAX_YAML_DEPTH:
+            return Problem("", line_of(node), f"nested too deeply (more than {MAX_YAML_DEPTH} levels)")
+        if isinstance(node, ScalarNode):
+            try:
+                node.value.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = node.value.encode("utf-8", "backslashreplace").decode("utf-8")
+                return Problem("", line_of(node), f"{shown!r} is not valid Unicode (a lone surrogate)")
+            sizes[key] = 1
+            continue
+        open_nodes.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node))
+    return None
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _read_document(reader: YamlReader, document: Node | None) -> list[PartitionConfig]:
@@ -175,7 +243,7 @@ def _read_top_queues(reader: YamlReader, node: Node | None, path: str, owner: No
     items = reader.sequence(node, path)
     if items is None:
         return None
-    queues = [q for i, n in enumerate(items) if (q := _read_queue(reader, n, f"{path}[{i}]")) is not None]
+    queues = [q for i, n in enumerate(items) if (q := _read_queue(reader, n, f"{path}[{i}]", 0)) is not None]
     if len(queues) == 1 and queues[0].name.lower() == ROOT_QUEUE:
         q = queues[0]
         return QueueConfig(
@@ -202,7 +270,10 @@ def _read_top_queues(reader: YamlReader, node: Node | None, path: str, owner: No
     return QueueConfig(name=ROOT_QUEUE, parent=True, queues=tuple(queues), line=line_of(node), path=path)
 
 
-def _read_queue(reader: YamlReader, node: Node, path: str) -> QueueConfig | None:
+def _read_queue(reader: YamlReader, node: Node, path: str, depth: int) -> QueueConfig | None:
+    if depth > MAX_QUEUE_DEPTH:
+        reader.error(path, node, f"queues are nested more than {MAX_QUEUE_DEPTH} levels below root")
+        return None
     fields = reader.mapping(node, path, _QUEUE_KEYS)
     if fields is None:
         return None
@@ -230,7 +301,7 @@ def _read_queue(reader: YamlReader, node: Node, path: str) -> QueueConfig | None
     if "queues" in fields:
         child_nodes = reader.sequence(fields["queues"], f"{path}.queues") or []
         for i, child in enumerate(child_nodes):
-            q = _read_queue(reader, child, f"{path}.queues[{i}]")
+            q = _read_queue(reader, child, f"{path}.queues[{i}]", depth + 1)
             if q is not None:
                 children.append(q)
     return QueueConfig(

@@ -170,7 +170,7 @@ def _offset(value: str, report: Warn) -> int:
     if not re.fullmatch(r"[+-]?[0-9]+", text):
         report(PRIORITY_OFFSET, f"{value!r} is not a base-10 integer; using 0")
         return 0
-    number = int(text)
+    number = int(text) if len(text) <= 20 else INT32_MAX + 1  # int() refuses over 4,300 digits
     if not INT32_MIN <= number <= INT32_MAX:
         report(PRIORITY_OFFSET, f"{value!r} is outside the 32-bit integer range; using 0")
         return 0

@@ -19,6 +19,8 @@ _FLOAT = "tag:yaml.org,2002:float"
 _NULL = "tag:yaml.org,2002:null"
 
 _constructor = yaml.constructor.SafeConstructor()
+INT64_MAX = 2**63 - 1
+_SHOWN = 60  # characters of a bad value quoted in a problem
 
 
 @dataclass(frozen=True)
@@ -110,17 +112,28 @@ class YamlReader:
         if not (isinstance(node, ScalarNode) and node.tag == _INT):
             self.error(path, node, f"expected an integer, got {_describe(node)}")
             return None
-        value = int(_constructor.construct_yaml_int(node))
+        try:
+            value = int(_constructor.construct_yaml_int(node))
+        except ValueError:  # more digits than Python converts (4,300)
+            self.error(path, node, f"must be at most {INT64_MAX}, got {_describe(node)}")
+            return None
         if minimum is not None and value < minimum:
             self.error(path, node, f"must be at least {minimum}, got {value}")
+            return None
+        if value > INT64_MAX:
+            self.error(path, node, f"must be at most {INT64_MAX}, got {_describe(node)}")
             return None
         return value
 
     def number(self, node: Node, path: str) -> float | None:
-        if isinstance(node, ScalarNode) and node.tag == _INT:
-            return float(_constructor.construct_yaml_int(node))
-        if isinstance(node, ScalarNode) and node.tag == _FLOAT:
-            return float(_constructor.construct_yaml_float(node))
+        try:
+            if isinstance(node, ScalarNode) and node.tag == _INT:
+                return float(_constructor.construct_yaml_int(node))
+            if isinstance(node, ScalarNode) and node.tag == _FLOAT:
+                return float(_constructor.construct_yaml_float(node))
+        except (ValueError, OverflowError):  # too many digits, or too large for a float
+            self.error(path, node, f"the number {_describe(node)} is too large")
+            return None
         self.error(path, node, f"expected a number, got {_describe(node)}")
         return None
 
@@ -154,5 +167,8 @@ def _describe(node: Node) -> str:
     if isinstance(node, ScalarNode):
         if node.tag == _NULL:
             return "nothing (null)"
-        return repr(node.value)
+        value = str(node.value)
+        return (
+            repr(value) if len(value) <= _SHOWN else repr(value[:_SHOWN]) + f"... ({len(value):,} characters)"
+        )
     return _kind(node)

@@ -18,16 +18,18 @@ from core.cluster import ClusterContext
 from core.config import load_config
 from core.config.loader import default_config_text
 from core.engine import Engine
-from core.rmproxy import RMProxy
+from core.limits import DEFAULT_LIMITS, Limits
+from core.rmproxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.server.event_stream import EventStreams
 from core.server.grpc_service import SchedulerService
 from core.server.rest import RestServer
+from core.server.tls import ServerTLS, grpc_credentials, read_token, server_tls, ssl_context
 from si.v1 import si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.daemon")
 
 SERVICE_NAME = si_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_MESSAGE_BYTES = DEFAULT_LIMITS.max_message_bytes
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,22 @@ class CoreOptions:
     port_file: Path | None = None
     shutdown_grace: float = 5.0
     rest_listen: str = "127.0.0.1:9080"  # empty: no REST API
+    rm_grace_period: float = DEFAULT_GRACE_PERIOD  # seconds an RM with no open stream keeps its state
     rest_port_file: Path | None = None
+    # gRPC TLS: certificate and key (both or neither); a client CA on top turns on mutual TLS, and
+    # then each RM may only act as the rmID its certificate's common name names.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    # REST API: TLS certificate and key (both or neither), and a file holding a bearer token.
+    rest_tls_cert: Path | None = None
+    rest_tls_key: Path | None = None
+    rest_token_file: Path | None = None
+    limits: Limits = DEFAULT_LIMITS  # what an RM may send (core/limits.py, `pykorn core --limit`)
+
+
+def _tls_mode(tls: ServerTLS | None) -> str:
+    return "off" if tls is None else "mutual" if tls.client_ca is not None else "server"
 
 
 class CoreDaemon:
@@ -45,21 +62,27 @@ class CoreDaemon:
 
     def __init__(self, options: CoreOptions) -> None:
         self.options = options
+        # Read every certificate, key and token first: a bad one is a startup error (SecurityConfigError).
+        self.tls = server_tls(options.tls_cert, options.tls_key, options.tls_client_ca)
+        rest_tls = server_tls(options.rest_tls_cert, options.rest_tls_key, what="--rest-tls")
+        rest_token = read_token(options.rest_token_file) if options.rest_token_file else None
         config_text = options.config_path.read_text() if options.config_path else default_config_text()
         load_config(config_text)  # an unusable default config is a startup error, not a registration one
         self.context = ClusterContext(time.time)
-        self.rmproxy = RMProxy(config_text)
+        self.rmproxy = RMProxy(config_text, grace_period=options.rm_grace_period, limits=options.limits)
         self.engine = Engine(self.context, self.rmproxy.deliver)
         self.rmproxy.bind_engine(self.engine.submit)
         self.server = grpc.aio.server(
             options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", options.limits.max_message_bytes),
+                ("grpc.max_send_message_length", options.limits.max_message_bytes),
                 ("grpc.so_reuseport", 0),
             ]
         )
         self.service = SchedulerService(
-            self.rmproxy, EventStreams(self.context.events, self.rmproxy.is_registered)
+            self.rmproxy,
+            EventStreams(self.context.events, self.rmproxy.is_registered),
+            enforce_rm_identity=self.tls is not None and self.tls.client_ca is not None,
         )
         si_pb2_grpc.add_SchedulerServicer_to_server(self.service, self.server)
         self.health = health.aio.HealthServicer()
@@ -68,14 +91,25 @@ class CoreDaemon:
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
         )
         self.rest = (
-            RestServer(self.context, options.rest_listen, config_text) if options.rest_listen else None
+            RestServer(
+                self.context,
+                options.rest_listen,
+                config_text,
+                ssl_context=ssl_context(rest_tls) if rest_tls is not None else None,
+                token=rest_token,
+            )
+            if options.rest_listen
+            else None
         )
         self.port = 0
         self._engine_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
     async def start(self) -> int:
-        self.port = self.server.add_insecure_port(self.options.listen)
+        if self.tls is None:
+            self.port = self.server.add_insecure_port(self.options.listen)
+        else:
+            self.port = self.server.add_secure_port(self.options.listen, grpc_credentials(self.tls))
         if self.port == 0:
             raise OSError(f"cannot listen on {self.options.listen}")
         if self.rest is not None:
@@ -89,7 +123,9 @@ class CoreDaemon:
         host = self.options.listen.rsplit(":", 1)[0]
         if self.options.port_file:
             self.options.port_file.write_text(f"{self.port}\n")
-        log.info("core listening", address=f"{host}:{self.port}", service=SERVICE_NAME)
+        log.info(
+            "core listening", address=f"{host}:{self.port}", service=SERVICE_NAME, tls=_tls_mode(self.tls)
+        )
         return self.port
 
     def stop(self) -> None:

@@ -8,18 +8,24 @@ from typing import Any
 
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 
 from core.rmproxy import InvalidRequest, ResponseStream, RMProxy, StreamKind
 from core.server.event_stream import EventStreams
+from core.server.identity import Caller, caller
+from core.server.redact import redacted
 from si.v1 import si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.grpc")
 
 
 class SchedulerService(si_pb2_grpc.SchedulerServicer):
-    def __init__(self, rmproxy: RMProxy, events: EventStreams) -> None:
+    def __init__(self, rmproxy: RMProxy, events: EventStreams, enforce_rm_identity: bool = False) -> None:
+        """`enforce_rm_identity`: clients present certificates (mutual TLS), and each may only act as
+        the rmID its certificate's common name names."""
         self._rmproxy = rmproxy
         self.events = events
+        self._enforce_rm_identity = enforce_rm_identity
         self._active_streams = 0
         self._no_streams = asyncio.Event()
         self._no_streams.set()
@@ -32,9 +38,19 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         except TimeoutError:
             log.warning("stream handlers still running at shutdown", count=self._active_streams)
 
+    async def _authorize(self, rpc: str, request: Any, context: grpc.aio.ServicerContext) -> None:
+        """Abort with PERMISSION_DENIED when the caller may not act as the rmID the request names."""
+        # Secret fields (si_secret) never reach the log; the rest is what an operator debugs with.
+        log.debug("request received", rpc=rpc, request=redacted(request))
+        refusal = caller(context, self._enforce_rm_identity).refusal(request.rmID)
+        if refusal is not None:
+            log.warning("request refused: rmID not allowed", rpc=rpc, rmID=request.rmID, reason=refusal)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
+
     async def RegisterResourceManager(
         self, request: si_pb2.RegisterResourceManagerRequest, context: grpc.aio.ServicerContext
     ) -> si_pb2.RegisterResourceManagerResponse:
+        await self._authorize("RegisterResourceManager", request, context)
         try:
             await self._rmproxy.register(request)
         except InvalidRequest as exc:
@@ -45,16 +61,19 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
     async def DryRunConfiguration(
         self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
     ) -> si_pb2.DryRunConfigurationResponse:
+        await self._authorize("DryRunConfiguration", request, context)
         return await self._rmproxy.dry_run_configuration(request)
 
     async def UpdateConfiguration(
         self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
     ) -> si_pb2.UpdateConfigurationResponse:
+        await self._authorize("UpdateConfiguration", request, context)
         return await self._rmproxy.update_configuration(request)
 
     async def StreamEvents(  # type: ignore[override]
         self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[si_pb2.EventStreamResponse]:
+        await self._authorize("StreamEvents", request, context)
         async for response in self.events.serve(request, context):
             yield response
 
@@ -62,7 +81,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         self, request_iterator: AsyncIterator[si_pb2.AllocationRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[si_pb2.AllocationResponse]:
         async for response in self._bidi(
-            request_iterator, StreamKind.ALLOCATION, self._rmproxy.on_allocation_request
+            request_iterator, context, StreamKind.ALLOCATION, self._rmproxy.on_allocation_request
         ):
             yield response
 
@@ -70,24 +89,28 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         self, request_iterator: AsyncIterator[si_pb2.ApplicationRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[si_pb2.ApplicationResponse]:
         async for response in self._bidi(
-            request_iterator, StreamKind.APPLICATION, self._rmproxy.on_application_request
+            request_iterator, context, StreamKind.APPLICATION, self._rmproxy.on_application_request
         ):
             yield response
 
     async def UpdateNode(  # type: ignore[override]
         self, request_iterator: AsyncIterator[si_pb2.NodeRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[si_pb2.NodeResponse]:
-        async for response in self._bidi(request_iterator, StreamKind.NODE, self._rmproxy.on_node_request):
+        async for response in self._bidi(
+            request_iterator, context, StreamKind.NODE, self._rmproxy.on_node_request
+        ):
             yield response
 
     async def _bidi(
         self,
         requests: AsyncIterator[Any],
+        context: grpc.aio.ServicerContext,
         kind: StreamKind,
         handle: Callable[[Any, ResponseStream], None],
     ) -> AsyncIterator[Any]:
         stream = self._rmproxy.open_stream(kind)
-        reader = asyncio.create_task(self._read(requests, stream, handle))
+        peer = caller(context, self._enforce_rm_identity)  # one TLS session per call: look it up once
+        reader = asyncio.create_task(self._read(requests, stream, handle, peer))
         self._active_streams += 1
         self._no_streams.clear()
         try:
@@ -96,6 +119,9 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
                 if message is None:
                     break
                 yield message
+            failure = reader.result() if reader.done() and not reader.cancelled() else ""
+            if failure:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, failure)
         finally:
             reader.cancel()
             self._rmproxy.close_stream(stream)
@@ -108,9 +134,18 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         requests: AsyncIterator[Any],
         stream: ResponseStream,
         handle: Callable[[Any, ResponseStream], None],
-    ) -> None:
+        peer: Caller,
+    ) -> str:
+        """Hand each message to rmproxy until the RM half-closes; returns why the call must fail, or ""."""
         try:
             async for message in requests:
+                refusal = peer.refusal(message.rmID)
+                if refusal is not None:
+                    # Only this message is refused: the stream keeps serving the caller's own rmID.
+                    log.warning("stream message refused: rmID not allowed", stream=stream.kind.value,
+                                rmID=message.rmID, reason=refusal)  # fmt: skip
+                    self._rmproxy.refuse_message(stream, message, refusal)
+                    continue
                 try:
                     handle(message, stream)
                 except Exception as exc:  # one bad message must not end the stream for the good ones
@@ -120,8 +155,17 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
             raise
         except grpc.aio.AioRpcError:
             pass  # the client went away; the writer side notices too
+        except DecodeError as exc:
+            # Bytes that are not a message of the method's type: gRPC reads no further on this call,
+            # so it ends with INVALID_ARGUMENT (the RM opens another); nothing else is touched.
+            reason = f"a message on the {stream.kind.value} stream is not a valid si.v1 message: {exc}"
+            log.warning(
+                "undecodable stream message", stream=stream.kind.value, rmID=stream.rm_id, reason=reason
+            )
+            return reason
         except Exception:
             log.exception("stream read failed", stream=stream.kind.value, rmID=stream.rm_id)
         finally:
             # The RM half-closed (or vanished): end our side after what is already queued.
             self._rmproxy.close_stream(stream)
+        return ""

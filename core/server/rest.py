@@ -3,18 +3,25 @@
 Handlers are synchronous readers between engine steps (see core.state), so every answer is one
 consistent snapshot. Unknown objects answer 404 with {"status_code", "message", "description"}, the
 shape YuniKorn's web service uses for errors.
+
+Optionally the API is served over TLS, and with a bearer token every request but the health check
+must carry `Authorization: Bearer <token>` (401 in the same error shape otherwise).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import json
+import ssl
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from core import state
 from core.cluster import ClusterContext
@@ -27,9 +34,11 @@ log = structlog.get_logger("pykorn.rest")
 Handler = Callable[[web.Request], Any]
 
 
-def _error(status: int, message: str) -> web.Response:
-    body = {"status_code": status, "message": message, "description": message}
-    return web.json_response(body, status=status)
+def _error(
+    status: int, message: str, description: str | None = None, headers: dict[str, str] | None = None
+) -> web.Response:
+    body = {"status_code": status, "message": message, "description": description or message}
+    return web.json_response(body, status=status, headers=headers)
 
 
 DEFAULT_BATCH = 10_000
@@ -186,14 +195,58 @@ async def _state_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return _error(400, str(exc))
 
 
+HEALTHCHECK_PATH = "/ws/v1/scheduler/healthcheck"  # open without a token: probes carry no secrets
+
+
+def bearer_token_check(token: str) -> Middleware:
+    """Middleware: 401 unless the request carries `Authorization: Bearer <token>`."""
+    expected = token.encode()
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path == HEALTHCHECK_PATH:
+            return await handler(request)
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        # Constant-time comparison: response timing must not reveal how much of a guess was right.
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected):
+            return await handler(request)
+        reason = "wrong bearer token" if scheme.lower() == "bearer" else "no bearer token"
+        return _error(
+            401,
+            f"unauthorized: {reason}",
+            "this API requires the header 'Authorization: Bearer <token>' with the core's REST token",
+            headers={"WWW-Authenticate": 'Bearer realm="pykorn"'},
+        )
+
+    return check
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def _line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record) + "\n").encode()
 
 
 class RestServer:
-    def __init__(self, context: ClusterContext, listen: str, default_config: str) -> None:
+    def __init__(
+        self,
+        context: ClusterContext,
+        listen: str,
+        default_config: str,
+        ssl_context: ssl.SSLContext | None = None,
+        token: str | None = None,
+    ) -> None:
         self.listen = listen
-        self.app = web.Application(middlewares=[_state_errors])
+        self.ssl_context = ssl_context
+        self.token = token
+        # The token check comes first (outermost), so an unauthorised request learns nothing more.
+        middlewares = [bearer_token_check(token)] if token else []
+        self.app = web.Application(middlewares=[*middlewares, _state_errors])
         self.app.router.add_routes(StateAPI(context, default_config).routes())
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
         self._runner = web.AppRunner(self.app, access_log=None)
@@ -205,10 +258,13 @@ class RestServer:
     async def start(self) -> int:
         host, port = self.listen.rsplit(":", 1)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, int(port))
+        site = web.TCPSite(self._runner, host, int(port), ssl_context=self.ssl_context)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        log.info("rest api listening", address=f"{host}:{self.port}")
+        tls = self.ssl_context is not None
+        log.info("rest api listening", address=f"{host}:{self.port}", tls=tls, token=self.token is not None)
+        if self.token and not tls and not _is_loopback(host):
+            log.warning("the REST token travels in plaintext off this host; give --rest-tls-cert/-key")
         return self.port
 
     async def stop(self) -> None:

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+import grpc
+
 from shim_fake.client import SchedulerClient
 from shim_fake.core_process import CoreProcess
 from shim_fake.scenario.expectations import check
@@ -14,10 +16,12 @@ from shim_fake.scenario.loader import ScenarioError, load_scenario
 from shim_fake.scenario.plot import PlotUnavailable, write_plot
 from shim_fake.scenario.report import build_report, write_summary
 from shim_fake.scenario.runner import Runner
+from shim_fake.tls import ClientTLS
 
 EXIT_OK = 0
 EXIT_UNMET = 1  # the run finished but expectations were not met
 EXIT_INVALID = 2  # the scenario is wrong: nothing was started
+EXIT_REFUSED = 3  # the core refused to work with us (bad config, wrong identity) or never answered
 
 
 async def run_scenario(
@@ -28,7 +32,9 @@ async def run_scenario(
     plot_path: Path | None,
     out: TextIO,
     progress: bool,
+    tls: ClientTLS | None = None,
 ) -> int:
+    """`tls`: how to reach the core given by `core_address`; a core started here is plaintext."""
     try:
         scenario = load_scenario(path)
     except ScenarioError as exc:
@@ -52,9 +58,17 @@ async def run_scenario(
     out.write(f"running {scenario.name} at speed {speed:g} ({scenario.task_count()} tasks)\n")
     started = time.monotonic()
     try:
-        async with SchedulerClient(core_address, f"fake-{scenario.name}") as client:
+        async with SchedulerClient(
+            core_address, f"fake-{scenario.name}", tls=tls if core is None else None
+        ) as client:
             runner = Runner(scenario, client, speed, out if progress else None)
             recording = await runner.run()
+    except grpc.aio.AioRpcError as exc:
+        out.write(f"the core refused this RM: {exc.code().name}: {exc.details()}\n")
+        return EXIT_REFUSED
+    except TimeoutError:
+        out.write(f"no core answered on {core_address}\n")
+        return EXIT_REFUSED
     finally:
         if core is not None:
             code = await core.stop()

@@ -113,6 +113,16 @@ class Recording:
         if accepted:
             self.limits_timeline.append((now, queue_limits(config)))
 
+    def reconnected(self, now: float, attempts: int, downtime: float) -> None:
+        self.events.append(
+            {
+                "t": round(now, 3),
+                "kind": "core reconnect",
+                "attempts": attempts,
+                "seconds": round(downtime, 3),
+            }
+        )
+
     def node_event(self, now: float, action: str, nodes: list[str]) -> None:
         self.events.append({"t": round(now, 3), "kind": f"node {action}", "nodes": nodes})
 

@@ -4,6 +4,11 @@ Scenario time runs `speed` times faster than real time; the core keeps real time
 runs for its duration and is then released (STOPPED_BY_RM); a task the core preempts stops at once,
 and a task lost with its node stops too; both are re-submitted under a new key when their
 application restarts tasks. Waits (submission to allocation) are measured in scenario seconds.
+
+When the core goes away (it restarted, crashed, or the connection dropped), the runner reconnects
+with backoff, registers again and re-sends what a real shim knows: its nodes, its applications, the
+tasks running (as allocations with their node) and the tasks still waiting (as asks). The core keeps
+no state of its own, so that is all it needs to carry on.
 """
 
 from __future__ import annotations
@@ -11,16 +16,18 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+import grpc
 import structlog
 
 from shim_fake import messages
 from shim_fake.client import SchedulerClient
-from shim_fake.scenario.model import AppSpec, NodeEvent, Scenario, TaskGroup
+from shim_fake.scenario.model import AppSpec, NodeEvent, NodeSpec, Scenario, TaskGroup
 from shim_fake.scenario.recording import Recording
 from si.v1 import si_pb2
 
@@ -30,6 +37,20 @@ TICK = 0.05  # real seconds between steps
 STALL_SECONDS = 6.0  # real seconds without any change, with nothing left that could change it
 APP_ANSWER_TIMEOUT = 15.0
 PROGRESS_EVERY = 0.2  # real seconds between updates of the live line
+RECONNECT_FIRST = 0.1  # real seconds before the first reconnect attempt; doubles per failure
+RECONNECT_MAX = 2.0
+SEND_ERRORS = (grpc.aio.AioRpcError, asyncio.InvalidStateError, ConnectionError)
+# Answers that retrying cannot change: a refused registration (bad config, wrong identity).
+REFUSED = frozenset(
+    {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED}
+)
+
+
+def _raise_if_refused(exc: BaseException) -> None:
+    if isinstance(exc, grpc.aio.AioRpcError) and exc.code() in REFUSED:
+        raise exc
+
+
 _NODE_ACTIONS = {
     "add": si_pb2.NodeInfo.CREATE,
     "drain": si_pb2.NodeInfo.DRAIN_NODE,
@@ -53,6 +74,7 @@ class Task:
     preemptions: int = 0
     lost: int = 0
     waits: list[float] = field(default_factory=list)
+    created: str = ""  # the creationTime tag of the current attempt (wall-clock seconds)
 
     @property
     def ident(self) -> str:
@@ -91,15 +113,35 @@ class Runner:
         self._rejected_apps: set[str] = set()
         self._to_submit: list[Task] = []
         self._last_progress = 0.0
+        # What a shim knows and re-sends after reconnecting: the config in force, the nodes with their
+        # drain state, and the applications that have arrived.
+        self.config = scenario.config
+        self.nodes: dict[str, tuple[NodeSpec, bool]] = {}  # node ID -> (spec, draining)
+        self.arrived: list[AppSpec] = []
+        self.reconnects = 0
+        self._trouble_seen = 0  # stream errors and ends already handled
 
     # Setup ------------------------------------------------------------------------------------
     async def start(self) -> None:
-        await self.client.register(config=self.s.config)
-        if self.s.nodes:
-            await self.client.add_nodes(
-                *(_node_info(n.node_id, n.resources, n.attributes) for n in self.s.nodes)
-            )
-            await self.client.wait_nodes_answered(len(self.s.nodes))
+        self.nodes = {n.node_id: (n, False) for n in self.s.nodes}
+        try:
+            await self.client.register(config=self.config)
+            if self.s.nodes:
+                await self.client.add_nodes(
+                    *(_node_info(n.node_id, n.resources, n.attributes) for n in self.s.nodes)
+                )
+                seen = self.client.seen
+                await self.client.wait_for(
+                    lambda: (
+                        len(seen.accepted_nodes) + len(seen.rejected_nodes) >= len(self.s.nodes)
+                        or self._connection_lost()
+                    ),
+                    what="the core's answers to the nodes",
+                )
+        except (*SEND_ERRORS, TimeoutError, OSError) as exc:
+            _raise_if_refused(exc)
+            # The core went away while we started: the main loop reconnects and sends it all again.
+            self.client.seen.stream_errors.append(f"start interrupted: {exc!r}")
         self.clock = ScenarioClock(self.speed)
         for app in self.s.apps:
             self._at(app.arrival, lambda app=app: self._add_app(app))
@@ -120,6 +162,8 @@ class Runner:
     async def run(self) -> Recording:
         await self.start()
         while True:
+            if self._connection_lost():
+                await self._reconnect()
             now = self.clock.now()
             await self._run_due_events(now)
             await self._read_core(now)
@@ -165,18 +209,37 @@ class Runner:
 
     # Submitting -------------------------------------------------------------------------------
     async def _add_app(self, app: AppSpec) -> None:
-        await self.client.add_application(
-            app.app_id, app.queue, user=app.user, groups=app.groups, tags=dict(app.tags)
-        )
-        # Asks travel on another stream: wait for the answer so no ask overtakes its application.
+        self.arrived.append(app)
+        await self._send_apps([app])
+
+    async def _send_apps(self, apps: list[AppSpec]) -> None:
+        """Add applications and wait for the core's answers (or for the connection to drop: the
+        reconnect re-sends them), so no ask overtakes its application on the other stream."""
+        ids = {app.app_id for app in apps}
         seen = self.client.seen
+        accepted, rejected = len(seen.accepted_apps), len(seen.rejected_apps)
+        await self._send(
+            self.client.send_application_request(
+                si_pb2.ApplicationRequest(
+                    rmID=self.client.rm_id,
+                    new=[
+                        messages.application(
+                            a.app_id, a.queue, user=a.user, groups=a.groups, tags=dict(a.tags)
+                        )
+                        for a in apps
+                    ],
+                )
+            )
+        )
+
+        def answered() -> bool:
+            done = set(seen.accepted_apps[accepted:]) | {
+                r.applicationID for r in seen.rejected_apps[rejected:]
+            }
+            return ids <= done or self._connection_lost()
+
         await self.client.wait_for(
-            lambda: (
-                app.app_id in seen.accepted_apps
-                or any(r.applicationID == app.app_id for r in seen.rejected_apps)
-            ),
-            timeout=APP_ANSWER_TIMEOUT,
-            what=f"the core's answer to application {app.app_id}",
+            answered, timeout=APP_ANSWER_TIMEOUT, what=f"the core's answer to applications {sorted(ids)}"
         )
 
     def _submit_group(self, app: AppSpec, group: TaskGroup) -> None:
@@ -201,25 +264,37 @@ class Runner:
             task.key = task.name if task.attempt == 0 else f"{task.name}-r{task.attempt}"
             task.state = "pending"
             task.submitted_at = now
+            task.created = created
             self.tasks[(task.app.app_id, task.key)] = task
-            group = task.group
-            asks.append(
-                messages.ask(
-                    task.app.app_id,
-                    task.key,
-                    group.resources.as_dict(),
-                    priority=group.priority,
-                    tags={"creationTime": created, **dict(group.tags)},
-                    originator=group.originator,
-                    allow_preempt_self=group.allow_preempt_self,
-                    allow_preempt_other=group.allow_preempt_other,
-                )
-            )
+            asks.append(self._ask_message(task))
         if asks:
-            await self.client.asks(asks)
+            await self._send(self.client.asks(asks))
+
+    @staticmethod
+    def _ask_message(task: Task, node_id: str = "") -> si_pb2.Allocation:
+        """The task's ask; with a node, the allocation it already is (re-sent after a reconnect)."""
+        group = task.group
+        return messages.ask(
+            task.app.app_id,
+            task.key,
+            group.resources.as_dict(),
+            priority=group.priority,
+            tags={"creationTime": task.created, **dict(group.tags)},
+            node_id=node_id,
+            originator=group.originator,
+            allow_preempt_self=group.allow_preempt_self,
+            allow_preempt_other=group.allow_preempt_other,
+        )
 
     async def _change_config(self, at: float, config: str) -> None:
-        response = await self.client.update_configuration(config)
+        self.config = config  # what a reconnect registers with, whatever the core answers now
+        try:
+            response = await self.client.update_configuration(config)
+        except grpc.aio.AioRpcError as exc:
+            log.warning(
+                "configuration change not delivered; it goes with the next registration", error=str(exc)
+            )
+            return
         self.record.config_change(at, config, response.accepted, list(response.errors))
         if not response.accepted:
             log.warning("configuration change rejected", at=at, errors=list(response.errors))
@@ -230,7 +305,14 @@ class Runner:
             _node_info(n.node_id, n.resources if event.action == "add" else None, n.attributes, action)
             for n in event.nodes
         ]
-        await self.client.add_nodes(*infos)
+        for n in event.nodes:
+            if event.action == "decommission":
+                self.nodes.pop(n.node_id, None)
+            elif event.action == "add":
+                self.nodes[n.node_id] = (n, False)
+            elif n.node_id in self.nodes:
+                self.nodes[n.node_id] = (self.nodes[n.node_id][0], event.action == "drain")
+        await self._send(self.client.add_nodes(*infos))
         self.record.node_event(event.at, event.action, [n.node_id for n in event.nodes])
 
     # What the core says -----------------------------------------------------------------------
@@ -252,7 +334,7 @@ class Runner:
         if confirm:
             # The task is killed; tell the core it is gone (the same termination type back, as the
             # interface asks), so the room it held is free.
-            await self.client.release_many(confirm, termination=si_pb2.PREEMPTED_BY_SCHEDULER)
+            await self._send(self.client.release_many(confirm, termination=si_pb2.PREEMPTED_BY_SCHEDULER))
         for rejected in seen.rejected_allocations[self._reject_cursor :]:
             task = self.tasks.pop((rejected.applicationID, rejected.allocationKey), None)
             if task is not None:
@@ -312,7 +394,7 @@ class Runner:
         """Tasks ending together are released in one request, as their room frees at the same moment."""
         for task in tasks:
             self.tasks.pop((task.app.app_id, task.key), None)
-        await self.client.release_many((t.app.app_id, t.key) for t in tasks)
+        await self._send(self.client.release_many((t.app.app_id, t.key) for t in tasks))
 
     async def _stop_remaining(self, now: float) -> None:
         running = [t for t in self.tasks.values() if t.state == "running"]
@@ -320,6 +402,80 @@ class Runner:
             task.state = "done" if task.group.duration is None else "stopped"
         pending = [t for t in self.all_tasks if t.state == "pending"]
         await self._release(running + pending)
+
+    # Losing the core and coming back --------------------------------------------------------------
+    async def _send(self, sending: Awaitable[None]) -> None:
+        """Send, or let the message go when the connection is gone: the reconnect re-sends the state
+        it would have changed (a release simply is not re-sent, as its task is no longer running)."""
+        try:
+            await sending
+        except SEND_ERRORS as exc:
+            log.info("send failed; the core is away", error=repr(exc))
+            self.client.seen.stream_errors.append(f"send failed: {exc!r}")
+
+    def _connection_lost(self) -> bool:
+        seen = self.client.seen
+        return len(seen.stream_errors) + len(seen.stream_ends) > self._trouble_seen
+
+    async def _reconnect(self) -> None:
+        started = time.monotonic()
+        delay, attempts = RECONNECT_FIRST, 0
+        while True:
+            attempts += 1
+            await self.client.close()
+            seen = self.client.seen
+            self._trouble_seen = len(seen.stream_errors) + len(seen.stream_ends)
+            try:
+                await self.client.connect(timeout=max(delay, 0.5))
+                await self.client.register(config=self.config)
+                await self._resync()
+            except (*SEND_ERRORS, TimeoutError, OSError) as exc:
+                _raise_if_refused(exc)
+                log.info(
+                    "core unreachable, retrying", attempt=attempts, retryIn=round(delay, 2), error=repr(exc)
+                )
+                await asyncio.sleep(delay * random.uniform(0.8, 1.2))  # jitter: many shims, one core
+                delay = min(delay * 2, RECONNECT_MAX)
+                continue
+            if not self._connection_lost():
+                break
+        self.reconnects += 1
+        downtime = time.monotonic() - started
+        self.record.reconnected(self.clock.now(), attempts, downtime)
+        log.info("reconnected to the core", attempts=attempts, seconds=round(downtime, 2))
+        self._changed()
+
+    async def _resync(self) -> None:
+        """Tell a core that knows nothing what this RM has: nodes, applications, running tasks (with
+        their nodes) and waiting tasks, in that order, each waiting for the one before."""
+        seen = self.client.seen
+        answered = len(seen.accepted_nodes) + len(seen.rejected_nodes)
+        infos = [
+            _node_info(spec.node_id, spec.resources, spec.attributes, si_pb2.NodeInfo.CREATE_DRAIN if drained
+                       else si_pb2.NodeInfo.CREATE)
+            for spec, drained in self.nodes.values()
+        ]  # fmt: skip
+        if infos:
+            await self.client.add_nodes(*infos)
+            await self.client.wait_nodes_answered(answered + len(infos))
+        apps = [a for a in self.arrived if a.app_id not in self._rejected_apps]
+        if apps:
+            await self._send_apps(apps)
+        running, lost = [], []
+        for task in self.tasks.values():
+            if task.state == "running":
+                (running if task.node_id in self.nodes else lost).append(task)
+        for task in lost:  # its node went while the core was away: the task went with it
+            self.tasks.pop((task.app.app_id, task.key), None)
+            task.state, task.lost = "stopped", task.lost + 1
+            self.record.lost(self.clock.now(), task, f"node {task.node_id} is gone")
+            if task.app.restart:
+                task.attempt += 1
+                self._to_submit.append(task)
+        existing = [self._ask_message(t, node_id=t.node_id) for t in running]
+        waiting = [self._ask_message(t) for t in self.tasks.values() if t.state == "pending"]
+        if existing or waiting:
+            await self.client.asks(existing + waiting)
 
     # Views ------------------------------------------------------------------------------------
     def _running(self) -> list[Task]:

@@ -12,19 +12,12 @@ import pytest
 
 from shim_fake.client import SchedulerClient
 from shim_fake.core_process import CoreProcess
+from tests.integration.core_helpers import running
 
 
 @pytest.fixture(scope="session")
 def core_process() -> Iterator[CoreProcess]:
-    core = CoreProcess()
-    core.start_blocking()
-    try:
-        yield core
-    finally:
-        code = core.stop_blocking(timeout=20)
-        log = core.log_text()
-        assert code == 0, f"core exited with {code}:\n{log[-4000:]}"
-        assert "Traceback" not in log, log[-4000:]
+    yield from running(CoreProcess())
 
 
 @pytest.fixture(scope="session")

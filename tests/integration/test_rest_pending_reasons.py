@@ -90,6 +90,7 @@ partitions:
         queues:
           - name: secret
             submitacl: "alice"
+            adminacl: " ops"
 """
 
 
@@ -101,8 +102,10 @@ async def test_an_acl_refusal_is_shown_as_the_applications_rejection(
     await client.register(config=ACL_CONFIG)
     await client.add_application("bobs", "root.secret", user="bob")
     await client.add_application("alices", "root.secret", user="alice")
-    await client.wait_apps_answered(2)
+    await client.add_application("operators", "root.secret", user="dave", groups=("ops",))  # adminacl
+    await client.wait_apps_answered(3)
     assert [r.applicationID for r in client.seen.rejected_apps] == ["bobs"]
+    assert sorted(client.seen.accepted_apps) == ["alices", "operators"]
     base = f"{rest_url}/ws/v1/partition/{quote(f'[{rm_id}]default', safe='')}"
     async with aiohttp.ClientSession() as session:
         bobs = await get_json(session, f"{base}/application/bobs")
