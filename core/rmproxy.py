@@ -591,6 +591,15 @@ def display_partition(internal: str, rm_id: str) -> str:
 
 def _resource(res: si_pb2.Resource, what: str, limits: Limits) -> Resource:
     values = {name: quantity.value for name, quantity in res.resources.items()}
+    # Hot path: one pass in C per check for the common, valid case; the loop below only names the fault.
+    if (
+        values
+        and len(values) <= limits.max_resource_types
+        and min(values.values()) >= 0
+        and max(map(len, values)) <= limits.max_key_length
+        and "" not in values
+    ):
+        return Resource(values)
     if "" in values:
         raise _BadItem(f"{what} has a resource with an empty name")
     if len(values) > limits.max_resource_types:
@@ -623,9 +632,17 @@ def _over_long(limit: int, limit_name: str, **values: str) -> str:
 def _check_map(entries: dict[str, str], what: str, kind: str, count_limit: str, limits: Limits) -> None:
     """Tags or attributes: how many there are and how long their keys and values are."""
     most = getattr(limits, count_limit)
+    key_limit, value_limit = limits.max_key_length, limits.max_value_length
+    if not entries:
+        return
+    if (
+        len(entries) <= most
+        and max(map(len, entries)) <= key_limit
+        and max(map(len, entries.values())) <= value_limit
+    ):
+        return  # the common case, checked in C; what follows only names the fault
     if len(entries) > most:
         raise _BadItem(f"{what} has {len(entries):,} {kind}s, over the limit of {most:,} ({count_limit})")
-    key_limit, value_limit = limits.max_key_length, limits.max_value_length
     for key, value in entries.items():
         if len(key) > key_limit:
             raise _BadItem(
@@ -644,52 +661,44 @@ def _a(noun: str) -> str:
 
 
 def _allocation_from_si(rm_id: str, item: si_pb2.Allocation, limits: Limits) -> Allocation:
-    # Hot path (every ask): checks first, messages built only for what is refused.
-    key = item.allocationKey
+    # Hot path (every ask): each field is read once (a protobuf read builds a new object), checks
+    # come first, and messages are built only for what is refused.
+    key, app_id, node_id = item.allocationKey, item.applicationID, item.nodeID
+    partition, group = item.partitionName, item.taskGroupName
     if not key:
         raise _BadItem("allocationKey is empty")
     most = limits.max_id_length
-    if (
-        len(key) > most
-        or len(item.applicationID) > most
-        or len(item.nodeID) > most
-        or len(item.partitionName) > most
-        or len(item.taskGroupName) > most
-    ):
+    if max(len(key), len(app_id), len(node_id), len(partition), len(group)) > most:
         problem = _over_long(
-            most,
-            "max_id_length",
-            allocationKey=key,
-            applicationID=item.applicationID,
-            nodeID=item.nodeID,
-            partitionName=item.partitionName,
-            taskGroupName=item.taskGroupName,
-        )
+            most, "max_id_length", allocationKey=key, applicationID=app_id, nodeID=node_id,
+            partitionName=partition, taskGroupName=group,
+        )  # fmt: skip
         raise _BadItem(f"allocation {limits.clip(key)}: {problem}")
     tags = dict(item.allocationTags)
     if tags:
         _check_map(tags, f"allocation {key}", "tag", "max_tags", limits)
     foreign = TAG_FOREIGN in tags
-    if not item.applicationID and not foreign:
+    if not app_id and not foreign:
         raise _BadItem(f"allocation {key} names no applicationID")
-    if foreign and not item.nodeID:
+    if foreign and not node_id:
         raise _BadItem(f"foreign allocation {key} names no nodeID")
-    if not item.HasField("resourcePerAlloc") or not item.resourcePerAlloc.resources:
+    res = item.resourcePerAlloc
+    if not res.resources:
         raise _BadItem(f"allocation {key} has no resourcePerAlloc")
-    resource = _resource(item.resourcePerAlloc, f"allocation {key}", limits)
+    resource = _resource(res, f"allocation {key}", limits)
     if resource.is_zero():
         raise _BadItem(f"allocation {key} asks for zero resources")
     policy = item.preemptionPolicy
     return Allocation(
         key=key,
-        application_id=item.applicationID,
-        partition=_partition(rm_id, item.partitionName),
+        application_id=app_id,
+        partition=_partition(rm_id, partition),
         resource=resource,
         priority=item.priority,
         tags=tags,
-        node_id=item.nodeID,
-        task_group=item.taskGroupName,
-        placeholder=item.placeholder and bool(item.taskGroupName),
+        node_id=node_id,
+        task_group=group,
+        placeholder=item.placeholder and bool(group),
         originator=item.originator,
         allow_preempt_self=policy.allowPreemptSelf,
         allow_preempt_other=policy.allowPreemptOther,
