@@ -552,16 +552,17 @@ class RMProxy:
     def refuse_message(self, stream: ResponseStream, msg: Any, reason: str) -> None:
         """Reject every item of a stream message with one reason (the sender may not send it at all,
         e.g. it names an rmID its certificate does not grant); the stream stays open."""
+        clip = self.limits.clip  # the ids come back as sent, cut to a length a reply can carry
         if stream.kind is StreamKind.ALLOCATION:
             releases = list(msg.releases.allocationsToRelease) if msg.HasField("releases") else []
-            items = [(a.allocationKey, a.applicationID, reason) for a in msg.allocations]
-            items += [(r.allocationKey, r.applicationID, reason) for r in releases]
+            items = [(clip(a.allocationKey), clip(a.applicationID), reason) for a in msg.allocations]
+            items += [(clip(r.allocationKey), clip(r.applicationID), reason) for r in releases]
             stream.send(_alloc_rejections(items or [("", "", reason)]))
         elif stream.kind is StreamKind.APPLICATION:
             apps = [a.applicationID for a in msg.new] + [r.applicationID for r in msg.remove]
-            stream.send(_app_rejections([(app_id, reason) for app_id in apps] or [("", reason)]))
+            stream.send(_app_rejections([(clip(app_id), reason) for app_id in apps] or [("", reason)]))
         else:
-            stream.send(_node_rejections([(n.nodeID, reason) for n in msg.nodes] or [("", reason)]))
+            stream.send(_node_rejections([(clip(n.nodeID), reason) for n in msg.nodes] or [("", reason)]))
 
     # Outbound -----------------------------------------------------------------------------------
     def deliver(self, batches: list[ResultBatch]) -> None:

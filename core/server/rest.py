@@ -27,6 +27,7 @@ from core import state
 from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
 from core.events import FOLLOW_BACKLOG, Follower
+from core.limits import DEFAULT_LIMITS
 from core.metrics import render as render_metrics
 
 log = structlog.get_logger("pykorn.rest")
@@ -45,6 +46,9 @@ DEFAULT_BATCH = 10_000
 
 
 class StateAPI:
+    # aiohttp refuses bodies over 1 MiB (413) before this; the check keeps the two limits together.
+    max_config_bytes = DEFAULT_LIMITS.max_config_bytes
+
     def __init__(self, context: ClusterContext, default_config: str) -> None:
         self.context = context
         self.default_config = default_config
@@ -162,8 +166,14 @@ class StateAPI:
         text = await request.text()
         if not text.strip():
             return web.json_response({"allowed": False, "reason": "the request body holds no configuration"})
+        if len(text.encode("utf-8")) > self.max_config_bytes:
+            most = self.max_config_bytes
+            reason = f"the configuration is over the limit of {most:,} bytes (max_config_bytes)"
+            return web.json_response({"allowed": False, "reason": reason})
         try:
-            load_config(text)
+            # Off the event loop: a large configuration takes seconds to read, and the gRPC streams
+            # and other REST readers are served meanwhile.
+            await asyncio.to_thread(load_config, text)
         except ConfigError as exc:
             reason = "; ".join(str(problem) for problem in exc.problems)
             return web.json_response({"allowed": False, "reason": reason})

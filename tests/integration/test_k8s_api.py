@@ -179,3 +179,37 @@ async def test_priorities_and_foreign_room_through_the_api(
     finally:
         stop.set()
         await asyncio.wait_for(shim, 10)
+
+
+async def test_the_shim_schedules_through_a_mutual_tls_core(
+    api: FakeKubeAPI, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`pykorn k8s` with --core-ca/--core-cert/--core-key: the core knows it by its certificate."""
+    from shim_fake.tls import ClientTLS
+    from tests.integration.core_helpers import running
+    from tests.tls_certs import make_pki
+
+    pki = make_pki(tmp_path_factory.mktemp("pki"), client_names=("k8s-mtls",))
+    tls = ClientTLS(pki.ca, pki.clients["k8s-mtls"].cert, pki.clients["k8s-mtls"].key)
+    args = [
+        "--tls-cert",
+        str(pki.server.cert),
+        "--tls-key",
+        str(pki.server.key),
+        "--tls-client-ca",
+        str(pki.ca),
+    ]
+    core_run = running(CoreProcess(extra_args=args, client_tls=tls))
+    core = next(core_run)
+    await api.put("nodes", node("n1", memory="4Gi"))
+    await api.put("pods", pod("secured"))
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(core.address, host=f"http://127.0.0.1:{api.port}", rm_id="k8s-mtls", stop=stop, tls=tls)
+    )
+    try:
+        await _until(lambda: ("secured", "n1") in api.bindings, "the pod to be bound over mutual TLS")
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
+        next(core_run, None)  # stops the core and checks its exit and log
