@@ -75,6 +75,16 @@ def _client_tls(args: argparse.Namespace) -> ClientTLS | None:
         raise SystemExit(f"pykorn {args.command}: {exc}") from None
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pykorn", description="A YuniKorn-style scheduler core.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -101,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_seconds,
         default=60.0,
         help="seconds a resource manager with no stream open keeps its state before it is removed (60)",
+    )
+    core.add_argument(
+        "--event-log-size",
+        type=_positive_int,
+        default=10_000,
+        help="events the core holds for REST and StreamEvents readers; a reader further behind is cut off",
     )
     core.add_argument(
         "--limit",
@@ -233,6 +249,7 @@ def _run_core(args: argparse.Namespace) -> int:
         port_file=args.port_file,
         rest_listen=args.rest_listen,
         rm_grace_period=args.rm_grace_period,
+        event_log_size=args.event_log_size,
         rest_port_file=args.rest_port_file,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,

@@ -26,6 +26,7 @@ from core.commands import (
     UpdateNodes,
 )
 from core.config.schema import SchedulerConfig
+from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.events import Event, EventLog
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
@@ -43,12 +44,12 @@ def internal_partition_name(rm_id: str, name: str) -> str:
 
 
 class ClusterContext:
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self, clock: Callable[[], float], event_capacity: int = DEFAULT_EVENT_CAPACITY) -> None:
         self.clock = clock
         self.configs: dict[str, SchedulerConfig] = {}
         self.partitions: dict[str, Partition] = {}
         self._results: dict[str, ResultBatch] = {}
-        self.events = EventLog()
+        self.events = EventLog(event_capacity)
         self.metrics = SchedulerMetrics()
 
     # Results ----------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 DEFAULT_CAPACITY = 10_000
-FOLLOW_BACKLOG = 1_000  # events a follower may fall behind by before it is cut off
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,11 @@ class EventLog:
     def since(self, start: int, count: int) -> list[tuple[int, Event]]:
         """Up to `count` events numbered `start` or later, oldest first."""
         offset = max(0, start - self.lowest_id)
-        return [self._events[i] for i in range(offset, min(len(self._events), offset + max(0, count)))]
+        return list(islice(self._events, offset, offset + max(0, count)))
+
+    @property
+    def capacity(self) -> int:
+        return self._events.maxlen or 0
 
     def __iter__(self) -> Iterator[Event]:
         return (event for _, event in self._events)
@@ -79,54 +83,57 @@ class EventLog:
 
 
 class Follower:
-    """Hands on the events a log records from now on that `accept` passes, for one stream reader.
+    """A reader's place in the log: the events from a number on that `accept` passes, held ones first,
+    then each new one as it is recorded.
 
-    At most `backlog` events wait unread; one more and the follower is cut off (`cut_off` is set and
-    `next` returns None) rather than let a slow reader make the core buffer without bound. The reader
-    can come back and page the gap by number. `end` stops it cleanly (the core shutting down).
+    The follower copies nothing: it keeps a cursor into the ring, so a burst of events costs a slow
+    reader nothing until the ring has dropped events it has not read yet. Then it is cut off (`next`
+    returns None with `cut_off` set and `cursor` naming the first event it missed), rather than let
+    it skip events without knowing. `end` stops it after the events recorded so far (a shutdown).
     """
 
+    BATCH = 256  # events taken from the ring at a time
+
     def __init__(
-        self,
-        log: EventLog,
-        accept: Callable[[Event], bool] | None = None,
-        backlog: int = FOLLOW_BACKLOG,
+        self, log: EventLog, accept: Callable[[Event], bool] | None = None, start: int | None = None
     ) -> None:
+        self.cursor = log.highest_id + 1 if start is None else max(start, log.lowest_id)
         self.cut_off = False
+        self._log = log
         self._accept = accept
-        self._queue: asyncio.Queue[tuple[int, Event] | None] = asyncio.Queue(maxsize=backlog)
-        self._unsubscribe = log.subscribe(self._hand_on)
-
-    def _hand_on(self, event_id: int, event: Event) -> None:
-        if self._accept is not None and not self._accept(event):
-            return
-        try:
-            self._queue.put_nowait((event_id, event))
-        except asyncio.QueueFull:
-            self.cut_off = True
-            self._finish()
-
-    def _finish(self) -> None:
-        self._unsubscribe()
-        while True:  # drop what is unread so the end marker always fits
-            try:
-                self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                break
-        self._queue.put_nowait(None)
+        self._buffer: deque[tuple[int, Event]] = deque()
+        self._end_at: int | None = None  # set by end(): no event from this number on is handed out
+        self._wake = asyncio.Event()
+        self._unsubscribe = log.subscribe(lambda _id, _event: self._wake.set())
 
     async def next(self) -> tuple[int, Event] | None:
-        """The next event with its number; None once the follower is cut off or ended."""
-        return await self._queue.get()
+        """The next accepted event with its number; None once cut off or ended."""
+        while True:
+            while self._buffer:
+                event_id, event = self._buffer.popleft()
+                if self._end_at is not None and event_id >= self._end_at:
+                    self._buffer.clear()
+                    break
+                if self._accept is None or self._accept(event):
+                    return event_id, event
+            if self._end_at is not None and self.cursor >= self._end_at:
+                return None
+            if self.cursor < self._log.lowest_id:  # the ring dropped events this reader never saw
+                self.cut_off = True
+                return None
+            self._wake.clear()
+            batch = self._log.since(self.cursor, self.BATCH)
+            if batch:
+                self._buffer.extend(batch)
+                self.cursor = batch[-1][0] + 1
+                continue
+            await self._wake.wait()
 
     def end(self) -> None:
-        """Stop after the events already waiting (the core is shutting down)."""
-        if self.cut_off:
-            return
-        self._unsubscribe()
-        if self._queue.full():
-            self._queue.get_nowait()  # the end marker must fit; the reader would be cut off anyway
-        self._queue.put_nowait(None)
+        """Stop after the events recorded so far (the core is shutting down)."""
+        if self._end_at is None:
+            self._end_at = self._log.highest_id + 1
+        self._wake.set()
 
     def close(self) -> None:
         """Stop listening (the reader went away); safe to call more than once."""

@@ -96,10 +96,12 @@ class ResponseStream:
 @dataclass
 class _RMRoute:
     current: dict[StreamKind, ResponseStream] = field(default_factory=dict)
-    # The si message of every pending ask, by application and key: the allocation sent back is that
-    # message with its nodeID set, which costs far less than building a new one. An ask is here from
-    # the moment it is sent until the core allocates or rejects it or the RM withdraws it, so the
-    # size of an application's entry is its pending asks (max_pending_asks_per_application).
+    # A copy of the si message of every pending ask, by application and key: the allocation sent back
+    # is that message with its nodeID set, which costs far less than building a new one. (A copy, not
+    # the message itself: with upb a sub-message keeps its whole parent message's memory alive.)
+    # An ask is here from the moment it is sent until the core allocates or rejects it or the RM
+    # withdraws it, so the size of an application's entry is its pending asks
+    # (max_pending_asks_per_application).
     asks: dict[str, dict[str, si_pb2.Allocation]] = field(default_factory=dict)
     # Items per second on each kind of stream (Limits.rate_items_per_second).
     rates: dict[StreamKind, TokenBucket] = field(default_factory=dict)
@@ -127,6 +129,8 @@ class RMProxy:
         # its streams); if none of its streams is back by then, its partitions are removed.
         self.grace_period = grace_period
         self._grace_timers: dict[str, asyncio.TimerHandle] = {}
+        self._registering: dict[str, int] = {}  # RMs with a registration under way (how many)
+        self._config_locks: dict[str, asyncio.Lock] = {}  # registrations and reloads, in order per RM
         self._stopping = False
 
     def bind_engine(self, submit: Callable[[Command], None]) -> None:
@@ -147,9 +151,23 @@ class RMProxy:
         too_long = self._id_too_long("rmID", rm_id)
         if too_long:
             raise InvalidRequest(too_long)
-        config = await self._parse_config(request.config)
-        await self._await_engine(lambda reply: RegisterRM(rm_id, config, reply))
+        # The RM is back: its grace timer must not fire while this registration is under way, or
+        # the removal would land after the registration and leave it half there.
         self._cancel_grace(rm_id)
+        self._registering[rm_id] = self._registering.get(rm_id, 0) + 1
+        try:
+            async with self._config_lock(rm_id):
+                config = await self._parse_config(request.config)
+                await self._await_engine(lambda reply: RegisterRM(rm_id, config, reply))
+        except Exception:
+            previous = self._routes.get(rm_id)
+            if previous is not None and not previous.current and not self._stopping:
+                self._start_grace(rm_id)  # refused: what it had before is on the clock again
+            raise
+        finally:
+            self._registering[rm_id] -= 1
+            if not self._registering[rm_id]:
+                del self._registering[rm_id]
         route = self._routes.setdefault(rm_id, _RMRoute())
         for backlog in route.backlog.values():
             backlog.clear()  # answers about the previous registration's state mean nothing now
@@ -175,16 +193,26 @@ class RMProxy:
                     "call RegisterResourceManager first"
                 ],
             )
-        try:
-            loaded = await self._load_config(request.config)
-        except ConfigError as exc:
-            log.warning("configuration rejected", rmID=rm_id, errors=[str(p) for p in exc.problems])
-            return si_pb2.UpdateConfigurationResponse(accepted=False, errors=[str(p) for p in exc.problems])
-        try:
-            await self._await_engine(lambda reply: UpdateConfig(rm_id, loaded.config, reply))
-        except Exception as exc:
-            return si_pb2.UpdateConfigurationResponse(accepted=False, errors=[str(exc)])
+        # One at a time per RM: configurations are read in worker threads, and two sent one after the
+        # other must be applied in that order, whichever finishes reading first.
+        async with self._config_lock(rm_id):
+            try:
+                loaded = await self._load_config(request.config)
+            except ConfigError as exc:
+                problems = [str(p) for p in exc.problems]
+                log.warning("configuration rejected", rmID=rm_id, errors=problems)
+                return si_pb2.UpdateConfigurationResponse(accepted=False, errors=problems)
+            try:
+                await self._await_engine(lambda reply: UpdateConfig(rm_id, loaded.config, reply))
+            except Exception as exc:
+                return si_pb2.UpdateConfigurationResponse(accepted=False, errors=[str(exc)])
         return si_pb2.UpdateConfigurationResponse(accepted=True, warnings=[str(w) for w in loaded.warnings])
+
+    def _config_lock(self, rm_id: str) -> asyncio.Lock:
+        lock = self._config_locks.get(rm_id)
+        if lock is None:
+            lock = self._config_locks[rm_id] = asyncio.Lock()
+        return lock
 
     async def dry_run_configuration(
         self, request: si_pb2.UpdateConfigurationRequest
@@ -289,7 +317,7 @@ class RMProxy:
     def _grace_over(self, rm_id: str) -> None:
         self._grace_timers.pop(rm_id, None)
         route = self._routes.get(rm_id)
-        if route is None or route.current:
+        if route is None or route.current or rm_id in self._registering:
             return
         del self._routes[rm_id]
         self._send_command(UnregisterRM(rm_id))
@@ -298,6 +326,12 @@ class RMProxy:
             rmID=rm_id,
             graceSeconds=self.grace_period,
         )
+
+    def bind_on_open(self, stream: ResponseStream, rm_id: str) -> None:
+        """Bind a stream its RM named when opening it; an RM not registered binds on its first message."""
+        if self.is_registered(rm_id):
+            self._bind(stream, rm_id)
+            log.debug("stream bound on open", rmID=rm_id, stream=stream.kind.value)
 
     def _bind(self, stream: ResponseStream, rm_id: str) -> str | None:
         """Attach the stream to the RM; returns a rejection reason when that is not allowed."""
@@ -404,15 +438,19 @@ class RMProxy:
                         " as a pending ask (or one the core has not answered yet)"
                     )
                 if not alloc.node_id:
-                    if app_asks is None:
-                        app_asks = asks[alloc.application_id] = {}
-                    elif len(app_asks) >= limits.max_pending_asks_per_application:
+                    pending = len(app_asks or ())
+                    if pending >= limits.max_pending_asks_per_application:
                         raise _BadItem(
-                            f"application {alloc.application_id} already has {len(app_asks):,} pending "
+                            f"application {alloc.application_id} already has {pending:,} pending "
                             f"asks, the limit (max_pending_asks_per_application): send this ask again "
                             "once some are allocated or released"
                         )
-                    app_asks[alloc.key] = item
+                    if app_asks is None:
+                        app_asks = asks[alloc.application_id] = {}
+                    # A copy: under upb an ask kept from a message keeps the whole message alive.
+                    kept = si_pb2.Allocation()
+                    kept.CopyFrom(item)
+                    app_asks[alloc.key] = kept
             except _BadItem as exc:
                 rejected.append((clip(item.allocationKey), clip(item.applicationID), str(exc)))
                 continue

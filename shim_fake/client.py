@@ -21,6 +21,8 @@ from si.v1 import si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.fake.client")
 
+RM_ID_HEADER = "pykorn-rm-id"  # names this RM when a stream opens, so the core binds it at once
+
 
 @dataclass
 class Observed:
@@ -137,10 +139,23 @@ class SchedulerClient:
             self.open_streams()
 
     def open_streams(self) -> None:
+        """Open the three streams, naming this RM in their metadata so the core binds them at once."""
         errors, end = self._on_stream_error, self._on_stream_end
-        self._alloc = _Stream(self.stub.UpdateAllocation(), self._on_allocation_response, errors, end)
-        self._apps = _Stream(self.stub.UpdateApplication(), self._on_application_response, errors, end)
-        self._nodes = _Stream(self.stub.UpdateNode(), self._on_node_response, errors, end)
+        named = ((RM_ID_HEADER, self.rm_id),)
+        self._alloc = _Stream(
+            self.stub.UpdateAllocation(metadata=named), self._on_allocation_response, errors, end
+        )
+        self._apps = _Stream(
+            self.stub.UpdateApplication(metadata=named), self._on_application_response, errors, end
+        )
+        self._nodes = _Stream(self.stub.UpdateNode(metadata=named), self._on_node_response, errors, end)
+
+    async def close_streams(self) -> None:
+        """Close the three streams, keeping the channel (and the registration)."""
+        for stream in (self._alloc, self._apps, self._nodes):
+            if stream is not None:
+                await stream.close()
+        self._alloc = self._apps = self._nodes = None
 
     async def dry_run_configuration(self, config: str) -> si_pb2.DryRunConfigurationResponse:
         return await self.stub.DryRunConfiguration(
@@ -171,16 +186,11 @@ class SchedulerClient:
 
     async def reopen_streams(self) -> None:
         """Close the three streams and open new ones on the same channel, without registering again."""
-        for stream in (self._alloc, self._apps, self._nodes):
-            if stream is not None:
-                await stream.close()
+        await self.close_streams()
         self.open_streams()
 
     async def close(self) -> None:
-        for stream in (self._alloc, self._apps, self._nodes):
-            if stream is not None:
-                await stream.close()
-        self._alloc = self._apps = self._nodes = None
+        await self.close_streams()
         if self._channel is not None:
             await self._channel.close()
             self._channel = None

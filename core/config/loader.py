@@ -60,6 +60,9 @@ _NODESORT_TYPES = frozenset({"fair", "binpacking"})
 
 # Bounds that keep any text, however hostile, cheap to refuse (tests/unit/test_fuzz_config.py):
 MAX_QUEUE_DEPTH = 64  # queue levels below root; real trees have a handful
+# Configured queues per partition. Aliases let a few KB of YAML name hundreds of thousands, which
+# would stall the scheduler while it builds them; real configurations have dozens to a few thousand.
+MAX_QUEUES = 10_000
 MAX_YAML_DEPTH = 2 * MAX_QUEUE_DEPTH + 16  # each queue level is a list and a mapping
 MAX_YAML_NODES = 1_000_000  # after aliases are expanded; a 5,000-queue config has about 100,000
 MAX_PROBLEMS = 100  # problems (and warnings) reported; the rest are counted
@@ -224,6 +227,9 @@ def _read_partition(reader: YamlReader, node: Node, path: str) -> PartitionConfi
     nodesort = _read_nodesort(reader, fields.get("nodesortpolicy"), f"{path}.nodesortpolicy")
     if root is None:
         return None
+    if (count := _count_queues(root)) > MAX_QUEUES:
+        reader.error(f"{path}.queues", node, f"{count:,} queues configured, over the limit of {MAX_QUEUES:,}")
+        return None
     return PartitionConfig(
         name=name,
         root=root,
@@ -268,6 +274,15 @@ def _read_top_queues(reader: YamlReader, node: Node | None, path: str, owner: No
                 Problem(f"{q.path}.name", q.line_of("name"), "'root' must be the only top-level queue")
             )
     return QueueConfig(name=ROOT_QUEUE, parent=True, queues=tuple(queues), line=line_of(node), path=path)
+
+
+def _count_queues(root: QueueConfig) -> int:
+    count, stack = 0, [root]
+    while stack:
+        queue = stack.pop()
+        count += 1
+        stack.extend(queue.queues)
+    return count
 
 
 def _read_queue(reader: YamlReader, node: Node, path: str, depth: int) -> QueueConfig | None:

@@ -112,6 +112,9 @@ class YamlReader:
         if not (isinstance(node, ScalarNode) and node.tag == _INT):
             self.error(path, node, f"expected an integer, got {_describe(node)}")
             return None
+        if not _plain_integer(node.value):
+            self.error(path, node, f"must be a plain integer of at most {INT64_MAX}, got {_describe(node)}")
+            return None
         try:
             value = int(_constructor.construct_yaml_int(node))
         except ValueError:  # more digits than Python converts (4,300)
@@ -126,8 +129,13 @@ class YamlReader:
         return value
 
     def number(self, node: Node, path: str) -> float | None:
+        if isinstance(node, ScalarNode) and node.tag in (_INT, _FLOAT) and ":" in node.value:
+            self.error(path, node, f"expected a plain number, not base 60: {_describe(node)}")
+            return None
         try:
             if isinstance(node, ScalarNode) and node.tag == _INT:
+                if not _plain_integer(node.value):
+                    raise ValueError(node.value)
                 return float(_constructor.construct_yaml_int(node))
             if isinstance(node, ScalarNode) and node.tag == _FLOAT:
                 return float(_constructor.construct_yaml_float(node))
@@ -172,3 +180,13 @@ def _describe(node: Node) -> str:
             repr(value) if len(value) <= _SHOWN else repr(value[:_SHOWN]) + f"... ({len(value):,} characters)"
         )
     return _kind(node)
+
+
+# An int64 written in binary with its sign, prefix and separators stays well under this; anything
+# longer is not an int64, and YAML 1.1's base-60 form (1:30:00) takes PyYAML quadratic time to build.
+_MAX_INT_TEXT = 80
+
+
+def _plain_integer(text: str) -> bool:
+    """Cheap to construct: not base 60, and not longer than any int64 can be written."""
+    return ":" not in text and len(text) <= _MAX_INT_TEXT

@@ -251,11 +251,13 @@ class Partition:
             raise Rejection(str(exc)) from None
         queue = self.tree.find(placement.queue_name)
         if queue is None and placement.create:
+            existing = set(self.tree.queues)
             queue = self.tree.create(placement.queue_name)
-            self.events.append(
-                Event(self.rm_id, "QUEUE", queue.full_name, "ADD", "QUEUE_DYNAMIC",
-                      f"queue created by placement for {app_id}", now)
-            )  # fmt: skip
+            for created in [q for key, q in self.tree.queues.items() if key not in existing]:  # parents too
+                self.events.append(
+                    Event(self.rm_id, "QUEUE", created.full_name, "ADD", "QUEUE_DYNAMIC",
+                          f"queue created by placement for {app_id}", now)
+                )  # fmt: skip
         assert queue is not None and queue.is_leaf
         app = Application(app_id, self.name, queue, user=user, groups=groups, tags=tags, now=now)
         self.applications[app_id] = app
@@ -303,7 +305,11 @@ class Partition:
         priority.remove_application(app)
         self.applications.pop(app.app_id, None)
         app.queue.applications.pop(app.app_id, None)
-        self.tree.remove_empty()
+        for name in self.tree.remove_empty():
+            self.events.append(
+                Event(self.rm_id, "QUEUE", name, "REMOVE", "QUEUE_DYNAMIC",
+                      "queue removed: empty, and dynamic or no longer in the configuration", app.state_time)
+            )  # fmt: skip
 
     def _transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
         if not app.can_handle(event):

@@ -18,6 +18,7 @@ from core.cluster import ClusterContext
 from core.config import load_config
 from core.config.loader import default_config_text
 from core.engine import Engine
+from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.limits import DEFAULT_LIMITS, Limits
 from core.rmproxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.server.event_stream import EventStreams
@@ -40,6 +41,7 @@ class CoreOptions:
     shutdown_grace: float = 5.0
     rest_listen: str = "127.0.0.1:9080"  # empty: no REST API
     rm_grace_period: float = DEFAULT_GRACE_PERIOD  # seconds an RM with no open stream keeps its state
+    event_log_size: int = DEFAULT_EVENT_CAPACITY  # events held for REST and StreamEvents readers
     rest_port_file: Path | None = None
     # gRPC TLS: certificate and key (both or neither); a client CA on top turns on mutual TLS, and
     # then each RM may only act as the rmID its certificate's common name names.
@@ -68,7 +70,7 @@ class CoreDaemon:
         rest_token = read_token(options.rest_token_file) if options.rest_token_file else None
         config_text = options.config_path.read_text() if options.config_path else default_config_text()
         load_config(config_text)  # an unusable default config is a startup error, not a registration one
-        self.context = ClusterContext(time.time)
+        self.context = ClusterContext(time.time, options.event_log_size)
         self.rmproxy = RMProxy(config_text, grace_period=options.rm_grace_period, limits=options.limits)
         self.engine = Engine(self.context, self.rmproxy.deliver)
         self.rmproxy.bind_engine(self.engine.submit)

@@ -3,8 +3,8 @@
 A request may first ask for held events from a number on (to resume after a disconnect), and for
 only some event types. The call's initial metadata (LIVE_FROM_HEADER) arrives once the stream is
 subscribed, so a reader that waits for it knows no later event can be missed. A reader that falls
-too far behind is cut off with RESOURCE_EXHAUSTED and a message naming the number to resume from;
-at shutdown every stream ends cleanly with status OK.
+so far behind that the ring drops events it has not read is cut off with RESOURCE_EXHAUSTED and a
+message naming the number to resume from; at shutdown every stream ends cleanly with status OK.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 import structlog
 
-from core.events import FOLLOW_BACKLOG, Event, EventLog, Follower
+from core.events import Event, EventLog, Follower
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.events")
@@ -73,37 +73,34 @@ class EventStreams:
         def accept(event: Event) -> bool:
             return event.rm_id == rm_id and (not wanted or event.type in wanted)
 
-        # Subscribe before reading the held events, so nothing recorded in between is missed; the
-        # engine runs in this loop, so no event lands between the two statements below anyway.
-        follower = Follower(self._events, accept)
-        held = self._held(request.fromID, accept) if request.fromID >= 0 else []
+        live_from = self._events.highest_id + 1
+        if request.fromID > live_from:
+            # Numbers start again from 0 when the core restarts: an id from before means nothing now.
+            await context.abort(
+                grpc.StatusCode.OUT_OF_RANGE,
+                f"fromID {request.fromID} is beyond the newest event ({live_from - 1}): the core has "
+                "restarted since, or the id is wrong; ask again with fromID 0 (all held) or -1 (new only)",
+            )
+        follower = Follower(self._events, accept, start=request.fromID if request.fromID >= 0 else None)
         self._followers.add(follower)
-        last = request.fromID - 1
         # Headers tell the reader the stream is live: events recorded from here on will reach it.
-        await context.send_initial_metadata(((LIVE_FROM_HEADER, str(self._events.highest_id + 1)),))
+        await context.send_initial_metadata(((LIVE_FROM_HEADER, str(live_from)),))
         log.info("event stream opened", rmID=rm_id, fromID=request.fromID, types=sorted(wanted))
         try:
-            for event_id, event in held:
-                last = event_id
-                yield self._response(event_id, event)
             while (item := await follower.next()) is not None:
-                if item[0] <= last:
-                    continue  # already sent from the held ones
-                last = item[0]
                 yield self._response(*item)
             if follower.cut_off:
-                log.warning("event stream reader fell behind, closing", rmID=rm_id, backlog=FOLLOW_BACKLOG)
+                log.warning(
+                    "event stream reader fell behind, closing", rmID=rm_id, resumeFrom=follower.cursor
+                )
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"reader fell {FOLLOW_BACKLOG} events behind; resume with fromID={last + 1}",
+                    f"reader fell more than {self._events.capacity:,} events behind and events were lost; "
+                    f"resume with fromID={follower.cursor} (lowestID says where the held events start)",
                 )
         finally:
             follower.close()
             self._followers.discard(follower)
-
-    def _held(self, start: int, accept: Callable[[Event], bool]) -> list[tuple[int, Event]]:
-        events = self._events
-        return [(i, e) for i, e in events.since(start, events.highest_id + 1 - start) if accept(e)]
 
     def _response(self, event_id: int, event: Event) -> si_pb2.EventStreamResponse:
         lowest = self._events.lowest_id

@@ -18,6 +18,15 @@ from si.v1 import si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.grpc")
 
+RM_ID_HEADER = "pykorn-rm-id"  # optional call metadata on the three streams: the RM opening it
+
+
+def _metadata(context: grpc.aio.ServicerContext, key: str) -> str:
+    for item in context.invocation_metadata() or ():
+        if item[0] == key:
+            return str(item[1])
+    return ""
+
 
 class SchedulerService(si_pb2_grpc.SchedulerServicer):
     def __init__(self, rmproxy: RMProxy, events: EventStreams, enforce_rm_identity: bool = False) -> None:
@@ -110,6 +119,12 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
     ) -> AsyncIterator[Any]:
         stream = self._rmproxy.open_stream(kind)
         peer = caller(context, self._enforce_rm_identity)  # one TLS session per call: look it up once
+        # An RM that names itself when it opens the stream gets it bound at once: a reconnect within
+        # the grace period counts from here, and answers held meanwhile arrive without waiting for
+        # the RM's next message.
+        named = _metadata(context, RM_ID_HEADER)
+        if named and peer.refusal(named) is None:
+            self._rmproxy.bind_on_open(stream, named)
         reader = asyncio.create_task(self._read(requests, stream, handle, peer))
         self._active_streams += 1
         self._no_streams.clear()

@@ -26,7 +26,7 @@ from aiohttp.typedefs import Middleware
 from core import state
 from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
-from core.events import FOLLOW_BACKLOG, Follower
+from core.events import Follower
 from core.limits import DEFAULT_LIMITS
 from core.metrics import render as render_metrics
 
@@ -133,20 +133,18 @@ class StateAPI:
     async def event_stream(self, request: web.Request) -> web.StreamResponse:
         """Newline-delimited JSON event records as they happen, after the last `count` held ones.
 
-        A reader that falls FOLLOW_BACKLOG events behind is cut off rather than let the core buffer
-        without bound; it can reconnect and page the gap from /events/batch by number.
+        A reader so far behind that the ring drops events it has not read is cut off rather than let
+        it miss them unknowingly; it can reconnect and page what is still held from /events/batch.
         """
         count = _int_param(request, "count", 0)
-        follower = Follower(self.context.events)
+        events = self.context.events
+        follower = Follower(events, start=events.highest_id + 1 - count)
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)
         try:
-            events = self.context.events
-            for event_id, event in events.since(events.highest_id + 1 - count, count) if count else []:
-                await response.write(_line(state.event_record(event_id, event)))
             while (item := await follower.next()) is not None:
                 await response.write(_line(state.event_record(*item)))
-            log.warning("event stream reader fell behind, closing", backlog=FOLLOW_BACKLOG)
+            log.warning("event stream reader fell behind, closing", resumeFrom=follower.cursor)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:

@@ -287,16 +287,20 @@ class Runner:
         )
 
     async def _change_config(self, at: float, config: str) -> None:
-        self.config = config  # what a reconnect registers with, whatever the core answers now
         try:
             response = await self.client.update_configuration(config)
         except grpc.aio.AioRpcError as exc:
+            # Not delivered (the core is away): the next registration carries it instead, as a shim
+            # re-reading its ConfigMap would.
+            self.config = config
             log.warning(
                 "configuration change not delivered; it goes with the next registration", error=str(exc)
             )
             return
         self.record.config_change(at, config, response.accepted, list(response.errors))
-        if not response.accepted:
+        if response.accepted:
+            self.config = config  # what a reconnect registers with: the configuration in force
+        else:
             log.warning("configuration change rejected", at=at, errors=list(response.errors))
 
     async def _node_event(self, event: NodeEvent) -> None:
@@ -419,6 +423,9 @@ class Runner:
 
     async def _reconnect(self) -> None:
         started = time.monotonic()
+        # What the old core said before it went (allocations, releases) comes first, so the resync
+        # re-sends each task as what it really was: running on its node, or still waiting.
+        await self._read_core(self.clock.now())
         delay, attempts = RECONNECT_FIRST, 0
         while True:
             attempts += 1
@@ -445,6 +452,14 @@ class Runner:
         log.info("reconnected to the core", attempts=attempts, seconds=round(downtime, 2))
         self._changed()
 
+    async def _wait_answered(self, done: Callable[[], bool], what: str) -> None:
+        """Until `done`, or raise ConnectionError at once when the core goes away meanwhile."""
+        await self.client.wait_for(
+            lambda: done() or self._connection_lost(), what=f"the core's answers to {what}"
+        )
+        if self._connection_lost():
+            raise ConnectionError(f"the core went away while answering {what}")
+
     async def _resync(self) -> None:
         """Tell a core that knows nothing what this RM has: nodes, applications, running tasks (with
         their nodes) and waiting tasks, in that order, each waiting for the one before."""
@@ -457,10 +472,14 @@ class Runner:
         ]  # fmt: skip
         if infos:
             await self.client.add_nodes(*infos)
-            await self.client.wait_nodes_answered(answered + len(infos))
+            await self._wait_answered(
+                lambda: len(seen.accepted_nodes) + len(seen.rejected_nodes) >= answered + len(infos), "nodes"
+            )
         apps = [a for a in self.arrived if a.app_id not in self._rejected_apps]
         if apps:
             await self._send_apps(apps)
+            if self._connection_lost():
+                raise ConnectionError("the core went away during the resync")
         running, lost = [], []
         for task in self.tasks.values():
             if task.state == "running":

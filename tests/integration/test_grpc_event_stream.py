@@ -4,12 +4,15 @@ isolation between RMs, and the queue, preemption and reload events the interface
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import re
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 import pytest
 
+from shim_fake import messages
 from shim_fake.client import SchedulerClient
+from shim_fake.core_process import CoreProcess
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import CONFIG, load_cluster
 from tests.integration.test_rest_metrics import _scrape, _value
@@ -132,21 +135,25 @@ RELOADED = CONFIG.replace("max: {memory: 12000}", "max: {memory: 8000}").replace
 
 async def test_a_reload_sends_queue_max_and_config_events(client: SchedulerClient) -> None:
     await client.register(config=CONFIG)
-    reader = EventReader(await client.stream_events(types=[Record.QUEUE]))
+    reader = EventReader(await client.stream_events(types=[Record.QUEUE, Record.NODE]))
     try:
         response = await client.update_configuration(RELOADED)
         assert response.accepted, response.errors
-        await reader.wait_for(lambda: len(reader.seen) >= 2, "the reload's queue events")
+        # A node added after the reload is a barrier: events arrive in order, so once its event is in,
+        # every event of the reload is too.
+        await client.add_node("barrier", {"memory": 1})
+        await reader.wait_for(lambda: any(r.event.type == Record.NODE for r in reader.seen), "the barrier")
     finally:
         await reader.close()
-    events = {(r.event.objectID, Detail.Name(r.event.eventChangeDetail)): r.event for r in reader.seen}
+    queue_events = [r.event for r in reader.seen if r.event.type == Record.QUEUE]
+    events = {(e.objectID, Detail.Name(e.eventChangeDetail)): e for e in queue_events}
     lowered = events[("root.tenants", "QUEUE_MAX")]
     assert lowered.eventChangeType == Record.SET
     assert lowered.resource.resources["memory"].value == 8_000
     assert "12000" in lowered.message and "8000" in lowered.message
     added = events[("root.batch", "QUEUE_CONFIG")]
     assert added.eventChangeType == Record.ADD
-    assert len(reader.seen) == 2, reader.details()  # nothing else changed
+    assert len(queue_events) == 2, [(e.objectID, Detail.Name(e.eventChangeDetail)) for e in queue_events]
 
 
 async def test_a_preemption_sends_alloc_preempt_and_moves_the_victims_metric(
@@ -178,3 +185,63 @@ async def test_a_preemption_sends_alloc_preempt_and_moves_the_victims_metric(
     assert "ds/ds-n1" in preempt.message
     after = _value(await _scrape(rest_url), victims, kind="required_node")
     assert after - before >= 1
+
+
+async def test_a_burst_of_events_in_one_step_reaches_a_reader_whole(client: SchedulerClient) -> None:
+    await client.register(config=CONFIG)
+    reader = EventReader(await client.stream_events(types=[Record.NODE]))
+    try:
+        await client.add_nodes(*(messages.node(f"burst-{i}", {"memory": 1_000}) for i in range(1_500)))
+        await reader.wait_for(lambda: len(reader.seen) == 1_500, "all 1,500 node events")
+    finally:
+        await reader.close()
+    assert [r.event.objectID for r in reader.seen] == [f"burst-{i}" for i in range(1_500)]
+
+
+async def test_a_from_id_beyond_the_newest_event_is_refused(client: SchedulerClient) -> None:
+    """After a core restart the numbers start again: an old id must not silently swallow new events."""
+    await client.register(config=CONFIG)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await client.stream_events(from_id=10**15)
+    assert refused.value.code() == grpc.StatusCode.OUT_OF_RANGE
+    assert "restarted" in (refused.value.details() or "")
+
+
+@pytest.fixture
+async def small_ring_core() -> AsyncIterator[CoreProcess]:
+    async with CoreProcess(extra_args=["--event-log-size", "50"]) as core:
+        yield core
+
+
+async def test_a_reader_the_ring_outran_is_cut_off_with_where_to_resume(small_ring_core: CoreProcess) -> None:
+    async with SchedulerClient(small_ring_core.address, "rm-slow") as client:
+        await client.register(config=CONFIG)
+        call = await client.stream_events(types=[Record.NODE])
+        live_from = int(dict(await call.initial_metadata())["pykorn-live-from-id"])
+        # The reader takes nothing while 5,000 events are recorded: more than gRPC's flow-control
+        # window holds, so the core's sender waits, and the 50-event ring drops what it has not sent.
+        await client.add_nodes(*(messages.node(f"n-{i}", {"memory": 1_000}) for i in range(5_000)))
+        await client.wait_nodes_answered(5_000, timeout=30)
+        got: list[si_pb2.EventStreamResponse] = []
+        with pytest.raises(grpc.aio.AioRpcError) as cut:
+            async for item in call:
+                got.append(item)
+    assert cut.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    resume = int(re.search(r"fromID=(\d+)", cut.value.details() or "").group(1))  # type: ignore[union-attr]
+    # What it got (if anything: one step recorded all 5,000) runs on from the first live id with no
+    # gap, and it is told to resume exactly at the first event it missed.
+    ids = [r.id for r in got]
+    assert ids == list(range(live_from, live_from + len(ids))) and len(ids) < 5_000
+    assert resume == live_from + len(ids)
+
+
+async def test_at_shutdown_an_open_event_stream_ends_cleanly() -> None:
+    core = CoreProcess()
+    await core.start()
+    async with SchedulerClient(core.address, "rm-shutdown") as client:
+        await client.register(config=CONFIG)
+        call = await client.stream_events()
+        assert await core.stop() == 0
+        async for _ in call:
+            pass
+        assert await call.code() == grpc.StatusCode.OK

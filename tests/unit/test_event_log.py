@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from core.events import Event, EventLog, Follower
 
 
@@ -41,31 +43,47 @@ def test_listeners_see_each_new_event_until_they_unsubscribe() -> None:
     assert seen == [1, 2]
 
 
-async def test_a_follower_gets_accepted_events_until_it_falls_too_far_behind() -> None:
+async def test_a_follower_reads_held_then_new_events_through_a_burst() -> None:
     log = EventLog(capacity=100)
-    follower = Follower(log, accept=lambda e: e.object_id != "node-1", backlog=3)
+    for n in range(3):
+        log.add(_event(n))
+    follower = Follower(log, accept=lambda e: e.object_id != "node-1", start=0)
+    for n in range(3, 90):  # a burst far larger than any per-reader buffer: nothing is lost
+        log.add(_event(n))
+    got = [(await follower.next()) for _ in range(89)]
+    assert [i for i, _ in got] == [0, *range(2, 90)]  # node-1 filtered out, every other one in order
+    assert not follower.cut_off
+
+
+async def test_a_follower_is_cut_off_when_the_ring_drops_what_it_has_not_read() -> None:
+    log = EventLog(capacity=5)
+    follower = Follower(log)  # from the next event on
     log.add(_event(0))
-    log.add(_event(1))  # filtered out: does not count against the backlog
-    log.add(_event(2))
     assert await follower.next() == (0, _event(0))
-    log.add(_event(3))
-    log.add(_event(4))
-    assert not follower.cut_off  # three waiting: 2, 3, 4
-    log.add(_event(5))  # a fourth unread event: cut off
-    assert follower.cut_off
+    for n in range(1, 8):  # 7 more into a ring of 5: events 1 and 2 are gone unread
+        log.add(_event(n))
     assert await follower.next() is None
-    log.add(_event(6))  # no longer listening
-    assert follower._queue.empty()
+    assert follower.cut_off and follower.cursor == 1  # the first event it missed
 
 
-async def test_ending_a_follower_lets_its_reader_finish_cleanly() -> None:
+async def test_ending_a_follower_lets_its_reader_finish_what_was_recorded() -> None:
     log = EventLog()
     follower = Follower(log)
     log.add(_event(0))
     follower.end()
     log.add(_event(1))  # after the end: not handed on
-    assert await follower.next() == (0, _event(0))  # what was waiting still arrives
+    assert await follower.next() == (0, _event(0))
     assert await follower.next() is None
     assert not follower.cut_off
     follower.close()
     follower.close()
+
+
+async def test_a_waiting_follower_wakes_for_a_new_event() -> None:
+    log = EventLog()
+    follower = Follower(log)
+    waiting = asyncio.create_task(follower.next())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    log.add(_event(7))
+    assert await asyncio.wait_for(waiting, 1) == (0, _event(7))

@@ -524,3 +524,21 @@ def test_weights_stay_finite() -> None:
     loaded = check(GOOD)
     assert loaded is not None
     assert all(math.isfinite(w) for _, w in loaded.config.partitions[0].node_sort_policy.resource_weights)
+
+
+def test_base_60_integers_are_refused_before_they_are_built() -> None:
+    # YAML 1.1 reads 1:0:0 as base 60, and PyYAML builds a long one in quadratic time.
+    text = "partitions:\n  - name: default\n    queues:\n      - name: root\n        maxapplications: 1"
+    with pytest.raises(ConfigError, match="plain integer"):
+        load_config(text + ":0" * 50_000 + "\n")
+
+
+def test_aliases_cannot_multiply_queues_past_the_limit() -> None:
+    children = "\n".join(f"              - name: c{i}" for i in range(200))
+    parents = "\n".join(f"          - name: p{i}\n            queues: *kids" for i in range(1, 60))
+    text = (
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n"
+        f"          - name: p0\n            queues: &kids\n{children}\n{parents}\n"
+    )
+    with pytest.raises(ConfigError, match="over the limit of 10,000"):
+        load_config(text)

@@ -269,3 +269,13 @@ async def test_rate_limit_admits_the_burst_then_rejects_with_retry_until_refille
     # Each kind of stream has its own budget: nodes still go in.
     h.node("node-2", SMALL)
     assert [n.nodeID for m in drain(h.nodes) for n in m.accepted] == ["node-2"]
+
+
+async def test_a_pending_ask_limit_of_zero_refuses_even_the_first_ask() -> None:
+    h = await ready(Limits(max_pending_asks_per_application=0))
+    h.asks(messages.ask("app-1", "first", {"vcore": 1}))
+    rejected = rejected_allocations(h)
+    assert [r.allocationKey for r in rejected] == ["first"]
+    assert "already has 0 pending asks" in rejected[0].reason
+    h.asks(messages.ask("app-1", "running", {"memory": 1}, node_id="node-1"))  # not pending: allowed
+    assert rejected_allocations(h) == []

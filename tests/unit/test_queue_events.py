@@ -82,3 +82,21 @@ def test_a_queue_placement_creates_is_recorded_as_dynamic() -> None:
         if e.change_detail == "QUEUE_DYNAMIC"
     ]
     assert created == [("root.team.x", "ADD", "queue created by placement for a1")]
+
+
+def test_dynamic_parents_are_recorded_and_so_is_their_removal() -> None:
+    from core.commands import AppRemove, UpdateApplications
+    from tests.unit.test_dynamic_queues import DYNAMIC
+
+    cluster = Cluster(DYNAMIC)
+    start = cluster.ctx.events.highest_id + 1
+    cluster.app("a1", "root.org.team7")  # root.org does not exist either: both levels are created
+    cluster.ctx.apply(UpdateApplications(cluster.rm_id, removes=(AppRemove("a1", cluster.pname()),)))
+    cluster.ctx.drain_results()
+    dynamic = [
+        (e.object_id, e.change_type)
+        for _, e in cluster.ctx.events.since(start, 100)
+        if e.change_detail == "QUEUE_DYNAMIC"
+    ]
+    assert sorted(dynamic[:2]) == [("root.org", "ADD"), ("root.org.team7", "ADD")]
+    assert dynamic[2:] == [("root.org.team7", "REMOVE"), ("root.org", "REMOVE")]  # deepest first

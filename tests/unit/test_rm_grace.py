@@ -1,0 +1,50 @@
+"""rmproxy's grace period against a registration under way: the RM coming back must win."""
+
+from __future__ import annotations
+
+import asyncio
+
+from core.commands import Command, RegisterRM, UnregisterRM
+from core.rmproxy import RMProxy, StreamKind
+from si.v1 import si_pb2
+
+
+class SlowEngine:
+    """Answers RegisterRM only after `delay`, as a busy engine would; records every command."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.commands: list[Command] = []
+
+    def submit(self, command: Command) -> None:
+        self.commands.append(command)
+        if isinstance(command, RegisterRM) and command.reply is not None:
+            asyncio.get_running_loop().call_later(self.delay, command.reply, None)
+
+
+async def _registered_then_gone(proxy: RMProxy) -> None:
+    await proxy.register(si_pb2.RegisterResourceManagerRequest(rmID="rm-1"))
+    stream = proxy.open_stream(StreamKind.NODE)
+    proxy.bind_on_open(stream, "rm-1")
+    proxy.close_stream(stream)  # its only stream: the grace period starts
+
+
+async def test_a_grace_period_ending_during_a_registration_does_not_remove_the_rm() -> None:
+    engine = SlowEngine(delay=0.01)
+    proxy = RMProxy("", engine.submit, grace_period=0.5)
+    await _registered_then_gone(proxy)
+    engine.delay = 0.8  # the next registration outlasts what is left of the grace period
+    await asyncio.sleep(0.02)
+    await proxy.register(si_pb2.RegisterResourceManagerRequest(rmID="rm-1"))
+    await asyncio.sleep(0.1)
+    assert proxy.is_registered("rm-1")
+    assert not any(isinstance(c, UnregisterRM) for c in engine.commands)
+
+
+async def test_without_a_comeback_the_rm_is_removed_once() -> None:
+    engine = SlowEngine(delay=0.0)
+    proxy = RMProxy("", engine.submit, grace_period=0.05)
+    await _registered_then_gone(proxy)
+    await asyncio.sleep(0.15)
+    assert not proxy.is_registered("rm-1")
+    assert [c for c in engine.commands if isinstance(c, UnregisterRM)] == [UnregisterRM("rm-1")]
