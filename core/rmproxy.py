@@ -1,12 +1,14 @@
-"""RMProxy: the registry of resource managers and the translation between si messages and the core.
+"""RMProxy: the registry of resource managers, their streams, and the way between si and the engine.
 
-Inbound, each si message is checked item by item; what is malformed is answered at once on the
-stream it came from (the engine never sees it), the rest becomes one engine command. Outbound, the
-engine's result batches become si responses routed to the owning RM's current stream of that kind;
-while an RM has no stream of a kind open, its responses wait in a bounded backlog.
+Inbound, each si message is checked item by item (core.si_inbound translates and checks each item);
+what is malformed is answered at once on the stream it came from (the engine never sees it), the
+rest becomes one engine command. Outbound, the engine's result batches become si responses
+(core.si_outbound) routed to the owning RM's current stream of that kind; while an RM has no stream
+of a kind open, its responses wait in a bounded backlog. RMs that stay away past the grace period
+are removed; registrations and reloads are applied in order per RM.
 
-Partition names are qualified with the rmID here (`default` -> `[rm-1]default`) and unqualified on
-the way out, so each RM sees only its own names and can address only its own partitions.
+Partition names are qualified with the rmID on the way in and unqualified on the way out, so each RM
+sees only its own names and can address only its own partitions.
 """
 
 from __future__ import annotations
@@ -21,13 +23,10 @@ from typing import Any
 
 import structlog
 
-from core.cluster import internal_partition_name
 from core.commands import (
     AppAdd,
     AppRemove,
     Command,
-    NodeAction,
-    NodeChange,
     PreviewConfig,
     RegisterRM,
     ReleaseRequest,
@@ -38,27 +37,40 @@ from core.commands import (
     UpdateNodes,
 )
 from core.config import ConfigError, LoadedConfig, SchedulerConfig, load_config
-from core.config.schema import DEFAULT_PARTITION
 from core.config.yaml_reader import Problem
 from core.limits import DEFAULT_LIMITS, Limits, TokenBucket
-from core.objects.allocation import TAG_CREATION_TIME, TAG_FOREIGN, Allocation
-from core.resources import INT64_MAX, Resource
+from core.objects.allocation import Allocation
 from core.results import ResultBatch
+from core.si_inbound import (
+    BadItem,
+    allocation_from_si,
+    application_problem,
+    node_change_from_si,
+    partition_of,
+    release_problem,
+)
+from core.si_outbound import (
+    PendingAsks,
+    allocation_rejections,
+    allocation_response,
+    application_rejections,
+    application_response,
+    forget_ask,
+    node_rejections,
+    node_response,
+    preview_victim,
+    resource_to_si,
+)
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.rmproxy")
 
-NODE_PARTITION_ATTRIBUTE = "si/node-partition"
 BACKLOG_LIMIT = 100_000  # responses kept per RM and stream kind while no stream is open
 DEFAULT_GRACE_PERIOD = 60.0  # seconds an RM with no stream open keeps its state
 
 
 class InvalidRequest(ValueError):
     """A unary request refused as a whole; the server answers INVALID_ARGUMENT with this text."""
-
-
-class _BadItem(ValueError):
-    """One item of a stream message that cannot be used; its text goes back as the rejection reason."""
 
 
 class StreamKind(StrEnum):
@@ -102,7 +114,7 @@ class _RMRoute:
     # An ask is here from the moment it is sent until the core allocates or rejects it or the RM
     # withdraws it, so the size of an application's entry is its pending asks
     # (max_pending_asks_per_application).
-    asks: dict[str, dict[str, si_pb2.Allocation]] = field(default_factory=dict)
+    asks: PendingAsks = field(default_factory=dict)
     # Items per second on each kind of stream (Limits.rate_items_per_second).
     rates: dict[StreamKind, TokenBucket] = field(default_factory=dict)
     backlog: dict[StreamKind, deque[Any]] = field(
@@ -238,12 +250,12 @@ class RMProxy:
                 si_pb2.QuotaPreemptionPreview(
                     partitionName=p.partition,
                     queue=p.queue,
-                    target=_si_resource(p.target),
-                    achievable=_si_resource(p.achievable),
+                    target=resource_to_si(p.target),
+                    achievable=resource_to_si(p.achievable),
                     delaySeconds=p.delay,
                     willRun=p.will_run,
                     reason=p.reason,
-                    victims=[_preview_victim(v, queue) for v, queue in p.victims],
+                    victims=[preview_victim(v, queue) for v, queue in p.victims],
                 )
                 for p in result  # type: ignore[attr-defined]
             ],
@@ -401,7 +413,7 @@ class RMProxy:
         releases = list(msg.releases.allocationsToRelease) if msg.HasField("releases") else []
         if not msg.allocations and not releases:
             stream.send(
-                _alloc_rejections(
+                allocation_rejections(
                     [("", "", "empty AllocationRequest: it carries no allocations and no releases")]
                 )
             )
@@ -411,7 +423,7 @@ class RMProxy:
         if refusal is not None:
             items = [(clip(a.allocationKey), clip(a.applicationID), refusal) for a in msg.allocations]
             items += [(clip(r.allocationKey), clip(r.applicationID), refusal) for r in releases]
-            stream.send(_alloc_rejections(items))
+            stream.send(allocation_rejections(items))
             log.warning("allocation request refused", rmID=clip(msg.rmID), reason=refusal)
             return
         rm_id = msg.rmID
@@ -428,19 +440,19 @@ class RMProxy:
                 continue
             admitted -= 1
             try:
-                alloc = _allocation_from_si(rm_id, item, limits)
+                alloc = allocation_from_si(rm_id, item, limits)
                 app_asks = asks.get(alloc.application_id)
                 if app_asks is not None and alloc.key in app_asks:
                     # Refused here, not by the core: the core's answer would also take the pending
                     # ask's entry with it, and the count of pending asks would go wrong.
-                    raise _BadItem(
+                    raise BadItem(
                         f"allocation key {alloc.key} already exists in application {alloc.application_id}"
                         " as a pending ask (or one the core has not answered yet)"
                     )
                 if not alloc.node_id:
                     pending = len(app_asks or ())
                     if pending >= limits.max_pending_asks_per_application:
-                        raise _BadItem(
+                        raise BadItem(
                             f"application {alloc.application_id} already has {pending:,} pending "
                             f"asks, the limit (max_pending_asks_per_application): send this ask again "
                             "once some are allocated or released"
@@ -451,7 +463,7 @@ class RMProxy:
                     kept = si_pb2.Allocation()
                     kept.CopyFrom(item)
                     app_asks[alloc.key] = kept
-            except _BadItem as exc:
+            except BadItem as exc:
                 rejected.append((clip(item.allocationKey), clip(item.applicationID), str(exc)))
                 continue
             allocations.append(alloc)
@@ -461,16 +473,16 @@ class RMProxy:
                 rejected.append((clip(rel.allocationKey), clip(rel.applicationID), rate_reason))
                 continue
             admitted -= 1
-            reason = _release_problem(rel, limits)
+            reason = release_problem(rel, limits)
             if reason:
                 rejected.append((clip(rel.allocationKey), clip(rel.applicationID), reason))
                 continue
             release_requests.append(
                 ReleaseRequest(
-                    _partition(rm_id, rel.partitionName), rel.applicationID, rel.allocationKey, rel.message
+                    partition_of(rm_id, rel.partitionName), rel.applicationID, rel.allocationKey, rel.message
                 )
             )
-            _forget_asks(asks, rel.applicationID, rel.allocationKey)
+            forget_ask(asks, rel.applicationID, rel.allocationKey)
         if rejected:
             for key, app_id, reason in rejected:
                 if reason != rate_reason:  # those are logged once, as "rate limit exceeded"
@@ -481,7 +493,7 @@ class RMProxy:
                         allocationKey=key,
                         reason=reason,
                     )
-            stream.send(_alloc_rejections(rejected))
+            stream.send(allocation_rejections(rejected))
         if allocations or release_requests:
             self._send_command(UpdateAllocations(rm_id, tuple(allocations), tuple(release_requests)))
 
@@ -489,14 +501,14 @@ class RMProxy:
     def on_application_request(self, msg: si_pb2.ApplicationRequest, stream: ResponseStream) -> None:
         if not msg.new and not msg.remove:
             stream.send(
-                _app_rejections([("", "empty ApplicationRequest: it adds and removes no application")])
+                application_rejections([("", "empty ApplicationRequest: it adds and removes no application")])
             )
             return
         clip = self.limits.clip
         refusal = self._bind(stream, msg.rmID)
         if refusal is not None:
             apps = [a.applicationID for a in msg.new] + [r.applicationID for r in msg.remove]
-            stream.send(_app_rejections([(clip(app_id), refusal) for app_id in apps]))
+            stream.send(application_rejections([(clip(app_id), refusal) for app_id in apps]))
             log.warning("application request refused", rmID=clip(msg.rmID), reason=refusal)
             return
         rm_id = msg.rmID
@@ -507,14 +519,14 @@ class RMProxy:
                 rejected.append((clip(add.applicationID), rate_reason))
                 continue
             admitted -= 1
-            reason = _application_problem(add, self.limits)
+            reason = application_problem(add, self.limits)
             if reason:
                 rejected.append((clip(add.applicationID), reason))
                 continue
             adds.append(
                 AppAdd(
                     app_id=add.applicationID,
-                    partition=_partition(rm_id, add.partitionName),
+                    partition=partition_of(rm_id, add.partitionName),
                     queue=add.queueName,
                     user=add.ugi.user,
                     groups=tuple(add.ugi.groups),
@@ -537,25 +549,25 @@ class RMProxy:
                     (clip(remove.applicationID), f"removal of {clip(remove.applicationID)}: {reason}")
                 )
                 continue
-            removes.append(AppRemove(remove.applicationID, _partition(rm_id, remove.partitionName)))
-            _forget_asks(self._routes[rm_id].asks, remove.applicationID, "")
+            removes.append(AppRemove(remove.applicationID, partition_of(rm_id, remove.partitionName)))
+            forget_ask(self._routes[rm_id].asks, remove.applicationID, "")
         if rejected:
             for app_id, reason in rejected:
                 if reason != rate_reason:
                     log.warning("application rejected", rmID=rm_id, applicationID=app_id, reason=reason)
-            stream.send(_app_rejections(rejected))
+            stream.send(application_rejections(rejected))
         if adds or removes:
             self._send_command(UpdateApplications(rm_id, tuple(adds), tuple(removes)))
 
     # Inbound: nodes ---------------------------------------------------------------------------------
     def on_node_request(self, msg: si_pb2.NodeRequest, stream: ResponseStream) -> None:
         if not msg.nodes:
-            stream.send(_node_rejections([("", "empty NodeRequest: it carries no nodes")]))
+            stream.send(node_rejections([("", "empty NodeRequest: it carries no nodes")]))
             return
         clip = self.limits.clip
         refusal = self._bind(stream, msg.rmID)
         if refusal is not None:
-            stream.send(_node_rejections([(clip(n.nodeID), refusal) for n in msg.nodes]))
+            stream.send(node_rejections([(clip(n.nodeID), refusal) for n in msg.nodes]))
             log.warning("node request refused", rmID=clip(msg.rmID), reason=refusal)
             return
         admitted, rate_reason = self._admit(msg.rmID, StreamKind.NODE, len(msg.nodes))
@@ -566,14 +578,14 @@ class RMProxy:
                 continue
             admitted -= 1
             try:
-                changes.append(_node_change_from_si(msg.rmID, info, self.limits))
-            except _BadItem as exc:
+                changes.append(node_change_from_si(msg.rmID, info, self.limits))
+            except BadItem as exc:
                 rejected.append((clip(info.nodeID), str(exc)))
         if rejected:
             for node_id, reason in rejected:
                 if reason != rate_reason:
                     log.warning("node rejected", rmID=msg.rmID, nodeID=node_id, reason=reason)
-            stream.send(_node_rejections(rejected))
+            stream.send(node_rejections(rejected))
         if changes:
             self._send_command(UpdateNodes(msg.rmID, tuple(changes)))
 
@@ -581,11 +593,11 @@ class RMProxy:
         """Answer a message that failed inside the core, so the sender is not left waiting."""
         text = f"internal error while handling the request: {reason}"
         if stream.kind is StreamKind.ALLOCATION:
-            stream.send(_alloc_rejections([("", "", text)]))
+            stream.send(allocation_rejections([("", "", text)]))
         elif stream.kind is StreamKind.APPLICATION:
-            stream.send(_app_rejections([("", text)]))
+            stream.send(application_rejections([("", text)]))
         else:
-            stream.send(_node_rejections([("", text)]))
+            stream.send(node_rejections([("", text)]))
 
     def refuse_message(self, stream: ResponseStream, msg: Any, reason: str) -> None:
         """Reject every item of a stream message with one reason (the sender may not send it at all,
@@ -595,377 +607,22 @@ class RMProxy:
             releases = list(msg.releases.allocationsToRelease) if msg.HasField("releases") else []
             items = [(clip(a.allocationKey), clip(a.applicationID), reason) for a in msg.allocations]
             items += [(clip(r.allocationKey), clip(r.applicationID), reason) for r in releases]
-            stream.send(_alloc_rejections(items or [("", "", reason)]))
+            stream.send(allocation_rejections(items or [("", "", reason)]))
         elif stream.kind is StreamKind.APPLICATION:
             apps = [a.applicationID for a in msg.new] + [r.applicationID for r in msg.remove]
-            stream.send(_app_rejections([(clip(app_id), reason) for app_id in apps] or [("", reason)]))
+            stream.send(application_rejections([(clip(app_id), reason) for app_id in apps] or [("", reason)]))
         else:
-            stream.send(_node_rejections([(clip(n.nodeID), reason) for n in msg.nodes] or [("", reason)]))
+            stream.send(node_rejections([(clip(n.nodeID), reason) for n in msg.nodes] or [("", reason)]))
 
     # Outbound -----------------------------------------------------------------------------------
     def deliver(self, batches: list[ResultBatch]) -> None:
         """The engine's sink: turn each batch into si responses on the RM's streams."""
         for batch in batches:
             if batch.has_node_news():
-                self._route(batch.rm_id, StreamKind.NODE, _node_response(batch))
+                self._route(batch.rm_id, StreamKind.NODE, node_response(batch))
             if batch.has_application_news():
-                self._route(batch.rm_id, StreamKind.APPLICATION, _app_response(batch))
+                self._route(batch.rm_id, StreamKind.APPLICATION, application_response(batch))
             if batch.has_allocation_news():
                 route = self._routes.get(batch.rm_id)
                 asks = route.asks if route is not None else {}
-                self._route(batch.rm_id, StreamKind.ALLOCATION, _alloc_response(batch, asks))
-
-
-# si -> core ------------------------------------------------------------------------------------
-
-
-def _partition(rm_id: str, name: str) -> str:
-    return internal_partition_name(rm_id, name or DEFAULT_PARTITION)
-
-
-def display_partition(internal: str, rm_id: str) -> str:
-    prefix = f"[{rm_id}]"
-    return internal[len(prefix) :] if internal.startswith(prefix) else internal
-
-
-def _resource(res: si_pb2.Resource, what: str, limits: Limits) -> Resource:
-    values = {name: quantity.value for name, quantity in res.resources.items()}
-    # Hot path: one pass in C per check for the common, valid case; the loop below only names the fault.
-    if (
-        values
-        and len(values) <= limits.max_resource_types
-        and min(values.values()) >= 0
-        and max(map(len, values)) <= limits.max_key_length
-        and "" not in values
-    ):
-        return Resource(values)
-    if "" in values:
-        raise _BadItem(f"{what} has a resource with an empty name")
-    if len(values) > limits.max_resource_types:
-        raise _BadItem(
-            f"{what} names {len(values):,} resource types, over the limit of {limits.max_resource_types:,} "
-            "(max_resource_types)"
-        )
-    key_limit = limits.max_key_length
-    for name, value in values.items():
-        if len(name) > key_limit:
-            raise _BadItem(
-                f"{what} has a resource name of {len(name):,} characters, over the limit of {key_limit:,} "
-                "(max_key_length)"
-            )
-        if value < 0:
-            raise _BadItem(f"{what} asks for a negative amount of {name} ({value})")
-    return Resource(values)
-
-
-def _over_long(limit: int, limit_name: str, **values: str) -> str:
-    """The first of `values` (field name -> text) longer than `limit`, as a reason; "" when none is."""
-    for field_name, value in values.items():
-        if len(value) > limit:
-            return (
-                f"{field_name} is {len(value):,} characters long, over the limit of {limit:,} ({limit_name})"
-            )
-    return ""
-
-
-def _check_map(entries: dict[str, str], what: str, kind: str, count_limit: str, limits: Limits) -> None:
-    """Tags or attributes: how many there are and how long their keys and values are."""
-    most = getattr(limits, count_limit)
-    key_limit, value_limit = limits.max_key_length, limits.max_value_length
-    if not entries:
-        return
-    if (
-        len(entries) <= most
-        and max(map(len, entries)) <= key_limit
-        and max(map(len, entries.values())) <= value_limit
-    ):
-        return  # the common case, checked in C; what follows only names the fault
-    if len(entries) > most:
-        raise _BadItem(f"{what} has {len(entries):,} {kind}s, over the limit of {most:,} ({count_limit})")
-    for key, value in entries.items():
-        if len(key) > key_limit:
-            raise _BadItem(
-                f"{what} has {_a(kind)} key of {len(key):,} characters, over the limit of {key_limit:,} "
-                "(max_key_length)"
-            )
-        if len(value) > value_limit:
-            raise _BadItem(
-                f"{what} has {_a(kind)} {key!r} whose value is {len(value):,} characters, over the limit of "
-                f"{value_limit:,} (max_value_length)"
-            )
-
-
-def _a(noun: str) -> str:
-    return f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
-
-
-def _allocation_from_si(rm_id: str, item: si_pb2.Allocation, limits: Limits) -> Allocation:
-    # Hot path (every ask): each field is read once (a protobuf read builds a new object), checks
-    # come first, and messages are built only for what is refused.
-    key, app_id, node_id = item.allocationKey, item.applicationID, item.nodeID
-    partition, group = item.partitionName, item.taskGroupName
-    if not key:
-        raise _BadItem("allocationKey is empty")
-    most = limits.max_id_length
-    if max(len(key), len(app_id), len(node_id), len(partition), len(group)) > most:
-        problem = _over_long(
-            most, "max_id_length", allocationKey=key, applicationID=app_id, nodeID=node_id,
-            partitionName=partition, taskGroupName=group,
-        )  # fmt: skip
-        raise _BadItem(f"allocation {limits.clip(key)}: {problem}")
-    tags = dict(item.allocationTags)
-    if tags:
-        _check_map(tags, f"allocation {key}", "tag", "max_tags", limits)
-    foreign = TAG_FOREIGN in tags
-    if not app_id and not foreign:
-        raise _BadItem(f"allocation {key} names no applicationID")
-    if foreign and not node_id:
-        raise _BadItem(f"foreign allocation {key} names no nodeID")
-    res = item.resourcePerAlloc
-    if not res.resources:
-        raise _BadItem(f"allocation {key} has no resourcePerAlloc")
-    resource = _resource(res, f"allocation {key}", limits)
-    if resource.is_zero():
-        raise _BadItem(f"allocation {key} asks for zero resources")
-    policy = item.preemptionPolicy
-    return Allocation(
-        key=key,
-        application_id=app_id,
-        partition=_partition(rm_id, partition),
-        resource=resource,
-        priority=item.priority,
-        tags=tags,
-        node_id=node_id,
-        task_group=group,
-        placeholder=item.placeholder and bool(group),
-        originator=item.originator,
-        allow_preempt_self=policy.allowPreemptSelf,
-        allow_preempt_other=policy.allowPreemptOther,
-        create_time=_creation_time(tags) if tags else 0.0,
-        foreign=foreign,
-    )
-
-
-def _creation_time(tags: dict[str, str]) -> float:
-    """The task's creation time from the creationTime tag (Unix seconds); 0 when absent or unusable."""
-    raw = tags.get(TAG_CREATION_TIME, "")
-    try:
-        value = float(raw)
-    except ValueError:
-        return 0.0
-    return value if 0 < value < INT64_MAX else 0.0
-
-
-def _release_problem(rel: si_pb2.AllocationRelease, limits: Limits) -> str:
-    """Why a release cannot be used, or ""."""
-    if not rel.applicationID and not rel.allocationKey:
-        return "release names neither an applicationID nor an allocationKey"
-    problem = _over_long(
-        limits.max_id_length,
-        "max_id_length",
-        allocationKey=rel.allocationKey,
-        applicationID=rel.applicationID,
-        partitionName=rel.partitionName,
-    ) or _over_long(limits.max_value_length, "max_value_length", message=rel.message)
-    return f"release of {limits.clip(rel.allocationKey)}: {problem}" if problem else ""
-
-
-def _application_problem(add: si_pb2.AddApplicationRequest, limits: Limits) -> str:
-    """Why an application cannot be added, or ""."""
-    if not add.applicationID:
-        return "applicationID is empty"
-    shown = limits.clip(add.applicationID)
-    problem = _over_long(
-        limits.max_id_length,
-        "max_id_length",
-        applicationID=add.applicationID,
-        partitionName=add.partitionName,
-    ) or _over_long(limits.max_name_length, "max_name_length", queueName=add.queueName, user=add.ugi.user)
-    if not problem:
-        for group in add.ugi.groups:
-            problem = _over_long(limits.max_name_length, "max_name_length", group=group)
-            if problem:
-                break
-    if problem:
-        return f"application {shown}: {problem}"
-    if add.tags:
-        try:
-            _check_map(dict(add.tags), f"application {shown}", "tag", "max_tags", limits)
-        except _BadItem as exc:
-            return str(exc)
-    return ""
-
-
-_NODE_ACTIONS = {
-    si_pb2.NodeInfo.CREATE: NodeAction.CREATE,
-    si_pb2.NodeInfo.CREATE_DRAIN: NodeAction.CREATE_DRAIN,
-    si_pb2.NodeInfo.UPDATE: NodeAction.UPDATE,
-    si_pb2.NodeInfo.DRAIN_NODE: NodeAction.DRAIN,
-    si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE: NodeAction.DRAIN_TO_SCHEDULABLE,
-    si_pb2.NodeInfo.DECOMISSION: NodeAction.DECOMMISSION,
-}
-
-
-def _node_change_from_si(rm_id: str, info: si_pb2.NodeInfo, limits: Limits) -> NodeChange:
-    if not info.nodeID:
-        raise _BadItem("nodeID is empty")
-    if len(info.nodeID) > limits.max_id_length:
-        problem = _over_long(limits.max_id_length, "max_id_length", nodeID=info.nodeID)
-        raise _BadItem(f"node {limits.clip(info.nodeID)}: {problem}")
-    attributes = dict(info.attributes)
-    if attributes:
-        _check_map(attributes, f"node {info.nodeID}", "attribute", "max_node_attributes", limits)
-        partition = attributes.get(NODE_PARTITION_ATTRIBUTE, "")
-        if len(partition) > limits.max_id_length:
-            problem = _over_long(limits.max_id_length, "max_id_length", partitionName=partition)
-            raise _BadItem(f"node {info.nodeID}: {problem} (attribute {NODE_PARTITION_ATTRIBUTE})")
-    action = _NODE_ACTIONS.get(info.action)
-    if action is None:
-        raise _BadItem(f"node {info.nodeID} has no action (expected CREATE, UPDATE, DRAIN_NODE, ...)")
-    capacity = None
-    if info.HasField("schedulableResource"):
-        capacity = _resource(info.schedulableResource, f"node {info.nodeID}", limits)
-    if action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN) and (capacity is None or capacity.is_zero()):
-        raise _BadItem(f"node {info.nodeID} reports no schedulableResource")
-    return NodeChange(
-        node_id=info.nodeID,
-        action=action,
-        partition=_partition(rm_id, attributes.get(NODE_PARTITION_ATTRIBUTE, "")),
-        attributes=attributes,
-        capacity=capacity,
-    )
-
-
-# core -> si ------------------------------------------------------------------------------------
-
-
-def _si_resource(res: Resource) -> si_pb2.Resource:
-    return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in res.items()})
-
-
-def allocation_to_si(alloc: Allocation, rm_id: str) -> si_pb2.Allocation:
-    return si_pb2.Allocation(
-        allocationKey=alloc.key,
-        allocationTags=alloc.tags,
-        resourcePerAlloc=_si_resource(alloc.resource),
-        priority=alloc.priority,
-        nodeID=alloc.node_id,
-        applicationID=alloc.application_id,
-        partitionName=display_partition(alloc.partition, rm_id),
-        taskGroupName=alloc.task_group,
-        placeholder=alloc.placeholder,
-        originator=alloc.originator,
-        preemptionPolicy=si_pb2.PreemptionPolicy(
-            allowPreemptSelf=alloc.allow_preempt_self, allowPreemptOther=alloc.allow_preempt_other
-        ),
-    )
-
-
-_Asks = dict[str, dict[str, si_pb2.Allocation]]
-
-
-def _forget_asks(asks: _Asks, app_id: str, key: str) -> None:
-    if key:
-        _take_ask(asks, app_id, key)
-    else:
-        asks.pop(app_id, None)
-
-
-def _take_ask(asks: _Asks, app_id: str, key: str) -> si_pb2.Allocation | None:
-    app_asks = asks.get(app_id)
-    if app_asks is None:
-        return None
-    wire = app_asks.pop(key, None)
-    if not app_asks:
-        del asks[app_id]
-    return wire
-
-
-def _allocated_wire(alloc: Allocation, rm_id: str, asks: _Asks) -> si_pb2.Allocation:
-    """The ask's own message with its node set; a full translation when it was not kept."""
-    wire = _take_ask(asks, alloc.application_id, alloc.key)
-    if wire is None:
-        return allocation_to_si(alloc, rm_id)
-    wire.nodeID = alloc.node_id
-    if not wire.partitionName:
-        wire.partitionName = display_partition(alloc.partition, rm_id)
-    return wire
-
-
-def _preview_victim(alloc: Allocation, queue: str) -> si_pb2.PreviewVictim:
-    return si_pb2.PreviewVictim(
-        queue=queue,
-        applicationID=alloc.application_id,
-        allocationKey=alloc.key,
-        nodeID=alloc.node_id,
-        resource=_si_resource(alloc.resource),
-        priority=alloc.priority,
-    )
-
-
-def _alloc_response(batch: ResultBatch, asks: _Asks) -> si_pb2.AllocationResponse:
-    for rejected in batch.rejected_allocations:
-        _take_ask(asks, rejected.app_id, rejected.key)
-    return si_pb2.AllocationResponse(
-        new=[_allocated_wire(a, batch.rm_id, asks) for a in batch.new_allocations],
-        released=[
-            si_pb2.AllocationRelease(
-                partitionName=display_partition(r.partition, batch.rm_id),
-                applicationID=r.app_id,
-                allocationKey=r.key,
-                terminationType=si_pb2.TerminationType.Value(r.termination.value),
-                message=r.message,
-            )
-            for r in batch.released
-        ],
-        rejectedAllocations=[
-            si_pb2.RejectedAllocation(allocationKey=r.key, applicationID=r.app_id, reason=r.reason)
-            for r in batch.rejected_allocations
-        ],
-    )
-
-
-def _app_response(batch: ResultBatch) -> si_pb2.ApplicationResponse:
-    return si_pb2.ApplicationResponse(
-        accepted=[si_pb2.AcceptedApplication(applicationID=a) for a in batch.accepted_apps],
-        rejected=[
-            si_pb2.RejectedApplication(applicationID=r.app_id, reason=r.reason) for r in batch.rejected_apps
-        ],
-        updated=[
-            si_pb2.UpdatedApplication(
-                applicationID=u.app_id,
-                state=u.state,
-                stateTransitionTimestamp=int(u.time * 1e9),
-                message=u.message,
-            )
-            for u in batch.updated_apps
-        ],
-    )
-
-
-def _node_response(batch: ResultBatch) -> si_pb2.NodeResponse:
-    return si_pb2.NodeResponse(
-        accepted=[si_pb2.AcceptedNode(nodeID=n) for n in batch.accepted_nodes],
-        rejected=[si_pb2.RejectedNode(nodeID=r.key, reason=r.reason) for r in batch.rejected_nodes],
-    )
-
-
-def _alloc_rejections(items: list[tuple[str, str, str]]) -> si_pb2.AllocationResponse:
-    return si_pb2.AllocationResponse(
-        rejectedAllocations=[
-            si_pb2.RejectedAllocation(allocationKey=key, applicationID=app_id, reason=reason)
-            for key, app_id, reason in items
-        ]
-    )
-
-
-def _app_rejections(items: list[tuple[str, str]]) -> si_pb2.ApplicationResponse:
-    return si_pb2.ApplicationResponse(
-        rejected=[si_pb2.RejectedApplication(applicationID=app_id, reason=reason) for app_id, reason in items]
-    )
-
-
-def _node_rejections(items: list[tuple[str, str]]) -> si_pb2.NodeResponse:
-    return si_pb2.NodeResponse(
-        rejected=[si_pb2.RejectedNode(nodeID=node_id, reason=reason) for node_id, reason in items]
-    )
+                self._route(batch.rm_id, StreamKind.ALLOCATION, allocation_response(batch, asks))

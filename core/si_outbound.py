@@ -1,0 +1,150 @@
+"""core -> si: the engine's results as si responses, and the rejections rmproxy answers at once.
+
+Partition names are unqualified on the way out (`[rm-1]default` -> `default`), so each RM sees only
+its own names. An allocation goes back as the RM's own ask message with its nodeID set when that
+message was kept (PendingAsks), which costs far less than building a new one.
+"""
+
+from __future__ import annotations
+
+from core.objects.allocation import Allocation
+from core.resources import Resource
+from core.results import ResultBatch
+from si.v1 import si_pb2
+
+
+def display_partition(internal: str, rm_id: str) -> str:
+    prefix = f"[{rm_id}]"
+    return internal[len(prefix) :] if internal.startswith(prefix) else internal
+
+
+def resource_to_si(res: Resource) -> si_pb2.Resource:
+    return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in res.items()})
+
+
+def allocation_to_si(alloc: Allocation, rm_id: str) -> si_pb2.Allocation:
+    return si_pb2.Allocation(
+        allocationKey=alloc.key,
+        allocationTags=alloc.tags,
+        resourcePerAlloc=resource_to_si(alloc.resource),
+        priority=alloc.priority,
+        nodeID=alloc.node_id,
+        applicationID=alloc.application_id,
+        partitionName=display_partition(alloc.partition, rm_id),
+        taskGroupName=alloc.task_group,
+        placeholder=alloc.placeholder,
+        originator=alloc.originator,
+        preemptionPolicy=si_pb2.PreemptionPolicy(
+            allowPreemptSelf=alloc.allow_preempt_self, allowPreemptOther=alloc.allow_preempt_other
+        ),
+    )
+
+
+PendingAsks = dict[str, dict[str, si_pb2.Allocation]]
+
+
+def forget_ask(asks: PendingAsks, app_id: str, key: str) -> None:
+    if key:
+        take_ask(asks, app_id, key)
+    else:
+        asks.pop(app_id, None)
+
+
+def take_ask(asks: PendingAsks, app_id: str, key: str) -> si_pb2.Allocation | None:
+    app_asks = asks.get(app_id)
+    if app_asks is None:
+        return None
+    wire = app_asks.pop(key, None)
+    if not app_asks:
+        del asks[app_id]
+    return wire
+
+
+def allocated_wire(alloc: Allocation, rm_id: str, asks: PendingAsks) -> si_pb2.Allocation:
+    """The ask's own message with its node set; a full translation when it was not kept."""
+    wire = take_ask(asks, alloc.application_id, alloc.key)
+    if wire is None:
+        return allocation_to_si(alloc, rm_id)
+    wire.nodeID = alloc.node_id
+    if not wire.partitionName:
+        wire.partitionName = display_partition(alloc.partition, rm_id)
+    return wire
+
+
+def preview_victim(alloc: Allocation, queue: str) -> si_pb2.PreviewVictim:
+    return si_pb2.PreviewVictim(
+        queue=queue,
+        applicationID=alloc.application_id,
+        allocationKey=alloc.key,
+        nodeID=alloc.node_id,
+        resource=resource_to_si(alloc.resource),
+        priority=alloc.priority,
+    )
+
+
+def allocation_response(batch: ResultBatch, asks: PendingAsks) -> si_pb2.AllocationResponse:
+    for rejected in batch.rejected_allocations:
+        take_ask(asks, rejected.app_id, rejected.key)
+    return si_pb2.AllocationResponse(
+        new=[allocated_wire(a, batch.rm_id, asks) for a in batch.new_allocations],
+        released=[
+            si_pb2.AllocationRelease(
+                partitionName=display_partition(r.partition, batch.rm_id),
+                applicationID=r.app_id,
+                allocationKey=r.key,
+                terminationType=si_pb2.TerminationType.Value(r.termination.value),
+                message=r.message,
+            )
+            for r in batch.released
+        ],
+        rejectedAllocations=[
+            si_pb2.RejectedAllocation(allocationKey=r.key, applicationID=r.app_id, reason=r.reason)
+            for r in batch.rejected_allocations
+        ],
+    )
+
+
+def application_response(batch: ResultBatch) -> si_pb2.ApplicationResponse:
+    return si_pb2.ApplicationResponse(
+        accepted=[si_pb2.AcceptedApplication(applicationID=a) for a in batch.accepted_apps],
+        rejected=[
+            si_pb2.RejectedApplication(applicationID=r.app_id, reason=r.reason) for r in batch.rejected_apps
+        ],
+        updated=[
+            si_pb2.UpdatedApplication(
+                applicationID=u.app_id,
+                state=u.state,
+                stateTransitionTimestamp=int(u.time * 1e9),
+                message=u.message,
+            )
+            for u in batch.updated_apps
+        ],
+    )
+
+
+def node_response(batch: ResultBatch) -> si_pb2.NodeResponse:
+    return si_pb2.NodeResponse(
+        accepted=[si_pb2.AcceptedNode(nodeID=n) for n in batch.accepted_nodes],
+        rejected=[si_pb2.RejectedNode(nodeID=r.key, reason=r.reason) for r in batch.rejected_nodes],
+    )
+
+
+def allocation_rejections(items: list[tuple[str, str, str]]) -> si_pb2.AllocationResponse:
+    return si_pb2.AllocationResponse(
+        rejectedAllocations=[
+            si_pb2.RejectedAllocation(allocationKey=key, applicationID=app_id, reason=reason)
+            for key, app_id, reason in items
+        ]
+    )
+
+
+def application_rejections(items: list[tuple[str, str]]) -> si_pb2.ApplicationResponse:
+    return si_pb2.ApplicationResponse(
+        rejected=[si_pb2.RejectedApplication(applicationID=app_id, reason=reason) for app_id, reason in items]
+    )
+
+
+def node_rejections(items: list[tuple[str, str]]) -> si_pb2.NodeResponse:
+    return si_pb2.NodeResponse(
+        rejected=[si_pb2.RejectedNode(nodeID=node_id, reason=reason) for node_id, reason in items]
+    )
