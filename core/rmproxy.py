@@ -46,6 +46,7 @@ from core.si_inbound import (
     allocation_from_si,
     application_problem,
     node_change_from_si,
+    over_long,
     partition_of,
     release_problem,
 )
@@ -160,7 +161,7 @@ class RMProxy:
         rm_id = request.rmID
         if not rm_id:
             raise InvalidRequest("rmID is missing: every resource manager must identify itself")
-        too_long = self._id_too_long("rmID", rm_id)
+        too_long = over_long(self.limits.max_id_length, "max_id_length", rmID=rm_id)
         if too_long:
             raise InvalidRequest(too_long)
         # The RM is back: its grace timer must not fire while this registration is under way, or
@@ -379,12 +380,6 @@ class RMProxy:
         backlog.append(message)
 
     # Inbound: limits ------------------------------------------------------------------------------
-    def _id_too_long(self, what: str, value: str) -> str:
-        limit = self.limits.max_id_length
-        if len(value) <= limit:
-            return ""
-        return f"{what} is {len(value):,} characters long, over the limit of {limit:,} (max_id_length)"
-
     def _admit(self, rm_id: str, kind: StreamKind, items: int) -> tuple[int, str]:
         """How many of a message's items (the first ones) the rate limit lets in now, and the reason
         given for the others."""
@@ -541,8 +536,11 @@ class RMProxy:
             if not remove.applicationID:
                 rejected.append(("", "applicationID of the application to remove is empty"))
                 continue
-            reason = self._id_too_long("applicationID", remove.applicationID) or self._id_too_long(
-                "partitionName", remove.partitionName
+            reason = over_long(
+                self.limits.max_id_length,
+                "max_id_length",
+                applicationID=remove.applicationID,
+                partitionName=remove.partitionName,
             )
             if reason:
                 rejected.append(

@@ -148,12 +148,11 @@ class Partition:
 
     def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
         """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
-        before = {q.full_name: (q.max, q.props.quota_preemption_delay) for q in self.tree}
-        shapes = queue_events.snapshot(self.tree)
+        before = queue_events.snapshot(self.tree)
         self.config = config
         self.draining = False
         self.tree.reconcile(config.root)
-        self.events.extend(queue_events.reload_events(self.rm_id, shapes, self.tree, now))
+        self.events.extend(queue_events.reload_events(self.rm_id, before, self.tree, now))
         self._update_quota_timers(before, now)
         priority.recompute_all(self.root)  # offsets and fences may have changed
         self.placement = PlacementManager(config.placement_rules)
@@ -463,7 +462,7 @@ class Partition:
         return released
 
     # Quota enforcement ------------------------------------------------------------------------
-    def _update_quota_timers(self, before: dict[str, tuple[Resource | None, float]], now: float) -> None:
+    def _update_quota_timers(self, before: dict[str, queue_events.QueueShape], now: float) -> None:
         """Start, restart or cancel each queue's quota timer after a configuration was applied.
 
         A lowered max or a changed delay (re)starts the timer from zero; a raise that brings the max
@@ -472,7 +471,8 @@ class Partition:
         for queue in self.tree:
             if queue.quota_running:
                 continue  # a change landing during a run is skipped, not stacked
-            old_max, old_delay = before.get(queue.full_name, (None, 0.0))
+            shape = before.get(queue.full_name)
+            old_max, old_delay = (shape.max, shape.quota_delay) if shape is not None else (None, 0.0)
             delay = queue.props.quota_preemption_delay
             if delay <= 0 or queue.max is None or queue.is_root:
                 queue.quota_timer = None

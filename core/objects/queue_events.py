@@ -24,13 +24,14 @@ class QueueShape:
     state: QueueState
     properties: dict[str, str]
     max_applications: int
+    quota_delay: float  # quota.preemption.delay in seconds (the quota timers compare it too)
 
 
 def snapshot(queues: Iterable[Queue]) -> dict[str, QueueShape]:
     return {
         q.full_name: QueueShape(
             q.max if not q.is_root else None, q.guaranteed, q.is_leaf, q.state,
-            dict(q.effective_properties), q.max_applications,
+            dict(q.effective_properties), q.max_applications, q.props.quota_preemption_delay,
         )
         for q in queues
     }  # fmt: skip

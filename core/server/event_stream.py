@@ -15,6 +15,8 @@ import grpc
 import structlog
 
 from core.events import Event, EventLog, Follower
+from core.resources import Resource
+from core.si_outbound import resource_to_si
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.events")
@@ -36,7 +38,7 @@ def event_to_si(event: Event) -> si_pb2.EventRecord:
         timestampNano=int(event.time * 1e9),
         eventChangeType=_CHANGES.Value(event.change_type),
         eventChangeDetail=_DETAILS.Value(event.change_detail),
-        resource=si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in event.resource.items()}),
+        resource=resource_to_si(Resource(event.resource)),
     )
 
 
