@@ -17,11 +17,11 @@ import time
 from collections import deque
 
 from benchmarks.bench_scheduling import ASK, CONFIG
+from benchmarks.counting_client import CountingClient
 from core.logging_setup import configure_logging
 from core.server.daemon import tune_garbage_collector
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient import messages
+from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
 
 SLOTS_PER_NODE = 2
@@ -43,8 +43,8 @@ async def run(nodes: int, rate: int, seconds: float) -> list[float]:
             latencies.append(time.perf_counter() - t0)
 
     try:
-        async with SchedulerClient(core.address, "latency") as client:
-            client.allocation_listeners.append(on_allocation)
+        async with CountingClient(core.address, "latency") as client:
+            client.counts.allocation_listeners.append(on_allocation)
             await client.register(config=CONFIG)
             capacity = {k: v * SLOTS_PER_NODE for k, v in ASK.items()}
             await client.add_nodes(*(messages.node(f"node-{i}", capacity) for i in range(nodes)))

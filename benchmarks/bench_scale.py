@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_scheduling import ASK, CONFIG, node_capacity
+from benchmarks.counting_client import CountingClient
 from core.logging_setup import configure_logging
 from core.server.daemon import tune_garbage_collector
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient import messages
+from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
 
 
@@ -35,7 +35,7 @@ async def run(nodes: int, asks: int) -> tuple[float, int, float]:
     await core.start()
     assert core.process is not None
     try:
-        async with SchedulerClient(core.address, "scale") as client:
+        async with CountingClient(core.address, "scale") as client:
             await client.register(config=CONFIG)
             capacity = node_capacity(asks, nodes)
             setup = time.perf_counter()

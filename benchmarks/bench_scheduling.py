@@ -114,9 +114,9 @@ async def run_inprocess(nodes: int, asks: int) -> Result:
 
 
 async def run_e2e(nodes: int, asks: int, core_address: str | None) -> Result:
-    from shim_fake import messages
-    from shim_fake.client import SchedulerClient
-    from shim_fake.core_process import CoreProcess
+    from benchmarks.counting_client import CountingClient
+    from rmclient import messages
+    from rmclient.core_process import CoreProcess
     from si.v1 import si_pb2
 
     core: CoreProcess | None = None
@@ -124,7 +124,7 @@ async def run_e2e(nodes: int, asks: int, core_address: str | None) -> Result:
         core = CoreProcess()
         core_address = await core.start()
     try:
-        async with SchedulerClient(core_address, f"{RM}-{nodes}") as client:
+        async with CountingClient(core_address, f"{RM}-{nodes}") as client:
             await client.register(config=CONFIG)
             capacity = node_capacity(asks, nodes)
             await client.add_nodes(*(messages.node(f"node-{i}", capacity) for i in range(nodes)))

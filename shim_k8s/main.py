@@ -7,18 +7,22 @@ import asyncio
 import contextlib
 from typing import Any
 
-import grpc
 import structlog
 
-from shim_fake.client import SchedulerClient
-from shim_fake.tls import ClientTLS
+from rmclient.client import SEND_ERRORS, SchedulerClient
+from rmclient.reconnect import Backoff, reconnect
+from rmclient.tls import ClientTLS
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube, api_client
-from shim_k8s.shim import CONFIGMAP_NAME, K8sShim
+from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
 
 log = structlog.get_logger("pykorn.k8s")
 
-POLL = 0.05  # seconds between looks at the core's answers when the API is quiet
+BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
+_CORE = ("", "", {})  # queued when the core sent something or went away: look at it
+_STOP = ("stop", "", {})
+
+Item = tuple[str, str, dict[str, Any]]
 
 
 async def run_shim(
@@ -34,76 +38,85 @@ async def run_shim(
     stop = stop or asyncio.Event()
     kube = Kube(api_client(kubeconfig, host), namespace)
     loop = asyncio.get_running_loop()
-    events: asyncio.Queue[tuple[str, str, dict[str, Any]]] = asyncio.Queue()
+    # One queue wakes the loop: informer events, and a word that the core sent something.
+    items: asyncio.Queue[Item] = asyncio.Queue()
     client = SchedulerClient(core_address, rm_id, tls=tls)
     await client.connect()
-    shim = K8sShim(client, kube, scheduler_name)
+    shim = K8sShim(client, kube, scheduler_name, wake=lambda: items.put_nowait(_CORE))
+    stopping = asyncio.create_task(_forward_stop(stop, items))
     try:
         functions = kube.list_functions()
         lists = {kind: await asyncio.to_thread(Kube.list_raw, func) for kind, func in functions.items()}
-        configmap = next((c for c in lists["configmaps"][0] if c["metadata"]["name"] == CONFIGMAP_NAME), None)
+        configmap = _configmap(lists["configmaps"][0])
         await shim.sync(lists["nodes"][0], lists["pods"][0], lists["priorityclasses"][0], configmap)
         log.info("synced with the core", rmID=rm_id, nodes=len(lists["nodes"][0]), pods=len(lists["pods"][0]))
         informers = [
-            Informer(kind, func, lambda k, e, o: events.put_nowait((k, e, o)), loop)
+            Informer(kind, func, lambda k, e, o: items.put_nowait((k, e, o)), loop)
             for kind, func in functions.items()
         ]
         for informer in informers:
             informer.start(*lists[informer.kind])
-        kind, event, obj = "", "", {}
-        handlers = {
-            "nodes": shim.on_node,
-            "pods": shim.on_pod,
-            "priorityclasses": shim.on_priority_class,
-            "configmaps": shim.on_configmap,
-        }
         try:
-            while not stop.is_set():
-                seen = shim.client.seen
-                if seen.stream_errors or seen.stream_ends:
-                    await _resync_after_core_loss(shim, core_address, rm_id, informers, stop)
-                    continue
-                with contextlib.suppress(TimeoutError):  # a quiet API: look at the core's answers anyway
-                    kind, event, obj = await asyncio.wait_for(events.get(), POLL)
-                try:
-                    if kind:
-                        await handlers[kind](event, obj)
-                    await shim.process_core()
-                except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
-                    # The core went away mid-request; the event is not lost: the re-sync sends the
-                    # informers' current state.
-                    seen.stream_errors.append(repr(exc))
-                kind = ""
+            await _follow(shim, informers, items, stop)
         finally:
             for informer in informers:
                 informer.stop()
     finally:
-        await shim.client.close()
+        stopping.cancel()
+        await client.close()
 
 
-async def _resync_after_core_loss(
-    shim: K8sShim, core_address: str, rm_id: str, informers: list[Informer], stop: asyncio.Event
+async def _forward_stop(stop: asyncio.Event, items: asyncio.Queue[Item]) -> None:
+    await stop.wait()
+    items.put_nowait(_STOP)
+
+
+async def _follow(
+    shim: K8sShim, informers: list[Informer], items: asyncio.Queue[Item], stop: asyncio.Event
 ) -> None:
+    """Hand each informer event to the shim and carry out what the core decides, until stopped."""
+    handlers = {
+        "nodes": shim.on_node,
+        "pods": shim.on_pod,
+        "priorityclasses": shim.on_priority_class,
+        "configmaps": shim.on_configmap,
+    }
+    client = shim.client
+    while not stop.is_set():
+        if client.lost is not None:
+            await _resync_after_core_loss(shim, informers, stop)
+            continue
+        kind, event, obj = await items.get()
+        try:
+            if kind in handlers:
+                await handlers[kind](event, obj)
+            await shim.process_core()
+        except SEND_ERRORS as exc:
+            # The core went away mid-request; the event is not lost: the re-sync sends the
+            # informers' current state.
+            client.connection_lost(repr(exc))
+
+
+async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop: asyncio.Event) -> None:
     """The core went away (a restart, say): reconnect with backoff, register again, and send everything
     the informers hold, so the core rebuilds its state; pods already bound are not bound again."""
-    seen = shim.client.seen
-    log.warning("lost the core; reconnecting", rmID=rm_id, error=(seen.stream_errors or seen.stream_ends)[-1])
-    await shim.client.close()
-    delay = 0.2
-    while not stop.is_set():
-        client = SchedulerClient(core_address, rm_id, tls=shim.client.tls)
-        try:
-            await client.connect(timeout=2.0)
-            shim.client = client
-            current = {i.kind: list(i.known.values()) for i in informers}
-            configmap = next(
-                (c for c in current["configmaps"] if c["metadata"]["name"] == CONFIGMAP_NAME), None
-            )
-            await shim.sync(current["nodes"], current["pods"], current["priorityclasses"], configmap)
-            log.info("core back; state sent again", rmID=rm_id)
-            return
-        except Exception as exc:  # not up yet
-            await client.close()
-            log.info("core not reachable yet", rmID=rm_id, error=repr(exc))
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+    client = shim.client
+    log.warning("lost the core; reconnecting", rmID=client.rm_id, error=client.lost)
+    with contextlib.suppress(*SEND_ERRORS):
+        await shim.process_core()  # what the old core decided before it went, as far as it goes
+
+    async def resend() -> None:
+        current = {i.kind: list(i.known.values()) for i in informers}
+        await shim.resend(current["nodes"], current["pods"])
+
+    def config() -> str:
+        current = {i.kind: list(i.known.values()) for i in informers}
+        shim.load(current["priorityclasses"], _configmap(current["configmaps"]))
+        return shim.config
+
+    if await reconnect(client, config, resend, BACKOFF, stop) is not None:
+        log.info("core back; state sent again", rmID=client.rm_id)
+
+
+def _configmap(configmaps: list[Obj]) -> Obj | None:
+    return next((c for c in configmaps if c["metadata"]["name"] == CONFIGMAP_NAME), None)

@@ -6,17 +6,21 @@ schedulers as foreign allocations, queue configuration) and carries the core's a
 `KubeActions`: an allocation becomes a binding, a preemption an eviction plus an event, a binding that
 fails goes back to the core as a release with the reason. `sync` lists what exists and (re)builds the
 core's state, which is how a start and a core restart are handled.
+
+The shim is a handler of the RM client: each decision the core sends is queued as it arrives and
+carried out exactly once by `process_core`, however many arrive while earlier ones are being bound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 
-from shim_fake.client import SchedulerClient
+from rmclient.client import ResponseHandler, SchedulerClient
 from shim_k8s import translate
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from si.v1 import si_pb2
@@ -26,6 +30,8 @@ log = structlog.get_logger("pykorn.k8s")
 CONFIGMAP_NAME = "yunikorn-configs"
 CONFIGMAP_KEY = "queues.yaml"
 Obj = Mapping[str, Any]
+# What the core decided, in arrival order: bind an allocation, evict a victim, report a rejection.
+Decision = si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.RejectedAllocation
 
 
 class BindError(RuntimeError):
@@ -58,17 +64,55 @@ class _State:
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
 
 
-class K8sShim:
-    def __init__(self, client: SchedulerClient, kube: KubeActions, scheduler_name: str = "yunikorn") -> None:
+class K8sShim(ResponseHandler):
+    def __init__(
+        self,
+        client: SchedulerClient,
+        kube: KubeActions,
+        scheduler_name: str = "yunikorn",
+        wake: Callable[[], None] | None = None,
+    ) -> None:
+        """`wake` is called when the core sent something to carry out, or the connection to it was
+        lost: the caller's loop then runs `process_core` (or reconnects) without polling."""
         self.client = client
+        client.add_handler(self)
         self.kube = kube
         self.scheduler_name = scheduler_name
         self.priorities = PriorityResolver()
         self.state = _State()
         self.config = ""
-        self._alloc_cursor = 0
-        self._release_cursor = 0
-        self._reject_cursor = 0
+        self._wake = wake
+        self._decisions: deque[Decision] = deque()
+        self._apps_answered: set[str] = set()
+        self._nodes_answered = 0
+
+    # What the core sends (called by the client as each response arrives) -----------------------
+    def on_allocations(self, response: si_pb2.AllocationResponse) -> None:
+        self._decisions.extend(response.new)
+        self._decisions.extend(
+            r for r in response.released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER
+        )
+        self._decisions.extend(response.rejectedAllocations)
+        if self._decisions and self._wake is not None:
+            self._wake()
+
+    def on_applications(self, response: si_pb2.ApplicationResponse) -> None:
+        self._apps_answered.update(a.applicationID for a in response.accepted)
+        self._apps_answered.update(r.applicationID for r in response.rejected)
+
+    def on_nodes(self, response: si_pb2.NodeResponse) -> None:
+        self._nodes_answered += len(response.accepted) + len(response.rejected)
+
+    def on_stream_closed(self, stream: str, error: str | None) -> None:
+        if self._wake is not None:
+            self._wake()
+
+    async def _until_answered(self, done: Callable[[], bool], what: str) -> None:
+        """Until `done`; ConnectionError when the core goes away first (the re-sync sends it again)."""
+        client = self.client
+        await client.wait_for(lambda: done() or client.lost is not None, what=f"the core's answer to {what}")
+        if client.lost is not None:
+            raise ConnectionError(f"the core went away before answering {what}: {client.lost}")
 
     # Start and restart ------------------------------------------------------------------------
     async def sync(
@@ -80,20 +124,27 @@ class K8sShim:
     ) -> None:
         """Register and send everything that exists: nodes, then applications and bound pods as
         existing allocations, then pending pods as asks. The core rebuilds its state from this."""
-        self.state = _State()
-        self._alloc_cursor = len(self.client.seen.new_allocations)
-        self._release_cursor = len(self.client.seen.released)
-        self._reject_cursor = len(self.client.seen.rejected_allocations)
+        self.load(priority_classes, configmap)
+        await self.client.register(config=self.config)
+        await self.resend(nodes, pods)
+
+    def load(self, priority_classes: Iterable[Obj] = (), configmap: Obj | None = None) -> None:
+        """Take the priority classes and the queue configuration a (re-)registration goes with."""
         for pc in priority_classes:
             self.priorities.upsert(pc)
         self.config = _config_text(configmap)
-        await self.client.register(config=self.config)
+
+    async def resend(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
+        """After registering: tell a core that knows nothing of this RM everything that exists."""
+        self.state = _State()
+        self._decisions.clear()  # decisions of a core that is gone; the new one decides afresh
         node_list = list(nodes)
         for node in node_list:
             self.state.nodes[node["metadata"]["name"]] = node
         if node_list:
+            answered = self._nodes_answered
             await self.client.add_nodes(*(self._node_info(n, create=True) for n in node_list))
-            await self.client.wait_nodes_answered(len(node_list))
+            await self._until_answered(lambda: self._nodes_answered >= answered + len(node_list), "the nodes")
         pod_list = list(pods)
         bound = [p for p in pod_list if _node_of(p)]
         pending = [p for p in pod_list if not _node_of(p)]
@@ -196,16 +247,10 @@ class K8sShim:
         app_id = translate.application_id(pod)
         if app_id not in self.state.apps:
             self.state.apps.add(app_id)
-            await self.client.send_application_request(
-                si_pb2.ApplicationRequest(rmID=self.client.rm_id, new=[translate.application_request(pod)])
-            )
-            await self.client.wait_for(
-                lambda: (
-                    app_id in self.client.seen.accepted_apps
-                    or any(r.applicationID == app_id for r in self.client.seen.rejected_apps)
-                ),
-                what=f"the core's answer to application {app_id}",
-            )
+            self._apps_answered.discard(app_id)
+            await self.client.add_applications(translate.application_request(pod))
+            # Before its first ask: the asks travel on another stream and must not overtake it.
+            await self._until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
         if _node_of(pod):
             self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
             await self.client.asks([translate.bound_pod_allocation(pod, priority, ours=True)])
@@ -226,21 +271,24 @@ class K8sShim:
             await self.client.release(translate.application_id(pod), uid)
 
     # The core's answers -----------------------------------------------------------------------
+    @property
+    def has_decisions(self) -> bool:
+        return bool(self._decisions)
+
     async def process_core(self) -> None:
-        """Carry out what the core decided since the last call: bind, evict, report."""
-        seen = self.client.seen
-        for alloc in seen.new_allocations[self._alloc_cursor :]:
-            await self._bind(alloc)
-        self._alloc_cursor = len(seen.new_allocations)
-        for release in seen.released[self._release_cursor :]:
-            if release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
-                await self._evict(release)
-        self._release_cursor = len(seen.released)
-        for rejected in seen.rejected_allocations[self._reject_cursor :]:
-            pod = self.state.pods.get(rejected.allocationKey)
-            if pod is not None:
-                await self.kube.record_event(pod, "SchedulingRejected", rejected.reason, warning=True)
-        self._reject_cursor = len(seen.rejected_allocations)
+        """Carry out what the core decided, in order, each decision once: bind, evict, report.
+
+        Decisions that arrive while one is carried out are carried out in the same call."""
+        while self._decisions:
+            decision = self._decisions.popleft()
+            if isinstance(decision, si_pb2.Allocation):
+                await self._bind(decision)
+            elif isinstance(decision, si_pb2.AllocationRelease):
+                await self._evict(decision)
+            else:
+                pod = self.state.pods.get(decision.allocationKey)
+                if pod is not None:
+                    await self.kube.record_event(pod, "SchedulingRejected", decision.reason, warning=True)
 
     async def _bind(self, alloc: si_pb2.Allocation) -> None:
         uid = alloc.allocationKey

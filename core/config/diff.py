@@ -1,5 +1,5 @@
 """What changes between two configurations, per queue: guaranteed, max, quota preemption delay,
-queues added or removed (for `pykorn config diff`, whose core query lives in core/cli_diff.py)."""
+queues added or removed (for `pykorn config diff`, whose core query lives in pykorn_cli/config_diff.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The StreamEvents rpc: one registered RM's scheduler events as si EventRecords, as they happen.
 
 A request may first ask for held events from a number on (to resume after a disconnect), and for
-only some event types. The call's initial metadata (LIVE_FROM_HEADER) arrives once the stream is
+only some event types. The call's initial metadata (metadata.LIVE_FROM_ID) arrives once the stream is
 subscribed, so a reader that waits for it knows no later event can be missed. A reader that falls
 so far behind that the ring drops events it has not read is cut off with RESOURCE_EXHAUSTED and a
 message naming the number to resume from; at shutdown every stream ends cleanly with status OK.
@@ -17,12 +17,9 @@ import structlog
 from core.events import Event, EventLog, Follower
 from core.resources import Resource
 from core.si_outbound import resource_to_si
-from si.v1 import si_pb2
+from si.v1 import metadata, si_pb2
 
 log = structlog.get_logger("pykorn.events")
-
-# Initial metadata of a StreamEvents call: the number of the first event recorded after it opened.
-LIVE_FROM_HEADER = "pykorn-live-from-id"
 
 _TYPES = si_pb2.EventRecord.Type
 _CHANGES = si_pb2.EventRecord.ChangeType
@@ -86,7 +83,7 @@ class EventStreams:
         follower = Follower(self._events, accept, start=request.fromID if request.fromID >= 0 else None)
         self._followers.add(follower)
         # Headers tell the reader the stream is live: events recorded from here on will reach it.
-        await context.send_initial_metadata(((LIVE_FROM_HEADER, str(live_from)),))
+        await context.send_initial_metadata(((metadata.LIVE_FROM_ID, str(live_from)),))
         log.info("event stream opened", rmID=rm_id, fromID=request.fromID, types=sorted(wanted))
         try:
             while (item := await follower.next()) is not None:

@@ -14,11 +14,9 @@ from core.rmproxy import InvalidRequest, ResponseStream, RMProxy, StreamKind
 from core.server.event_stream import EventStreams
 from core.server.identity import Caller, caller
 from core.server.redact import redacted
-from si.v1 import si_pb2, si_pb2_grpc
+from si.v1 import metadata, si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.grpc")
-
-RM_ID_HEADER = "pykorn-rm-id"  # optional call metadata on the three streams: the RM opening it
 
 
 def _metadata(context: grpc.aio.ServicerContext, key: str) -> str:
@@ -122,7 +120,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         # An RM that names itself when it opens the stream gets it bound at once: a reconnect within
         # the grace period counts from here, and answers held meanwhile arrive without waiting for
         # the RM's next message.
-        named = _metadata(context, RM_ID_HEADER)
+        named = _metadata(context, metadata.RM_ID)
         if named and peer.refusal(named) is None:
             self._rmproxy.bind_on_open(stream, named)
         reader = asyncio.create_task(self._read(requests, stream, handle, peer))

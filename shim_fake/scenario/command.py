@@ -9,14 +9,14 @@ from typing import TextIO
 
 import grpc
 
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient.client import SchedulerClient
+from rmclient.core_process import CoreProcess
+from rmclient.tls import ClientTLS
 from shim_fake.scenario.expectations import check
 from shim_fake.scenario.loader import ScenarioError, load_scenario
 from shim_fake.scenario.plot import PlotUnavailable, write_plot
 from shim_fake.scenario.report import build_report, write_summary
 from shim_fake.scenario.runner import Runner
-from shim_fake.tls import ClientTLS
 
 EXIT_OK = 0
 EXIT_UNMET = 1  # the run finished but expectations were not met

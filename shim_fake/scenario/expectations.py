@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shim_fake.scenario.model import Expectation
+from shim_fake.scenario.model import Expectation, ExpectKind, Task, TaskState
 from shim_fake.scenario.recording import Recording, percentile
 from shim_fake.scenario.units import fmt_quantity
 
@@ -25,71 +25,73 @@ def check(expectations: tuple[Expectation, ...], rec: Recording) -> list[Outcome
 
 
 def _check(e: Expectation, rec: Recording) -> Outcome:
-    p = e.params
-    if e.kind == "every_task_ran":
+    kind = e.kind
+    if kind == ExpectKind.EVERY_TASK_RAN:
         missing = [t.ident for t in rec.tasks if not t.ran]
         if missing:
             return Outcome(e, False, f"{len(missing)} task(s) never ran: {', '.join(missing[:5])}")
         return Outcome(e, True, f"all {len(rec.tasks)} tasks ran")
-    if e.kind == "every_task_finished":
-        missing = [t.ident for t in rec.tasks if t.state != "done"]
+    if kind == ExpectKind.EVERY_TASK_FINISHED:
+        missing = [t.ident for t in rec.tasks if t.state != TaskState.DONE]
         return Outcome(
             e, not missing, f"{len(missing)} task(s) did not finish" if missing else "all finished"
         )
-    if e.kind in ("queue_usage_at_most", "queue_usage_at_least"):
-        queue, limit = str(p["queue"]), int(p["value"])  # type: ignore[call-overload]
-        resource = str(p.get("resource") or rec.resource)
-        if resource != rec.resource:
-            return Outcome(e, False, f"usage is recorded for {rec.resource}; set report.resource: {resource}")
-        after = float(p.get("after") or 0.0)  # type: ignore[arg-type]
-        before = float(p["before"]) if p.get("before") is not None else None  # type: ignore[arg-type]
-        values = rec.usage_of(queue, after, before)
-        window = f"after {after:g}s" + (f" and before {before:g}s" if before is not None else "")
-        if not values:
-            return Outcome(e, False, f"no samples of {queue} {window}")
-        if e.kind == "queue_usage_at_most":
-            peak = max(values)
-            return Outcome(
-                e,
-                peak <= limit,
-                f"{queue} peaked at {fmt_quantity(resource, peak)} {window} "
-                f"(limit {fmt_quantity(resource, limit)})",
-            )
-        low = min(values)
-        return Outcome(
-            e,
-            low >= limit,
-            f"{queue} dropped to {fmt_quantity(resource, low)} {window} "
-            f"(floor {fmt_quantity(resource, limit)})",
-        )
-    if e.kind == "preempted":
-        tasks = _select(rec, p)
-        count = sum(t.preemptions for t in tasks)
-        at_least = p.get("at_least")
-        wanted = int(at_least) if at_least is not None else 1  # type: ignore[call-overload]
-        return Outcome(e, count >= wanted, f"{count} preemption(s) of {_what(p)}")
-    if e.kind == "not_preempted":
-        count = sum(t.preemptions for t in _select(rec, p))
-        return Outcome(e, count == 0, f"{count} preemption(s) of {_what(p)}")
-    if e.kind == "wait_p99_at_most":
-        queue = str(p["queue"])
+    if kind in (ExpectKind.QUEUE_USAGE_AT_MOST, ExpectKind.QUEUE_USAGE_AT_LEAST):
+        return _usage(e, rec)
+    if kind == ExpectKind.PREEMPTED:
+        count = sum(t.preemptions for t in _select(rec, e))
+        wanted = e.whole("at_least")
+        wanted = 1 if wanted is None else wanted
+        return Outcome(e, count >= wanted, f"{count} preemption(s) of {_what(e)}")
+    if kind == ExpectKind.NOT_PREEMPTED:
+        count = sum(t.preemptions for t in _select(rec, e))
+        return Outcome(e, count == 0, f"{count} preemption(s) of {_what(e)}")
+    if kind == ExpectKind.WAIT_P99_AT_MOST:
+        queue = e.text("queue")
         p99 = percentile(rec.waits.get(queue, []), 0.99)
-        limit = float(p["seconds"])  # type: ignore[arg-type]
+        limit = e.seconds("seconds") or 0.0
         if p99 is None:
             return Outcome(e, False, f"no allocation in {queue}")
         return Outcome(e, p99 <= limit, f"wait p99 in {queue} was {p99:.2f}s (limit {limit:g}s)")
-    if e.kind == "no_rejections":
+    if kind == ExpectKind.NO_REJECTIONS:
         return Outcome(e, not rec.rejections, f"{len(rec.rejections)} rejection(s)")
-    return Outcome(e, False, f"unknown expectation {e.kind}")
+    return Outcome(e, False, f"unknown expectation {kind}")
 
 
-def _select(rec: Recording, p: dict[str, object]) -> list:  # type: ignore[type-arg]
-    if "task" in p:
-        return [t for t in rec.tasks if t.ident == p["task"]]
-    if "app" in p:
-        return [t for t in rec.tasks if t.app.app_id == p["app"]]
+def _usage(e: Expectation, rec: Recording) -> Outcome:
+    queue, limit = e.text("queue"), e.whole("value") or 0
+    resource = e.text("resource", rec.resource)
+    if resource != rec.resource:
+        return Outcome(e, False, f"usage is recorded for {rec.resource}; set report.resource: {resource}")
+    after = e.seconds("after") or 0.0
+    before = e.seconds("before")
+    values = rec.usage_of(queue, after, before)
+    window = f"after {after:g}s" + (f" and before {before:g}s" if before is not None else "")
+    if not values:
+        return Outcome(e, False, f"no samples of {queue} {window}")
+    if e.kind == ExpectKind.QUEUE_USAGE_AT_MOST:
+        peak = max(values)
+        return Outcome(
+            e,
+            peak <= limit,
+            f"{queue} peaked at {fmt_quantity(resource, peak)} {window} "
+            f"(limit {fmt_quantity(resource, limit)})",
+        )
+    low = min(values)
+    return Outcome(
+        e,
+        low >= limit,
+        f"{queue} dropped to {fmt_quantity(resource, low)} {window} (floor {fmt_quantity(resource, limit)})",
+    )
+
+
+def _select(rec: Recording, e: Expectation) -> list[Task]:
+    if "task" in e.params:
+        return [t for t in rec.tasks if t.ident == e.params["task"]]
+    if "app" in e.params:
+        return [t for t in rec.tasks if t.app.app_id == e.params["app"]]
     return list(rec.tasks)
 
 
-def _what(p: dict[str, object]) -> str:
-    return str(p.get("task") or p.get("app") or "any task")
+def _what(e: Expectation) -> str:
+    return e.text("task") or e.text("app") or "any task"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode
@@ -23,6 +24,8 @@ from shim_fake.scenario.model import (
     AppSpec,
     ConfigChange,
     Expectation,
+    ExpectKind,
+    ExpectParam,
     NodeEvent,
     NodeSpec,
     Scenario,
@@ -45,16 +48,17 @@ _NODE_EVENT = frozenset({"action", "id", "ids", "count", "prefix", "resources", 
 _NODE_ACTIONS = frozenset({"add", "drain", "undrain", "decommission"})
 UNTIL_STOPPED = "until stopped"
 
+_USAGE_WINDOW = frozenset({"resource", "after", "before"})
 # expectation kind -> (required params, optional params)
-EXPECTATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "every_task_ran": (frozenset(), frozenset()),
-    "every_task_finished": (frozenset(), frozenset()),
-    "queue_usage_at_most": (frozenset({"queue", "value"}), frozenset({"resource", "after", "before"})),
-    "queue_usage_at_least": (frozenset({"queue", "value"}), frozenset({"resource", "after", "before"})),
-    "preempted": (frozenset(), frozenset({"task", "app", "at_least"})),
-    "not_preempted": (frozenset(), frozenset({"task", "app"})),
-    "wait_p99_at_most": (frozenset({"queue", "seconds"}), frozenset()),
-    "no_rejections": (frozenset(), frozenset()),
+EXPECTATIONS: dict[ExpectKind, tuple[frozenset[str], frozenset[str]]] = {
+    ExpectKind.EVERY_TASK_RAN: (frozenset(), frozenset()),
+    ExpectKind.EVERY_TASK_FINISHED: (frozenset(), frozenset()),
+    ExpectKind.QUEUE_USAGE_AT_MOST: (frozenset({"queue", "value"}), _USAGE_WINDOW),
+    ExpectKind.QUEUE_USAGE_AT_LEAST: (frozenset({"queue", "value"}), _USAGE_WINDOW),
+    ExpectKind.PREEMPTED: (frozenset(), frozenset({"task", "app", "at_least"})),
+    ExpectKind.NOT_PREEMPTED: (frozenset(), frozenset({"task", "app"})),
+    ExpectKind.WAIT_P99_AT_MOST: (frozenset({"queue", "seconds"}), frozenset()),
+    ExpectKind.NO_REJECTIONS: (frozenset(), frozenset()),
 }
 
 
@@ -423,21 +427,22 @@ class _Builder:
         app_ids = {a.app_id for a in apps}
         for i, item in enumerate(self.r.sequence(node, "expect") or [] if node is not None else []):
             path = f"expect[{i}]"
-            fields = self.r.mapping(item, path, frozenset(EXPECTATIONS))
+            fields = self.r.mapping(item, path, frozenset(k.value for k in EXPECTATIONS))
             if not fields:
                 continue
             if len(fields) != 1:
                 self.r.error(path, item, "each expectation is a single kind: {kind: parameters}")
                 continue
-            kind, value = next(iter(fields.items()))
+            name, value = next(iter(fields.items()))
+            kind = ExpectKind(name)
             params = self._expectation_params(kind, value, f"{path}.{kind}", app_ids, resource)
             if params is not None:
                 out.append(Expectation(kind, params, line_of(item)))
         return out
 
     def _expectation_params(
-        self, kind: str, node: Node, path: str, app_ids: set[str], report_resource: str
-    ) -> dict[str, object] | None:
+        self, kind: ExpectKind, node: Node, path: str, app_ids: set[str], report_resource: str
+    ) -> dict[str, ExpectParam] | None:
         required, optional = EXPECTATIONS[kind]
         if not required and not optional:
             return {} if self.r.boolean(node, path) else None
@@ -448,7 +453,7 @@ class _Builder:
         if missing:
             self.r.error(path, node, f"missing {', '.join(sorted(missing))}")
             return None
-        params: dict[str, object] = {}
+        params: dict[str, Any] = {}  # checked below; a None left by an error is reported there
         for key, value in fields.items():
             if key == "queue":
                 queue = (self.r.string(value, f"{path}.queue") or "").lower()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from core.resources import Resource
 from shim_fake.scenario.units import fmt_quantity
@@ -58,11 +59,42 @@ class NodeEvent:
     line: int = 0
 
 
+class ExpectKind(StrEnum):
+    """What a scenario may expect of a run (the keys of its `expect` list)."""
+
+    EVERY_TASK_RAN = "every_task_ran"
+    EVERY_TASK_FINISHED = "every_task_finished"
+    QUEUE_USAGE_AT_MOST = "queue_usage_at_most"
+    QUEUE_USAGE_AT_LEAST = "queue_usage_at_least"
+    PREEMPTED = "preempted"
+    NOT_PREEMPTED = "not_preempted"
+    WAIT_P99_AT_MOST = "wait_p99_at_most"
+    NO_REJECTIONS = "no_rejections"
+
+
+# The parameters of an expectation, as the loader checked them: queue, app, task and resource are
+# text; value (a quantity in the resource's unit) and at_least are whole numbers; after, before and
+# seconds are scenario seconds.
+ExpectParam = str | int | float
+
+
 @dataclass(frozen=True)
 class Expectation:
-    kind: str
-    params: dict[str, object] = field(default_factory=dict)
+    kind: ExpectKind
+    params: dict[str, ExpectParam] = field(default_factory=dict)  # in the order the file gives them
     line: int = 0
+
+    def text(self, key: str, default: str = "") -> str:
+        value = self.params.get(key)
+        return default if value is None else str(value)
+
+    def whole(self, key: str) -> int | None:
+        value = self.params.get(key)
+        return None if value is None else int(value)
+
+    def seconds(self, key: str) -> float | None:
+        value = self.params.get(key)
+        return None if value is None else float(value)
 
     def describe(self) -> str:
         resource = str(self.params.get("resource") or "memory")
@@ -99,3 +131,36 @@ class Scenario:
         times = [a.arrival for a in self.apps] + [g.arrival for a in self.apps for g in a.tasks]
         times += [c.at for c in self.config_changes] + [e.at for e in self.node_events]
         return max(times, default=0.0)
+
+
+class TaskState(StrEnum):
+    WAITING = "waiting"  # not submitted yet
+    PENDING = "pending"  # asked for, not allocated
+    RUNNING = "running"
+    DONE = "done"  # ran to its end (or, running until stopped, was stopped at the scenario's end)
+    STOPPED = "stopped"  # preempted, lost with its node, or cut short at the scenario's end
+    REJECTED = "rejected"  # the core refused its ask or its application
+
+
+@dataclass(eq=False)
+class Task:
+    """One task of a scenario as it runs: its current attempt and what happened to it."""
+
+    app: AppSpec
+    group: TaskGroup
+    name: str  # group-N: stable across restarts
+    key: str = ""  # the current allocation key
+    attempt: int = 0
+    state: TaskState = TaskState.WAITING
+    submitted_at: float = 0.0
+    ends_at: float | None = None
+    node_id: str = ""
+    ran: bool = False
+    preemptions: int = 0
+    lost: int = 0
+    waits: list[float] = field(default_factory=list)
+    created: str = ""  # the creationTime tag of the current attempt (wall-clock seconds)
+
+    @property
+    def ident(self) -> str:
+        return f"{self.app.app_id}/{self.name}"

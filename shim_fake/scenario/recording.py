@@ -11,15 +11,12 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.config import load_config
 from core.config.schema import QueueConfig
 from core.resources import Resource
-from shim_fake.scenario.model import Scenario
-
-if TYPE_CHECKING:
-    from shim_fake.scenario.runner import Task
+from shim_fake.scenario.model import Scenario, Task, TaskState
 
 
 @dataclass
@@ -169,7 +166,7 @@ class Recording:
         return {
             "total": len(self.tasks),
             "ran": sum(1 for t in self.tasks if t.ran),
-            "finished": sum(1 for t in self.tasks if t.state == "done"),
+            "finished": sum(1 for t in self.tasks if t.state == TaskState.DONE),
             "preempted": sum(1 for t in self.tasks if t.preemptions),
             "lost_with_node": sum(1 for t in self.tasks if t.lost),
             "never_ran": sum(1 for t in self.tasks if not t.ran),

@@ -16,18 +16,19 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-import random
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TextIO
 
 import grpc
 import structlog
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
-from shim_fake.scenario.model import AppSpec, NodeEvent, NodeSpec, Scenario, TaskGroup
+from core.resources import Resource
+from rmclient import messages
+from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
+from rmclient.reconnect import RETRIED, Backoff, is_refusal, reconnect
+from shim_fake.scenario.model import AppSpec, NodeEvent, NodeSpec, Scenario, Task, TaskGroup, TaskState
 from shim_fake.scenario.recording import Recording
 from si.v1 import si_pb2
 
@@ -37,19 +38,7 @@ TICK = 0.05  # real seconds between steps
 STALL_SECONDS = 6.0  # real seconds without any change, with nothing left that could change it
 APP_ANSWER_TIMEOUT = 15.0
 PROGRESS_EVERY = 0.2  # real seconds between updates of the live line
-RECONNECT_FIRST = 0.1  # real seconds before the first reconnect attempt; doubles per failure
-RECONNECT_MAX = 2.0
-SEND_ERRORS = (grpc.aio.AioRpcError, asyncio.InvalidStateError, ConnectionError)
-# Answers that retrying cannot change: a refused registration (bad config, wrong identity).
-REFUSED = frozenset(
-    {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED}
-)
-
-
-def _raise_if_refused(exc: BaseException) -> None:
-    if isinstance(exc, grpc.aio.AioRpcError) and exc.code() in REFUSED:
-        raise exc
-
+BACKOFF = Backoff(first=0.1, most=2.0)  # between attempts to reach a core that went away
 
 _NODE_ACTIONS = {
     "add": si_pb2.NodeInfo.CREATE,
@@ -59,26 +48,26 @@ _NODE_ACTIONS = {
 }
 
 
-@dataclass(eq=False)
-class Task:
-    app: AppSpec
-    group: TaskGroup
-    name: str  # group-N: stable across restarts
-    key: str = ""  # the current allocation key
-    attempt: int = 0
-    state: str = "waiting"  # waiting | pending | running | done | stopped | rejected
-    submitted_at: float = 0.0
-    ends_at: float | None = None
-    node_id: str = ""
-    ran: bool = False
-    preemptions: int = 0
-    lost: int = 0
-    waits: list[float] = field(default_factory=list)
-    created: str = ""  # the creationTime tag of the current attempt (wall-clock seconds)
+class _CoreAnswers(ResponseHandler):
+    """What the core sends, kept for the runner's next step (each response once, in order), and the
+    answers the runner waits on counted as they arrive."""
 
-    @property
-    def ident(self) -> str:
-        return f"{self.app.app_id}/{self.name}"
+    def __init__(self) -> None:
+        self.allocations: deque[si_pb2.AllocationResponse] = deque()
+        self.rejected_apps: deque[si_pb2.RejectedApplication] = deque()
+        self.apps_answered: set[str] = set()
+        self.nodes_answered = 0
+
+    def on_allocations(self, response: si_pb2.AllocationResponse) -> None:
+        self.allocations.append(response)
+
+    def on_applications(self, response: si_pb2.ApplicationResponse) -> None:
+        self.apps_answered.update(a.applicationID for a in response.accepted)
+        self.apps_answered.update(r.applicationID for r in response.rejected)
+        self.rejected_apps.extend(response.rejected)
+
+    def on_nodes(self, response: si_pb2.NodeResponse) -> None:
+        self.nodes_answered += len(response.accepted) + len(response.rejected)
 
 
 class ScenarioClock:
@@ -99,15 +88,13 @@ class Runner:
         self.speed = speed
         self.progress = progress
         self.clock = ScenarioClock(speed)
+        self.answers = _CoreAnswers()
+        client.add_handler(self.answers)
         self.record = Recording(scenario)
         self.tasks: dict[tuple[str, str], Task] = {}  # (app, current key) -> task
         self.all_tasks: list[Task] = []
         self._events: list[tuple[float, int, Callable[[], object]]] = []
         self._seq = itertools.count()
-        self._alloc_cursor = 0
-        self._release_cursor = 0
-        self._reject_cursor = 0
-        self._app_reject_cursor = 0
         self._next_sample = 0.0
         self._last_change = time.monotonic()
         self._rejected_apps: set[str] = set()
@@ -119,7 +106,6 @@ class Runner:
         self.nodes: dict[str, tuple[NodeSpec, bool]] = {}  # node ID -> (spec, draining)
         self.arrived: list[AppSpec] = []
         self.reconnects = 0
-        self._trouble_seen = 0  # stream errors and ends already handled
 
     # Setup ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -130,18 +116,15 @@ class Runner:
                 await self.client.add_nodes(
                     *(_node_info(n.node_id, n.resources, n.attributes) for n in self.s.nodes)
                 )
-                seen = self.client.seen
                 await self.client.wait_for(
-                    lambda: (
-                        len(seen.accepted_nodes) + len(seen.rejected_nodes) >= len(self.s.nodes)
-                        or self._connection_lost()
-                    ),
+                    lambda: self.answers.nodes_answered >= len(self.s.nodes) or self._connection_lost(),
                     what="the core's answers to the nodes",
                 )
-        except (*SEND_ERRORS, TimeoutError, OSError) as exc:
-            _raise_if_refused(exc)
+        except RETRIED as exc:
+            if is_refusal(exc):
+                raise
             # The core went away while we started: the main loop reconnects and sends it all again.
-            self.client.seen.stream_errors.append(f"start interrupted: {exc!r}")
+            self.client.connection_lost(f"start interrupted: {exc!r}")
         self.clock = ScenarioClock(self.speed)
         for app in self.s.apps:
             self._at(app.arrival, lambda app=app: self._add_app(app))
@@ -197,9 +180,9 @@ class Runner:
             return now >= self.s.end
         if self._events:
             return False
-        active = [t for t in self.all_tasks if t.state in ("pending", "running")]
-        finite_running = [t for t in active if t.state == "running" and t.group.duration is not None]
-        if not [t for t in active if t.state == "pending"] and not finite_running:
+        active = [t for t in self.all_tasks if t.state in (TaskState.PENDING, TaskState.RUNNING)]
+        finite_running = [t for t in active if t.state == TaskState.RUNNING and t.group.duration is not None]
+        if not [t for t in active if t.state == TaskState.PENDING] and not finite_running:
             return True  # all work done; until-stopped tasks are stopped at the end
         # Pending work that nothing will ever unblock: no task will end and no event will come.
         return not finite_running and time.monotonic() - self._last_change > STALL_SECONDS
@@ -216,8 +199,7 @@ class Runner:
         """Add applications and wait for the core's answers (or for the connection to drop: the
         reconnect re-sends them), so no ask overtakes its application on the other stream."""
         ids = {app.app_id for app in apps}
-        seen = self.client.seen
-        accepted, rejected = len(seen.accepted_apps), len(seen.rejected_apps)
+        self.answers.apps_answered -= ids  # a resync sends them again: wait for the new answers
         await self._send(
             self.client.send_application_request(
                 si_pb2.ApplicationRequest(
@@ -233,10 +215,7 @@ class Runner:
         )
 
         def answered() -> bool:
-            done = set(seen.accepted_apps[accepted:]) | {
-                r.applicationID for r in seen.rejected_apps[rejected:]
-            }
-            return ids <= done or self._connection_lost()
+            return ids <= self.answers.apps_answered or self._connection_lost()
 
         await self.client.wait_for(
             answered, timeout=APP_ANSWER_TIMEOUT, what=f"the core's answer to applications {sorted(ids)}"
@@ -259,10 +238,10 @@ class Runner:
         asks = []
         for task in tasks:
             if task.app.app_id in self._rejected_apps:
-                task.state = "rejected"
+                task.state = TaskState.REJECTED
                 continue
             task.key = task.name if task.attempt == 0 else f"{task.name}-r{task.attempt}"
-            task.state = "pending"
+            task.state = TaskState.PENDING
             task.submitted_at = now
             task.created = created
             self.tasks[(task.app.app_id, task.key)] = task
@@ -321,44 +300,43 @@ class Runner:
 
     # What the core says -----------------------------------------------------------------------
     async def _read_core(self, now: float) -> None:
-        seen = self.client.seen
-        for alloc in seen.new_allocations[self._alloc_cursor :]:
-            self._started(alloc, now)
-        self._alloc_cursor = len(seen.new_allocations)
+        """Carry out what the core said since the last step, each response once."""
         restarts: list[Task] = []
         confirm: list[tuple[str, str]] = []
-        for release in seen.released[self._release_cursor :]:
-            task = self._stopped_by_core(release, now)
-            if task is not None and release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
-                confirm.append((release.applicationID, release.allocationKey))
-            if task is not None and task.app.restart:
-                task.attempt += 1
-                restarts.append(task)
-        self._release_cursor = len(seen.released)
+        while self.answers.allocations:
+            response = self.answers.allocations.popleft()
+            for alloc in response.new:
+                self._started(alloc, now)
+            for release in response.released:
+                task = self._stopped_by_core(release, now)
+                if task is not None and release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
+                    confirm.append((release.applicationID, release.allocationKey))
+                if task is not None and task.app.restart:
+                    task.attempt += 1
+                    restarts.append(task)
+            for rejected in response.rejectedAllocations:
+                refused = self.tasks.pop((rejected.applicationID, rejected.allocationKey), None)
+                if refused is not None:
+                    refused.state = TaskState.REJECTED
+                self.record.rejection(
+                    now, f"allocation {rejected.applicationID}/{rejected.allocationKey}", rejected.reason
+                )
         if confirm:
             # The task is killed; tell the core it is gone (the same termination type back, as the
             # interface asks), so the room it held is free.
             await self._send(self.client.release_many(confirm, termination=si_pb2.PREEMPTED_BY_SCHEDULER))
-        for rejected in seen.rejected_allocations[self._reject_cursor :]:
-            task = self.tasks.pop((rejected.applicationID, rejected.allocationKey), None)
-            if task is not None:
-                task.state = "rejected"
-            self.record.rejection(
-                now, f"allocation {rejected.applicationID}/{rejected.allocationKey}", rejected.reason
-            )
-        self._reject_cursor = len(seen.rejected_allocations)
-        for rejected_app in seen.rejected_apps[self._app_reject_cursor :]:
+        while self.answers.rejected_apps:
+            rejected_app = self.answers.rejected_apps.popleft()
             self._rejected_apps.add(rejected_app.applicationID)
             self.record.rejection(now, f"application {rejected_app.applicationID}", rejected_app.reason)
-        self._app_reject_cursor = len(seen.rejected_apps)
         if restarts:
             await self._submit(restarts)
 
     def _started(self, alloc: si_pb2.Allocation, now: float) -> None:
         task = self.tasks.get((alloc.applicationID, alloc.allocationKey))
-        if task is None or task.state != "pending":
+        if task is None or task.state != TaskState.PENDING:
             return
-        task.state = "running"
+        task.state = TaskState.RUNNING
         task.ran = True
         task.node_id = alloc.nodeID
         task.waits.append(now - task.submitted_at)
@@ -368,10 +346,10 @@ class Runner:
 
     def _stopped_by_core(self, release: si_pb2.AllocationRelease, now: float) -> Task | None:
         task = self.tasks.get((release.applicationID, release.allocationKey))
-        if task is None or task.state != "running":
+        if task is None or task.state != TaskState.RUNNING:
             return None  # the confirmation of a release we sent ourselves
         del self.tasks[(release.applicationID, release.allocationKey)]
-        task.state = "stopped"
+        task.state = TaskState.STOPPED
         task.ends_at = None
         if release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
             task.preemptions += 1
@@ -386,10 +364,10 @@ class Runner:
         ending = [
             t
             for t in self.tasks.values()
-            if t.state == "running" and t.ends_at is not None and t.ends_at <= now
+            if t.state == TaskState.RUNNING and t.ends_at is not None and t.ends_at <= now
         ]
         for task in ending:
-            task.state = "done"
+            task.state = TaskState.DONE
         if ending:
             await self._release(ending)
             self._changed()
@@ -401,10 +379,10 @@ class Runner:
         await self._send(self.client.release_many((t.app.app_id, t.key) for t in tasks))
 
     async def _stop_remaining(self, now: float) -> None:
-        running = [t for t in self.tasks.values() if t.state == "running"]
+        running = self._running()
         for task in running:
-            task.state = "done" if task.group.duration is None else "stopped"
-        pending = [t for t in self.all_tasks if t.state == "pending"]
+            task.state = TaskState.DONE if task.group.duration is None else TaskState.STOPPED
+        pending = [t for t in self.all_tasks if t.state == TaskState.PENDING]
         await self._release(running + pending)
 
     # Losing the core and coming back --------------------------------------------------------------
@@ -415,41 +393,19 @@ class Runner:
             await sending
         except SEND_ERRORS as exc:
             log.info("send failed; the core is away", error=repr(exc))
-            self.client.seen.stream_errors.append(f"send failed: {exc!r}")
+            self.client.connection_lost(f"send failed: {exc!r}")
 
     def _connection_lost(self) -> bool:
-        seen = self.client.seen
-        return len(seen.stream_errors) + len(seen.stream_ends) > self._trouble_seen
+        return self.client.lost is not None
 
     async def _reconnect(self) -> None:
-        started = time.monotonic()
         # What the old core said before it went (allocations, releases) comes first, so the resync
         # re-sends each task as what it really was: running on its node, or still waiting.
         await self._read_core(self.clock.now())
-        delay, attempts = RECONNECT_FIRST, 0
-        while True:
-            attempts += 1
-            await self.client.close()
-            seen = self.client.seen
-            self._trouble_seen = len(seen.stream_errors) + len(seen.stream_ends)
-            try:
-                await self.client.connect(timeout=max(delay, 0.5))
-                await self.client.register(config=self.config)
-                await self._resync()
-            except (*SEND_ERRORS, TimeoutError, OSError) as exc:
-                _raise_if_refused(exc)
-                log.info(
-                    "core unreachable, retrying", attempt=attempts, retryIn=round(delay, 2), error=repr(exc)
-                )
-                await asyncio.sleep(delay * random.uniform(0.8, 1.2))  # jitter: many shims, one core
-                delay = min(delay * 2, RECONNECT_MAX)
-                continue
-            if not self._connection_lost():
-                break
+        back = await reconnect(self.client, lambda: self.config, self._resync, BACKOFF)
+        assert back is not None  # no stop event: it returns only once the core is back
         self.reconnects += 1
-        downtime = time.monotonic() - started
-        self.record.reconnected(self.clock.now(), attempts, downtime)
-        log.info("reconnected to the core", attempts=attempts, seconds=round(downtime, 2))
+        self.record.reconnected(self.clock.now(), back.attempts, back.seconds)
         self._changed()
 
     async def _wait_answered(self, done: Callable[[], bool], what: str) -> None:
@@ -463,8 +419,7 @@ class Runner:
     async def _resync(self) -> None:
         """Tell a core that knows nothing what this RM has: nodes, applications, running tasks (with
         their nodes) and waiting tasks, in that order, each waiting for the one before."""
-        seen = self.client.seen
-        answered = len(seen.accepted_nodes) + len(seen.rejected_nodes)
+        answered = self.answers.nodes_answered
         infos = [
             _node_info(spec.node_id, spec.resources, spec.attributes, si_pb2.NodeInfo.CREATE_DRAIN if drained
                        else si_pb2.NodeInfo.CREATE)
@@ -472,9 +427,7 @@ class Runner:
         ]  # fmt: skip
         if infos:
             await self.client.add_nodes(*infos)
-            await self._wait_answered(
-                lambda: len(seen.accepted_nodes) + len(seen.rejected_nodes) >= answered + len(infos), "nodes"
-            )
+            await self._wait_answered(lambda: self.answers.nodes_answered >= answered + len(infos), "nodes")
         apps = [a for a in self.arrived if a.app_id not in self._rejected_apps]
         if apps:
             await self._send_apps(apps)
@@ -482,32 +435,32 @@ class Runner:
                 raise ConnectionError("the core went away during the resync")
         running, lost = [], []
         for task in self.tasks.values():
-            if task.state == "running":
+            if task.state == TaskState.RUNNING:
                 (running if task.node_id in self.nodes else lost).append(task)
         for task in lost:  # its node went while the core was away: the task went with it
             self.tasks.pop((task.app.app_id, task.key), None)
-            task.state, task.lost = "stopped", task.lost + 1
+            task.state, task.lost = TaskState.STOPPED, task.lost + 1
             self.record.lost(self.clock.now(), task, f"node {task.node_id} is gone")
             if task.app.restart:
                 task.attempt += 1
                 self._to_submit.append(task)
         existing = [self._ask_message(t, node_id=t.node_id) for t in running]
-        waiting = [self._ask_message(t) for t in self.tasks.values() if t.state == "pending"]
+        waiting = [self._ask_message(t) for t in self.tasks.values() if t.state == TaskState.PENDING]
         if existing or waiting:
             await self.client.asks(existing + waiting)
 
     # Views ------------------------------------------------------------------------------------
     def _running(self) -> list[Task]:
-        return [t for t in self.tasks.values() if t.state == "running"]
+        return [t for t in self.tasks.values() if t.state == TaskState.RUNNING]
 
     def _show_progress(self, now: float) -> None:
         if self.progress is None or time.monotonic() - self._last_progress < PROGRESS_EVERY:
             return
         self._last_progress = time.monotonic()
-        running = sum(1 for t in self.all_tasks if t.state == "running")
-        pending = sum(1 for t in self.all_tasks if t.state == "pending")
+        running = sum(1 for t in self.all_tasks if t.state == TaskState.RUNNING)
+        pending = sum(1 for t in self.all_tasks if t.state == TaskState.PENDING)
         preempted = sum(t.preemptions for t in self.all_tasks)
-        done = sum(1 for t in self.all_tasks if t.state == "done")
+        done = sum(1 for t in self.all_tasks if t.state == TaskState.DONE)
         self.progress.write(
             f"\r  t={now:7.1f}s  running {running:4d}  pending {pending:4d}  "
             f"preempted {preempted:4d}  done {done:4d} "
@@ -517,9 +470,9 @@ class Runner:
 
 def _node_info(
     node_id: str,
-    resources: object,
+    resources: Resource | None,
     attributes: tuple[tuple[str, str], ...] = (),
-    action: int = si_pb2.NodeInfo.CREATE,
+    action: si_pb2.NodeInfo.ActionFromRM.ValueType = si_pb2.NodeInfo.CREATE,
 ) -> si_pb2.NodeInfo:
-    capacity = resources.as_dict() if resources is not None and hasattr(resources, "as_dict") else None
+    capacity = resources.as_dict() if resources is not None else None
     return messages.node(node_id, capacity, action=action, attributes=dict(attributes))

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient.core_process import CoreProcess
 from tests.integration.core_helpers import running
+from tests.recording_client import RecordingClient
 
 
 @pytest.fixture(scope="session")
@@ -37,6 +37,6 @@ def rm_id(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def client(core_address: str, rm_id: str) -> AsyncIterator[SchedulerClient]:
-    async with SchedulerClient(core_address, rm_id) as c:
+async def client(core_address: str, rm_id: str) -> AsyncIterator[RecordingClient]:
+    async with RecordingClient(core_address, rm_id) as c:
         yield c

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shim_fake.core_process import CoreProcess
+from rmclient.core_process import CoreProcess
 
 
 def running(core: CoreProcess) -> Iterator[CoreProcess]:

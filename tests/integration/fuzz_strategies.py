@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from shim_fake import messages
+from rmclient import messages
 from si.v1 import si_pb2
 
 T = TypeVar("T")

@@ -8,6 +8,7 @@ answer 410 Gone, as a real API server does when a resource version is too old.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import json
 from typing import Any
@@ -27,7 +28,9 @@ class FakeKubeAPI:
     def __init__(self) -> None:
         self.rv = 0
         self.objects: dict[str, dict[str, Obj]] = {k: {} for k in KINDS}
+        self.by_name: dict[str, dict[str, str]] = {k: {} for k in KINDS}  # name -> key in objects
         self.history: dict[str, list[tuple[int, str, Obj]]] = {k: [] for k in KINDS}
+        self.history_rvs: dict[str, list[int]] = {k: [] for k in KINDS}  # for a watch to start where it is
         self.changed = asyncio.Condition()
         self.expired_before = 0  # watches from an older resource version get 410
         self.bindings: list[tuple[str, str]] = []
@@ -44,13 +47,15 @@ class FakeKubeAPI:
 
     async def delete(self, kind: str, obj: Obj) -> None:
         if self.objects[kind].pop(self._key(obj), None) is not None:
+            self.by_name[kind].pop(obj["metadata"]["name"], None)
             await self._record(kind, "DELETED", obj, store=False)
 
     def expire_watches(self) -> None:
         self.expired_before = self.rv + 1
 
     def get(self, kind: str, name: str) -> Obj | None:
-        return next((o for o in self.objects[kind].values() if o["metadata"]["name"] == name), None)
+        key = self.by_name[kind].get(name)
+        return self.objects[kind].get(key) if key is not None else None
 
     @staticmethod
     def _key(obj: Obj) -> str:
@@ -63,7 +68,9 @@ class FakeKubeAPI:
             obj["metadata"]["resourceVersion"] = str(self.rv)
             if store:
                 self.objects[kind][self._key(obj)] = obj
+                self.by_name[kind][obj["metadata"]["name"]] = self._key(obj)
             self.history[kind].append((self.rv, event, obj))
+            self.history_rvs[kind].append(self.rv)
             self.changed.notify_all()
 
     # HTTP -------------------------------------------------------------------------------------
@@ -114,11 +121,11 @@ class FakeKubeAPI:
             return response
         deadline = asyncio.get_running_loop().time() + min(float(request.query.get("timeoutSeconds") or 5), 5)
         sent = since
+        history, rvs = self.history[kind], self.history_rvs[kind]
         while True:
-            for rv, event, obj in self.history[kind]:
-                if rv > sent:
-                    await response.write((json.dumps({"type": event, "object": obj}) + "\n").encode())
-                    sent = rv
+            for rv, event, obj in history[bisect.bisect_right(rvs, sent) :]:
+                await response.write((json.dumps({"type": event, "object": obj}) + "\n").encode())
+                sent = rv
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return response

@@ -6,8 +6,8 @@ from typing import Any
 
 import aiohttp
 
-from shim_fake.client import SchedulerClient
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 CONFIG = """
 partitions:
@@ -36,7 +36,7 @@ def resource(values: dict[str, int]) -> si_pb2.Resource:
     return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in values.items()})
 
 
-async def load_cluster(client: SchedulerClient) -> None:
+async def load_cluster(client: RecordingClient) -> None:
     """Two 4000-memory nodes, app-1 in root.tenants.a with two of three 3000-memory asks placed."""
     await client.register(config=CONFIG)
     for node in ("node-1", "node-2"):

@@ -6,15 +6,15 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
+from rmclient import messages
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 NODE = {"memory": 10_000, "vcore": 10_000}
 TASK = {"memory": 1_000, "vcore": 100}
 
 
-async def _ready(client: SchedulerClient) -> None:
+async def _ready(client: RecordingClient) -> None:
     await client.register()
     await client.add_node("node-1", NODE)
     await client.add_application("app-1", "root.default")
@@ -22,7 +22,7 @@ async def _ready(client: SchedulerClient) -> None:
     await client.wait_apps_answered(1)
 
 
-async def _rejected_then_good(client: SchedulerClient, bad: si_pb2.AllocationRequest, expect: str) -> str:
+async def _rejected_then_good(client: RecordingClient, bad: si_pb2.AllocationRequest, expect: str) -> str:
     before = len(client.seen.rejected_allocations)
     await client.send_allocation_request(bad)
     rejected = await client.wait_rejected_allocations(before + 1)
@@ -38,14 +38,14 @@ async def _rejected_then_good(client: SchedulerClient, bad: si_pb2.AllocationReq
     return reason
 
 
-async def test_ask_for_unknown_application(client: SchedulerClient) -> None:
+async def test_ask_for_unknown_application(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(rmID=client.rm_id, allocations=[messages.ask("no-such-app", "k", TASK)])
     reason = await _rejected_then_good(client, bad, "application no-such-app is not known")
     assert "add it first" in reason
 
 
-async def test_duplicate_allocation_key(client: SchedulerClient) -> None:
+async def test_duplicate_allocation_key(client: RecordingClient) -> None:
     await _ready(client)
     await client.ask("app-1", "dup", TASK)
     await client.wait_allocations(1)
@@ -53,7 +53,7 @@ async def test_duplicate_allocation_key(client: SchedulerClient) -> None:
     await _rejected_then_good(client, bad, "allocation key dup already exists")
 
 
-async def test_negative_resource(client: SchedulerClient) -> None:
+async def test_negative_resource(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(
         rmID=client.rm_id, allocations=[messages.ask("app-1", "neg", {"memory": -5})]
@@ -61,7 +61,7 @@ async def test_negative_resource(client: SchedulerClient) -> None:
     await _rejected_then_good(client, bad, "negative amount of memory (-5)")
 
 
-async def test_missing_resource(client: SchedulerClient) -> None:
+async def test_missing_resource(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(
         rmID=client.rm_id, allocations=[si_pb2.Allocation(allocationKey="nores", applicationID="app-1")]
@@ -69,7 +69,7 @@ async def test_missing_resource(client: SchedulerClient) -> None:
     await _rejected_then_good(client, bad, "has no resourcePerAlloc")
 
 
-async def test_zero_resource(client: SchedulerClient) -> None:
+async def test_zero_resource(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(
         rmID=client.rm_id, allocations=[messages.ask("app-1", "zero", {"memory": 0})]
@@ -77,7 +77,7 @@ async def test_zero_resource(client: SchedulerClient) -> None:
     await _rejected_then_good(client, bad, "asks for zero resources")
 
 
-async def test_ask_for_unknown_partition(client: SchedulerClient) -> None:
+async def test_ask_for_unknown_partition(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(
         rmID=client.rm_id, allocations=[messages.ask("app-1", "k", TASK, partition="gpu")]
@@ -85,7 +85,7 @@ async def test_ask_for_unknown_partition(client: SchedulerClient) -> None:
     await _rejected_then_good(client, bad, "partition gpu does not exist")
 
 
-async def test_existing_allocation_on_unknown_node(client: SchedulerClient) -> None:
+async def test_existing_allocation_on_unknown_node(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(
         rmID=client.rm_id, allocations=[messages.ask("app-1", "k", TASK, node_id="ghost")]
@@ -93,18 +93,18 @@ async def test_existing_allocation_on_unknown_node(client: SchedulerClient) -> N
     await _rejected_then_good(client, bad, "node ghost is not registered")
 
 
-async def test_missing_rmid_on_allocation_stream(client: SchedulerClient) -> None:
+async def test_missing_rmid_on_allocation_stream(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(allocations=[messages.ask("app-1", "k", TASK)])
     await _rejected_then_good(client, bad, "rmID is missing")
 
 
-async def test_empty_allocation_request(client: SchedulerClient) -> None:
+async def test_empty_allocation_request(client: RecordingClient) -> None:
     await _ready(client)
     await _rejected_then_good(client, si_pb2.AllocationRequest(rmID=client.rm_id), "empty AllocationRequest")
 
 
-async def test_release_of_unknown_key(client: SchedulerClient) -> None:
+async def test_release_of_unknown_key(client: RecordingClient) -> None:
     await _ready(client)
     bad = si_pb2.AllocationRequest(
         rmID=client.rm_id,
@@ -113,7 +113,7 @@ async def test_release_of_unknown_key(client: SchedulerClient) -> None:
     await _rejected_then_good(client, bad, "has no ask or allocation with key nope")
 
 
-async def test_one_bad_item_does_not_spoil_its_message(client: SchedulerClient) -> None:
+async def test_one_bad_item_does_not_spoil_its_message(client: RecordingClient) -> None:
     await _ready(client)
     mixed = si_pb2.AllocationRequest(
         rmID=client.rm_id,
@@ -126,7 +126,7 @@ async def test_one_bad_item_does_not_spoil_its_message(client: SchedulerClient) 
     assert client.seen.rejected_allocations[0].allocationKey == "bad"
 
 
-async def test_unknown_node_and_bad_node_requests(client: SchedulerClient) -> None:
+async def test_unknown_node_and_bad_node_requests(client: RecordingClient) -> None:
     await _ready(client)
     cases = [
         (
@@ -173,7 +173,7 @@ partitions:
 """
 
 
-async def test_bad_application_requests(client: SchedulerClient) -> None:
+async def test_bad_application_requests(client: RecordingClient) -> None:
     # Without a root.default queue, an application no rule places is rejected (YuniKorn falls back
     # to root.default when it exists).
     await client.register(config=NO_DEFAULT_QUEUE)
@@ -217,7 +217,7 @@ async def test_bad_application_requests(client: SchedulerClient) -> None:
 
 
 async def test_requests_from_an_unregistered_rm_are_refused(core_address: str) -> None:
-    async with SchedulerClient(core_address, "never-registered") as stranger:
+    async with RecordingClient(core_address, "never-registered") as stranger:
         stranger.open_streams()
         await stranger.add_node("n", NODE)
         await stranger.add_application("a", "root.default")
@@ -243,14 +243,14 @@ async def test_requests_from_an_unregistered_rm_are_refused(core_address: str) -
 
 
 async def test_registration_without_rmid_is_invalid_argument(core_address: str) -> None:
-    async with SchedulerClient(core_address, "") as nameless:
+    async with RecordingClient(core_address, "") as nameless:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await nameless.register()
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "rmID is missing" in (err.value.details() or "")
 
 
-async def test_invalid_config_is_invalid_argument_with_path_and_line(client: SchedulerClient) -> None:
+async def test_invalid_config_is_invalid_argument_with_path_and_line(client: RecordingClient) -> None:
     config = "partitions:\n  - name: default\n    queues:\n      - name: root\n        bogus: 1\n"
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await client.register(config=config)

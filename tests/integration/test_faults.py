@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient import messages
+from rmclient.core_process import CoreProcess
 from shim_fake.scenario.loader import parse_scenario
 from shim_fake.scenario.runner import Runner
 from tests.integration import invariants
+from tests.recording_client import RecordingClient
 
 SCENARIO = """
 name: faults
@@ -97,7 +97,7 @@ async def _converged(runner: Runner, core: CoreProcess, rm_id: str, timeout: flo
         await asyncio.sleep(0.2)
 
 
-def _one_node_per_key(client: SchedulerClient) -> None:
+def _one_node_per_key(client: RecordingClient) -> None:
     """A key may be confirmed again after a reconnect, but never placed on a second node."""
     nodes: dict[tuple[str, str], set[str]] = defaultdict(set)
     for alloc in client.seen.new_allocations:
@@ -109,7 +109,7 @@ def _one_node_per_key(client: SchedulerClient) -> None:
 async def _start_runner(
     address: str, rm_id: str, end: float, events: str = ""
 ) -> tuple[Runner, asyncio.Task]:
-    client = SchedulerClient(address, rm_id)
+    client = RecordingClient(address, rm_id)
     await client.connect()
     runner = Runner(parse_scenario(SCENARIO % {"end": end, "events": events}), client, 1.0, None)
     return runner, asyncio.create_task(runner.run())
@@ -198,7 +198,7 @@ partitions:
 """
 
 
-async def test_config_reloads_during_heavy_scheduling(client: SchedulerClient, rest_url: str) -> None:
+async def test_config_reloads_during_heavy_scheduling(client: RecordingClient, rest_url: str) -> None:
     asks_total, size = 10_000, 20
     await client.register(config=RELOAD_CONFIG % (400_000, 0))
     await client.add_nodes(*(messages.node(f"n{i}", {"memory": 20_000}) for i in range(20)))
@@ -226,8 +226,8 @@ async def test_config_reloads_during_heavy_scheduling(client: SchedulerClient, r
 
 
 async def test_twenty_shims_at_once(core_address: str, rest_url: str) -> None:
-    async def one_shim(n: int) -> tuple[str, dict[tuple[str, str], str], SchedulerClient]:
-        client = SchedulerClient(core_address, f"rm-many-{n:02d}")
+    async def one_shim(n: int) -> tuple[str, dict[tuple[str, str], str], RecordingClient]:
+        client = RecordingClient(core_address, f"rm-many-{n:02d}")
         await client.connect()
         await client.register()
         await client.add_nodes(
@@ -259,7 +259,7 @@ async def test_twenty_shims_at_once(core_address: str, rest_url: str) -> None:
 async def test_a_refused_registration_is_not_retried(core_address: str) -> None:
     """Reconnecting cannot fix a config the core rejects: the runner gives up with the core's reason."""
     scenario = parse_scenario(SCENARIO % {"end": 2, "events": ""})
-    async with SchedulerClient(core_address, "rm-refused") as client:
+    async with RecordingClient(core_address, "rm-refused") as client:
         runner = Runner(scenario, client, 1.0, None)
         runner.config = "partitions: 7"  # as if the queues changed to something the core rejects
         with pytest.raises(grpc.aio.AioRpcError) as refused:

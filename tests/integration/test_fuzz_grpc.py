@@ -30,9 +30,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core.limits import Limits
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient import messages
+from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
 from tests.integration.fuzz_strategies import (
     INT32_MIN,
@@ -44,6 +43,7 @@ from tests.integration.fuzz_strategies import (
     application_requests,
     node_requests,
 )
+from tests.recording_client import RecordingClient
 
 T = TypeVar("T")
 
@@ -80,16 +80,16 @@ SENTINEL = {"sentinel": 1}  # a resource only the sentinel node has: the barrier
 class Rig:
     runner: asyncio.Runner
     core: CoreProcess
-    good: SchedulerClient | None = None
+    good: RecordingClient | None = None
     http: aiohttp.ClientSession | None = None
     examples: int = 0
-    clients: list[SchedulerClient] = field(default_factory=list)
+    clients: list[RecordingClient] = field(default_factory=list)
 
     def run(self, coro: Awaitable[T]) -> T:
         return self.runner.run(asyncio.wait_for(coro, 30))  # type: ignore[arg-type]
 
-    async def client(self, rm_id: str, config: str = CONFIG) -> SchedulerClient:
-        client = SchedulerClient(self.core.address, rm_id)
+    async def client(self, rm_id: str, config: str = CONFIG) -> RecordingClient:
+        client = RecordingClient(self.core.address, rm_id)
         await client.connect()
         await client.register(config=config)
         self.clients.append(client)
@@ -196,7 +196,7 @@ def fresh(rig: Rig, msg: T) -> T:
     return copy
 
 
-async def fuzz_rm(rig: Rig, rm_id: str) -> SchedulerClient:
+async def fuzz_rm(rig: Rig, rm_id: str) -> RecordingClient:
     """A registered RM with a node, the known application, and the barrier's node and application."""
     client = await rig.client(rm_id)
     await client.add_node("fuzz-node", NODE)
@@ -213,7 +213,7 @@ async def fuzz_rm(rig: Rig, rm_id: str) -> SchedulerClient:
 
 
 async def allocation_example(
-    rig: Rig, client: SchedulerClient, msg: si_pb2.AllocationRequest, outcomes: Counter[str]
+    rig: Rig, client: RecordingClient, msg: si_pb2.AllocationRequest, outcomes: Counter[str]
 ) -> None:
     rig.examples += 1
     msg = fresh(rig, msg)
@@ -278,7 +278,7 @@ def test_fuzzed_allocation_requests(rig: Rig) -> None:
 
 
 async def application_example(
-    rig: Rig, client: SchedulerClient, msg: si_pb2.ApplicationRequest, outcomes: Counter[str]
+    rig: Rig, client: RecordingClient, msg: si_pb2.ApplicationRequest, outcomes: Counter[str]
 ) -> None:
     rig.examples += 1
     msg = fresh(rig, msg)
@@ -325,7 +325,7 @@ def test_fuzzed_application_requests(rig: Rig) -> None:
 
 
 async def node_example(
-    rig: Rig, client: SchedulerClient, msg: si_pb2.NodeRequest, outcomes: Counter[str]
+    rig: Rig, client: RecordingClient, msg: si_pb2.NodeRequest, outcomes: Counter[str]
 ) -> None:
     rig.examples += 1
     msg = fresh(rig, msg)
@@ -545,7 +545,7 @@ def test_fuzzed_invalid_reloads_keep_the_last_good_configuration(rig: Rig) -> No
     from core.config import ConfigError, load_config
     from tests.unit.test_fuzz_config import mutated
 
-    async def setup() -> SchedulerClient:
+    async def setup() -> RecordingClient:
         client = await rig.client("reload")
         await client.add_node("n", NODE)
         await client.add_application("app", "root.capped")

@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Callable
 import grpc
 import pytest
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient import messages
+from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import CONFIG, load_cluster
 from tests.integration.test_rest_metrics import _scrape, _value
+from tests.recording_client import RecordingClient
 
 Record = si_pb2.EventRecord
 Detail = Record.ChangeDetail
@@ -54,7 +54,7 @@ class EventReader:
         await asyncio.gather(self._task, return_exceptions=True)
 
 
-async def test_the_stream_delivers_this_rms_events_as_si_event_records(client: SchedulerClient) -> None:
+async def test_the_stream_delivers_this_rms_events_as_si_event_records(client: RecordingClient) -> None:
     await client.register(config=CONFIG)
     reader = EventReader(await client.stream_events())
     try:
@@ -77,11 +77,11 @@ async def test_the_stream_delivers_this_rms_events_as_si_event_records(client: S
 
 
 async def test_replay_from_a_number_then_follow_and_types_filter(
-    client: SchedulerClient, core_address: str
+    client: RecordingClient, core_address: str
 ) -> None:
     await load_cluster(client)
     # Another RM's work is recorded in the same log, but never reaches this RM's stream.
-    async with SchedulerClient(core_address, client.rm_id + "-other") as other:
+    async with RecordingClient(core_address, client.rm_id + "-other") as other:
         await other.register(config=CONFIG)
         await other.add_node("other-node", {"memory": 1_000})
         await other.wait_nodes_answered(1)
@@ -106,7 +106,7 @@ async def test_replay_from_a_number_then_follow_and_types_filter(
 
 
 async def test_unregistered_or_missing_rm_ids_and_bad_types_are_refused(
-    client: SchedulerClient, core_address: str
+    client: RecordingClient, core_address: str
 ) -> None:
     await client.register(config=CONFIG)
     calls = {
@@ -133,7 +133,7 @@ RELOADED = CONFIG.replace("max: {memory: 12000}", "max: {memory: 8000}").replace
 )
 
 
-async def test_a_reload_sends_queue_max_and_config_events(client: SchedulerClient) -> None:
+async def test_a_reload_sends_queue_max_and_config_events(client: RecordingClient) -> None:
     await client.register(config=CONFIG)
     reader = EventReader(await client.stream_events(types=[Record.QUEUE, Record.NODE]))
     try:
@@ -157,7 +157,7 @@ async def test_a_reload_sends_queue_max_and_config_events(client: SchedulerClien
 
 
 async def test_a_preemption_sends_alloc_preempt_and_moves_the_victims_metric(
-    client: SchedulerClient, rest_url: str
+    client: RecordingClient, rest_url: str
 ) -> None:
 
     await client.register(config=CONFIG)
@@ -187,7 +187,7 @@ async def test_a_preemption_sends_alloc_preempt_and_moves_the_victims_metric(
     assert after - before >= 1
 
 
-async def test_a_burst_of_events_in_one_step_reaches_a_reader_whole(client: SchedulerClient) -> None:
+async def test_a_burst_of_events_in_one_step_reaches_a_reader_whole(client: RecordingClient) -> None:
     await client.register(config=CONFIG)
     reader = EventReader(await client.stream_events(types=[Record.NODE]))
     try:
@@ -198,7 +198,7 @@ async def test_a_burst_of_events_in_one_step_reaches_a_reader_whole(client: Sche
     assert [r.event.objectID for r in reader.seen] == [f"burst-{i}" for i in range(1_500)]
 
 
-async def test_a_from_id_beyond_the_newest_event_is_refused(client: SchedulerClient) -> None:
+async def test_a_from_id_beyond_the_newest_event_is_refused(client: RecordingClient) -> None:
     """After a core restart the numbers start again: an old id must not silently swallow new events."""
     await client.register(config=CONFIG)
     with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -214,7 +214,7 @@ async def small_ring_core() -> AsyncIterator[CoreProcess]:
 
 
 async def test_a_reader_the_ring_outran_is_cut_off_with_where_to_resume(small_ring_core: CoreProcess) -> None:
-    async with SchedulerClient(small_ring_core.address, "rm-slow") as client:
+    async with RecordingClient(small_ring_core.address, "rm-slow") as client:
         await client.register(config=CONFIG)
         call = await client.stream_events(types=[Record.NODE])
         live_from = int(dict(await call.initial_metadata())["pykorn-live-from-id"])
@@ -238,7 +238,7 @@ async def test_a_reader_the_ring_outran_is_cut_off_with_where_to_resume(small_ri
 async def test_at_shutdown_an_open_event_stream_ends_cleanly() -> None:
     core = CoreProcess()
     await core.start()
-    async with SchedulerClient(core.address, "rm-shutdown") as client:
+    async with RecordingClient(core.address, "rm-shutdown") as client:
         await client.register(config=CONFIG)
         call = await client.stream_events()
         assert await core.stop() == 0

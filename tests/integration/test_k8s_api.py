@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
-from shim_fake.core_process import CoreProcess
+from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.test_k8s_shim import configmap, daemonset_pod, node, pod
@@ -185,7 +186,7 @@ async def test_the_shim_schedules_through_a_mutual_tls_core(
     api: FakeKubeAPI, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """`pykorn k8s` with --core-ca/--core-cert/--core-key: the core knows it by its certificate."""
-    from shim_fake.tls import ClientTLS
+    from rmclient.tls import ClientTLS
     from tests.integration.core_helpers import running
     from tests.tls_certs import make_pki
 
@@ -213,3 +214,36 @@ async def test_the_shim_schedules_through_a_mutual_tls_core(
         stop.set()
         await asyncio.wait_for(shim, 10)
         next(core_run, None)  # stops the core and checks its exit and log
+
+
+async def test_a_burst_of_thousands_of_pods_is_bound_every_one_exactly_once(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    """A scheduler starting on a backlog of ten jobs: the core allocates far faster than the API binds,
+    so most allocations arrive while earlier pods are being bound. Every pod ends up bound, none twice."""
+    nodes, backlog, later = 100, 1_600, 400
+
+    def job_pod(name: str, job: int) -> dict[str, Any]:
+        member = pod(name, memory="256Mi")
+        member["metadata"]["labels"] = {"applicationId": f"job-{job}"}
+        return member
+
+    for i in range(nodes):
+        await api.put("nodes", node(f"n{i:03d}", memory="64Gi", cpu="64"))
+    for i in range(backlog):
+        await api.put("pods", job_pod(f"backlog-{i:04d}", i % 10))
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+    )
+    try:
+        for i in range(later):  # and more arrive through the watch meanwhile
+            await api.put("pods", job_pod(f"later-{i:04d}", i % 10))
+        total = backlog + later
+        await _until(lambda: len(api.bindings) >= total, f"all {total} pods to be bound", timeout=90)
+        names = [name for name, _ in api.bindings]
+        assert len(names) == len(set(names)) == total  # each once
+        assert all(p["spec"]["nodeName"] for p in api.objects["pods"].values())
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from shim_fake.client import SchedulerClient
 from shim_k8s.shim import BindError, K8sShim
+from tests.recording_client import RecordingClient
 
 GI = 2**30
 QUEUES = """
@@ -112,7 +112,7 @@ def daemonset_pod(name: str, node_name: str) -> dict[str, Any]:
 @pytest.fixture
 async def kube_and_shim(core_address: str, rm_id: str) -> AsyncIterator[tuple[MemoryKube, K8sShim]]:
     kube = MemoryKube()
-    async with SchedulerClient(core_address, rm_id) as client:
+    async with RecordingClient(core_address, rm_id) as client:
         shim = K8sShim(client, kube)
         kube.shim = shim
         yield kube, shim
@@ -224,7 +224,7 @@ async def test_a_failed_binding_goes_back_to_the_core(kube_and_shim: tuple[Memor
 
 async def test_a_shim_restart_rebuilds_the_core_without_binding_twice(core_address: str, rm_id: str) -> None:
     kube = MemoryKube()
-    async with SchedulerClient(core_address, rm_id) as client:
+    async with RecordingClient(core_address, rm_id) as client:
         shim = K8sShim(client, kube)
         kube.shim = shim
         await shim.sync([node("n1", memory="2Gi")], [], configmap=configmap("8Gi"))
@@ -237,7 +237,7 @@ async def test_a_shim_restart_rebuilds_the_core_without_binding_twice(core_addre
             p["spec"]["nodeName"] = dict(kube.bindings).get(p["metadata"]["name"], "")
     # A new shim process: it lists what exists and registers again.
     kube2 = MemoryKube()
-    async with SchedulerClient(core_address, rm_id) as client2:
+    async with RecordingClient(core_address, rm_id) as client2:
         shim2 = K8sShim(client2, kube2)
         kube2.shim = shim2
         await shim2.sync([node("n1", memory="2Gi")], world, configmap=configmap("8Gi"))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
+from rmclient import messages
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 SLOT = {"memory": 1_000, "vcore": 100}
 NODE4 = {"memory": 4_000, "vcore": 400}
@@ -44,18 +44,18 @@ def _config(enabled: bool = True, low_extra: str = "", high_extra: str = "") -> 
     return TWO_TENANTS % {"enabled": str(enabled).lower(), "low_extra": low_extra, "high_extra": high_extra}
 
 
-def preempted(client: SchedulerClient) -> list[si_pb2.AllocationRelease]:
+def preempted(client: RecordingClient) -> list[si_pb2.AllocationRelease]:
     return [r for r in client.seen.released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
 
 
-async def confirm(client: SchedulerClient, releases: list[si_pb2.AllocationRelease]) -> None:
+async def confirm(client: RecordingClient, releases: list[si_pb2.AllocationRelease]) -> None:
     """The RM killed the victims: tell the core they are gone."""
     await client.release_many(
         ((r.applicationID, r.allocationKey) for r in releases), termination=si_pb2.PREEMPTED_BY_SCHEDULER
     )
 
 
-async def _apps(client: SchedulerClient, apps: dict[str, str]) -> None:
+async def _apps(client: RecordingClient, apps: dict[str, str]) -> None:
     await client.send_application_request(
         si_pb2.ApplicationRequest(
             rmID=client.rm_id, new=[messages.application(a, q) for a, q in apps.items()]
@@ -65,7 +65,7 @@ async def _apps(client: SchedulerClient, apps: dict[str, str]) -> None:
     assert sorted(client.seen.accepted_apps) == sorted(apps), client.seen.rejected_apps
 
 
-async def _fill(client: SchedulerClient, app: str, count: int, priority: int = 0, start: int = 0) -> None:
+async def _fill(client: RecordingClient, app: str, count: int, priority: int = 0, start: int = 0) -> None:
     await client.asks(
         messages.ask(
             app, f"{app}-{i}", SLOT, priority=priority, tags={"creationTime": str(1_700_000_000 + i)}
@@ -75,7 +75,7 @@ async def _fill(client: SchedulerClient, app: str, count: int, priority: int = 0
 
 
 async def test_a_daemonset_ask_on_a_full_node_preempts_the_lowest_priority_there(
-    client: SchedulerClient,
+    client: RecordingClient,
 ) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
@@ -98,7 +98,7 @@ async def test_a_daemonset_ask_on_a_full_node_preempts_the_lowest_priority_there
 
 
 async def test_a_queue_below_its_guarantee_takes_back_what_it_needs_and_no_more(
-    client: SchedulerClient,
+    client: RecordingClient,
 ) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
@@ -133,7 +133,7 @@ async def test_a_queue_below_its_guarantee_takes_back_what_it_needs_and_no_more(
     assert len(hog_left) == 2  # high kept exactly its guarantee
 
 
-async def test_a_victim_of_higher_priority_is_not_taken(client: SchedulerClient) -> None:
+async def test_a_victim_of_higher_priority_is_not_taken(client: RecordingClient) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -146,7 +146,7 @@ async def test_a_victim_of_higher_priority_is_not_taken(client: SchedulerClient)
     assert "starved-0" not in client.seen.allocations
 
 
-async def test_an_equal_priority_victim_may_be_taken_to_restore_a_guarantee(client: SchedulerClient) -> None:
+async def test_an_equal_priority_victim_may_be_taken_to_restore_a_guarantee(client: RecordingClient) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -158,7 +158,7 @@ async def test_an_equal_priority_victim_may_be_taken_to_restore_a_guarantee(clie
     assert [r.applicationID for r in preempted(client)] == ["peer"]
 
 
-async def test_a_fenced_subtree_is_not_raided_from_outside(client: SchedulerClient) -> None:
+async def test_a_fenced_subtree_is_not_raided_from_outside(client: RecordingClient) -> None:
     """root.fortress is priority-fenced with offset 10: outside, its tasks count as priority 10
     whatever they are inside, so an ask of priority 5 cannot take them, though fortress has no
     guarantee to protect it; an ask of priority 10 can."""
@@ -176,7 +176,7 @@ async def test_a_fenced_subtree_is_not_raided_from_outside(client: SchedulerClie
     assert {r.applicationID for r in preempted(client)} == {"keep"}
 
 
-async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(client: SchedulerClient) -> None:
+async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(client: RecordingClient) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -188,7 +188,7 @@ async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(clien
     assert preempted(client) == []
 
 
-async def test_an_ask_that_may_not_preempt_never_does(client: SchedulerClient) -> None:
+async def test_an_ask_that_may_not_preempt_never_does(client: RecordingClient) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -201,7 +201,7 @@ async def test_an_ask_that_may_not_preempt_never_does(client: SchedulerClient) -
     assert preempted(client) == []
 
 
-async def test_preemption_disabled_for_the_partition_stops_it(client: SchedulerClient) -> None:
+async def test_preemption_disabled_for_the_partition_stops_it(client: RecordingClient) -> None:
     await client.register(config=_config(enabled=False))
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -213,7 +213,7 @@ async def test_preemption_disabled_for_the_partition_stops_it(client: SchedulerC
     assert preempted(client) == []
 
 
-async def test_a_queue_with_preemption_disabled_gives_no_victims(client: SchedulerClient) -> None:
+async def test_a_queue_with_preemption_disabled_gives_no_victims(client: RecordingClient) -> None:
     await client.register(config=_config(high_extra=", preemption.policy: disabled"))
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)

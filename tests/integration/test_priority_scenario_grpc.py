@@ -17,9 +17,9 @@ reverse; tenant 2's queues ranked across each other by their asks' own prioritie
 
 from __future__ import annotations
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
+from rmclient import messages
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 HIERARCHY = """
 partitions:
@@ -67,7 +67,7 @@ ASKS = [
 EXPECTED_ORDER = ["SYS-1", "SYS-2", "Q1-90", "Q2-60", "Q2-40", "Q1-20", "B-1", "B-2", "A-1", "A-2"]
 
 
-async def _submit_everything(client: SchedulerClient, config: str) -> list[si_pb2.Allocation]:
+async def _submit_everything(client: RecordingClient, config: str) -> list[si_pb2.Allocation]:
     """Register, add the five applications and all ten asks, then the node; returns the first four."""
     await client.register(config=config)
     await client.send_application_request(
@@ -84,7 +84,7 @@ async def _submit_everything(client: SchedulerClient, config: str) -> list[si_pb
     return await client.wait_allocations(4)
 
 
-async def test_allocation_order_follows_fences_offsets_and_priorities(client: SchedulerClient) -> None:
+async def test_allocation_order_follows_fences_offsets_and_priorities(client: RecordingClient) -> None:
     first = await _submit_everything(client, HIERARCHY)
     order = [a.allocationKey for a in first]
     assert order == EXPECTED_ORDER[:4]
@@ -105,7 +105,7 @@ PRIORITY_OFF = HIERARCHY.replace(
 )
 
 
-async def test_with_priority_sorting_disabled_fair_share_decides(client: SchedulerClient) -> None:
+async def test_with_priority_sorting_disabled_fair_share_decides(client: RecordingClient) -> None:
     """application.sort.priority: disabled on root is inherited by the whole tree: no queue jumps ahead
     for its asks' priorities; the four slots go round the queues by fair share instead."""
     first = await _submit_everything(client, PRIORITY_OFF)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
+from rmclient import messages
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 NODE = {"memory": 10_000, "vcore": 10_000}
 TASK = {"memory": 1_000, "vcore": 1_000}
@@ -36,7 +36,7 @@ def _config(policy: str = "fair") -> str:
     return TWO_LEAVES % {"policy": policy}
 
 
-async def _register_with_apps(client: SchedulerClient, apps: dict[str, str], policy: str = "fair") -> None:
+async def _register_with_apps(client: RecordingClient, apps: dict[str, str], policy: str = "fair") -> None:
     await client.register(config=_config(policy))
     await client.send_application_request(
         si_pb2.ApplicationRequest(
@@ -47,7 +47,7 @@ async def _register_with_apps(client: SchedulerClient, apps: dict[str, str], pol
     assert sorted(client.seen.accepted_apps) == sorted(apps), client.seen.rejected_apps
 
 
-async def _asks(client: SchedulerClient, per_app: dict[str, int], size: dict[str, int] = TASK) -> None:
+async def _asks(client: RecordingClient, per_app: dict[str, int], size: dict[str, int] = TASK) -> None:
     """All asks in one message, so one scheduling cycle sees every application's demand."""
     await client.asks(
         messages.ask(app, f"{app}-{i:03d}", size, tags={"creationTime": str(1_700_000_000 + i)})
@@ -56,16 +56,16 @@ async def _asks(client: SchedulerClient, per_app: dict[str, int], size: dict[str
     )
 
 
-async def _nodes(client: SchedulerClient, count: int, capacity: dict[str, int] = NODE) -> None:
+async def _nodes(client: RecordingClient, count: int, capacity: dict[str, int] = NODE) -> None:
     await client.add_nodes(*(messages.node(f"node-{i}", capacity) for i in range(1, count + 1)))
     await client.wait_nodes_answered(count)
 
 
-def _per_app(client: SchedulerClient) -> Counter[str]:
+def _per_app(client: RecordingClient) -> Counter[str]:
     return Counter(a.applicationID for a in client.seen.allocations.values())
 
 
-async def test_two_leaf_queues_share_the_cluster_evenly(client: SchedulerClient) -> None:
+async def test_two_leaf_queues_share_the_cluster_evenly(client: RecordingClient) -> None:
     await _register_with_apps(client, {"app-a": "root.a", "app-b": "root.b"})
     await _asks(client, {"app-a": 30, "app-b": 30})
     await _nodes(client, 2)  # room for 20 of the 60 tasks
@@ -74,7 +74,7 @@ async def test_two_leaf_queues_share_the_cluster_evenly(client: SchedulerClient)
     assert _per_app(client) == {"app-a": 10, "app-b": 10}
 
 
-async def test_two_apps_in_a_fair_leaf_share_evenly(client: SchedulerClient) -> None:
+async def test_two_apps_in_a_fair_leaf_share_evenly(client: RecordingClient) -> None:
     await _register_with_apps(client, {"fair-1": "root.fairleaf", "fair-2": "root.fairleaf"})
     await _asks(client, {"fair-1": 30, "fair-2": 30})
     await _nodes(client, 2)
@@ -83,7 +83,7 @@ async def test_two_apps_in_a_fair_leaf_share_evenly(client: SchedulerClient) -> 
     assert _per_app(client) == {"fair-1": 10, "fair-2": 10}
 
 
-async def test_a_leaf_max_caps_what_it_gets_and_the_rest_stays_pending(client: SchedulerClient) -> None:
+async def test_a_leaf_max_caps_what_it_gets_and_the_rest_stays_pending(client: RecordingClient) -> None:
     await _register_with_apps(client, {"app-c": "root.capped", "app-a": "root.a"})
     await _nodes(client, 2)
     await _asks(client, {"app-c": 10})
@@ -94,7 +94,7 @@ async def test_a_leaf_max_caps_what_it_gets_and_the_rest_stays_pending(client: S
     assert _per_app(client) == {"app-c": 3, "app-a": 5}
 
 
-async def test_binpacking_fills_one_node_before_the_next(client: SchedulerClient) -> None:
+async def test_binpacking_fills_one_node_before_the_next(client: RecordingClient) -> None:
     await _register_with_apps(client, {"app-a": "root.a"}, policy="binpacking")
     await _nodes(client, 3)
     await _asks(client, {"app-a": 12})
@@ -103,7 +103,7 @@ async def test_binpacking_fills_one_node_before_the_next(client: SchedulerClient
     assert sorted(per_node.values()) == [2, 10]  # one node full before the next is touched
 
 
-async def test_fair_node_sort_spreads_evenly(client: SchedulerClient) -> None:
+async def test_fair_node_sort_spreads_evenly(client: RecordingClient) -> None:
     await _register_with_apps(client, {"app-a": "root.a"}, policy="fair")
     await _nodes(client, 3)
     await _asks(client, {"app-a": 12})
@@ -112,7 +112,7 @@ async def test_fair_node_sort_spreads_evenly(client: SchedulerClient) -> None:
 
 
 async def test_an_app_for_a_missing_queue_with_no_rule_to_create_it_is_rejected(
-    client: SchedulerClient,
+    client: RecordingClient,
 ) -> None:
     await client.register(config=_config())  # no placement rules: provided, without create
     await client.add_application("lost", "root.nowhere")
@@ -122,7 +122,7 @@ async def test_an_app_for_a_missing_queue_with_no_rule_to_create_it_is_rejected(
     assert "root.nowhere does not exist and the rule does not create queues" in reason
 
 
-async def test_a_tag_rule_creates_a_dynamic_queue_from_the_namespace(client: SchedulerClient) -> None:
+async def test_a_tag_rule_creates_a_dynamic_queue_from_the_namespace(client: RecordingClient) -> None:
     await client.register()  # bundled default: provided, then tag namespace with create
     await client.add_application("ns-app", "", tags={"namespace": "team-x"})
     await client.wait_apps_answered(1)
@@ -133,7 +133,7 @@ async def test_a_tag_rule_creates_a_dynamic_queue_from_the_namespace(client: Sch
     assert allocation.applicationID == "ns-app"
 
 
-async def test_a_removed_queue_drains_and_goes(client: SchedulerClient) -> None:
+async def test_a_removed_queue_drains_and_goes(client: RecordingClient) -> None:
     await _register_with_apps(client, {"app-b": "root.b"})
     await _nodes(client, 1)
     await _asks(client, {"app-b": 2})
@@ -156,7 +156,7 @@ async def test_a_removed_queue_drains_and_goes(client: SchedulerClient) -> None:
     assert "root.b does not exist" in client.seen.rejected_apps[-1].reason
 
 
-async def test_foreign_allocations_shrink_a_nodes_room(client: SchedulerClient) -> None:
+async def test_foreign_allocations_shrink_a_nodes_room(client: RecordingClient) -> None:
     await _register_with_apps(client, {"app-a": "root.a"})
     await _nodes(client, 1)
     foreign = si_pb2.Allocation(
@@ -182,7 +182,7 @@ async def test_foreign_allocations_shrink_a_nodes_room(client: SchedulerClient) 
     await client.wait_allocations(5)
 
 
-async def test_a_reserved_node_is_not_used_by_other_asks(client: SchedulerClient) -> None:
+async def test_a_reserved_node_is_not_used_by_other_asks(client: RecordingClient) -> None:
     await _register_with_apps(client, {"big": "root.a", "small": "root.b"})
     await _nodes(client, 2)
     # Two big tasks take 6000 on each node; the third fits the cluster (8000 free) but no node (4000 each).

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
+from rmclient import messages
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 CONFIG = """
 partitions:
@@ -32,11 +32,11 @@ def _config(guaranteed: int, maximum: int) -> str:
     return CONFIG % {"guaranteed": guaranteed, "max": maximum}
 
 
-def preempted(client: SchedulerClient) -> list[si_pb2.AllocationRelease]:
+def preempted(client: RecordingClient) -> list[si_pb2.AllocationRelease]:
     return [r for r in client.seen.released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
 
 
-async def _running(client: SchedulerClient, guaranteed: int, sizes: list[int]) -> None:
+async def _running(client: RecordingClient, guaranteed: int, sizes: list[int]) -> None:
     await client.register(config=_config(guaranteed, 20_000))
     await client.add_node("n1", NODE)
     await client.wait_nodes_answered(1)
@@ -52,7 +52,7 @@ async def _running(client: SchedulerClient, guaranteed: int, sizes: list[int]) -
 
 
 async def _lower(
-    client: SchedulerClient, guaranteed: int, new_max: int
+    client: RecordingClient, guaranteed: int, new_max: int
 ) -> si_pb2.DryRunConfigurationResponse:
     """Preview, then apply the lowered max; returns the preview."""
     preview = await client.dry_run_configuration(_config(guaranteed, new_max))
@@ -66,7 +66,7 @@ def _victims(preview: si_pb2.DryRunConfigurationResponse) -> list[str]:
     return [v.allocationKey for q in preview.queues for v in q.victims]
 
 
-async def test_successful_quota_preemption(client: SchedulerClient) -> None:
+async def test_successful_quota_preemption(client: RecordingClient) -> None:
     await _running(client, guaranteed=2_000, sizes=[1_000] * 6)  # 6000 used
     preview = await _lower(client, guaranteed=2_000, new_max=3_000)  # 3000 must go
     [queue] = preview.queues
@@ -82,7 +82,7 @@ async def test_successful_quota_preemption(client: SchedulerClient) -> None:
     assert all("enforce the max of root.q" in r.message for r in preempted(client))
 
 
-async def test_best_effort_quota_preemption_stops_at_the_guarantee(client: SchedulerClient) -> None:
+async def test_best_effort_quota_preemption_stops_at_the_guarantee(client: RecordingClient) -> None:
     # The document's example: usage 10000 in five tasks of 2000, guaranteed 5000, new max 5500: the
     # target is 4500, but a third victim would take the queue to 4000, below its guarantee.
     await _running(client, guaranteed=5_000, sizes=[2_000] * 5)
@@ -96,7 +96,7 @@ async def test_best_effort_quota_preemption_stops_at_the_guarantee(client: Sched
     assert [r.allocationKey for r in preempted(client)] == _victims(preview) == ["t4", "t3"]
 
 
-async def test_unsuccessful_quota_preemption_takes_nothing(client: SchedulerClient) -> None:
+async def test_unsuccessful_quota_preemption_takes_nothing(client: RecordingClient) -> None:
     # One task of 6000, guaranteed 5000, new max 5500: releasing it would leave nothing.
     await _running(client, guaranteed=5_000, sizes=[6_000])
     preview = await _lower(client, guaranteed=5_000, new_max=5_500)
@@ -108,7 +108,7 @@ async def test_unsuccessful_quota_preemption_takes_nothing(client: SchedulerClie
     assert preempted(client) == []
 
 
-async def test_an_invalid_lowering_is_refused(client: SchedulerClient) -> None:
+async def test_an_invalid_lowering_is_refused(client: RecordingClient) -> None:
     await _running(client, guaranteed=2_000, sizes=[1_000])
     response = await client.update_configuration(_config(2_000, 2_000))  # max not above guaranteed
     assert not response.accepted
@@ -121,12 +121,12 @@ def test_config_diff_cli_lists_changes_and_the_preview(core_address: str, tmp_pa
     new.write_text(_config(2_000, 3_000))
 
     async def setup() -> None:
-        async with SchedulerClient(core_address, "diff-rm") as client:
+        async with RecordingClient(core_address, "diff-rm") as client:
             await _running(client, guaranteed=2_000, sizes=[1_000] * 6)
 
     asyncio.run(setup())
     result = subprocess.run(
-        [sys.executable, "-m", "core.cli", "config", "diff", str(old), str(new), "--core", core_address,
+        [sys.executable, "-m", "pykorn_cli", "config", "diff", str(old), str(new), "--core", core_address,
          "--rm-id", "diff-rm"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

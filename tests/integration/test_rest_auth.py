@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from shim_fake.core_process import CoreProcess
+from rmclient.core_process import CoreProcess
 from tests.integration.core_helpers import running
 from tests.tls_certs import PKI, make_pki
 
@@ -132,7 +132,7 @@ async def test_plain_http_and_untrusted_clients_get_nothing(core: CoreProcess, p
 
 def _status(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", "status", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "pykorn_cli", "status", *args], capture_output=True, text=True, timeout=60
     )
 
 

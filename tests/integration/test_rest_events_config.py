@@ -8,9 +8,9 @@ from typing import Any
 
 import aiohttp
 
-from shim_fake.client import SchedulerClient
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import CONFIG, get_json, load_cluster, resource
+from tests.recording_client import RecordingClient
 
 
 def _mine(records: list[dict[str, Any]], rm_id: str) -> list[dict[str, Any]]:
@@ -18,7 +18,7 @@ def _mine(records: list[dict[str, Any]], rm_id: str) -> list[dict[str, Any]]:
 
 
 async def test_event_batch_records_nodes_allocations_and_application_states(
-    client: SchedulerClient, rm_id: str, rest_url: str
+    client: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     await load_cluster(client)
     async with aiohttp.ClientSession() as session:
@@ -44,7 +44,7 @@ async def test_event_batch_records_nodes_allocations_and_application_states(
 
 
 async def test_event_stream_delivers_changes_as_they_happen(
-    client: SchedulerClient, rm_id: str, rest_url: str
+    client: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     await load_cluster(client)
     timeout = aiohttp.ClientTimeout(total=30)
@@ -66,7 +66,7 @@ async def test_event_stream_delivers_changes_as_they_happen(
 
 
 async def test_config_shows_the_yaml_in_force_and_validate_conf_explains_refusals(
-    client: SchedulerClient, rm_id: str, rest_url: str
+    client: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     await load_cluster(client)
     async with aiohttp.ClientSession() as session:

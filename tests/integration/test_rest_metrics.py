@@ -6,9 +6,9 @@ import re
 
 import aiohttp
 
-from shim_fake.client import SchedulerClient
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import load_cluster, resource
+from tests.recording_client import RecordingClient
 
 # Label values are quoted and may hold any character, `}` and escaped quotes included.
 SAMPLE = re.compile(r'^([a-z_]+)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+)$')
@@ -37,7 +37,7 @@ def _value(samples: dict[str, float], name: str, **labels: str) -> float:
 
 
 async def test_metrics_move_when_work_is_scheduled(
-    client: SchedulerClient, rm_id: str, rest_url: str
+    client: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     before = await _scrape(rest_url)
     allocated_before = _value(

@@ -7,9 +7,9 @@ from urllib.parse import quote
 
 import aiohttp
 
-from shim_fake.client import SchedulerClient
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import get_json, resource
+from tests.recording_client import RecordingClient
 
 CONFIG = """
 partitions:
@@ -50,7 +50,7 @@ def _ask(app: str, key: str, memory: int) -> si_pb2.Allocation:
     )
 
 
-async def test_each_cause_of_waiting_is_named(client: SchedulerClient, rm_id: str, rest_url: str) -> None:
+async def test_each_cause_of_waiting_is_named(client: RecordingClient, rm_id: str, rest_url: str) -> None:
     await client.register(config=CONFIG)
     await client.add_node("node-1", {"memory": 2_000})
     await client.add_node("node-2", {"memory": 2_000})
@@ -95,7 +95,7 @@ partitions:
 
 
 async def test_an_acl_refusal_is_shown_as_the_applications_rejection(
-    client: SchedulerClient, rm_id: str, rest_url: str
+    client: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     # ACLs are checked when the application is submitted, as in YuniKorn: bob's application is rejected
     # then and never waits, and /application/{id} keeps the reason.

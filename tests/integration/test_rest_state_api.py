@@ -7,8 +7,8 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
-from shim_fake.client import SchedulerClient
 from tests.integration.rest_helpers import get_json, load_cluster
+from tests.recording_client import RecordingClient
 
 QUEUE_FIELDS = {
     "queuename", "status", "partition", "pendingResource", "maxResource", "guaranteedResource",
@@ -32,13 +32,13 @@ ALLOC_FIELDS = {
 
 
 @pytest.fixture
-async def loaded(client: SchedulerClient) -> SchedulerClient:
+async def loaded(client: RecordingClient) -> RecordingClient:
     await load_cluster(client)
     return client
 
 
 async def test_queue_tree_shows_usage_limits_and_priority_settings(
-    loaded: SchedulerClient, rm_id: str, rest_url: str
+    loaded: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     part = quote(f"[{rm_id}]default", safe="")
     async with aiohttp.ClientSession() as session:
@@ -68,7 +68,7 @@ async def test_queue_tree_shows_usage_limits_and_priority_settings(
 
 
 async def test_nodes_and_applications_show_what_is_placed_and_what_waits(
-    loaded: SchedulerClient, rm_id: str, rest_url: str
+    loaded: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     part = quote(f"[{rm_id}]default", safe="")
     async with aiohttp.ClientSession() as session:
@@ -109,7 +109,7 @@ async def test_nodes_and_applications_show_what_is_placed_and_what_waits(
     ],
 )
 async def test_unknown_objects_answer_404_with_a_reason(
-    loaded: SchedulerClient, rm_id: str, rest_url: str, path: str, names: str
+    loaded: RecordingClient, rm_id: str, rest_url: str, path: str, names: str
 ) -> None:
     url = rest_url + path.format(part=quote(f"[{rm_id}]default", safe=""))
     async with aiohttp.ClientSession() as session:

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient.core_process import CoreProcess
 from tests.integration.rest_helpers import get_json
+from tests.recording_client import RecordingClient
 
 GRACE = 2.0  # long enough for a loaded 2-core machine to tell "in time" from "too late"
 
@@ -23,8 +23,8 @@ async def core() -> AsyncIterator[CoreProcess]:
     assert "Traceback" not in process.log_text()
 
 
-async def _busy_rm(core: CoreProcess, rm_id: str) -> SchedulerClient:
-    client = SchedulerClient(core.address, rm_id)
+async def _busy_rm(core: CoreProcess, rm_id: str) -> RecordingClient:
+    client = RecordingClient(core.address, rm_id)
     await client.connect()
     await client.register()
     await client.add_node(f"{rm_id}-node", {"memory": 1_000})
@@ -57,7 +57,7 @@ async def test_a_vanished_rm_is_removed_after_the_grace_period_and_others_stay(c
         await stays.wait_allocations(2)
 
         # The removed RM must register again; until then its messages are refused with the reason.
-        async with SchedulerClient(core.address, "rm-gone") as back:
+        async with RecordingClient(core.address, "rm-gone") as back:
             back.open_streams()
             await back.add_node("rm-gone-node", {"memory": 1_000})
             await back.wait_nodes_answered(1)
@@ -93,7 +93,7 @@ partitions:
 
 
 async def test_answers_made_while_no_stream_was_open_arrive_when_one_opens(core: CoreProcess) -> None:
-    client = SchedulerClient(core.address, "rm-away")
+    client = RecordingClient(core.address, "rm-away")
     await client.connect()
     try:
         await client.register(config=CAPPED % 100)

@@ -12,10 +12,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from shim_fake import messages
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
+from rmclient import messages
+from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 NODE = {"memory": 10_000, "vcore": 10_000}
 TASK = {"memory": 5_000, "vcore": 100}
@@ -34,7 +34,7 @@ partitions:
 RAISED = CAPPED.replace("memory: 5000", "memory: 20000")
 
 
-async def _node_and_app(client: SchedulerClient, config: str = "") -> None:
+async def _node_and_app(client: RecordingClient, config: str = "") -> None:
     await client.register(config=config)
     await client.add_node("node-1", NODE)
     queue = "root.capped" if config else "root.default"
@@ -44,7 +44,7 @@ async def _node_and_app(client: SchedulerClient, config: str = "") -> None:
 
 
 async def test_two_rms_on_one_core_stay_apart(core_address: str) -> None:
-    async with SchedulerClient(core_address, "tenant-a") as a, SchedulerClient(core_address, "tenant-b") as b:
+    async with RecordingClient(core_address, "tenant-a") as a, RecordingClient(core_address, "tenant-b") as b:
         await _node_and_app(a)
         await _node_and_app(b)  # same node ID, same application ID: different objects
         for c in (a, b):
@@ -78,7 +78,7 @@ async def test_two_rms_on_one_core_stay_apart(core_address: str) -> None:
         assert "hijack" not in a.seen.allocations
 
 
-async def test_reregistration_replaces_everything(client: SchedulerClient) -> None:
+async def test_reregistration_replaces_everything(client: RecordingClient) -> None:
     await _node_and_app(client)
     await client.ask("app", "k1", TASK)
     await client.wait_allocations(1)
@@ -92,7 +92,7 @@ async def test_reregistration_replaces_everything(client: SchedulerClient) -> No
     )
 
 
-async def test_update_configuration_raises_a_max_and_rejects_bad_configs(client: SchedulerClient) -> None:
+async def test_update_configuration_raises_a_max_and_rejects_bad_configs(client: RecordingClient) -> None:
     await _node_and_app(client, CAPPED)
     await client.ask("app", "k1", TASK)
     await client.ask("app", "k2", TASK)
@@ -113,7 +113,7 @@ async def test_update_configuration_raises_a_max_and_rejects_bad_configs(client:
 
 
 async def test_update_configuration_from_an_unregistered_rm(core_address: str) -> None:
-    async with SchedulerClient(core_address, "nobody-here") as c:
+    async with RecordingClient(core_address, "nobody-here") as c:
         response = await c.update_configuration(RAISED)
         assert not response.accepted
         assert "not registered" in response.errors[0]
@@ -141,7 +141,7 @@ async def test_sigterm_ends_open_streams_cleanly_and_exits_zero() -> None:
     core = CoreProcess()
     await core.start()
     try:
-        client = SchedulerClient(core.address, "shutdown-rm")
+        client = RecordingClient(core.address, "shutdown-rm")
         await client.connect()
         await _node_and_app(client)
         await client.ask("app", "k1", TASK)
@@ -170,7 +170,7 @@ def test_core_refuses_an_invalid_default_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("partitions:\n  - name: default\n    oops: true\n")
     result = subprocess.run(
-        [sys.executable, "-m", "core.cli", "core", "--listen", "127.0.0.1:0", "--config", str(bad)],
+        [sys.executable, "-m", "pykorn_cli", "core", "--listen", "127.0.0.1:0", "--config", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -15,7 +15,7 @@ EXAMPLES = ROOT / "examples"
 
 def _run(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", "fake", "run", *args],
+        [sys.executable, "-m", "pykorn_cli", "fake", "run", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

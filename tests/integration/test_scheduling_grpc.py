@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from shim_fake.client import SchedulerClient
 from si.v1 import si_pb2
+from tests.recording_client import RecordingClient
 
 NODE = {"memory": 10_000, "vcore": 10_000}
 TASK = {"memory": 4_000, "vcore": 1_000}
 
 
-async def _setup(client: SchedulerClient, nodes: int = 2, app: str = "app-1") -> None:
+async def _setup(client: RecordingClient, nodes: int = 2, app: str = "app-1") -> None:
     await client.register()
     for i in range(1, nodes + 1):
         await client.add_node(f"node-{i}", NODE)
@@ -21,7 +21,7 @@ async def _setup(client: SchedulerClient, nodes: int = 2, app: str = "app-1") ->
 
 
 async def test_asks_are_allocated_where_there_is_room_and_released_room_comes_back(
-    client: SchedulerClient,
+    client: RecordingClient,
 ) -> None:
     await _setup(client)
     await client.asks(
@@ -57,7 +57,7 @@ async def test_asks_are_allocated_where_there_is_room_and_released_room_comes_ba
         assert client.seen.on_node_usage(node)["memory"] == 8_000
 
 
-async def test_decommission_releases_the_nodes_allocations(client: SchedulerClient) -> None:
+async def test_decommission_releases_the_nodes_allocations(client: RecordingClient) -> None:
     await _setup(client)
     await client.asks(
         [
@@ -86,7 +86,7 @@ async def test_decommission_releases_the_nodes_allocations(client: SchedulerClie
     assert {a.nodeID for a in client.seen.new_allocations[4:]} == {"node-3"}
 
 
-async def test_application_state_updates_arrive(client: SchedulerClient) -> None:
+async def test_application_state_updates_arrive(client: RecordingClient) -> None:
     await _setup(client)
     await client.ask("app-1", "only", TASK)
     await client.wait_allocations(1)
@@ -97,7 +97,7 @@ async def test_application_state_updates_arrive(client: SchedulerClient) -> None
     )
 
 
-async def test_pending_asks_wait_for_a_node(client: SchedulerClient) -> None:
+async def test_pending_asks_wait_for_a_node(client: RecordingClient) -> None:
     await client.register()
     await client.add_application("app-1", "root.default")
     await client.wait_apps_answered(1)
@@ -112,7 +112,7 @@ def _res(values: dict[str, int]) -> si_pb2.Resource:
 
 
 async def test_an_allocation_comes_back_as_the_ask_that_was_sent_plus_its_node(
-    client: SchedulerClient,
+    client: RecordingClient,
 ) -> None:
     await _setup(client)
     sent = si_pb2.Allocation(

@@ -5,18 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from shim_fake.client import SchedulerClient
 from tests.integration.rest_helpers import load_cluster
+from tests.recording_client import RecordingClient
 
 
 def _status(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", "status", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "pykorn_cli", "status", *args], capture_output=True, text=True, timeout=60
     )
 
 
 async def test_status_shows_queues_nodes_and_why_asks_wait(
-    client: SchedulerClient, rm_id: str, rest_url: str
+    client: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     await load_cluster(client)  # root.tenants (guaranteed 4000, max 12000) holds 6000; t2 waits
     result = _status("--core", rest_url)

@@ -16,12 +16,12 @@ import aiohttp
 import grpc
 import pytest
 
-from shim_fake.client import SchedulerClient
-from shim_fake.core_process import CoreProcess
-from shim_fake.tls import ClientTLS
+from rmclient.core_process import CoreProcess
+from rmclient.tls import ClientTLS
 from si.v1 import si_pb2, si_pb2_grpc
 from tests.integration.core_helpers import running
 from tests.integration.rest_helpers import CONFIG, get_json
+from tests.recording_client import RecordingClient
 from tests.tls_certs import PKI, make_pki
 
 SECRET = "s3cr3t-extra-config-value"
@@ -71,7 +71,7 @@ async def _register_raw(address: str, tls: ClientTLS | None, rm_id: str = "rm-x"
 
 
 async def _schedule_one(
-    client: SchedulerClient, node: str = "node-1", app: str = "app-1"
+    client: RecordingClient, node: str = "node-1", app: str = "app-1"
 ) -> si_pb2.Allocation:
     """Register, add a node and an application, ask once: the allocation the core answers with."""
     await client.register()
@@ -99,7 +99,7 @@ async def test_a_client_that_does_not_trust_the_cores_ca_is_refused(tls_core: Co
 
 async def test_scheduling_works_end_to_end_over_tls(tls_core: CoreProcess, pki: PKI) -> None:
     # Without client certificates any rmID may register, as on a plaintext core.
-    async with SchedulerClient(tls_core.address, "rm-tls", tls=ClientTLS(pki.ca)) as client:
+    async with RecordingClient(tls_core.address, "rm-tls", tls=ClientTLS(pki.ca)) as client:
         allocation = await _schedule_one(client)
         assert allocation.nodeID == "node-1"
         assert not client.seen.stream_errors
@@ -121,7 +121,7 @@ async def test_mtls_refuses_a_certificate_from_another_ca(mtls_core: CoreProcess
 
 
 async def test_an_rm_acts_as_the_rm_its_certificate_names(mtls_core: CoreProcess, pki: PKI) -> None:
-    async with SchedulerClient(mtls_core.address, "rm-a", tls=_as(pki, "rm-a")) as client:
+    async with RecordingClient(mtls_core.address, "rm-a", tls=_as(pki, "rm-a")) as client:
         allocation = await _schedule_one(client, node="own-node", app="own-app")
         assert allocation.nodeID == "own-node"
         update = await client.update_configuration(CONFIG)
@@ -137,7 +137,7 @@ async def test_an_rm_acts_as_the_rm_its_certificate_names(mtls_core: CoreProcess
 async def test_registering_and_configuring_as_another_rm_is_permission_denied(
     mtls_core: CoreProcess, pki: PKI
 ) -> None:
-    async with SchedulerClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-a")) as impostor:
+    async with RecordingClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-a")) as impostor:
         calls: dict[str, Callable[[], Awaitable[object]]] = {
             "RegisterResourceManager": impostor.register,
             "UpdateConfiguration": lambda: impostor.update_configuration(CONFIG),
@@ -154,9 +154,9 @@ async def test_registering_and_configuring_as_another_rm_is_permission_denied(
 
 
 async def test_stream_events_of_another_registered_rm_are_refused(mtls_core: CoreProcess, pki: PKI) -> None:
-    async with SchedulerClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-b")) as owner:
+    async with RecordingClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-b")) as owner:
         await owner.register()  # rm-b exists, so only the identity can be why rm-a is refused
-        async with SchedulerClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-a")) as other:
+        async with RecordingClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-a")) as other:
             with pytest.raises(grpc.aio.AioRpcError) as denied:
                 await other.stream_events(from_id=0)
             assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
@@ -166,8 +166,8 @@ async def test_stream_messages_for_another_rm_are_rejected_while_the_stream_serv
     mtls_core: CoreProcess, pki: PKI
 ) -> None:
     async with (
-        SchedulerClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-b")) as victim,
-        SchedulerClient(mtls_core.address, "rm-a", tls=_as(pki, "rm-a")) as client,
+        RecordingClient(mtls_core.address, "rm-b", tls=_as(pki, "rm-b")) as victim,
+        RecordingClient(mtls_core.address, "rm-a", tls=_as(pki, "rm-a")) as client,
     ):
         await victim.register()  # registered: the refusals below cannot be "rm-b is not registered"
         await client.register()
@@ -213,7 +213,7 @@ async def test_stream_messages_for_another_rm_are_rejected_while_the_stream_serv
 
 
 async def test_secret_extra_config_never_reaches_the_core_log(mtls_core: CoreProcess, pki: PKI) -> None:
-    async with SchedulerClient(mtls_core.address, "rm-a", tls=_as(pki, "rm-a")) as client:
+    async with RecordingClient(mtls_core.address, "rm-a", tls=_as(pki, "rm-a")) as client:
         await client.stub.RegisterResourceManager(
             si_pb2.RegisterResourceManagerRequest(rmID="rm-a", extraConfig={"db.password": SECRET})
         )
@@ -230,7 +230,7 @@ async def test_secret_extra_config_never_reaches_the_core_log(mtls_core: CorePro
 # Startup errors ------------------------------------------------------------------------------------
 def _core_exits(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", "core", "--listen", "127.0.0.1:0", "--rest-listen", "", *args],
+        [sys.executable, "-m", "pykorn_cli", "core", "--listen", "127.0.0.1:0", "--rest-listen", "", *args],
         capture_output=True,
         text=True,
         timeout=30,

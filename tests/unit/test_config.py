@@ -449,7 +449,7 @@ def test_validate_file_reports_an_unreadable_file(tmp_path: Path) -> None:
 )
 def test_the_config_validate_command(path: Path, code: int) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "core.cli", "config", "validate", str(path)],
+        [sys.executable, "-m", "pykorn_cli", "config", "validate", str(path)],
         cwd=REPO,
         capture_output=True,
         text=True,

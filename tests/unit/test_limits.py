@@ -13,7 +13,7 @@ from core.cluster import ClusterContext
 from core.commands import Command
 from core.limits import Limits, TokenBucket
 from core.rmproxy import InvalidRequest, ResponseStream, RMProxy, StreamKind
-from shim_fake import messages
+from rmclient import messages
 from si.v1 import si_pb2
 from tests.unit.domain_helpers import ONE_LEAF, FakeClock
 

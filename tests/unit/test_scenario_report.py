@@ -19,10 +19,9 @@ import pytest
 from shim_fake.scenario import Scenario, parse_scenario
 from shim_fake.scenario.expectations import Outcome, check
 from shim_fake.scenario.loader import EXPECTATIONS
-from shim_fake.scenario.model import Expectation
+from shim_fake.scenario.model import Expectation, Task
 from shim_fake.scenario.recording import Recording, percentile, queue_limits
 from shim_fake.scenario.report import build_report, write_summary
-from shim_fake.scenario.runner import Task
 from shim_fake.scenario.units import GiB, MiB, fmt_quantity
 
 GI = 2**30

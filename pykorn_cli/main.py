@@ -1,4 +1,5 @@
-"""The `pykorn` command: `pykorn core`, `pykorn config validate`, `pykorn fake run`."""
+"""The `pykorn` command: `pykorn core`, `pykorn config validate|diff`, `pykorn k8s`, `pykorn status`,
+`pykorn fake run`. Each subcommand imports what it runs only when chosen, so `pykorn core` loads no shim."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 from core.logging_setup import configure_logging
 
 if TYPE_CHECKING:
-    from shim_fake.tls import ClientTLS
+    from rmclient.tls import ClientTLS
 
 
 def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:
@@ -67,7 +68,7 @@ def _add_client_tls_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _client_tls(args: argparse.Namespace) -> ClientTLS | None:
-    from shim_fake.tls import client_tls
+    from rmclient.tls import client_tls
 
     try:
         return client_tls(args.core_ca, args.core_cert, args.core_key)
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run_core(args)
     if args.command == "config":
         if args.config_command == "diff":
-            from core.cli_diff import diff_files
+            from pykorn_cli.config_diff import diff_files
 
             return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=_client_tls(args))
         from core.config.report import validate_file
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         return 0
     if args.command == "status":
-        from core.cli_status import show_status
+        from pykorn_cli.status import show_status
 
         return show_status(
             args.core, sys.stdout, sys.stderr, token_file=args.token_file, ca_cert=args.ca_cert

@@ -18,10 +18,10 @@ def resource_dict(res: si_pb2.Resource) -> dict[str, int]:
 def node(
     node_id: str,
     capacity: Mapping[str, int] | None = None,
-    action: int = si_pb2.NodeInfo.CREATE,
+    action: si_pb2.NodeInfo.ActionFromRM.ValueType = si_pb2.NodeInfo.CREATE,
     attributes: Mapping[str, str] | None = None,
 ) -> si_pb2.NodeInfo:
-    info = si_pb2.NodeInfo(nodeID=node_id, action=action, attributes=dict(attributes or {}))  # type: ignore[arg-type]
+    info = si_pb2.NodeInfo(nodeID=node_id, action=action, attributes=dict(attributes or {}))
     if capacity is not None:
         info.schedulableResource.CopyFrom(resource(capacity))
     return info
@@ -76,12 +76,12 @@ def release(
     key: str = "",
     partition: str = "",
     message: str = "",
-    termination: int = si_pb2.STOPPED_BY_RM,
+    termination: si_pb2.TerminationType.ValueType = si_pb2.STOPPED_BY_RM,
 ) -> si_pb2.AllocationRelease:
     return si_pb2.AllocationRelease(
         applicationID=app_id,
         allocationKey=key,
         partitionName=partition,
-        terminationType=termination,  # type: ignore[arg-type]
+        terminationType=termination,
         message=message,
     )

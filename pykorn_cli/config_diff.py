@@ -18,7 +18,7 @@ from core.config.loader import ConfigError, load_config
 from si.v1 import si_pb2
 
 if TYPE_CHECKING:
-    from shim_fake.tls import ClientTLS
+    from rmclient.tls import ClientTLS
 
 
 def diff_files(
@@ -40,7 +40,7 @@ def diff_files(
         out.write(f"  {line}\n")
     if core is None:
         return 0
-    from shim_fake.client import SchedulerClient
+    from rmclient.client import SchedulerClient
 
     async def ask() -> object:
         async with SchedulerClient(core, rm_id, tls=tls) as client:

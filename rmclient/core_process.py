@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from shim_fake.tls import ClientTLS, open_channel
+from rmclient.tls import ClientTLS, open_channel
 
 
 class CoreProcess:
@@ -63,7 +63,7 @@ class CoreProcess:
         return f"{scheme}://127.0.0.1:{self.rest_port}"
 
     def _spawn(self) -> None:
-        args = [sys.executable, "-m", "core.cli", "core", "--listen", self.listen,
+        args = [sys.executable, "-m", "pykorn_cli", "core", "--listen", self.listen,
                 "--port-file", str(self._port_file), "--log-format", "json",
                 "--rest-listen", self.rest_listen, "--rest-port-file", str(self._rest_port_file)]  # fmt: skip
         if self.config is not None:
