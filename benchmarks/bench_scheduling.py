@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from core.cluster import ClusterContext, internal_partition_name
+from core.cluster import ClusterContext
 from core.commands import (
     AppAdd,
     NodeAction,
@@ -35,6 +35,7 @@ from core.config import load_config
 from core.engine import Engine
 from core.logging_setup import configure_logging
 from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
 from core.resources import Resource
 from core.results import ResultBatch
 from core.server.daemon import tune_garbage_collector
@@ -88,7 +89,7 @@ async def run_inprocess(nodes: int, asks: int) -> Result:
 
     engine = Engine(context, sink)
     task = asyncio.create_task(engine.run())
-    part = internal_partition_name(RM, "default")
+    part = PartitionKey(RM, "default")
     engine.submit(RegisterRM(RM, load_config(CONFIG).config))
     apps = (AppAdd("app-a", part, "root.a"), AppAdd("app-b", part, "root.b"))
     engine.submit(UpdateApplications(RM, adds=apps))

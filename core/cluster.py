@@ -27,10 +27,12 @@ from core.commands import (
 )
 from core.config.schema import SchedulerConfig
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
-from core.events import Event, EventLog
+from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
-from core.objects.partition import Partition, RejectedApplication, Rejection
+from core.objects.partition import Partition, Rejection
+from core.objects.partition_key import PartitionKey
+from core.objects.rejected_apps import RejectedApplication
 from core.preemption import dry_run
 from core.preemption.dry_run import QuotaPreview
 from core.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
@@ -39,15 +41,11 @@ from core.scheduling import allocate
 log = structlog.get_logger("pykorn.cluster")
 
 
-def internal_partition_name(rm_id: str, name: str) -> str:
-    return f"[{rm_id}]{name}"
-
-
 class ClusterContext:
     def __init__(self, clock: Callable[[], float], event_capacity: int = DEFAULT_EVENT_CAPACITY) -> None:
         self.clock = clock
         self.configs: dict[str, SchedulerConfig] = {}
-        self.partitions: dict[str, Partition] = {}
+        self.partitions: dict[PartitionKey, Partition] = {}
         self._results: dict[str, ResultBatch] = {}
         self.events = EventLog(event_capacity)
         self.metrics = SchedulerMetrics()
@@ -64,11 +62,11 @@ class ClusterContext:
             for event in part.events:
                 self.events.add(event)
             part.events.clear()
-            preempted = part.drain_preempted()
+            preempted = part.preemption.drain()
             if preempted:
                 self._out(part.rm_id).released.extend(
                     Released(
-                        part.name, victim.application_id, victim.key, Termination.PREEMPTED_BY_SCHEDULER, why
+                        part.key, victim.application_id, victim.key, Termination.PREEMPTED_BY_SCHEDULER, why
                     )
                     for victim, why in preempted
                 )
@@ -138,8 +136,8 @@ class ClusterContext:
 
     # RMs and configuration ----------------------------------------------------------------------
     def _drop_rm_state(self, rm_id: str) -> None:
-        for name in [n for n, p in self.partitions.items() if p.rm_id == rm_id]:
-            del self.partitions[name]
+        for key in [k for k in self.partitions if k.rm_id == rm_id]:
+            del self.partitions[key]
         self._results.pop(rm_id, None)
 
     def _unregister(self, rm_id: str) -> None:
@@ -152,8 +150,8 @@ class ClusterContext:
         self._drop_rm_state(cmd.rm_id)
         self.configs[cmd.rm_id] = cmd.config
         for part_cfg in cmd.config.partitions:
-            name = internal_partition_name(cmd.rm_id, part_cfg.name)
-            self.partitions[name] = Partition(name, cmd.rm_id, part_cfg, self.clock())
+            key = PartitionKey(cmd.rm_id, part_cfg.name)
+            self.partitions[key] = Partition(key, part_cfg, self.clock())
         log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
         if cmd.reply:
             cmd.reply(None)
@@ -166,8 +164,7 @@ class ClusterContext:
         conflicts = [
             f"partition {part_cfg.name}: {problem}"
             for part_cfg in cmd.config.partitions
-            if (existing := self.partitions.get(internal_partition_name(cmd.rm_id, part_cfg.name)))
-            is not None
+            if (existing := self.partitions.get(PartitionKey(cmd.rm_id, part_cfg.name))) is not None
             for problem in existing.config_conflicts(part_cfg)
         ]
         if conflicts:
@@ -178,15 +175,15 @@ class ClusterContext:
         self.configs[cmd.rm_id] = cmd.config
         wanted = set()
         for part_cfg in cmd.config.partitions:
-            name = internal_partition_name(cmd.rm_id, part_cfg.name)
-            wanted.add(name)
-            existing = self.partitions.get(name)
+            key = PartitionKey(cmd.rm_id, part_cfg.name)
+            wanted.add(key)
+            existing = self.partitions.get(key)
             if existing is None:
-                self.partitions[name] = Partition(name, cmd.rm_id, part_cfg, self.clock())
+                self.partitions[key] = Partition(key, part_cfg, self.clock())
             else:
                 existing.apply_config(part_cfg, self.clock())
-        for name, part in self.partitions.items():
-            if part.rm_id == cmd.rm_id and name not in wanted:
+        for key, part in self.partitions.items():
+            if part.rm_id == cmd.rm_id and key not in wanted:
                 # Like a removed queue: what runs there keeps running; nothing new is accepted.
                 part.draining = True
         log.info("configuration updated", rmID=cmd.rm_id)
@@ -196,16 +193,15 @@ class ClusterContext:
     def preview_config(self, rm_id: str, config: SchedulerConfig) -> list[QuotaPreview]:
         out: list[QuotaPreview] = []
         for part_cfg in config.partitions:
-            part = self.partitions.get(internal_partition_name(rm_id, part_cfg.name))
+            part = self.partitions.get(PartitionKey(rm_id, part_cfg.name))
             if part is not None:
                 out.extend(dry_run.preview(part, part_cfg))
         return out
 
-    def _partition(self, rm_id: str, name: str) -> Partition:
-        part = self.partitions.get(name)
-        if part is None or part.rm_id != rm_id:
-            shown = name[len(rm_id) + 2 :] if name.startswith(f"[{rm_id}]") else name
-            raise Rejection(f"partition {shown} does not exist for resource manager {rm_id}")
+    def _partition(self, rm_id: str, key: PartitionKey) -> Partition:
+        part = self.partitions.get(key)
+        if part is None or key.rm_id != rm_id:
+            raise Rejection(f"partition {key.name} does not exist for resource manager {rm_id}")
         return part
 
     # Nodes ------------------------------------------------------------------------------------
@@ -334,7 +330,7 @@ class ClusterContext:
             return
         self.metrics.count("released", len(released))
         self._out(part.rm_id).released.extend(
-            Released(part.name, a.application_id, a.key, termination, message) for a in released
+            Released(part.key, a.application_id, a.key, termination, message) for a in released
         )
 
     def _complete_idle_apps(self, part: Partition, released: list[Allocation]) -> None:
@@ -345,19 +341,23 @@ class ClusterContext:
                 part.complete_if_idle(app, now)
 
 
-# What each node action shows in the event log: (change type, si ChangeDetail name, message).
-_NODE_EVENTS: dict[NodeAction, tuple[str, str, str]] = {
-    NodeAction.CREATE: ("ADD", "DETAILS_NONE", "node added"),
-    NodeAction.CREATE_DRAIN: ("ADD", "NODE_SCHEDULABLE", "node added, not schedulable"),
-    NodeAction.UPDATE: ("SET", "NODE_CAPACITY", "node updated"),
-    NodeAction.DRAIN: ("SET", "NODE_SCHEDULABLE", "node draining: not schedulable"),
-    NodeAction.DRAIN_TO_SCHEDULABLE: ("SET", "NODE_SCHEDULABLE", "node schedulable again"),
-    NodeAction.DECOMMISSION: ("REMOVE", "NODE_DECOMISSION", "node removed"),
+# What each node action shows in the event log: (change type, si ChangeDetail, message).
+_NODE_EVENTS: dict[NodeAction, tuple[ChangeType, ChangeDetail, str]] = {
+    NodeAction.CREATE: (ChangeType.ADD, ChangeDetail.DETAILS_NONE, "node added"),
+    NodeAction.CREATE_DRAIN: (ChangeType.ADD, ChangeDetail.NODE_SCHEDULABLE, "node added, not schedulable"),
+    NodeAction.UPDATE: (ChangeType.SET, ChangeDetail.NODE_CAPACITY, "node updated"),
+    NodeAction.DRAIN: (ChangeType.SET, ChangeDetail.NODE_SCHEDULABLE, "node draining: not schedulable"),
+    NodeAction.DRAIN_TO_SCHEDULABLE: (
+        ChangeType.SET,
+        ChangeDetail.NODE_SCHEDULABLE,
+        "node schedulable again",
+    ),
+    NodeAction.DECOMMISSION: (ChangeType.REMOVE, ChangeDetail.NODE_DECOMISSION, "node removed"),
 }
 
 
 def _node_event(rm_id: str, part: Partition, change: NodeChange, now: float) -> Event:
-    change_type, detail, message = _NODE_EVENTS.get(change.action, ("SET", "DETAILS_NONE", "node changed"))
+    change_type, detail, message = _NODE_EVENTS[change.action]
     node = part.nodes.get(change.node_id)
     resource = node.capacity.as_dict() if node is not None else {}
-    return Event(rm_id, "NODE", change.node_id, change_type, detail, message, now, resource=resource)
+    return Event(rm_id, EventType.NODE, change.node_id, change_type, detail, message, now, resource=resource)

@@ -1,6 +1,6 @@
 """What the engine is asked to do. Built by rmproxy from si messages; free of transport types.
 
-Partition names here are already internal (`[rmID]name`), so a command can only reach the
+Partitions here are keyed with the sending RM (PartitionKey), so a command can only reach the
 partitions of the RM that sent it.
 """
 
@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from core.config.schema import SchedulerConfig
 from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
 from core.resources import Resource
 
 
@@ -28,7 +29,7 @@ class NodeAction(StrEnum):
 class NodeChange:
     node_id: str
     action: NodeAction
-    partition: str
+    partition: PartitionKey
     attributes: dict[str, str] = field(default_factory=dict)
     capacity: Resource | None = None
 
@@ -36,7 +37,7 @@ class NodeChange:
 @dataclass(frozen=True)
 class AppAdd:
     app_id: str
-    partition: str
+    partition: PartitionKey
     queue: str
     user: str = ""
     groups: tuple[str, ...] = ()
@@ -46,12 +47,12 @@ class AppAdd:
 @dataclass(frozen=True)
 class AppRemove:
     app_id: str
-    partition: str
+    partition: PartitionKey
 
 
 @dataclass(frozen=True)
 class ReleaseRequest:
-    partition: str
+    partition: PartitionKey
     app_id: str
     key: str  # empty: everything the application holds
     message: str = ""

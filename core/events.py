@@ -7,18 +7,88 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from itertools import islice
 
 DEFAULT_CAPACITY = 10_000
 
 
+class EventType(StrEnum):
+    """si EventRecord.Type, by name (UNKNOWN_EVENTRECORD_TYPE is never recorded)."""
+
+    REQUEST = "REQUEST"
+    APP = "APP"
+    NODE = "NODE"
+    QUEUE = "QUEUE"
+    USERGROUP = "USERGROUP"
+
+
+class ChangeType(StrEnum):
+    """si EventRecord.ChangeType, by name."""
+
+    NONE = "NONE"
+    SET = "SET"
+    ADD = "ADD"
+    REMOVE = "REMOVE"
+
+
+class ChangeDetail(StrEnum):
+    """si EventRecord.ChangeDetail, by name: every value the interface defines (a unit test holds the
+    two together), whether or not pykorn records it yet."""
+
+    DETAILS_NONE = "DETAILS_NONE"
+    REQUEST_CANCEL = "REQUEST_CANCEL"
+    REQUEST_ALLOC = "REQUEST_ALLOC"
+    REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
+    APP_ALLOC = "APP_ALLOC"
+    APP_REQUEST = "APP_REQUEST"
+    APP_REJECT = "APP_REJECT"
+    APP_NEW = "APP_NEW"
+    APP_ACCEPTED = "APP_ACCEPTED"
+    APP_RUNNING = "APP_RUNNING"
+    APP_COMPLETING = "APP_COMPLETING"
+    APP_COMPLETED = "APP_COMPLETED"
+    APP_FAILING = "APP_FAILING"
+    APP_FAILED = "APP_FAILED"
+    APP_RESUMING = "APP_RESUMING"
+    APP_EXPIRED = "APP_EXPIRED"
+    APP_CANNOTRUN_QUEUE = "APP_CANNOTRUN_QUEUE"
+    APP_RUNNABLE_QUEUE = "APP_RUNNABLE_QUEUE"
+    APP_CANNOTRUN_QUOTA = "APP_CANNOTRUN_QUOTA"
+    APP_RUNNABLE_QUOTA = "APP_RUNNABLE_QUOTA"
+    NODE_DECOMISSION = "NODE_DECOMISSION"
+    NODE_SCHEDULABLE = "NODE_SCHEDULABLE"
+    NODE_ALLOC = "NODE_ALLOC"
+    NODE_CAPACITY = "NODE_CAPACITY"
+    NODE_OCCUPIED = "NODE_OCCUPIED"
+    NODE_RESERVATION = "NODE_RESERVATION"
+    QUEUE_CONFIG = "QUEUE_CONFIG"
+    QUEUE_DYNAMIC = "QUEUE_DYNAMIC"
+    QUEUE_TYPE = "QUEUE_TYPE"
+    QUEUE_MAX = "QUEUE_MAX"
+    QUEUE_GUARANTEED = "QUEUE_GUARANTEED"
+    QUEUE_APP = "QUEUE_APP"
+    QUEUE_ALLOC = "QUEUE_ALLOC"
+    QUEUE_PREEMPTION = "QUEUE_PREEMPTION"
+    ALLOC_CANCEL = "ALLOC_CANCEL"
+    ALLOC_PREEMPT = "ALLOC_PREEMPT"
+    ALLOC_TIMEOUT = "ALLOC_TIMEOUT"
+    ALLOC_REPLACED = "ALLOC_REPLACED"
+    ALLOC_NODEREMOVED = "ALLOC_NODEREMOVED"
+    UG_USER_LIMIT = "UG_USER_LIMIT"
+    UG_GROUP_LIMIT = "UG_GROUP_LIMIT"
+    UG_APP_LINK = "UG_APP_LINK"
+    UG_USER_RESOURCE = "UG_USER_RESOURCE"
+    UG_GROUP_RESOURCE = "UG_GROUP_RESOURCE"
+
+
 @dataclass(frozen=True)
 class Event:
     rm_id: str
-    type: str  # si EventRecord.Type name: REQUEST | APP | NODE | QUEUE | USERGROUP
+    type: EventType
     object_id: str
-    change_type: str  # NONE | SET | ADD | REMOVE
-    change_detail: str  # si EventRecord.ChangeDetail name, e.g. QUEUE_PREEMPTION
+    change_type: ChangeType
+    change_detail: ChangeDetail
     message: str
     time: float
     reference_id: str = ""

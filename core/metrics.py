@@ -12,6 +12,8 @@ import bisect
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from core.preemption.ledger import PreemptionKind
+
 if TYPE_CHECKING:
     from core.cluster import ClusterContext
 
@@ -97,10 +99,10 @@ def render(context: ClusterContext, metrics: SchedulerMetrics) -> str:
         "yunikorn_scheduler_application_total", "gauge", "Applications by state.", _app_samples(context)
     )
     lines += _family("yunikorn_scheduler_node", "gauge", "Nodes by state.", _node_samples(context))
-    preempted: dict[str, int] = {"required_node": 0, "inter_queue": 0, "quota": 0}
+    preempted = dict.fromkeys(PreemptionKind, 0)
     for part in context.partitions.values():
-        for kind, n in part.preemptions.items():
-            preempted[kind] = preempted.get(kind, 0) + n
+        for kind, n in part.preemption.counts.items():
+            preempted[kind] += n
     lines += _family(
         "yunikorn_scheduler_preemption_victims_total", "counter", "Allocations preempted, by kind.",
         (("", {"kind": kind}, n) for kind, n in sorted(preempted.items())),
@@ -117,7 +119,7 @@ def _queue_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str
             }  # fmt: skip
             for state in QUEUE_STATES:
                 for resource, quantity in sorted((values[state] or {}).items()):
-                    labels = {"cluster": part.rm_id, "partition": part.display_name,
+                    labels = {"cluster": part.rm_id, "partition": part.name,
                               "queue": queue.full_name, "state": state, "resource": resource}  # fmt: skip
                     yield "", labels, quantity
 

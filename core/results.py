@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
 
 
 class Termination(StrEnum):
@@ -17,7 +18,7 @@ class Termination(StrEnum):
 
 @dataclass(frozen=True)
 class Released:
-    partition: str
+    partition: PartitionKey
     app_id: str
     key: str
     termination: Termination

@@ -16,15 +16,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
+from core.ask_cache import AskCache
 from core.commands import (
-    AppAdd,
     AppRemove,
     Command,
     PreviewConfig,
@@ -44,19 +44,17 @@ from core.results import ResultBatch
 from core.si_inbound import (
     BadItem,
     allocation_from_si,
-    application_problem,
+    application_from_si,
     node_change_from_si,
     over_long,
-    partition_of,
-    release_problem,
+    release_from_si,
+    removal_from_si,
 )
 from core.si_outbound import (
-    PendingAsks,
     allocation_rejections,
     allocation_response,
     application_rejections,
     application_response,
-    forget_ask,
     node_rejections,
     node_response,
     preview_victim,
@@ -109,13 +107,7 @@ class ResponseStream:
 @dataclass
 class _RMRoute:
     current: dict[StreamKind, ResponseStream] = field(default_factory=dict)
-    # A copy of the si message of every pending ask, by application and key: the allocation sent back
-    # is that message with its nodeID set, which costs far less than building a new one. (A copy, not
-    # the message itself: with upb a sub-message keeps its whole parent message's memory alive.)
-    # An ask is here from the moment it is sent until the core allocates or rejects it or the RM
-    # withdraws it, so the size of an application's entry is its pending asks
-    # (max_pending_asks_per_application).
-    asks: PendingAsks = field(default_factory=dict)
+    asks: AskCache = field(default_factory=AskCache)  # the messages of its asks the core has not answered
     # Items per second on each kind of stream (Limits.rate_items_per_second).
     rates: dict[StreamKind, TokenBucket] = field(default_factory=dict)
     backlog: dict[StreamKind, deque[Any]] = field(
@@ -379,18 +371,94 @@ class RMProxy:
             log.warning("response backlog full, dropping the oldest", rmID=rm_id, stream=kind.value)
         backlog.append(message)
 
-    # Inbound: limits ------------------------------------------------------------------------------
-    def _admit(self, rm_id: str, kind: StreamKind, items: int) -> tuple[int, str]:
+    # Inbound ------------------------------------------------------------------------------------
+    def on_allocation_request(self, msg: si_pb2.AllocationRequest, stream: ResponseStream) -> None:
+        releases = msg.releases.allocationsToRelease if msg.HasField("releases") else ()
+        if not msg.allocations and not releases:
+            self._reject(
+                stream, [("", "")], "empty AllocationRequest: it carries no allocations and no releases"
+            )
+            return
+        intake = self._intake(stream, msg.rmID, len(msg.allocations) + len(releases))
+        if intake is None:
+            return
+        rm_id, limits, asks = msg.rmID, self.limits, intake.route.asks
+
+        def ask_or_allocation(item: si_pb2.Allocation) -> Allocation:
+            alloc = allocation_from_si(rm_id, item, limits)
+            if alloc.node_id:
+                asks.refuse_held(alloc.application_id, alloc.key)
+            else:
+                asks.hold(item, limits.max_pending_asks_per_application)
+            return alloc
+
+        def release(item: si_pb2.AllocationRelease) -> ReleaseRequest:
+            request = release_from_si(rm_id, item, limits)
+            asks.forget(request.app_id, request.key)
+            return request
+
+        allocations = intake.take(msg.allocations, _keys, ask_or_allocation)
+        release_requests = intake.take(releases, _keys, release)
+        intake.answer_rejected()
+        if allocations or release_requests:
+            self._send_command(UpdateAllocations(rm_id, tuple(allocations), tuple(release_requests)))
+
+    def on_application_request(self, msg: si_pb2.ApplicationRequest, stream: ResponseStream) -> None:
+        if not msg.new and not msg.remove:
+            self._reject(stream, [("",)], "empty ApplicationRequest: it adds and removes no application")
+            return
+        intake = self._intake(stream, msg.rmID, len(msg.new) + len(msg.remove))
+        if intake is None:
+            return
+        rm_id, limits, asks = msg.rmID, self.limits, intake.route.asks
+
+        def removal(item: si_pb2.RemoveApplicationRequest) -> AppRemove:
+            request = removal_from_si(rm_id, item, limits)
+            asks.forget(request.app_id)
+            return request
+
+        adds = intake.take(msg.new, _app_id, lambda item: application_from_si(rm_id, item, limits))
+        removes = intake.take(msg.remove, _app_id, removal)
+        intake.answer_rejected()
+        if adds or removes:
+            self._send_command(UpdateApplications(rm_id, tuple(adds), tuple(removes)))
+
+    def on_node_request(self, msg: si_pb2.NodeRequest, stream: ResponseStream) -> None:
+        if not msg.nodes:
+            self._reject(stream, [("",)], "empty NodeRequest: it carries no nodes")
+            return
+        intake = self._intake(stream, msg.rmID, len(msg.nodes))
+        if intake is None:
+            return
+        rm_id, limits = msg.rmID, self.limits
+        changes = intake.take(msg.nodes, _node_id, lambda info: node_change_from_si(rm_id, info, limits))
+        intake.answer_rejected()
+        if changes:
+            self._send_command(UpdateNodes(rm_id, tuple(changes)))
+
+    def _intake(self, stream: ResponseStream, rm_id: str, items: int) -> _Intake | None:
+        """The door every stream message goes through: its stream bound to a registered RM (else every
+        item is refused, and None returned), then as many items as the RM's rate allows."""
+        refusal = self._bind(stream, rm_id)
+        if refusal is not None:
+            log.warning(
+                "request refused", rmID=self.limits.clip(rm_id), stream=stream.kind.value, reason=refusal
+            )
+            return _Intake(self, stream, rm_id, _RMRoute(), 0, refusal)
+        route = self._routes[rm_id]
+        admitted, rate_reason = self._admit(route, rm_id, stream.kind, items)
+        return _Intake(self, stream, rm_id, route, admitted, rate_reason)
+
+    def _admit(self, route: _RMRoute, rm_id: str, kind: StreamKind, items: int) -> tuple[int, str]:
         """How many of a message's items (the first ones) the rate limit lets in now, and the reason
         given for the others."""
         limits = self.limits
         if limits.rate_items_per_second <= 0:
             return items, ""
         now = self._clock()
-        rates = self._routes[rm_id].rates
-        bucket = rates.get(kind)
+        bucket = route.rates.get(kind)
         if bucket is None:
-            bucket = rates[kind] = TokenBucket(limits.rate_items_per_second, limits.rate_burst, now)
+            bucket = route.rates[kind] = TokenBucket(limits.rate_items_per_second, limits.rate_burst, now)
         admitted = bucket.take(items, now)
         if admitted == items:
             return items, ""
@@ -403,214 +471,28 @@ class RMProxy:
             f"{max(wait, 0.001):.3f}s or later"
         )
 
-    # Inbound: allocations -------------------------------------------------------------------------
-    def on_allocation_request(self, msg: si_pb2.AllocationRequest, stream: ResponseStream) -> None:
-        releases = list(msg.releases.allocationsToRelease) if msg.HasField("releases") else []
-        if not msg.allocations and not releases:
-            stream.send(
-                allocation_rejections(
-                    [("", "", "empty AllocationRequest: it carries no allocations and no releases")]
-                )
-            )
-            return
-        clip = self.limits.clip
-        refusal = self._bind(stream, msg.rmID)
-        if refusal is not None:
-            items = [(clip(a.allocationKey), clip(a.applicationID), refusal) for a in msg.allocations]
-            items += [(clip(r.allocationKey), clip(r.applicationID), refusal) for r in releases]
-            stream.send(allocation_rejections(items))
-            log.warning("allocation request refused", rmID=clip(msg.rmID), reason=refusal)
-            return
-        rm_id = msg.rmID
-        limits = self.limits
-        admitted, rate_reason = self._admit(
-            rm_id, StreamKind.ALLOCATION, len(msg.allocations) + len(releases)
-        )
-        allocations: list[Allocation] = []
-        rejected: list[tuple[str, str, str]] = []
-        asks = self._routes[rm_id].asks
-        for item in msg.allocations:
-            if admitted <= 0:
-                rejected.append((clip(item.allocationKey), clip(item.applicationID), rate_reason))
-                continue
-            admitted -= 1
-            try:
-                alloc = allocation_from_si(rm_id, item, limits)
-                app_asks = asks.get(alloc.application_id)
-                if app_asks is not None and alloc.key in app_asks:
-                    # Refused here, not by the core: the core's answer would also take the pending
-                    # ask's entry with it, and the count of pending asks would go wrong.
-                    raise BadItem(
-                        f"allocation key {alloc.key} already exists in application {alloc.application_id}"
-                        " as a pending ask (or one the core has not answered yet)"
-                    )
-                if not alloc.node_id:
-                    pending = len(app_asks or ())
-                    if pending >= limits.max_pending_asks_per_application:
-                        raise BadItem(
-                            f"application {alloc.application_id} already has {pending:,} pending "
-                            f"asks, the limit (max_pending_asks_per_application): send this ask again "
-                            "once some are allocated or released"
-                        )
-                    if app_asks is None:
-                        app_asks = asks[alloc.application_id] = {}
-                    # A copy: under upb an ask kept from a message keeps the whole message alive.
-                    kept = si_pb2.Allocation()
-                    kept.CopyFrom(item)
-                    app_asks[alloc.key] = kept
-            except BadItem as exc:
-                rejected.append((clip(item.allocationKey), clip(item.applicationID), str(exc)))
-                continue
-            allocations.append(alloc)
-        release_requests = []
-        for rel in releases:
-            if admitted <= 0:
-                rejected.append((clip(rel.allocationKey), clip(rel.applicationID), rate_reason))
-                continue
-            admitted -= 1
-            reason = release_problem(rel, limits)
-            if reason:
-                rejected.append((clip(rel.allocationKey), clip(rel.applicationID), reason))
-                continue
-            release_requests.append(
-                ReleaseRequest(
-                    partition_of(rm_id, rel.partitionName), rel.applicationID, rel.allocationKey, rel.message
-                )
-            )
-            forget_ask(asks, rel.applicationID, rel.allocationKey)
-        if rejected:
-            for key, app_id, reason in rejected:
-                if reason != rate_reason:  # those are logged once, as "rate limit exceeded"
-                    log.warning(
-                        "allocation rejected",
-                        rmID=rm_id,
-                        applicationID=app_id,
-                        allocationKey=key,
-                        reason=reason,
-                    )
-            stream.send(allocation_rejections(rejected))
-        if allocations or release_requests:
-            self._send_command(UpdateAllocations(rm_id, tuple(allocations), tuple(release_requests)))
-
-    # Inbound: applications --------------------------------------------------------------------------
-    def on_application_request(self, msg: si_pb2.ApplicationRequest, stream: ResponseStream) -> None:
-        if not msg.new and not msg.remove:
-            stream.send(
-                application_rejections([("", "empty ApplicationRequest: it adds and removes no application")])
-            )
-            return
-        clip = self.limits.clip
-        refusal = self._bind(stream, msg.rmID)
-        if refusal is not None:
-            apps = [a.applicationID for a in msg.new] + [r.applicationID for r in msg.remove]
-            stream.send(application_rejections([(clip(app_id), refusal) for app_id in apps]))
-            log.warning("application request refused", rmID=clip(msg.rmID), reason=refusal)
-            return
-        rm_id = msg.rmID
-        admitted, rate_reason = self._admit(rm_id, StreamKind.APPLICATION, len(msg.new) + len(msg.remove))
-        adds, removes, rejected = [], [], []
-        for add in msg.new:
-            if admitted <= 0:
-                rejected.append((clip(add.applicationID), rate_reason))
-                continue
-            admitted -= 1
-            reason = application_problem(add, self.limits)
-            if reason:
-                rejected.append((clip(add.applicationID), reason))
-                continue
-            adds.append(
-                AppAdd(
-                    app_id=add.applicationID,
-                    partition=partition_of(rm_id, add.partitionName),
-                    queue=add.queueName,
-                    user=add.ugi.user,
-                    groups=tuple(add.ugi.groups),
-                    tags=dict(add.tags),
-                )
-            )
-        for remove in msg.remove:
-            if admitted <= 0:
-                rejected.append((clip(remove.applicationID), rate_reason))
-                continue
-            admitted -= 1
-            if not remove.applicationID:
-                rejected.append(("", "applicationID of the application to remove is empty"))
-                continue
-            reason = over_long(
-                self.limits.max_id_length,
-                "max_id_length",
-                applicationID=remove.applicationID,
-                partitionName=remove.partitionName,
-            )
-            if reason:
-                rejected.append(
-                    (clip(remove.applicationID), f"removal of {clip(remove.applicationID)}: {reason}")
-                )
-                continue
-            removes.append(AppRemove(remove.applicationID, partition_of(rm_id, remove.partitionName)))
-            forget_ask(self._routes[rm_id].asks, remove.applicationID, "")
-        if rejected:
-            for app_id, reason in rejected:
-                if reason != rate_reason:
-                    log.warning("application rejected", rmID=rm_id, applicationID=app_id, reason=reason)
-            stream.send(application_rejections(rejected))
-        if adds or removes:
-            self._send_command(UpdateApplications(rm_id, tuple(adds), tuple(removes)))
-
-    # Inbound: nodes ---------------------------------------------------------------------------------
-    def on_node_request(self, msg: si_pb2.NodeRequest, stream: ResponseStream) -> None:
-        if not msg.nodes:
-            stream.send(node_rejections([("", "empty NodeRequest: it carries no nodes")]))
-            return
-        clip = self.limits.clip
-        refusal = self._bind(stream, msg.rmID)
-        if refusal is not None:
-            stream.send(node_rejections([(clip(n.nodeID), refusal) for n in msg.nodes]))
-            log.warning("node request refused", rmID=clip(msg.rmID), reason=refusal)
-            return
-        admitted, rate_reason = self._admit(msg.rmID, StreamKind.NODE, len(msg.nodes))
-        changes, rejected = [], []
-        for info in msg.nodes:
-            if admitted <= 0:
-                rejected.append((clip(info.nodeID), rate_reason))
-                continue
-            admitted -= 1
-            try:
-                changes.append(node_change_from_si(msg.rmID, info, self.limits))
-            except BadItem as exc:
-                rejected.append((clip(info.nodeID), str(exc)))
-        if rejected:
-            for node_id, reason in rejected:
-                if reason != rate_reason:
-                    log.warning("node rejected", rmID=msg.rmID, nodeID=node_id, reason=reason)
-            stream.send(node_rejections(rejected))
-        if changes:
-            self._send_command(UpdateNodes(msg.rmID, tuple(changes)))
+    def _reject(self, stream: ResponseStream, idents: list[tuple[str, ...]], reason: str) -> None:
+        """Answer items (by their ids, as the stream's rejections name them) with one reason."""
+        stream.send(_REJECTIONS[stream.kind]([(*ident, reason) for ident in idents]))
 
     def reject_unhandled(self, stream: ResponseStream, reason: str) -> None:
         """Answer a message that failed inside the core, so the sender is not left waiting."""
-        text = f"internal error while handling the request: {reason}"
-        if stream.kind is StreamKind.ALLOCATION:
-            stream.send(allocation_rejections([("", "", text)]))
-        elif stream.kind is StreamKind.APPLICATION:
-            stream.send(application_rejections([("", text)]))
-        else:
-            stream.send(node_rejections([("", text)]))
+        self._reject(stream, [_BLANK[stream.kind]], f"internal error while handling the request: {reason}")
 
     def refuse_message(self, stream: ResponseStream, msg: Any, reason: str) -> None:
         """Reject every item of a stream message with one reason (the sender may not send it at all,
         e.g. it names an rmID its certificate does not grant); the stream stays open."""
-        clip = self.limits.clip  # the ids come back as sent, cut to a length a reply can carry
-        if stream.kind is StreamKind.ALLOCATION:
-            releases = list(msg.releases.allocationsToRelease) if msg.HasField("releases") else []
-            items = [(clip(a.allocationKey), clip(a.applicationID), reason) for a in msg.allocations]
-            items += [(clip(r.allocationKey), clip(r.applicationID), reason) for r in releases]
-            stream.send(allocation_rejections(items or [("", "", reason)]))
-        elif stream.kind is StreamKind.APPLICATION:
-            apps = [a.applicationID for a in msg.new] + [r.applicationID for r in msg.remove]
-            stream.send(application_rejections([(clip(app_id), reason) for app_id in apps] or [("", reason)]))
-        else:
-            stream.send(node_rejections([(clip(n.nodeID), reason) for n in msg.nodes] or [("", reason)]))
+        self._reject(stream, self._idents(stream.kind, msg) or [_BLANK[stream.kind]], reason)
+
+    def _idents(self, kind: StreamKind, msg: Any) -> list[tuple[str, ...]]:
+        """The ids of every item of a stream message, as sent, cut to a length a reply can carry."""
+        clip = self.limits.clip
+        if kind is StreamKind.ALLOCATION:
+            releases = msg.releases.allocationsToRelease if msg.HasField("releases") else ()
+            return [_keys(item, clip) for item in (*msg.allocations, *releases)]
+        if kind is StreamKind.APPLICATION:
+            return [_app_id(item, clip) for item in (*msg.new, *msg.remove)]
+        return [_node_id(item, clip) for item in msg.nodes]
 
     # Outbound -----------------------------------------------------------------------------------
     def deliver(self, batches: list[ResultBatch]) -> None:
@@ -622,5 +504,84 @@ class RMProxy:
                 self._route(batch.rm_id, StreamKind.APPLICATION, application_response(batch))
             if batch.has_allocation_news():
                 route = self._routes.get(batch.rm_id)
-                asks = route.asks if route is not None else {}
+                asks = route.asks if route is not None else AskCache()
                 self._route(batch.rm_id, StreamKind.ALLOCATION, allocation_response(batch, asks))
+
+
+Clip = Callable[[str], str]
+
+
+def _keys(item: si_pb2.Allocation | si_pb2.AllocationRelease, clip: Clip) -> tuple[str, str]:
+    return clip(item.allocationKey), clip(item.applicationID)
+
+
+def _app_id(item: si_pb2.AddApplicationRequest | si_pb2.RemoveApplicationRequest, clip: Clip) -> tuple[str]:
+    return (clip(item.applicationID),)
+
+
+def _node_id(item: si_pb2.NodeInfo, clip: Clip) -> tuple[str]:
+    return (clip(item.nodeID),)
+
+
+# Per stream kind: the response that carries rejections, and the ids of an answer that names no item.
+_REJECTIONS: dict[StreamKind, Callable[[list[Any]], Any]] = {
+    StreamKind.ALLOCATION: allocation_rejections,
+    StreamKind.APPLICATION: application_rejections,
+    StreamKind.NODE: node_rejections,
+}
+_BLANK: dict[StreamKind, tuple[str, ...]] = {
+    StreamKind.ALLOCATION: ("", ""),
+    StreamKind.APPLICATION: ("",),
+    StreamKind.NODE: ("",),
+}
+
+Item = TypeVar("Item")
+Taken = TypeVar("Taken")
+
+
+class _Intake:
+    """One stream message's items on their way in: the first `admitted` are checked and translated,
+    the rest refused with `reason` (the rate limit's, or the stream's refusal when `admitted` is 0);
+    every refusal is answered together on the stream once the message is through."""
+
+    def __init__(
+        self, proxy: RMProxy, stream: ResponseStream, rm_id: str, route: _RMRoute, admitted: int, reason: str
+    ) -> None:
+        self.route = route
+        self._proxy = proxy
+        self._stream = stream
+        self._rm_id = rm_id
+        self._admitted = admitted
+        self._reason = reason  # for the items past `admitted`; each is logged once, by the caller
+        self._clip = proxy.limits.clip
+        self._rejected: list[tuple[str, ...]] = []
+
+    def take(
+        self,
+        items: Iterable[Item],
+        ident: Callable[[Item, Clip], tuple[str, ...]],
+        translate: Callable[[Item], Taken],
+    ) -> list[Taken]:
+        taken: list[Taken] = []
+        for item in items:
+            if self._admitted <= 0:
+                self._rejected.append((*ident(item, self._clip), self._reason))
+                continue
+            self._admitted -= 1
+            try:
+                taken.append(translate(item))
+            except BadItem as exc:
+                ids = ident(item, self._clip)
+                self._rejected.append((*ids, str(exc)))
+                log.warning(
+                    "item rejected",
+                    rmID=self._rm_id,
+                    stream=self._stream.kind.value,
+                    ids=ids,
+                    reason=str(exc),
+                )
+        return taken
+
+    def answer_rejected(self) -> None:
+        if self._rejected:
+            self._stream.send(_REJECTIONS[self._stream.kind](self._rejected))

@@ -1,16 +1,18 @@
 """si -> core: each inbound si item checked (limits, required fields, resources) and translated into
 the core's types. What cannot be used raises BadItem, whose text goes back to the RM as the reason.
 
-Partition names are qualified with the rmID here (`default` -> `[rm-1]default`).
+Partitions are keyed with the sending RM here (`default` from rm-1 -> PartitionKey("rm-1", "default")).
 """
 
 from __future__ import annotations
 
-from core.cluster import internal_partition_name
-from core.commands import NodeAction, NodeChange
+from functools import lru_cache
+
+from core.commands import AppAdd, AppRemove, NodeAction, NodeChange, ReleaseRequest
 from core.config.schema import DEFAULT_PARTITION
 from core.limits import Limits
 from core.objects.allocation import TAG_CREATION_TIME, TAG_FOREIGN, Allocation
+from core.objects.partition_key import PartitionKey
 from core.resources import INT64_MAX, Resource
 from si.v1 import si_pb2
 
@@ -21,8 +23,9 @@ class BadItem(ValueError):
     """One item of a stream message that cannot be used; its text goes back as the rejection reason."""
 
 
-def partition_of(rm_id: str, name: str) -> str:
-    return internal_partition_name(rm_id, name or DEFAULT_PARTITION)
+@lru_cache(maxsize=4096)  # one key object per (RM, name) in practice: every ask carries one
+def partition_of(rm_id: str, name: str) -> PartitionKey:
+    return PartitionKey(rm_id, name or DEFAULT_PARTITION)
 
 
 def resource_from_si(res: si_pb2.Resource, what: str, limits: Limits) -> Resource:
@@ -153,10 +156,9 @@ def _creation_time(tags: dict[str, str]) -> float:
     return value if 0 < value < INT64_MAX else 0.0
 
 
-def release_problem(rel: si_pb2.AllocationRelease, limits: Limits) -> str:
-    """Why a release cannot be used, or ""."""
+def release_from_si(rm_id: str, rel: si_pb2.AllocationRelease, limits: Limits) -> ReleaseRequest:
     if not rel.applicationID and not rel.allocationKey:
-        return "release names neither an applicationID nor an allocationKey"
+        raise BadItem("release names neither an applicationID nor an allocationKey")
     problem = over_long(
         limits.max_id_length,
         "max_id_length",
@@ -164,13 +166,16 @@ def release_problem(rel: si_pb2.AllocationRelease, limits: Limits) -> str:
         applicationID=rel.applicationID,
         partitionName=rel.partitionName,
     ) or over_long(limits.max_value_length, "max_value_length", message=rel.message)
-    return f"release of {limits.clip(rel.allocationKey)}: {problem}" if problem else ""
+    if problem:
+        raise BadItem(f"release of {limits.clip(rel.allocationKey)}: {problem}")
+    return ReleaseRequest(
+        partition_of(rm_id, rel.partitionName), rel.applicationID, rel.allocationKey, rel.message
+    )
 
 
-def application_problem(add: si_pb2.AddApplicationRequest, limits: Limits) -> str:
-    """Why an application cannot be added, or ""."""
+def application_from_si(rm_id: str, add: si_pb2.AddApplicationRequest, limits: Limits) -> AppAdd:
     if not add.applicationID:
-        return "applicationID is empty"
+        raise BadItem("applicationID is empty")
     shown = limits.clip(add.applicationID)
     problem = over_long(
         limits.max_id_length,
@@ -184,13 +189,31 @@ def application_problem(add: si_pb2.AddApplicationRequest, limits: Limits) -> st
             if problem:
                 break
     if problem:
-        return f"application {shown}: {problem}"
+        raise BadItem(f"application {shown}: {problem}")
     if add.tags:
-        try:
-            check_map(dict(add.tags), f"application {shown}", "tag", "max_tags", limits)
-        except BadItem as exc:
-            return str(exc)
-    return ""
+        check_map(dict(add.tags), f"application {shown}", "tag", "max_tags", limits)
+    return AppAdd(
+        app_id=add.applicationID,
+        partition=partition_of(rm_id, add.partitionName),
+        queue=add.queueName,
+        user=add.ugi.user,
+        groups=tuple(add.ugi.groups),
+        tags=dict(add.tags),
+    )
+
+
+def removal_from_si(rm_id: str, remove: si_pb2.RemoveApplicationRequest, limits: Limits) -> AppRemove:
+    if not remove.applicationID:
+        raise BadItem("applicationID of the application to remove is empty")
+    problem = over_long(
+        limits.max_id_length,
+        "max_id_length",
+        applicationID=remove.applicationID,
+        partitionName=remove.partitionName,
+    )
+    if problem:
+        raise BadItem(f"removal of {limits.clip(remove.applicationID)}: {problem}")
+    return AppRemove(remove.applicationID, partition_of(rm_id, remove.partitionName))
 
 
 _NODE_ACTIONS = {

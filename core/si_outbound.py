@@ -1,28 +1,24 @@
 """core -> si: the engine's results as si responses, and the rejections rmproxy answers at once.
 
-Partition names are unqualified on the way out (`[rm-1]default` -> `default`), so each RM sees only
-its own names. An allocation goes back as the RM's own ask message with its nodeID set when that
-message was kept (PendingAsks), which costs far less than building a new one.
+Partitions go out by the name their RM gives them (PartitionKey.name), so each RM sees only its own
+names. An allocation goes back as the RM's own ask message with its nodeID set when that
+message was kept (AskCache), which costs far less than building a new one.
 """
 
 from __future__ import annotations
 
+from core.ask_cache import AskCache
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.results import ResultBatch
 from si.v1 import si_pb2
 
 
-def display_partition(internal: str, rm_id: str) -> str:
-    prefix = f"[{rm_id}]"
-    return internal[len(prefix) :] if internal.startswith(prefix) else internal
-
-
 def resource_to_si(res: Resource) -> si_pb2.Resource:
     return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in res.items()})
 
 
-def allocation_to_si(alloc: Allocation, rm_id: str) -> si_pb2.Allocation:
+def allocation_to_si(alloc: Allocation) -> si_pb2.Allocation:
     return si_pb2.Allocation(
         allocationKey=alloc.key,
         allocationTags=alloc.tags,
@@ -30,7 +26,7 @@ def allocation_to_si(alloc: Allocation, rm_id: str) -> si_pb2.Allocation:
         priority=alloc.priority,
         nodeID=alloc.node_id,
         applicationID=alloc.application_id,
-        partitionName=display_partition(alloc.partition, rm_id),
+        partitionName=alloc.partition.name,
         taskGroupName=alloc.task_group,
         placeholder=alloc.placeholder,
         originator=alloc.originator,
@@ -40,34 +36,14 @@ def allocation_to_si(alloc: Allocation, rm_id: str) -> si_pb2.Allocation:
     )
 
 
-PendingAsks = dict[str, dict[str, si_pb2.Allocation]]
-
-
-def forget_ask(asks: PendingAsks, app_id: str, key: str) -> None:
-    if key:
-        take_ask(asks, app_id, key)
-    else:
-        asks.pop(app_id, None)
-
-
-def take_ask(asks: PendingAsks, app_id: str, key: str) -> si_pb2.Allocation | None:
-    app_asks = asks.get(app_id)
-    if app_asks is None:
-        return None
-    wire = app_asks.pop(key, None)
-    if not app_asks:
-        del asks[app_id]
-    return wire
-
-
-def allocated_wire(alloc: Allocation, rm_id: str, asks: PendingAsks) -> si_pb2.Allocation:
+def allocated_wire(alloc: Allocation, asks: AskCache) -> si_pb2.Allocation:
     """The ask's own message with its node set; a full translation when it was not kept."""
-    wire = take_ask(asks, alloc.application_id, alloc.key)
+    wire = asks.take(alloc.application_id, alloc.key)
     if wire is None:
-        return allocation_to_si(alloc, rm_id)
+        return allocation_to_si(alloc)
     wire.nodeID = alloc.node_id
     if not wire.partitionName:
-        wire.partitionName = display_partition(alloc.partition, rm_id)
+        wire.partitionName = alloc.partition.name
     return wire
 
 
@@ -82,14 +58,14 @@ def preview_victim(alloc: Allocation, queue: str) -> si_pb2.PreviewVictim:
     )
 
 
-def allocation_response(batch: ResultBatch, asks: PendingAsks) -> si_pb2.AllocationResponse:
+def allocation_response(batch: ResultBatch, asks: AskCache) -> si_pb2.AllocationResponse:
     for rejected in batch.rejected_allocations:
-        take_ask(asks, rejected.app_id, rejected.key)
+        asks.forget(rejected.app_id, rejected.key)
     return si_pb2.AllocationResponse(
-        new=[allocated_wire(a, batch.rm_id, asks) for a in batch.new_allocations],
+        new=[allocated_wire(a, asks) for a in batch.new_allocations],
         released=[
             si_pb2.AllocationRelease(
-                partitionName=display_partition(r.partition, batch.rm_id),
+                partitionName=r.partition.name,
                 applicationID=r.app_id,
                 allocationKey=r.key,
                 terminationType=si_pb2.TerminationType.Value(r.termination.value),

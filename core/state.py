@@ -14,8 +14,9 @@ from core.events import Event, EventLog
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.node import Node
-from core.objects.partition import Partition, RejectedApplication
+from core.objects.partition import Partition
 from core.objects.queue import Queue
+from core.objects.rejected_apps import RejectedApplication
 from core.resources import Resource
 
 Json = dict[str, Any]
@@ -36,7 +37,7 @@ def _res(resource: Resource | None) -> dict[str, int]:
 def find_partition(context: ClusterContext, name: str) -> Partition:
     """By the name the RM uses ("default") or the internal one ("[rmID]default")."""
     for part in context.partitions.values():
-        if name in (part.display_name, part.name):
+        if name in (part.name, str(part.key)):
             return part
     raise NotFound(f"partition {name!r} not found")
 
@@ -55,7 +56,7 @@ def partition_info(part: Partition) -> Json:
     policy = part.config.node_sort_policy
     return {
         "clusterId": part.rm_id,
-        "name": part.display_name,
+        "name": part.name,
         "capacity": {
             "capacity": _res(part.total_capacity),
             "usedCapacity": used.as_dict(),
@@ -80,7 +81,7 @@ def queue_tree(part: Partition) -> Json:
 def find_queue(part: Partition, name: str) -> Queue:
     queue = part.find_queue(name)
     if queue is None:
-        raise NotFound(f"queue {name!r} not found in partition {part.display_name!r}")
+        raise NotFound(f"queue {name!r} not found in partition {part.name!r}")
     return queue
 
 
@@ -89,7 +90,7 @@ def queue_info(part: Partition, queue: Queue, recurse: bool = False) -> Json:
     info: Json = {
         "queuename": queue.full_name,
         "status": queue.state.value,
-        "partition": part.display_name,
+        "partition": part.name,
         "pendingResource": _res(queue.pending),
         "maxResource": _res(queue.max),
         "guaranteedResource": _res(queue.guaranteed),
@@ -132,7 +133,7 @@ def nodes(part: Partition) -> list[Json]:
 def find_node(part: Partition, node_id: str) -> Node:
     node = part.nodes.get(node_id)
     if node is None:
-        raise NotFound(f"node {node_id!r} not found in partition {part.display_name!r}")
+        raise NotFound(f"node {node_id!r} not found in partition {part.name!r}")
     return node
 
 
@@ -180,14 +181,14 @@ def queue_applications(part: Partition, queue: Queue) -> list[Json]:
 
 def application_view(part: Partition, app_id: str) -> Json:
     """A live or recently completed application, or one refused at submission (with the reason)."""
-    completed = (a for a in reversed(part.completed) if a.app_id == app_id)
+    completed = (a for a in reversed(part.lifecycle.completed) if a.app_id == app_id)
     app = part.applications.get(app_id) or next(completed, None)
     if app is not None:
         return application_info(part, app)
     rejected = part.rejected.get(app_id)
     if rejected is not None:
         return rejected_application_info(part, rejected)
-    raise NotFound(f"application {app_id!r} not found in partition {part.display_name!r}")
+    raise NotFound(f"application {app_id!r} not found in partition {part.name!r}")
 
 
 def applications_in_state(part: Partition, state: str) -> list[Json]:
@@ -196,7 +197,7 @@ def applications_in_state(part: Partition, state: str) -> list[Json]:
     groups = {"active": {"new", "accepted", "running", "completing", "resuming"}}
     states = groups.get(wanted, {wanted})
     apps = [a for a in part.applications.values() if a.state.value.lower() in states]
-    apps += [a for a in part.completed if a.state.value.lower() in states]
+    apps += [a for a in part.lifecycle.completed if a.state.value.lower() in states]
     views = [application_info(part, app) for app in apps]
     if "rejected" in states:
         views += [rejected_application_info(part, r) for r in part.rejected.values()]
@@ -209,7 +210,7 @@ def rejected_application_info(part: Partition, rejected: RejectedApplication) ->
         "applicationID": rejected.app_id,
         "usedResource": {},
         "pendingResource": {},
-        "partition": part.display_name,
+        "partition": part.name,
         "queueName": rejected.queue_name,
         "submissionTime": int(rejected.time * 1e9),
         "allocations": [],
@@ -228,7 +229,7 @@ def application_info(part: Partition, app: Application) -> Json:
         "applicationID": app.app_id,
         "usedResource": _res(app.allocated),
         "pendingResource": _res(app.pending),
-        "partition": part.display_name,
+        "partition": part.name,
         "queueName": app.queue.full_name,
         "submissionTime": int(app.submission_time * 1e9),
         "allocations": [allocation_info(a) for _, a in sorted(app.allocations.items())],

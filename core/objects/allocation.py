@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.objects.constraints import NO_CONSTRAINTS, AskConstraints
+from core.objects.partition_key import PartitionKey
 from core.resources import Resource
 
 # Tag keys the core reads (YuniKorn's names, so its shims' tags work unchanged).
@@ -22,7 +23,7 @@ TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
 class Allocation:
     key: str
     application_id: str
-    partition: str  # internal (RM-qualified) partition name
+    partition: PartitionKey
     resource: Resource
     priority: int = 0
     tags: dict[str, str] = field(default_factory=dict)

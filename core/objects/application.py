@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedKeyList
 
 from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
 from core.objects.priority import MIN_PRIORITY
 from core.resources import Resource
 
@@ -78,7 +79,7 @@ class Application:
     def __init__(
         self,
         app_id: str,
-        partition: str,
+        partition: PartitionKey,
         queue: Queue,
         user: str = "",
         groups: tuple[str, ...] = (),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from core.config.properties import QueueProperties
 from core.config.schema import ChildTemplate
@@ -13,6 +13,17 @@ from core.resources import Resource
 
 if TYPE_CHECKING:
     from core.objects.application import Application
+
+
+class QuotaOutcome(TypedDict):
+    """The last quota preemption run of a queue, as the REST API shows it."""
+
+    time: float
+    target: dict[str, int]
+    achieved: dict[str, int]
+    victims: int
+    complete: bool
+    reason: str
 
 
 class QueueState(StrEnum):
@@ -56,7 +67,7 @@ class Queue:
         # progress, and the last run's outcome (for the REST API).
         self.quota_timer: float | None = None
         self.quota_running: set[tuple[str, str]] = set()
-        self.quota_outcome: dict[str, object] | None = None
+        self.quota_outcome: QuotaOutcome | None = None
         # Priority caches, kept by core.objects.priority: what this queue shows its parent, the highest
         # value inside before offset and fence, and the inputs (applications or children with pending).
         self.current_priority = MIN_PRIORITY

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from core.events import Event
+from core.events import ChangeDetail, ChangeType, Event, EventType
 from core.objects.queue import Queue, QueueState
 from core.resources import Resource
 
@@ -47,28 +47,46 @@ def reload_events(
     """One event per change a reload made: queues added, draining or removed, and changed limits."""
     events: list[Event] = []
 
-    def add(name: str, change: str, detail: str, message: str, res: Resource | None = None) -> None:
+    def add(
+        name: str, change: ChangeType, detail: ChangeDetail, message: str, res: Resource | None = None
+    ) -> None:
         resource = res.as_dict() if res is not None else {}
-        events.append(Event(rm_id, "QUEUE", name, change, detail, message, now, resource=resource))
+        events.append(Event(rm_id, EventType.QUEUE, name, change, detail, message, now, resource=resource))
 
     after = {q.full_name: q for q in queues}
     for name, queue in after.items():
         old = before.get(name)
         if old is None:
-            add(name, "ADD", "QUEUE_CONFIG", "queue added by the configuration")
+            add(name, ChangeType.ADD, ChangeDetail.QUEUE_CONFIG, "queue added by the configuration")
             continue
         if queue.state != old.state:
-            add(name, "SET", "QUEUE_CONFIG", f"queue state {old.state.value} -> {queue.state.value}")
+            add(
+                name,
+                ChangeType.SET,
+                ChangeDetail.QUEUE_CONFIG,
+                f"queue state {old.state.value} -> {queue.state.value}",
+            )
         if queue.is_leaf != old.is_leaf:
             kind = "leaf" if queue.is_leaf else "parent"
-            add(name, "SET", "QUEUE_TYPE", f"queue is now a {kind} queue")
+            add(name, ChangeType.SET, ChangeDetail.QUEUE_TYPE, f"queue is now a {kind} queue")
         if not queue.is_root and queue.max != old.max:
-            add(name, "SET", "QUEUE_MAX", f"max {_text(old.max)} -> {_text(queue.max)}", queue.max)
+            add(
+                name,
+                ChangeType.SET,
+                ChangeDetail.QUEUE_MAX,
+                f"max {_text(old.max)} -> {_text(queue.max)}",
+                queue.max,
+            )
         if queue.guaranteed != old.guaranteed:
             message = f"guaranteed {_text(old.guaranteed)} -> {_text(queue.guaranteed)}"
-            add(name, "SET", "QUEUE_GUARANTEED", message, queue.guaranteed)
+            add(name, ChangeType.SET, ChangeDetail.QUEUE_GUARANTEED, message, queue.guaranteed)
         if queue.effective_properties != old.properties or queue.max_applications != old.max_applications:
-            add(name, "SET", "QUEUE_CONFIG", "properties or maxapplications changed")
+            add(name, ChangeType.SET, ChangeDetail.QUEUE_CONFIG, "properties or maxapplications changed")
     for name in before.keys() - after.keys():
-        add(name, "REMOVE", "QUEUE_CONFIG", "queue removed: no longer in the configuration")
+        add(
+            name,
+            ChangeType.REMOVE,
+            ChangeDetail.QUEUE_CONFIG,
+            "queue removed: no longer in the configuration",
+        )
     return events

@@ -47,6 +47,24 @@ class QueueTree:
         self.refresh_properties()
         self.remove_empty()
 
+    def conflicts(self, root_config: QueueConfig) -> list[str]:
+        """Why the tree cannot be reconciled to `root_config` as it is now; empty when it can: a leaf
+        that holds applications cannot become a parent."""
+        problems: list[str] = []
+
+        def walk(cfg: QueueConfig, name: str) -> None:
+            queue = self.find(name)
+            if queue is not None and cfg.is_parent and queue.is_leaf and queue.applications:
+                problems.append(
+                    f"queue {queue.full_name} holds {len(queue.applications)} application(s) and cannot "
+                    "become a parent queue until they are gone"
+                )
+            for child in cfg.queues:
+                walk(child, f"{name}.{child.name}")
+
+        walk(root_config, "root")
+        return problems
+
     def _apply(self, queue: Queue, cfg: QueueConfig, seen: set[str]) -> None:
         seen.add(queue.full_name.lower())
         queue.managed = True

@@ -73,9 +73,7 @@ def preview(partition: Partition, config: PartitionConfig) -> list[QuotaPreview]
                     else "quota.preemption.delay is 0"
                 )
                 results.append(
-                    QuotaPreview(
-                        partition.display_name, queue.full_name, target, Resource(), delay, False, reason
-                    )
+                    QuotaPreview(partition.name, queue.full_name, target, Resource(), delay, False, reason)
                 )
                 continue
             # A queue planned earlier with victims is running its own quota preemption by now, as in
@@ -96,7 +94,7 @@ def preview(partition: Partition, config: PartitionConfig) -> list[QuotaPreview]
             reason = "; ".join(sorted({p.reason for p in plans if p.reason}))
             results.append(
                 QuotaPreview(
-                    partition.display_name, queue.full_name, target, achievable, delay, True, reason, victims
+                    partition.name, queue.full_name, target, achievable, delay, True, reason, victims
                 )
             )
     finally:

@@ -22,6 +22,7 @@ from core.objects.constraints import node_admits
 from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
+from core.preemption.ledger import PreemptionKind
 from core.preemption.victims import may_be_victim, victim_order
 from core.resources import Resource
 
@@ -205,5 +206,5 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     for other in [r for r in node.reservations if r != ask.ref]:
         partition.unreserve(other)  # an ordinary reservation gives way; it is made again later
     partition.reserve(ask, node)
-    partition.preempt(ask, plan, now, "inter_queue")
+    partition.preempt(ask, plan, now, PreemptionKind.INTER_QUEUE)
     return True

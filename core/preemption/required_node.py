@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.objects.partition import Partition
+from core.preemption.ledger import PreemptionKind
 from core.preemption.victims import fewest_that_fit, may_be_victim, victim_order
 
 
@@ -28,5 +29,5 @@ def preempt_for(partition: Partition, ask: Allocation, node: Node, now: float) -
     victims = choose_victims(node, ask)
     if not victims:
         return False
-    partition.preempt(ask, victims, now, "required_node")
+    partition.preempt(ask, victims, now, PreemptionKind.REQUIRED_NODE)
     return True

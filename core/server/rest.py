@@ -117,7 +117,7 @@ class StateAPI:
             over = [n.node_id for n in part.nodes.values() if not n.fits_capacity(n.allocated)]
             checks.append(
                 {
-                    "Name": f"Nodes within capacity ({part.display_name})",
+                    "Name": f"Nodes within capacity ({part.name})",
                     "Succeeded": not over,
                     "Description": "no node holds more than its capacity",
                     "DiagnosisMessage": f"over capacity: {over}" if over else "",

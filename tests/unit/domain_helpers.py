@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.cluster import ClusterContext, internal_partition_name
+from core.cluster import ClusterContext
 from core.commands import (
     AppAdd,
     NodeAction,
@@ -18,6 +18,7 @@ from core.commands import (
 from core.config import load_config
 from core.objects.allocation import Allocation
 from core.objects.partition import Partition
+from core.objects.partition_key import PartitionKey
 from core.resources import Resource
 
 ONE_LEAF = """
@@ -57,10 +58,10 @@ class Cluster:
 
     @property
     def partition(self) -> Partition:
-        return self.ctx.partitions[internal_partition_name(self.rm_id, "default")]
+        return self.ctx.partitions[PartitionKey(self.rm_id, "default")]
 
-    def pname(self, name: str = "default") -> str:
-        return internal_partition_name(self.rm_id, name)
+    def pname(self, name: str = "default") -> PartitionKey:
+        return PartitionKey(self.rm_id, name)
 
     def node(self, node_id: str, capacity: Mapping[str, int], action: NodeAction = NodeAction.CREATE) -> None:
         self.ctx.apply(

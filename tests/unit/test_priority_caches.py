@@ -13,22 +13,25 @@ import pytest
 from core.objects import priority
 from core.objects.allocation import Allocation
 from core.objects.application import Application
+from core.objects.partition_key import PartitionKey
 from core.objects.priority import MAX_PRIORITY, MIN_PRIORITY
 from core.objects.queue import Queue
 from core.resources import Resource
 from tests.unit.domain_helpers import Cluster
 from tests.unit.priority_helpers import _a, _apps, _check_caches, _config, _q
 
+PART = PartitionKey("rm", "default")
+
 # Application.ask_max_priority ---------------------------------------------------------------------
 
 
 def _bare_app() -> Application:
     root = Queue("root", None, is_leaf=False)
-    return Application("app", "[rm]default", Queue("leaf", root))
+    return Application("app", PART, Queue("leaf", root))
 
 
 def _ask(key: str, prio: int) -> Allocation:
-    return Allocation(key, "app", "[rm]default", Resource({"memory": 1}), priority=prio)
+    return Allocation(key, "app", PART, Resource({"memory": 1}), priority=prio)
 
 
 class _CountingAsks(dict[str, Allocation]):

@@ -140,7 +140,7 @@ def test_once_every_victim_is_confirmed_the_run_is_over() -> None:
     confirm(c, victims[1:])
     assert leaf.quota_running == set()
     assert leaf.preempting.is_zero() and root.preempting.is_zero()
-    assert c.partition.quota_victims == {}
+    assert c.partition.preemption.enforcing == {}
     assert leaf.allocated == Resource({M: 40})
     # The queue takes part in quota preemption again: a new lowering starts a new timer and run.
     lower_leaf(c, {M: 30})
@@ -169,7 +169,7 @@ def test_victims_that_go_another_way_also_end_the_run(how: str) -> None:
         c.node_action("n1", NodeAction.DECOMMISSION)
     leaf = queue(c, "root.leaf")
     assert leaf.quota_running == set() and leaf.preempting.is_zero()
-    assert c.partition.quota_victims == {}
+    assert c.partition.preemption.enforcing == {}
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,14 @@ from core.config.properties import SORT_FAIR, QueueProperties
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.node import Node
+from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue, QueueState
 from core.policies.node_sort import BINPACKING, FAIR, NodeIndex
 from core.policies.queue_sort import fair_max, queue_share, sorted_applications, sorted_children
 from core.resources import Resource
 from tests.unit.domain_helpers import Cluster
+
+PART = PartitionKey("rm", "default")
 
 # Helpers ------------------------------------------------------------------------------------------
 
@@ -44,10 +47,8 @@ def _names(queues: list[Queue]) -> list[str]:
 
 
 def _app(queue: Queue, app_id: str, allocated: dict[str, int], submitted: float = 0.0) -> Application:
-    app = Application(app_id, "[rm]default", queue, now=submitted)
-    app.add_ask(
-        Allocation(f"{app_id}-ask", app_id, "[rm]default", Resource({"memory": 1}), create_time=submitted)
-    )
+    app = Application(app_id, PART, queue, now=submitted)
+    app.add_ask(Allocation(f"{app_id}-ask", app_id, PART, Resource({"memory": 1}), create_time=submitted))
     app.allocated = Resource(allocated)
     queue.applications[app_id] = app
     return app
@@ -56,14 +57,12 @@ def _app(queue: Queue, app_id: str, allocated: dict[str, int], submitted: float 
 def _node(node_id: str, capacity: dict[str, int], used: dict[str, int] | None = None) -> Node:
     node = Node(node_id, Resource(capacity))
     if used:
-        node.add_allocation(Allocation(f"{node_id}-used", "app", "[rm]default", Resource(used)))
+        node.add_allocation(Allocation(f"{node_id}-used", "app", PART, Resource(used)))
     return node
 
 
 def _fill(node: Node, used: dict[str, int]) -> None:
-    node.add_allocation(
-        Allocation(f"{node.node_id}-{len(node.allocations)}", "app", "[rm]default", Resource(used))
-    )
+    node.add_allocation(Allocation(f"{node.node_id}-{len(node.allocations)}", "app", PART, Resource(used)))
 
 
 def _order(index: NodeIndex) -> list[str]:
@@ -347,7 +346,7 @@ def test_fifo_app_order_is_submission_time_and_skips_apps_without_asks() -> None
     leaf = _leaf(root, "leaf")
     _app(leaf, "late", {"memory": 0}, submitted=30.0)
     _app(leaf, "early", {"memory": 500}, submitted=10.0)
-    idle = Application("idle", "[rm]default", leaf, now=0.0)
+    idle = Application("idle", PART, leaf, now=0.0)
     leaf.applications["idle"] = idle
     assert [a.app_id for a in sorted_applications(leaf)] == ["early", "late"]
 

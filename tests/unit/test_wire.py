@@ -7,10 +7,16 @@ must not reuse any number or name upstream uses or reserves.
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Any
+
 import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
+from core.commands import NodeAction
+from core.events import ChangeDetail, ChangeType, EventType
+from core.results import Termination
 from si.v1 import si_pb2
 
 # message -> ({field: (number, type, label)}, reserved number ranges (inclusive), reserved names)
@@ -514,3 +520,24 @@ def test_an_upstream_encoded_allocation_decodes_field_by_field() -> None:
     wire = b"\x0a\x01k" + b"\x30\x05" + b"\x42\x01n" + b"\x4a\x01a"
     alloc = si_pb2.Allocation.FromString(wire)
     assert (alloc.allocationKey, alloc.priority, alloc.nodeID, alloc.applicationID) == ("k", 5, "n", "a")
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "wire", "unused"),
+    [
+        (EventType, si_pb2.EventRecord.Type, {"UNKNOWN_EVENTRECORD_TYPE"}),
+        (ChangeType, si_pb2.EventRecord.ChangeType, set()),
+        (ChangeDetail, si_pb2.EventRecord.ChangeDetail, set()),
+        (Termination, si_pb2.TerminationType, {"UNKNOWN_TERMINATION_TYPE"}),
+        (NodeAction, si_pb2.NodeInfo.ActionFromRM, {"UNKNOWN_ACTION_FROM_RM"}),
+    ],
+)
+def test_the_cores_enums_name_exactly_the_wire_values(
+    vocabulary: type[StrEnum], wire: Any, unused: set[str]
+) -> None:
+    """The core's typed vocabulary for what goes on the wire: every member is a value of the si enum
+    (the translation is by name), and every si value but the 'unknown' one has a member."""
+    names = set(wire.keys())
+    values = {member.value for member in vocabulary}
+    assert values <= names, f"not in si: {sorted(values - names)}"
+    assert names - unused <= values, f"without a member: {sorted(names - unused - values)}"

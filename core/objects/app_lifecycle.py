@@ -1,0 +1,82 @@
+"""Application state changes of one partition, as YuniKorn's state machine makes them.
+
+Each change keeps the queues' running counts (maxapplications) right, is reported to the RM
+(`UpdatedApplication`) and recorded as an event. Time moves applications on: Completing becomes
+Completed after `completing_timeout`, and a finished application is forgotten (Expired) after
+`terminated_timeout`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from core.events import Event
+from core.objects import partition_events
+from core.objects.application import AppEvent, Application, AppState
+
+COMPLETING_TIMEOUT = 30.0  # Completing -> Completed, as YuniKorn
+TERMINATED_TIMEOUT = 3 * 24 * 3600.0  # Completed/Failed/Rejected -> Expired, then forgotten
+TERMINAL = frozenset({AppState.REJECTED, AppState.COMPLETED, AppState.FAILED, AppState.EXPIRED})
+
+
+@dataclass(frozen=True)
+class AppStateChange:
+    app_id: str
+    state: AppState
+    time: float
+    message: str = ""
+
+
+class AppLifecycle:
+    def __init__(self, rm_id: str, record: Callable[[Event], None]) -> None:
+        self._rm_id = rm_id
+        self._record = record
+        self.changes: list[AppStateChange] = []  # for the RM, drained by the cluster
+        self.completed: list[Application] = []  # Completed and no longer in a queue, until they expire
+        self.completing_timeout = COMPLETING_TIMEOUT
+        self.terminated_timeout = TERMINATED_TIMEOUT
+
+    def transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
+        """Apply `event` when the application's state allows it; otherwise nothing happens."""
+        if not app.can_handle(event):
+            return
+        before = app.state
+        after = app.handle(event, now)
+        if after is None:
+            return
+        # maxapplications counts running applications, on the leaf and every ancestor.
+        if after == AppState.RUNNING and before != AppState.RUNNING:
+            app.queue.count_running(+1)
+        elif before == AppState.RUNNING:
+            app.queue.count_running(-1)
+        self.changes.append(AppStateChange(app.app_id, after, now, message or event.value))
+        self._record(
+            partition_events.app_state_changed(
+                self._rm_id, app.app_id, app.queue.full_name, before, after, message, now
+            )
+        )
+
+    def complete_if_idle(self, app: Application, now: float) -> None:
+        if app.is_idle():
+            self.transition(app, AppEvent.COMPLETE, now, "all allocations and asks are gone")
+
+    def completing_over(self, apps: Iterable[Application], now: float) -> list[Application]:
+        """Complete the Completing applications whose timeout passed; returns them (to be forgotten by
+        their queues and kept here until they expire)."""
+        done = [
+            app for app in apps
+            if app.state == AppState.COMPLETING and now - app.state_time >= self.completing_timeout
+        ]  # fmt: skip
+        for app in done:
+            self.transition(app, AppEvent.COMPLETE, now, "completing timeout")
+        return done
+
+    def expire(self, now: float) -> None:
+        for app in [a for a in self.completed if now - a.state_time >= self.terminated_timeout]:
+            self.transition(app, AppEvent.EXPIRE, now, "terminated timeout")
+            self.completed.remove(app)
+
+    def drain_changes(self) -> list[AppStateChange]:
+        changes, self.changes = self.changes, []
+        return changes

@@ -1,0 +1,84 @@
+"""The events a partition records as it changes (si EventRecord shape), one constructor per kind, so
+the partition's methods say what happened and this module says how it reads in the event log."""
+
+from __future__ import annotations
+
+from core.events import ChangeDetail, ChangeType, Event, EventType
+from core.objects.allocation import Allocation
+from core.objects.application import AppState
+from core.resources import Resource
+
+# An application state's ChangeDetail (APP_<STATE>); Rejected is APP_REJECT, as si names it.
+_APP_STATE_DETAILS = {
+    AppState.NEW: ChangeDetail.APP_NEW,
+    AppState.ACCEPTED: ChangeDetail.APP_ACCEPTED,
+    AppState.RUNNING: ChangeDetail.APP_RUNNING,
+    AppState.REJECTED: ChangeDetail.APP_REJECT,
+    AppState.COMPLETING: ChangeDetail.APP_COMPLETING,
+    AppState.COMPLETED: ChangeDetail.APP_COMPLETED,
+    AppState.FAILING: ChangeDetail.APP_FAILING,
+    AppState.FAILED: ChangeDetail.APP_FAILED,
+    AppState.EXPIRED: ChangeDetail.APP_EXPIRED,
+    AppState.RESUMING: ChangeDetail.APP_RESUMING,
+}
+
+
+def queue_created(rm_id: str, queue: str, app_id: str, now: float) -> Event:
+    message = f"queue created by placement for {app_id}"
+    return Event(rm_id, EventType.QUEUE, queue, ChangeType.ADD, ChangeDetail.QUEUE_DYNAMIC, message, now)
+
+
+def queue_removed(rm_id: str, queue: str, now: float) -> Event:
+    message = "queue removed: empty, and dynamic or no longer in the configuration"
+    return Event(rm_id, EventType.QUEUE, queue, ChangeType.REMOVE, ChangeDetail.QUEUE_DYNAMIC, message, now)
+
+
+def app_added(rm_id: str, app_id: str, queue: str, now: float) -> Event:
+    message = f"application added to {queue}"
+    return Event(
+        rm_id, EventType.APP, app_id, ChangeType.ADD, ChangeDetail.APP_NEW, message, now, reference_id=queue
+    )
+
+
+def app_rejected(rm_id: str, app_id: str, queue: str, reason: str, now: float) -> Event:
+    message = f"New -> Rejected: {reason}"
+    return Event(
+        rm_id,
+        EventType.APP,
+        app_id,
+        ChangeType.SET,
+        ChangeDetail.APP_REJECT,
+        message,
+        now,
+        reference_id=queue,
+    )
+
+
+def app_state_changed(
+    rm_id: str, app_id: str, queue: str, before: AppState, after: AppState, why: str, now: float
+) -> Event:
+    detail = _APP_STATE_DETAILS.get(after, ChangeDetail.DETAILS_NONE)
+    message = f"{before.value} -> {after.value}" + (f": {why}" if why else "")
+    return Event(rm_id, EventType.APP, app_id, ChangeType.SET, detail, message, now, reference_id=queue)
+
+
+def ask_allocated(rm_id: str, ask: Allocation, now: float) -> Event:
+    return Event(
+        rm_id, EventType.REQUEST, ask.key, ChangeType.ADD, ChangeDetail.REQUEST_ALLOC,
+        f"allocated on node {ask.node_id}", now, reference_id=ask.application_id,
+        resource=ask.resource.as_dict(),
+    )  # fmt: skip
+
+
+def victim_chosen(rm_id: str, victim: Allocation, why: str, now: float) -> Event:
+    return Event(
+        rm_id, EventType.APP, victim.application_id, ChangeType.REMOVE, ChangeDetail.ALLOC_PREEMPT, why, now,
+        reference_id=victim.key, resource=victim.resource.as_dict(),
+    )  # fmt: skip
+
+
+def quota_preemption(rm_id: str, queue: str, summary: str, achieved: Resource, now: float) -> Event:
+    return Event(
+        rm_id, EventType.QUEUE, queue, ChangeType.SET, ChangeDetail.QUEUE_PREEMPTION, summary, now,
+        resource=achieved.as_dict(),
+    )  # fmt: skip
