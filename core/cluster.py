@@ -70,7 +70,7 @@ class ClusterContext:
                     )
                     for victim, why in preempted
                 )
-            changes = part.drain_app_changes()
+            changes = part.lifecycle.drain_changes()
             if changes:
                 self._out(part.rm_id).updated_apps.extend(
                     AppUpdate(c.app_id, c.state.value, c.time, c.message) for c in changes
@@ -111,7 +111,7 @@ class ClusterContext:
         for part in self.partitions.values():
             if made >= budget:
                 break
-            if not part.has_pending():
+            if not part.root.has_pending():
                 continue
             new = allocate(part, now, budget - made)
             if new:
@@ -129,7 +129,7 @@ class ClusterContext:
             part.tick(now)
 
     def has_pending(self) -> bool:
-        return any(p.has_pending() for p in self.partitions.values())
+        return any(p.root.has_pending() for p in self.partitions.values())
 
     def is_registered(self, rm_id: str) -> bool:
         return rm_id in self.configs
@@ -165,7 +165,7 @@ class ClusterContext:
             f"partition {part_cfg.name}: {problem}"
             for part_cfg in cmd.config.partitions
             if (existing := self.partitions.get(PartitionKey(cmd.rm_id, part_cfg.name))) is not None
-            for problem in existing.config_conflicts(part_cfg)
+            for problem in existing.tree.conflicts(part_cfg.root)
         ]
         if conflicts:
             # All or nothing: a configuration that cannot apply everywhere applies nowhere.
@@ -338,7 +338,7 @@ class ClusterContext:
         for app_id in {a.application_id for a in released}:
             app = part.applications.get(app_id)
             if app is not None and app.is_idle():
-                part.complete_if_idle(app, now)
+                part.lifecycle.complete_if_idle(app, now)
 
 
 # What each node action shows in the event log: (change type, si ChangeDetail, message).

@@ -99,6 +99,17 @@ def names() -> str:
 DEFAULT_LIMITS = Limits()
 
 
+def config_size_problem(text: str, most: int) -> str:
+    """Why a configuration text is too large to read (over `most` bytes, max_config_bytes); "" when not."""
+    # A str is at least as many bytes as characters: only one near or over the limit is encoded.
+    if len(text) <= most // 4:
+        return ""
+    size = len(text.encode("utf-8"))
+    if size <= most:
+        return ""
+    return f"the configuration is {size:,} bytes, over the limit of {most:,} (max_config_bytes)"
+
+
 class TokenBucket:
     """Up to `burst` items at once, refilled at `rate` items a second; rate 0 means no limit."""
 

@@ -1,25 +1,16 @@
-"""Scheduler metrics in the Prometheus text format, named as YuniKorn names them (`yunikorn_` prefix).
+"""What the engine counts as it works (cheap increments): allocation attempts and latency histograms.
 
-Counters and histograms are kept as the engine works (cheap increments); gauges (queue resources,
-application and node counts) are read from the state at scrape time, so a scrape is one consistent
-snapshot. Labels stay bounded: queue names and resource types come from the configuration and the
-nodes' resource types, never per application or per node.
+core.server.prometheus renders them, with gauges read from the state at scrape time, in the
+Prometheus text format.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
-
-from core.preemption.ledger import PreemptionKind
-
-if TYPE_CHECKING:
-    from core.cluster import ClusterContext
+from collections.abc import Sequence
 
 # Seconds: from a tenth of a millisecond to ten seconds, as the scheduling cycle ranges.
 LATENCY_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
-QUEUE_STATES = ("guaranteed", "max", "allocated", "pending", "preempting")
 
 
 class Histogram:
@@ -47,99 +38,3 @@ class SchedulerMetrics:
 
     def count(self, result: str, n: int = 1) -> None:
         self.allocation_attempts[result] = self.allocation_attempts.get(result, 0) + n
-
-
-def _labels(pairs: dict[str, str]) -> str:
-    if not pairs:
-        return ""
-    escaped = (
-        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-        for k, v in pairs.items()
-    )
-    return "{" + ",".join(escaped) + "}"
-
-
-def _family(
-    name: str, kind: str, help_text: str, samples: Iterable[tuple[str, dict[str, str], float]]
-) -> list[str]:
-    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-    lines += [f"{name}{suffix}{_labels(labels)} {value:g}" for suffix, labels, value in samples]
-    return lines
-
-
-def _histogram(name: str, help_text: str, hist: Histogram) -> list[str]:
-    samples: list[tuple[str, dict[str, str], float]] = []
-    running = 0
-    for bound, count in zip(hist.buckets, hist.counts, strict=True):
-        running += count
-        samples.append(("_bucket", {"le": f"{bound:g}"}, running))
-    samples.append(("_bucket", {"le": "+Inf"}, hist.count))
-    samples.append(("_sum", {}, hist.total))
-    samples.append(("_count", {}, hist.count))
-    return _family(name, "histogram", help_text, samples)
-
-
-def render(context: ClusterContext, metrics: SchedulerMetrics) -> str:
-    lines: list[str] = []
-    lines += _family(
-        "yunikorn_scheduler_container_allocation_attempt_total", "counter",
-        "Allocation attempts by result: allocated, rejected (refused on arrival), released.",
-        (("", {"state": state}, n) for state, n in sorted(metrics.allocation_attempts.items())),
-    )  # fmt: skip
-    lines += _histogram(
-        "yunikorn_scheduler_scheduling_latency_seconds", "One scheduling slice, in seconds.",
-        metrics.cycle_latency,
-    )  # fmt: skip
-    lines += _histogram(
-        "yunikorn_scheduler_trying_to_allocation_latency_seconds",
-        "From an ask's arrival to its allocation, in seconds.", metrics.allocation_latency,
-    )  # fmt: skip
-    lines += _family("yunikorn_queue_resource", "gauge", "Queue resources by state.", _queue_samples(context))
-    lines += _family(
-        "yunikorn_scheduler_application_total", "gauge", "Applications by state.", _app_samples(context)
-    )
-    lines += _family("yunikorn_scheduler_node", "gauge", "Nodes by state.", _node_samples(context))
-    preempted = dict.fromkeys(PreemptionKind, 0)
-    for part in context.partitions.values():
-        for kind, n in part.preemption.counts.items():
-            preempted[kind] += n
-    lines += _family(
-        "yunikorn_scheduler_preemption_victims_total", "counter", "Allocations preempted, by kind.",
-        (("", {"kind": kind}, n) for kind, n in sorted(preempted.items())),
-    )  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
-def _queue_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
-    for part in context.partitions.values():
-        for queue in part.tree:
-            values = {
-                "guaranteed": queue.guaranteed, "max": queue.max, "allocated": queue.allocated,
-                "pending": queue.pending, "preempting": queue.preempting,
-            }  # fmt: skip
-            for state in QUEUE_STATES:
-                for resource, quantity in sorted((values[state] or {}).items()):
-                    labels = {"cluster": part.rm_id, "partition": part.name,
-                              "queue": queue.full_name, "state": state, "resource": resource}  # fmt: skip
-                    yield "", labels, quantity
-
-
-def _app_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
-    counts: dict[str, int] = {}
-    for part in context.partitions.values():
-        for app in part.applications.values():
-            counts[app.state.value.lower()] = counts.get(app.state.value.lower(), 0) + 1
-    for state, n in sorted(counts.items()):
-        yield "", {"state": state}, n
-
-
-def _node_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
-    schedulable = draining = 0
-    for part in context.partitions.values():
-        for node in part.nodes.values():
-            if node.schedulable:
-                schedulable += 1
-            else:
-                draining += 1
-    yield "", {"state": "active"}, schedulable
-    yield "", {"state": "draining"}, draining

@@ -38,7 +38,7 @@ from core.commands import (
 )
 from core.config import ConfigError, LoadedConfig, SchedulerConfig, load_config
 from core.config.yaml_reader import Problem
-from core.limits import DEFAULT_LIMITS, Limits, TokenBucket
+from core.limits import DEFAULT_LIMITS, Limits, TokenBucket, config_size_problem
 from core.objects.allocation import Allocation
 from core.results import ResultBatch
 from core.si_inbound import (
@@ -257,11 +257,9 @@ class RMProxy:
     async def _load_config(self, text: str) -> LoadedConfig:
         """load_config within the size limit, and off the event loop: a large configuration takes
         seconds to read, and the streams of every RM keep being served meanwhile."""
-        most = self.limits.max_config_bytes
-        if len(text) > most or len(text.encode("utf-8")) > most:
-            size = len(text.encode("utf-8"))
-            message = f"the configuration is {size:,} bytes, over the limit of {most:,} (max_config_bytes)"
-            raise ConfigError([Problem("", 0, message)])
+        too_large = config_size_problem(text, self.limits.max_config_bytes)
+        if too_large:
+            raise ConfigError([Problem("", 0, too_large)])
         return await asyncio.to_thread(load_config, text)
 
     async def _parse_config(self, text: str) -> SchedulerConfig:

@@ -76,7 +76,7 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
         app = partition.applications.get(ref[0])
         ask = app.asks.get(ref[1]) if app is not None else None
         if app is None or ask is None:
-            partition.unreserve(ref)
+            partition.reservations.release(ref)
             continue
         if not _may_allocate(app) or not app.queue.fits_headroom(
             ask.resource, include_root=not ask.required_node
@@ -84,7 +84,7 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
             continue
         node = partition.nodes[node_id]
         if node.fits(ask.resource) and _admits(node, ask):
-            partition.unreserve(ref)
+            partition.reservations.release(ref)
             partition.allocate(ask, node, now)
             made.append(ask)
             continue
@@ -93,7 +93,7 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
             continue
         other = find_node(partition, ask)
         if other is not None:
-            partition.unreserve(ref)
+            partition.reservations.release(ref)
             partition.allocate(ask, other, now)
             made.append(ask)
     return made
@@ -109,12 +109,12 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
         other = partition.applications.get(ref[0])
         other_ask = other.asks.get(ref[1]) if other is not None else None
         if other_ask is None or not other_ask.required_node:
-            partition.unreserve(ref)
+            partition.reservations.release(ref)
     if node.fits(ask.resource) and _admits(node, ask):
         partition.allocate(ask, node, now)
         return True
     if node.fits_capacity(ask.resource):  # as YuniKorn's node.Reserve: never for what cannot fit
-        partition.reserve(ask, node)
+        partition.reservations.reserve(ask, node)
         required_node.preempt_for(partition, ask, node, now)
     return False
 
@@ -178,7 +178,7 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
             break
         leaf, app, ask = found
         placed = False
-        if partition.is_reserved(ask):
+        if ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
             ask.note_pending(f"reserved node {node_id}, waiting for room there", now)
         else:
@@ -221,7 +221,7 @@ def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
     if now - ask.create_time > RESERVATION_DELAY:  # strictly, as YuniKorn's time.Since(create) > delay
         candidate = _reserve_candidate(partition, ask)
         if candidate is not None:
-            partition.reserve(ask, candidate)
+            partition.reservations.reserve(ask, candidate)
     return False
 
 
@@ -251,7 +251,7 @@ def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:
 def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
     if ask.required_node:
         message = f"required node {ask.required_node} has no room (or is not schedulable)"
-    elif partition.is_reserved(ask):
+    elif ask.ref in partition.reservations:
         message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
     else:
         message = "no node has room for it" + (

@@ -14,7 +14,7 @@ from sortedcontainers import SortedKeyList
 
 from core.objects.allocation import Allocation
 from core.objects.partition_key import PartitionKey
-from core.objects.priority import MIN_PRIORITY
+from core.objects.priority_range import MIN_PRIORITY
 from core.resources import Resource
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from core.config.schema import PartitionConfig
 from core.events import Event
 from core.objects import partition_events, priority, queue_events
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
-from core.objects.app_lifecycle import TERMINAL, AppLifecycle, AppStateChange
+from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.constraints import (
     AskConstraints,
@@ -27,6 +27,7 @@ from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
 from core.objects.rejected_apps import RejectedApplication, RejectedApplications
+from core.objects.reservations import Reservations
 from core.placement.manager import PlacementManager, PlacementRefused
 from core.placement.rules import PlacementRequest
 from core.policies.node_sort import NodeIndex
@@ -57,12 +58,12 @@ class Partition:
         self.applications: dict[str, Application] = {}
         self.rejected = RejectedApplications()
         self.foreign: dict[str, Allocation] = {}
-        self.reservations: dict[Ref, str] = {}  # (app, key) -> node ID
+        self.reservations = Reservations(self.nodes, self.log)
         self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
         self.total_capacity: Resource = ZERO
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
-        self.root.max = self._cluster_room()
+        self._room_changed()
         self.events: list[Event] = []  # drained by the cluster into its event log
         self.lifecycle = AppLifecycle(rm_id, self.events.append)
         self.quota = QuotaEnforcer(
@@ -85,10 +86,6 @@ class Partition:
     def find_queue(self, name: str) -> Queue | None:
         return self.tree.find(name)
 
-    def config_conflicts(self, config: PartitionConfig) -> list[str]:
-        """Why this partition cannot take `config` as it is now; empty when it can."""
-        return self.tree.conflicts(config.root)
-
     def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
         """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
         before = queue_events.snapshot(self.tree)
@@ -103,7 +100,7 @@ class Partition:
         weights = dict(policy.resource_weights) or None
         if (policy.type, weights) != (self.node_index.policy, self.node_index.weights):
             self.node_index.set_policy(policy.type, weights)
-        self.root.max = self._cluster_room()
+        self._room_changed()
 
     # Nodes ------------------------------------------------------------------------------------
     def add_node(
@@ -115,7 +112,8 @@ class Partition:
         node.traits = _traits(node_id, attributes)
         self.nodes[node_id] = node
         self.node_index.add(node)
-        self._set_total_capacity(self.total_capacity + capacity)
+        self.total_capacity = self.total_capacity + capacity
+        self._room_changed()
         return node
 
     def node(self, node_id: str) -> Node:
@@ -130,7 +128,8 @@ class Partition:
             node.traits = _traits(node_id, attributes)
             node.attributes = dict(attributes)
         if capacity is not None:
-            self._set_total_capacity(self.total_capacity - node.capacity + capacity)
+            self.total_capacity = self.total_capacity - node.capacity + capacity
+            self._room_changed()
             node.set_capacity(capacity)
             self.node_index.update(node)
         return node
@@ -139,34 +138,28 @@ class Partition:
         """Remove a node; returns the allocations that ran there, now released."""
         node = self.node(node_id)
         for ref in list(node.reservations):
-            self.unreserve(ref)
+            self.reservations.release(ref)
         released = []
         for alloc in list(node.allocations.values()):
             if alloc.foreign:
                 self.foreign.pop(alloc.key, None)
                 node.remove_allocation(alloc.key)
-                self._set_occupied(self.occupied_total - alloc.resource)
+                self.occupied_total = self.occupied_total - alloc.resource
+                self._room_changed()
                 continue
             self._unallocate(alloc)
             released.append(alloc)
         del self.nodes[node_id]
         self.node_index.remove(node_id)
-        self._set_total_capacity(self.total_capacity - node.capacity)
+        self.total_capacity = self.total_capacity - node.capacity
+        self._room_changed()
         return released
 
-    def _set_total_capacity(self, capacity: Resource) -> None:
-        self.total_capacity = capacity
-        self.root.max = self._cluster_room()
-
-    def _set_occupied(self, occupied: Resource) -> None:
-        self.occupied_total = occupied
-        self.root.max = self._cluster_room()
-
-    def _cluster_room(self) -> Resource:
-        """Root's max: what the nodes hold, less what other schedulers' pods occupy there; nothing
-        can be allocated beyond it, and a headroom that counted foreign room would mislead
-        reservations and preemption into thinking the cluster has room it does not."""
-        return self.total_capacity - self.occupied_total
+    def _room_changed(self) -> None:
+        """Root's max is what the nodes hold less what other schedulers' pods occupy there: nothing can
+        be allocated beyond it, and a headroom that counted foreign room would mislead reservations
+        and preemption into chasing room that is not ours."""
+        self.root.max = self.total_capacity - self.occupied_total
 
     # Applications -----------------------------------------------------------------------------
     def add_application(
@@ -238,9 +231,6 @@ class Partition:
         for name in self.tree.remove_empty():
             self.events.append(partition_events.queue_removed(self.rm_id, name, app.state_time))
 
-    def complete_if_idle(self, app: Application, now: float) -> None:
-        self.lifecycle.complete_if_idle(app, now)
-
     def tick(self, now: float) -> None:
         """Time-driven state: quota timers; application states Completing -> Completed -> Expired."""
         self.quota.fire_due(now, self.config.preemption.quota_preemption_enabled)
@@ -273,7 +263,8 @@ class Partition:
         self.foreign[alloc.key] = alloc
         node.add_allocation(alloc)
         self.node_index.update(node)
-        self._set_occupied(self.occupied_total + alloc.resource)
+        self.occupied_total = self.occupied_total + alloc.resource
+        self._room_changed()
 
     def add_existing(self, alloc: Allocation, now: float) -> None:
         """An allocation the RM already runs (recovery): it must fit the node and the queue limits."""
@@ -314,7 +305,7 @@ class Partition:
         ask = app.remove_ask(key)
         if ask is not None:
             app.queue.remove_pending(ask.resource)
-            self.unreserve(ask.ref)
+            self.reservations.release(ask.ref)
             priority.update_application(app)
         return ask
 
@@ -341,7 +332,8 @@ class Partition:
             if node is not None:
                 node.remove_allocation(key)
                 self.node_index.update(node)
-            self._set_occupied(self.occupied_total - alloc.resource)
+            self.occupied_total = self.occupied_total - alloc.resource
+            self._room_changed()
             return []
         app = self.application(app_id)
         released: list[Allocation] = []
@@ -357,7 +349,7 @@ class Partition:
             raise Rejection(f"application {app_id} has no ask or allocation with key {key}")
         for alloc in released:
             self._unallocate(alloc)
-        self.complete_if_idle(app, now)
+        self.lifecycle.complete_if_idle(app, now)
         return released
 
     # Preemption -------------------------------------------------------------------------------
@@ -386,32 +378,6 @@ class Partition:
             ask = app.asks.get(ask_ref[1]) if app is not None else None
             if ask is not None:
                 ask.preempting = False  # all its victims are gone; its reservation takes the room
-
-    # Reservations -----------------------------------------------------------------------------
-    def reserve(self, ask: Allocation, node: Node) -> None:
-        self.reservations[ask.ref] = node.node_id
-        node.reservations.add(ask.ref)
-        self.log.debug(
-            "node reserved", applicationID=ask.application_id, allocationKey=ask.key, nodeID=node.node_id
-        )
-
-    def unreserve(self, ref: Ref) -> None:
-        node_id = self.reservations.pop(ref, None)
-        if node_id is None:
-            return
-        node = self.nodes.get(node_id)
-        if node is not None:
-            node.reservations.discard(ref)
-
-    def is_reserved(self, ask: Allocation) -> bool:
-        return ask.ref in self.reservations
-
-    # Views ------------------------------------------------------------------------------------
-    def has_pending(self) -> bool:
-        return self.root.has_pending()
-
-    def drain_app_changes(self) -> list[AppStateChange]:
-        return self.lifecycle.drain_changes()
 
 
 def _constraints(alloc: Allocation) -> AskConstraints:

@@ -17,16 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.objects.priority_range import MIN_PRIORITY, clamp
+
 if TYPE_CHECKING:
     from core.objects.application import Application
     from core.objects.queue import Queue
-
-MIN_PRIORITY = -(2**31)
-MAX_PRIORITY = 2**31 - 1
-
-
-def clamp(value: int) -> int:
-    return max(MIN_PRIORITY, min(MAX_PRIORITY, value))
 
 
 def shown_priority(queue: Queue, inner: int | None) -> int:

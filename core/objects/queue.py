@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 from core.config.properties import QueueProperties
 from core.config.schema import ChildTemplate
 from core.objects.acl import ACL, NOBODY
-from core.objects.priority import MIN_PRIORITY
+from core.objects.priority_range import MIN_PRIORITY
 from core.resources import Resource
 
 if TYPE_CHECKING:

@@ -201,10 +201,10 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     if best is None:
         return False
     _, node, plan = best
-    if partition.is_reserved(ask):
-        partition.unreserve(ask.ref)
+    if ask.ref in partition.reservations:
+        partition.reservations.release(ask.ref)
     for other in [r for r in node.reservations if r != ask.ref]:
-        partition.unreserve(other)  # an ordinary reservation gives way; it is made again later
-    partition.reserve(ask, node)
+        partition.reservations.release(other)  # an ordinary reservation gives way; it is made again later
+    partition.reservations.reserve(ask, node)
     partition.preempt(ask, plan, now, PreemptionKind.INTER_QUEUE)
     return True

@@ -99,6 +99,7 @@ class CoreDaemon:
                 config_text,
                 ssl_context=ssl_context(rest_tls) if rest_tls is not None else None,
                 token=rest_token,
+                limits=options.limits,
             )
             if options.rest_listen
             else None

@@ -27,8 +27,8 @@ from core import state
 from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
 from core.events import Follower
-from core.limits import DEFAULT_LIMITS
-from core.metrics import render as render_metrics
+from core.limits import DEFAULT_LIMITS, Limits, config_size_problem
+from core.server.prometheus import render as render_metrics
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -43,15 +43,15 @@ def _error(
 
 
 DEFAULT_BATCH = 10_000
+SHUTDOWN_SECONDS = 5.0  # at most this long for requests under way to finish when the core stops
 
 
 class StateAPI:
-    # aiohttp refuses bodies over 1 MiB (413) before this; the check keeps the two limits together.
-    max_config_bytes = DEFAULT_LIMITS.max_config_bytes
-
-    def __init__(self, context: ClusterContext, default_config: str) -> None:
+    def __init__(self, context: ClusterContext, default_config: str, limits: Limits = DEFAULT_LIMITS) -> None:
         self.context = context
         self.default_config = default_config
+        self.max_config_bytes = limits.max_config_bytes  # the same limit as over gRPC
+        self._followers: set[Follower] = set()  # open event streams
         self.instance = str(uuid.uuid4())  # tells a reader of event numbers that the core restarted
 
     def routes(self) -> list[web.RouteDef]:
@@ -139,6 +139,7 @@ class StateAPI:
         count = _int_param(request, "count", 0)
         events = self.context.events
         follower = Follower(events, start=events.highest_id + 1 - count)
+        self._followers.add(follower)
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)
         try:
@@ -149,7 +150,13 @@ class StateAPI:
             pass
         finally:
             follower.close()
+            self._followers.discard(follower)
         return response
+
+    def end_streams(self) -> None:
+        """End every open event stream after what it has been sent (the core is stopping)."""
+        for follower in list(self._followers):
+            follower.end()
 
     async def metrics(self, request: web.Request) -> web.Response:
         text = render_metrics(self.context, self.context.metrics)
@@ -164,10 +171,9 @@ class StateAPI:
         text = await request.text()
         if not text.strip():
             return web.json_response({"allowed": False, "reason": "the request body holds no configuration"})
-        if len(text.encode("utf-8")) > self.max_config_bytes:
-            most = self.max_config_bytes
-            reason = f"the configuration is over the limit of {most:,} bytes (max_config_bytes)"
-            return web.json_response({"allowed": False, "reason": reason})
+        too_large = config_size_problem(text, self.max_config_bytes)
+        if too_large:
+            return web.json_response({"allowed": False, "reason": too_large})
         try:
             # Off the event loop: a large configuration takes seconds to read, and the gRPC streams
             # and other REST readers are served meanwhile.
@@ -248,16 +254,25 @@ class RestServer:
         default_config: str,
         ssl_context: ssl.SSLContext | None = None,
         token: str | None = None,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.listen = listen
         self.ssl_context = ssl_context
         self.token = token
         # The token check comes first (outermost), so an unauthorised request learns nothing more.
         middlewares = [bearer_token_check(token)] if token else []
-        self.app = web.Application(middlewares=[*middlewares, _state_errors])
-        self.app.router.add_routes(StateAPI(context, default_config).routes())
+        # aiohttp refuses larger bodies (413) before validate-conf reads them: the same limit.
+        self.app = web.Application(
+            middlewares=[*middlewares, _state_errors], client_max_size=limits.max_config_bytes
+        )
+        self.api = StateAPI(context, default_config, limits)
+        self.app.router.add_routes(self.api.routes())
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
-        self._runner = web.AppRunner(self.app, access_log=None)
+        # A handler whose client went away is cancelled: an event stream reader that left would
+        # otherwise wait for the next event, and hold up a shutdown for aiohttp's whole timeout.
+        self._runner = web.AppRunner(
+            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_SECONDS
+        )
         self.port = 0
 
     async def _unknown(self, request: web.Request) -> web.Response:
@@ -276,4 +291,5 @@ class RestServer:
         return self.port
 
     async def stop(self) -> None:
+        self.api.end_streams()
         await self._runner.cleanup()

@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 import aiohttp
+import pytest
 
+from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import CONFIG, get_json, load_cluster, resource
 from tests.recording_client import RecordingClient
@@ -93,3 +95,26 @@ async def test_config_shows_the_yaml_in_force_and_validate_conf_explains_refusal
         ]
     )
     await client.wait_allocations(3)
+
+
+@pytest.mark.parametrize("reader", ["gone", "still reading"])
+async def test_sigterm_stops_the_core_promptly_with_event_stream_readers_gone_or_present(reader: str) -> None:
+    """A reader of /ws/v1/events/stream, whether it left or still reads, does not hold up a shutdown:
+    the core exits 0 well within the stop's bound (it would otherwise wait out aiohttp's 60 s)."""
+    core = CoreProcess()
+    await core.start()
+    try:
+        session = aiohttp.ClientSession()
+        stream = await session.get(f"{core.rest_url}/ws/v1/events/stream")
+        assert stream.status == 200  # subscribed: the handler waits for the next event
+        if reader == "gone":
+            stream.close()
+            await session.close()
+        code = await core.stop(timeout=10)  # SIGTERM; SIGKILL (and a code of -9) after 10 s
+        assert code == 0, core.log_text()[-2000:]
+        if reader == "still reading":
+            assert await asyncio.wait_for(stream.content.read(), 10) == b""  # ended cleanly
+            stream.close()
+            await session.close()
+    finally:
+        await core.stop()

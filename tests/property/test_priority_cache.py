@@ -29,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from core.commands import AppRemove, UpdateApplications, UpdateConfig
 from core.config import load_config
 from core.objects import priority
-from core.objects.priority import MAX_PRIORITY, MIN_PRIORITY, clamp
+from core.objects.priority_range import MAX_PRIORITY, MIN_PRIORITY, clamp
 from core.objects.queue import Queue
 from tests.unit.domain_helpers import Cluster
 

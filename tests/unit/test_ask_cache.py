@@ -41,7 +41,7 @@ def test_the_pending_asks_of_an_application_are_bounded_and_free_again_when_answ
     cache = AskCache()
     for i in range(3):
         cache.hold(_ask("app-1", f"t{i}"), most_per_app=3)
-    with pytest.raises(BadItem, match="already has 3 pending asks.*max_pending_asks_per_application"):
+    with pytest.raises(BadItem, match=r"already has 3 pending asks.*max_pending_asks_per_application"):
         cache.hold(_ask("app-1", "t3"), most_per_app=3)
     cache.hold(_ask("app-2", "t0"), most_per_app=3)  # the limit is per application
     cache.take("app-1", "t0")

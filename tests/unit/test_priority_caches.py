@@ -14,7 +14,7 @@ from core.objects import priority
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.partition_key import PartitionKey
-from core.objects.priority import MAX_PRIORITY, MIN_PRIORITY
+from core.objects.priority_range import MAX_PRIORITY, MIN_PRIORITY
 from core.objects.queue import Queue
 from core.resources import Resource
 from tests.unit.domain_helpers import Cluster

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.objects.priority import MAX_PRIORITY, MIN_PRIORITY
+from core.objects.priority_range import MAX_PRIORITY, MIN_PRIORITY
 from core.policies.queue_sort import sorted_children
 from tests.unit.domain_helpers import Cluster
 from tests.unit.priority_helpers import _a, _apps, _check_caches, _config, _names, _q

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.commands import UpdateConfig
 from core.config import load_config
-from core.objects.priority import MIN_PRIORITY
+from core.objects.priority_range import MIN_PRIORITY
 from tests.unit.domain_helpers import Cluster
 from tests.unit.priority_helpers import _apps, _check_caches, _q
 

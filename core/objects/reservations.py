@@ -1,0 +1,37 @@
+"""Reservations of one partition: a node held for an ask that fits no node now (or waits for the
+victims preempted for it), so smaller asks do not keep taking the room it needs. Kept both ways,
+ask -> node here and node -> asks on the node, and always changed together."""
+
+from __future__ import annotations
+
+import structlog
+
+from core.objects.allocation import Allocation
+from core.objects.node import Node
+
+Ref = tuple[str, str]  # (application, allocation key)
+
+
+class Reservations(dict[Ref, str]):
+    """Ask -> the ID of the node reserved for it."""
+
+    def __init__(self, nodes: dict[str, Node], log: structlog.typing.FilteringBoundLogger) -> None:
+        super().__init__()
+        self._nodes = nodes
+        self._log = log
+
+    def reserve(self, ask: Allocation, node: Node) -> None:
+        self[ask.ref] = node.node_id
+        node.reservations.add(ask.ref)
+        self._log.debug(
+            "node reserved", applicationID=ask.application_id, allocationKey=ask.key, nodeID=node.node_id
+        )
+
+    def release(self, ref: Ref) -> None:
+        """Give the node back (nothing when the ask holds none)."""
+        node_id = self.pop(ref, None)
+        if node_id is None:
+            return
+        node = self._nodes.get(node_id)
+        if node is not None:
+            node.reservations.discard(ref)

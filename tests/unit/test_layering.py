@@ -1,0 +1,115 @@
+"""The tree's layering, read from the imports of every module (as written, not by running them).
+
+Imports under `if TYPE_CHECKING:` are for the type checker only and do not count as dependencies.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("core", "rmclient", "shim_fake", "shim_k8s", "pykorn_cli", "benchmarks")
+DOMAIN = ("core/objects", "core/policies", "core/placement", "core/preemption", "core/config")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _runtime_imports(path: Path) -> Iterator[str]:
+    """Every module `path` imports when it runs (also inside functions), TYPE_CHECKING blocks left out."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            submodules = [f"{node.module}.{alias.name}" for alias in node.names]
+            submodules = [m for m in submodules if m in MODULES]
+            # `from package import module` needs the module; `from module import name`, the module.
+            yield from submodules if len(submodules) == len(node.names) else [node.module, *submodules]
+
+
+def _project_imports(name: str) -> set[str]:
+    return {imported for imported in _runtime_imports(MODULES[name]) if imported in MODULES} - {name}
+
+
+GRAPH = {name: _project_imports(name) for name in MODULES}
+
+
+def test_no_import_circles_at_runtime() -> None:
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(GRAPH[name]):
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+    assert circles == []
+
+
+def _importers_of(prefix: str) -> set[str]:
+    return {
+        name for name, imported in GRAPH.items()
+        if any(i == prefix or i.startswith(prefix + ".") for i in imported)
+    }  # fmt: skip
+
+
+def test_only_the_fake_shim_itself_and_the_command_import_it() -> None:
+    outside = {n for n in _importers_of("shim_fake") if not n.startswith("shim_fake")}
+    assert outside <= {"pykorn_cli.main"}  # `pykorn fake run` dispatches to it
+
+
+def test_the_rm_client_imports_nothing_of_the_core_or_the_shims() -> None:
+    rmclient = {n for n in GRAPH if n.startswith("rmclient")}
+    leaks = {
+        (n, i) for n in rmclient for i in _runtime_imports(MODULES[n])
+        if i.split(".")[0] in ("core", "shim_fake", "shim_k8s", "pykorn_cli")
+    }  # fmt: skip
+    assert leaks == set()
+
+
+def test_the_core_imports_no_shim_and_not_the_command() -> None:
+    core = {n for n in GRAPH if n.startswith("core")}
+    leaks = {
+        (n, i) for n in core for i in GRAPH[n] if i.split(".")[0] in ("shim_fake", "shim_k8s", "pykorn_cli")
+    }
+    assert leaks == set()
+
+
+@pytest.mark.parametrize("place", DOMAIN)
+def test_the_domain_is_free_of_transport(place: str) -> None:
+    """grpc, asyncio and the generated stubs stay in core/server, rmproxy and the si translation."""
+    offenders = {
+        (str(path.relative_to(ROOT)), imported)
+        for path in (ROOT / place).rglob("*.py")
+        for imported in _runtime_imports(path)
+        if imported.split(".")[0] in ("grpc", "asyncio") or imported.startswith("si.")
+    }
+    assert offenders == set()
