@@ -33,15 +33,18 @@ bench: $(STAMP)
 ## proto: regenerate the committed stubs from proto/si/v1/si.proto.
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -Iproto --python_out=proto --pyi_out=proto \
-		--grpc_python_out=proto proto/si/v1/si.proto
+		--grpc_python_out=proto --plugin=protoc-gen-mypy_grpc=$(BIN)/protoc-gen-mypy_grpc \
+		--mypy_grpc_out=proto proto/si/v1/si.proto
 
 ## proto-check: fail when the committed stubs differ from what `make proto` generates.
 proto-check: $(STAMP)
 	$(BIN)/python tools/check_proto_drift.py
 
+## lint: ruff (rules and format) and mypy (strict for core/ and rmclient/; see pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -9,11 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from core.config.schema import SchedulerConfig
 from core.objects.allocation import Allocation
 from core.objects.partition_key import PartitionKey
 from core.resources import Resource
+
+if TYPE_CHECKING:
+    from core.preemption.dry_run import QuotaPreview
 
 
 class NodeAction(StrEnum):
@@ -110,7 +114,7 @@ class PreviewConfig:
 
     rm_id: str
     config: SchedulerConfig
-    reply: Callable[[object], None]
+    reply: Callable[[list[QuotaPreview] | Exception], None]
 
 
 Command = (

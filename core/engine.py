@@ -22,8 +22,6 @@ log = structlog.get_logger("pykorn.engine")
 
 ResultSink = Callable[[list[ResultBatch]], None]
 
-_STOP = object()
-
 
 class Engine:
     def __init__(
@@ -39,7 +37,7 @@ class Engine:
         self._slice_size = slice_size
         self._max_commands = max_commands_per_step
         self._tick_interval = tick_interval
-        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._queue: asyncio.Queue[Command | None] = asyncio.Queue()  # None: stop
         self._dirty = False
         self._last_tick = 0.0
 
@@ -47,7 +45,7 @@ class Engine:
         self._queue.put_nowait(command)
 
     def stop(self) -> None:
-        self._queue.put_nowait(_STOP)
+        self._queue.put_nowait(None)
 
     async def run(self) -> None:
         log.info("engine started")
@@ -57,8 +55,9 @@ class Engine:
             try:
                 item = await asyncio.wait_for(self._queue.get(), self._tick_interval)
             except TimeoutError:
-                item = None
-            stop = self._apply_batch(item) if item is not None else False
+                stop = False  # nothing arrived: timers and pending work only
+            else:
+                stop = self._apply_batch(item)
             if loop.time() - self._last_tick >= self._tick_interval:
                 self._tick()
                 self._last_tick = loop.time()
@@ -77,13 +76,13 @@ class Engine:
         if self.context.has_pending():
             self._dirty = True
 
-    def _apply_batch(self, first: object) -> bool:
+    def _apply_batch(self, first: Command | None) -> bool:
         """Apply `first` and whatever else is already queued, up to a bound; True when told to stop."""
-        item: object = first
+        item = first
         for _ in range(self._max_commands):
-            if item is _STOP:
+            if item is None:
                 return True
-            self._apply(item)  # type: ignore[arg-type]
+            self._apply(item)
             try:
                 item = self._queue.get_nowait()
             except asyncio.QueueEmpty:

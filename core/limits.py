@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, fields
+from typing import Any
 
 ECHO_SUFFIX = "…"  # marks an over-long ID echoed back in a rejection, cut to max_id_length
 
@@ -73,7 +74,7 @@ class Limits:
     def from_overrides(cls, overrides: list[str]) -> Limits:
         """Defaults with `NAME=VALUE` overrides (the `pykorn core --limit` flag); ValueError if bad."""
         types = {f.name: f.type for f in fields(cls)}
-        changes: dict[str, int | float] = {}
+        changes: dict[str, Any] = {}  # each value of the type its field has (checked just above)
         for item in overrides:
             name, sep, raw = item.partition("=")
             name = name.strip().replace("-", "_")

@@ -9,7 +9,7 @@ plain counts. A type missing from a Resource is zero, except where a Resource is
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from decimal import Decimal
 
 MEMORY = "memory"
@@ -45,6 +45,8 @@ class Resource(Mapping[str, int]):
     def __getitem__(self, key: str) -> int:
         return self._values[key]
 
+    # Not Mapping.get's contract (None for a missing key): a type a Resource does not name is zero of
+    # it, and every caller relies on getting a number.
     def get(self, key: str, default: int = 0) -> int:  # type: ignore[override]
         return self._values.get(key, default)  # missing types are zero
 
@@ -55,13 +57,13 @@ class Resource(Mapping[str, int]):
         return len(self._values)
 
     # The Mapping mixins go through __getitem__ per key; these hit the dict directly (hot path).
-    def items(self):  # type: ignore[no-untyped-def, override]
+    def items(self) -> ItemsView[str, int]:
         return self._values.items()
 
-    def keys(self):  # type: ignore[no-untyped-def, override]
+    def keys(self) -> KeysView[str]:
         return self._values.keys()
 
-    def values(self):  # type: ignore[no-untyped-def, override]
+    def values(self) -> ValuesView[int]:
         return self._values.values()
 
     def __contains__(self, key: object) -> bool:
@@ -91,14 +93,14 @@ class Resource(Mapping[str, int]):
     def __add__(self, other: Mapping[str, int]) -> Resource:
         out = self._values.copy()
         get = out.get
-        for k, v in (other._values if type(other) is Resource else other).items():  # type: ignore[attr-defined]
+        for k, v in (other._values if type(other) is Resource else other).items():
             out[k] = get(k, 0) + v
         return Resource._wrap(out)
 
     def __sub__(self, other: Mapping[str, int]) -> Resource:
         out = self._values.copy()
         get = out.get
-        for k, v in (other._values if type(other) is Resource else other).items():  # type: ignore[attr-defined]
+        for k, v in (other._values if type(other) is Resource else other).items():
             out[k] = get(k, 0) - v
         return Resource._wrap(out)
 

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
@@ -61,6 +61,9 @@ from core.si_outbound import (
     resource_to_si,
 )
 from si.v1 import si_pb2
+
+if TYPE_CHECKING:
+    from core.preemption.dry_run import QuotaPreview
 
 log = structlog.get_logger("pykorn.rmproxy")
 
@@ -232,7 +235,7 @@ class RMProxy:
             loaded = await self._load_config(request.config)
         except ConfigError as exc:
             return si_pb2.DryRunConfigurationResponse(valid=False, errors=[str(p) for p in exc.problems])
-        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[list[QuotaPreview] | Exception] = asyncio.get_running_loop().create_future()
         self._send_command(PreviewConfig(rm_id, loaded.config, future.set_result))
         result = await future
         if isinstance(result, Exception):
@@ -250,7 +253,7 @@ class RMProxy:
                     reason=p.reason,
                     victims=[preview_victim(v, queue) for v, queue in p.victims],
                 )
-                for p in result  # type: ignore[attr-defined]
+                for p in result
             ],
         )
 

@@ -243,7 +243,9 @@ def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:
     if found is None:
         return
     queue, short = found
-    room = {k: max(0, queue.max[k] - queue.allocated.get(k)) for k in short}  # type: ignore[index]
+    limit = queue.max
+    assert limit is not None  # a shortfall is always against a max
+    room = {k: max(0, limit[k] - queue.allocated.get(k)) for k in short}
     what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
     ask.note_pending(f"over {what}: asks {short}, room left {room}", now)
 

@@ -68,7 +68,7 @@ def allocation_response(batch: ResultBatch, asks: AskCache) -> si_pb2.Allocation
                 partitionName=r.partition.name,
                 applicationID=r.app_id,
                 allocationKey=r.key,
-                terminationType=si_pb2.TerminationType.Value(r.termination.value),
+                terminationType=r.termination.value,
                 message=r.message,
             )
             for r in batch.released

@@ -42,7 +42,7 @@ def diff_files(
         return 0
     from rmclient.client import SchedulerClient
 
-    async def ask() -> object:
+    async def ask() -> si_pb2.DryRunConfigurationResponse:
         async with SchedulerClient(core, rm_id, tls=tls) as client:
             return await client.dry_run_configuration(new_text)
 

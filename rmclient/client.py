@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Self
 
 import grpc
 import structlog
@@ -51,23 +51,13 @@ class ResponseHandler:
         status. Either way the connection is gone until the RM reconnects and registers again."""
 
 
-class _Call(Protocol):
-    async def write(self, message: Any) -> None: ...
-
-    async def read(self) -> Any: ...
-
-    async def done_writing(self) -> None: ...
-
-    def cancel(self) -> bool: ...
-
-
 class _Stream:
     """One bidirectional call: serialised writes, and a reader task handing each response on."""
 
     def __init__(
         self,
         name: str,
-        call: _Call,
+        call: grpc.aio.StreamStreamCall[Any, Any],
         on_message: Callable[[Any], None],
         on_closed: Callable[[str, str | None], None],
     ) -> None:
@@ -127,7 +117,7 @@ class SchedulerClient:
         # Why the connection was lost since the streams were last opened; None while it holds.
         self.lost: str | None = None
         self._channel: grpc.aio.Channel | None = None
-        self._stub: si_pb2_grpc.SchedulerStub | None = None
+        self._stub: si_pb2_grpc.SchedulerAsyncStub | None = None
         self._alloc: _Stream | None = None
         self._apps: _Stream | None = None
         self._nodes: _Stream | None = None
@@ -144,7 +134,7 @@ class SchedulerClient:
         self._stub = si_pb2_grpc.SchedulerStub(self._channel)
 
     @property
-    def stub(self) -> si_pb2_grpc.SchedulerStub:
+    def stub(self) -> si_pb2_grpc.SchedulerAsyncStub:
         assert self._stub is not None, "call connect() first"
         return self._stub
 
@@ -191,7 +181,7 @@ class SchedulerClient:
             self._channel = None
             self._stub = None
 
-    async def __aenter__(self) -> SchedulerClient:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
@@ -217,7 +207,7 @@ class SchedulerClient:
         )
 
     async def stream_events(
-        self, from_id: int = -1, types: Iterable[int] = ()
+        self, from_id: int = -1, types: Iterable[si_pb2.EventRecord.Type] = ()
     ) -> grpc.aio.UnaryStreamCall[si_pb2.EventStreamRequest, si_pb2.EventStreamResponse]:
         """This RM's scheduler events as they happen (held ones from `from_id` first when >= 0).
 
@@ -255,7 +245,7 @@ class SchedulerClient:
     async def node_action(
         self,
         node_id: str,
-        action: si_pb2.NodeInfo.ActionFromRM.ValueType,
+        action: si_pb2.NodeInfo.ActionFromRM,
         capacity: Mapping[str, int] | None = None,
     ) -> None:
         await self.add_nodes(messages.node(node_id, capacity, action=action))
@@ -284,7 +274,7 @@ class SchedulerClient:
         self,
         items: Iterable[tuple[str, str]],
         partition: str = "",
-        termination: si_pb2.TerminationType.ValueType = si_pb2.STOPPED_BY_RM,
+        termination: si_pb2.TerminationType = si_pb2.STOPPED_BY_RM,
         message: str = "",
     ) -> None:
         """Release several (application, key) pairs in one request."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
 from rmclient.tls import ClientTLS, open_channel
 
@@ -111,10 +111,15 @@ class CoreProcess:
 
     async def _wait_serving(self, deadline: float) -> None:
         async with open_channel(self.address, self.client_tls) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
+            # The health service's Check, called by name (the typeshed stub of HealthStub lacks it).
+            check = channel.unary_unary(
+                "/grpc.health.v1.Health/Check",
+                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                response_deserializer=health_pb2.HealthCheckResponse.FromString,
+            )
             while True:
                 try:
-                    reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                    reply = await check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
                     if reply.status == health_pb2.HealthCheckResponse.SERVING:
                         return
                 except grpc.aio.AioRpcError:

@@ -18,7 +18,7 @@ def resource_dict(res: si_pb2.Resource) -> dict[str, int]:
 def node(
     node_id: str,
     capacity: Mapping[str, int] | None = None,
-    action: si_pb2.NodeInfo.ActionFromRM.ValueType = si_pb2.NodeInfo.CREATE,
+    action: si_pb2.NodeInfo.ActionFromRM = si_pb2.NodeInfo.CREATE,
     attributes: Mapping[str, str] | None = None,
 ) -> si_pb2.NodeInfo:
     info = si_pb2.NodeInfo(nodeID=node_id, action=action, attributes=dict(attributes or {}))
@@ -76,7 +76,7 @@ def release(
     key: str = "",
     partition: str = "",
     message: str = "",
-    termination: si_pb2.TerminationType.ValueType = si_pb2.STOPPED_BY_RM,
+    termination: si_pb2.TerminationType = si_pb2.STOPPED_BY_RM,
 ) -> si_pb2.AllocationRelease:
     return si_pb2.AllocationRelease(
         applicationID=app_id,

@@ -1,7 +1,9 @@
-"""The Kubernetes API through the official `kubernetes` client, as raw JSON.
+"""The Kubernetes API through the official `kubernetes` client.
 
 The client is synchronous; every call runs in a worker thread so the shim's event loop stays free.
-Objects stay plain dicts (what the API serves), which is what shim_k8s.translate reads.
+Objects read stay plain dicts (what the API serves, read as raw JSON), which is what
+shim_k8s.translate reads; what the shim writes (bindings, evictions, events) is built as the client's
+typed models, which it serialises to the same JSON.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +19,8 @@ from kubernetes import client, config
 
 from shim_k8s.shim import BindError
 
-Obj = dict[str, Any]
+Obj = dict[str, Any]  # an object as the API serves it (decoded JSON)
+PodLike = Mapping[str, Any]
 
 
 def api_client(kubeconfig: str | None = None, host: str | None = None) -> client.ApiClient:
@@ -59,13 +62,14 @@ class Kube:
         return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
 
     # KubeActions ------------------------------------------------------------------------------
-    async def bind(self, pod: Obj, node: str) -> None:
+    async def bind(self, pod: PodLike, node: str) -> None:
         meta = pod["metadata"]
-        body = {
-            "apiVersion": "v1", "kind": "Binding",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }  # fmt: skip
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(
+                name=meta["name"], namespace=meta["namespace"], uid=meta.get("uid", "")
+            ),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
         try:
             await asyncio.to_thread(
                 self.core.create_namespaced_pod_binding,
@@ -77,10 +81,13 @@ class Kube:
         except client.ApiException as exc:
             raise BindError(f"{exc.status} {exc.reason}") from None
 
-    async def evict(self, pod: Obj, reason: str) -> None:
+    async def evict(self, pod: PodLike, reason: str) -> None:
         meta = pod["metadata"]
-        body = {"apiVersion": "policy/v1", "kind": "Eviction",
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}  # fmt: skip
+        body = client.V1Eviction(
+            api_version="policy/v1",
+            kind="Eviction",
+            metadata=client.V1ObjectMeta(name=meta["name"], namespace=meta["namespace"]),
+        )
         try:
             await asyncio.to_thread(
                 self.core.create_namespaced_pod_eviction, meta["name"], meta["namespace"], body,
@@ -90,18 +97,19 @@ class Kube:
             if exc.status != 404:  # already gone is fine
                 raise
 
-    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
+    async def record_event(self, obj: PodLike, reason: str, message: str, warning: bool = False) -> None:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or self.namespace
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name', 'pykorn')}.", "namespace": namespace},
-            "involvedObject": {"kind": obj.get("kind", "Pod"), "name": meta.get("name", ""),
-                               "namespace": namespace, "uid": meta.get("uid", "")},
-            "reason": reason, "message": message, "type": "Warning" if warning else "Normal",
-            "source": {"component": "pykorn"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        }  # fmt: skip
+        now = datetime.now(UTC).replace(microsecond=0)
+        body = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(generate_name=f"{meta.get('name', 'pykorn')}.", namespace=namespace),
+            involved_object=client.V1ObjectReference(
+                kind=obj.get("kind", "Pod"), name=meta.get("name", ""), namespace=namespace,
+                uid=meta.get("uid", ""),
+            ),
+            reason=reason, message=message, type="Warning" if warning else "Normal",
+            source=client.V1EventSource(component="pykorn"), first_timestamp=now, last_timestamp=now, count=1,
+        )  # fmt: skip
         with contextlib.suppress(client.ApiException):  # events are best effort
             await asyncio.to_thread(
                 self.core.create_namespaced_event, namespace, body, _preload_content=False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -19,10 +20,9 @@ from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
 log = structlog.get_logger("pykorn.k8s")
 
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
-_CORE = ("", "", {})  # queued when the core sent something or went away: look at it
-_STOP = ("stop", "", {})
-
-Item = tuple[str, str, dict[str, Any]]
+Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer
+_CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
+_STOP: Item = ("stop", "", {})
 
 
 async def run_shim(
@@ -118,5 +118,5 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
         log.info("core back; state sent again", rmID=client.rm_id)
 
 
-def _configmap(configmaps: list[Obj]) -> Obj | None:
+def _configmap(configmaps: Sequence[Obj]) -> Obj | None:
     return next((c for c in configmaps if c["metadata"]["name"] == CONFIGMAP_NAME), None)

@@ -184,7 +184,7 @@ def application_request(pod: Mapping[str, Any], app_id: str | None = None) -> si
 # Nodes -------------------------------------------------------------------------------------------
 
 
-def node_info(node: Mapping[str, Any], action: int) -> si_pb2.NodeInfo:
+def node_info(node: Mapping[str, Any], action: si_pb2.NodeInfo.ActionFromRM) -> si_pb2.NodeInfo:
     """A node: allocatable as its schedulable resource, labels and taints as attributes."""
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
     attributes = {ATTR_HOSTNAME: meta.get("name", "")}
@@ -199,7 +199,7 @@ def node_info(node: Mapping[str, Any], action: int) -> si_pb2.NodeInfo:
         attributes[ATTR_TAINTS] = json.dumps(taints, sort_keys=True)
     return si_pb2.NodeInfo(
         nodeID=meta.get("name", ""),
-        action=action,  # type: ignore[arg-type]
+        action=action,
         attributes=attributes,
         schedulableResource=_si_resource(quantities(status.get("allocatable"))),
     )

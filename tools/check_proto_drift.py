@@ -9,7 +9,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STUBS = ("si_pb2.py", "si_pb2.pyi", "si_pb2_grpc.py")
+STUBS = ("si_pb2.py", "si_pb2.pyi", "si_pb2_grpc.py", "si_pb2_grpc.pyi")
+BIN = Path(sys.executable).parent
 
 
 def main() -> int:
@@ -23,6 +24,8 @@ def main() -> int:
                 f"--python_out={out}",
                 f"--pyi_out={out}",
                 f"--grpc_python_out={out}",
+                f"--plugin=protoc-gen-mypy_grpc={BIN / 'protoc-gen-mypy_grpc'}",
+                f"--mypy_grpc_out={out}",
                 "proto/si/v1/si.proto",
             ],
             cwd=ROOT,

@@ -3,6 +3,8 @@ queues added or removed (for `pykorn config diff`, whose core query lives in pyk
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from core.config import properties
 from core.config.schema import QueueConfig, SchedulerConfig
 
@@ -24,10 +26,10 @@ def _queues(config: SchedulerConfig) -> dict[tuple[str, str], tuple[QueueConfig,
     return out
 
 
-def fmt_resource(res: object) -> str:
+def fmt_resource(res: Mapping[str, int] | None) -> str:
     if not res:
         return "-"
-    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"  # type: ignore[attr-defined]
+    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"
 
 
 def config_changes(old: SchedulerConfig, new: SchedulerConfig) -> list[str]:

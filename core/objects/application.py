@@ -101,7 +101,7 @@ class Application:
         self.submission_time = now
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
         # Pending asks in scheduling order, kept sorted as asks come and go (no re-sort per cycle).
-        self._sorted_asks: SortedKeyList = SortedKeyList(key=_ask_order)
+        self._sorted_asks: SortedKeyList[Allocation, tuple[int, float, str]] = SortedKeyList(key=_ask_order)
 
     # State machine ------------------------------------------------------------------------------
     def can_handle(self, event: AppEvent) -> bool:

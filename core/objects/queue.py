@@ -42,7 +42,7 @@ class Queue:
     ) -> None:
         self.name = name
         self.parent = parent
-        self.full_name = f"{parent.full_name}.{name}" if parent else name
+        self.full_name: str = f"{parent.full_name}.{name}" if parent else name
         self.is_leaf = is_leaf
         self.managed = managed  # from the configuration; dynamic queues come from placement
         self.state = QueueState.ACTIVE

@@ -8,6 +8,7 @@ name that is not a valid queue name or a parent rule that names a leaf queue.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.config.schema import Filter, PlacementRuleConfig
@@ -53,7 +54,7 @@ class RuleFilter:
         return not self.allow
 
 
-def _matcher(names: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _matcher(names: tuple[str, ...]) -> Callable[[str], bool]:
     # One entry with regex characters is a pattern (searched, as Go's MatchString does); otherwise
     # entries are exact names.
     if len(names) == 1 and _REGEX_CHARS.search(names[0]):

@@ -20,10 +20,13 @@ BINPACKING = "binpacking"
 
 class NodeIndex:
     def __init__(self, policy: str = FAIR, weights: dict[str, float] | None = None) -> None:
+        self._reset(policy, weights)
+
+    def _reset(self, policy: str, weights: dict[str, float] | None) -> None:
         self.policy = policy
         self.weights = dict(weights) if weights else None
         self._sign = -1.0 if policy == BINPACKING else 1.0
-        self._order: SortedList = SortedList()
+        self._order: SortedList[tuple[float, str]] = SortedList()
         self._keys: dict[str, tuple[float, str]] = {}
         self._nodes: dict[str, Node] = {}
 
@@ -56,7 +59,7 @@ class NodeIndex:
     def set_policy(self, policy: str, weights: dict[str, float] | None) -> None:
         """A reload changed the policy: rebuild the order."""
         nodes = list(self._nodes.values())
-        self.__init__(policy, weights)  # type: ignore[misc]
+        self._reset(policy, weights)
         for node in nodes:
             self.add(node)
 

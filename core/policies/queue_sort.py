@@ -39,7 +39,7 @@ def _share(used: int, base: int) -> float:
 
 
 def queue_share(queue: Queue, maximum: Mapping[str, int] | None = None) -> float:
-    guaranteed = queue.guaranteed or {}
+    guaranteed: Mapping[str, int] = queue.guaranteed or {}
     ceiling = maximum if maximum is not None else fair_max(queue)
     share = 0.0
     for name, used in queue.allocated.items():
@@ -102,7 +102,7 @@ def sorted_applications(queue: Queue) -> list[Application]:
     pending = [a for a in queue.applications.values() if a.has_pending()]
     by_priority = queue.props.sort_priority_enabled
     if queue.props.sort_policy == SORT_FAIR:
-        guaranteed = queue.guaranteed or {}
+        guaranteed: Mapping[str, int] = queue.guaranteed or {}
         return sorted(
             pending,
             key=lambda a: (

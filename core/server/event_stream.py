@@ -10,6 +10,7 @@ message naming the number to resume from; at shutdown every stream ends cleanly 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import grpc
 import structlog
@@ -22,19 +23,17 @@ from si.v1 import metadata, si_pb2
 log = structlog.get_logger("pykorn.events")
 
 _TYPES = si_pb2.EventRecord.Type
-_CHANGES = si_pb2.EventRecord.ChangeType
-_DETAILS = si_pb2.EventRecord.ChangeDetail
 
 
 def event_to_si(event: Event) -> si_pb2.EventRecord:
     return si_pb2.EventRecord(
-        type=_TYPES.Value(event.type),
+        type=event.type.value,  # the core's enums are the si values' names (tests/unit/test_wire.py)
         objectID=event.object_id,
         referenceID=event.reference_id,
         message=event.message,
         timestampNano=int(event.time * 1e9),
-        eventChangeType=_CHANGES.Value(event.change_type),
-        eventChangeDetail=_DETAILS.Value(event.change_detail),
+        eventChangeType=event.change_type.value,
+        eventChangeDetail=event.change_detail.value,
         resource=resource_to_si(Resource(event.resource)),
     )
 
@@ -52,7 +51,7 @@ class EventStreams:
             follower.end()
 
     async def serve(
-        self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext
+        self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[si_pb2.EventStreamResponse]:
         rm_id = request.rmID
         if not rm_id:

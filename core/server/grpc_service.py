@@ -19,7 +19,7 @@ from si.v1 import metadata, si_pb2, si_pb2_grpc
 log = structlog.get_logger("pykorn.grpc")
 
 
-def _metadata(context: grpc.aio.ServicerContext, key: str) -> str:
+def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str:
     for item in context.invocation_metadata() or ():
         if item[0] == key:
             return str(item[1])
@@ -45,7 +45,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         except TimeoutError:
             log.warning("stream handlers still running at shutdown", count=self._active_streams)
 
-    async def _authorize(self, rpc: str, request: Any, context: grpc.aio.ServicerContext) -> None:
+    async def _authorize(self, rpc: str, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         """Abort with PERMISSION_DENIED when the caller may not act as the rmID the request names."""
         # Secret fields (si_secret) never reach the log; the rest is what an operator debugs with.
         log.debug("request received", rpc=rpc, request=redacted(request))
@@ -55,7 +55,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
 
     async def RegisterResourceManager(
-        self, request: si_pb2.RegisterResourceManagerRequest, context: grpc.aio.ServicerContext
+        self, request: si_pb2.RegisterResourceManagerRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> si_pb2.RegisterResourceManagerResponse:
         await self._authorize("RegisterResourceManager", request, context)
         try:
@@ -66,42 +66,46 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         return si_pb2.RegisterResourceManagerResponse()
 
     async def DryRunConfiguration(
-        self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
+        self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> si_pb2.DryRunConfigurationResponse:
         await self._authorize("DryRunConfiguration", request, context)
         return await self._rmproxy.dry_run_configuration(request)
 
     async def UpdateConfiguration(
-        self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext
+        self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> si_pb2.UpdateConfigurationResponse:
         await self._authorize("UpdateConfiguration", request, context)
         return await self._rmproxy.update_configuration(request)
 
-    async def StreamEvents(  # type: ignore[override]
-        self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext
+    async def StreamEvents(
+        self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[si_pb2.EventStreamResponse]:
         await self._authorize("StreamEvents", request, context)
         async for response in self.events.serve(request, context):
             yield response
 
-    async def UpdateAllocation(  # type: ignore[override]
-        self, request_iterator: AsyncIterator[si_pb2.AllocationRequest], context: grpc.aio.ServicerContext
+    async def UpdateAllocation(
+        self,
+        request_iterator: AsyncIterator[si_pb2.AllocationRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[si_pb2.AllocationResponse]:
         async for response in self._bidi(
             request_iterator, context, StreamKind.ALLOCATION, self._rmproxy.on_allocation_request
         ):
             yield response
 
-    async def UpdateApplication(  # type: ignore[override]
-        self, request_iterator: AsyncIterator[si_pb2.ApplicationRequest], context: grpc.aio.ServicerContext
+    async def UpdateApplication(
+        self,
+        request_iterator: AsyncIterator[si_pb2.ApplicationRequest],
+        context: grpc.aio.ServicerContext[Any, Any],
     ) -> AsyncIterator[si_pb2.ApplicationResponse]:
         async for response in self._bidi(
             request_iterator, context, StreamKind.APPLICATION, self._rmproxy.on_application_request
         ):
             yield response
 
-    async def UpdateNode(  # type: ignore[override]
-        self, request_iterator: AsyncIterator[si_pb2.NodeRequest], context: grpc.aio.ServicerContext
+    async def UpdateNode(
+        self, request_iterator: AsyncIterator[si_pb2.NodeRequest], context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[si_pb2.NodeResponse]:
         async for response in self._bidi(
             request_iterator, context, StreamKind.NODE, self._rmproxy.on_node_request
@@ -111,7 +115,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
     async def _bidi(
         self,
         requests: AsyncIterator[Any],
-        context: grpc.aio.ServicerContext,
+        context: grpc.aio.ServicerContext[Any, Any],
         kind: StreamKind,
         handle: Callable[[Any, ResponseStream], None],
     ) -> AsyncIterator[Any]:

@@ -11,6 +11,7 @@ A request that names no rmID passes here: the proxy refuses it with its own "rmI
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
@@ -41,10 +42,10 @@ class Caller:
 ANY_RM = Caller(None)
 
 
-def caller(context: grpc.aio.ServicerContext, enforced: bool) -> Caller:
+def caller(context: grpc.aio.ServicerContext[Any, Any], enforced: bool) -> Caller:
     """Who is calling, from the TLS session. `enforced` is true when the server requires client certs."""
     if not enforced:
         return ANY_RM
-    names = context.auth_context().get(COMMON_NAME_KEY) or []
+    names = list(context.auth_context().get(COMMON_NAME_KEY) or ())
     # A certificate without a CN yields an empty identity, which matches no rmID (fail closed).
     return Caller(names[0].decode("utf-8", errors="replace") if names else "")

@@ -20,7 +20,11 @@ REDACTED = "<redacted>"
 
 
 def is_secret(field: FieldDescriptor) -> bool:
-    return bool(field.GetOptions().Extensions[si_pb2.si_secret])
+    """Whether the field carries the `(si.v1.si_secret) = true` option."""
+    return any(
+        option.is_extension and option.number == si_pb2.SI_SECRET_FIELD_NUMBER and bool(value)
+        for option, value in field.GetOptions().ListFields()
+    )
 
 
 def redacted(message: Message) -> dict[str, Any]:
@@ -32,6 +36,7 @@ def redacted(message: Message) -> dict[str, Any]:
 
 def _field_value(field: FieldDescriptor, value: Any) -> Any:
     if _is_map(field):
+        assert field.message_type is not None  # a map field's entries are messages
         value_field = field.message_type.fields_by_name["value"]
         return {key: _single(value_field, item) for key, item in value.items()}
     if field.is_repeated:
@@ -43,6 +48,7 @@ def _single(field: FieldDescriptor, value: Any) -> Any:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         return redacted(value)
     if field.type == FieldDescriptor.TYPE_ENUM:
+        assert field.enum_type is not None
         named = field.enum_type.values_by_number.get(value)
         return named.name if named is not None else value
     if field.type == FieldDescriptor.TYPE_BYTES:
@@ -51,8 +57,4 @@ def _single(field: FieldDescriptor, value: Any) -> Any:
 
 
 def _is_map(field: FieldDescriptor) -> bool:
-    return (
-        field.is_repeated
-        and field.type == FieldDescriptor.TYPE_MESSAGE
-        and field.message_type.GetOptions().map_entry
-    )
+    return field.is_repeated and field.message_type is not None and field.message_type.GetOptions().map_entry

@@ -16,7 +16,7 @@ import ipaddress
 import json
 import ssl
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -32,7 +32,7 @@ from core.server.prometheus import render as render_metrics
 
 log = structlog.get_logger("pykorn.rest")
 
-Handler = Callable[[web.Request], Any]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _error(
@@ -283,7 +283,7 @@ class RestServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, int(port), ssl_context=self.ssl_context)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(self._runner.addresses[0][1])  # (host, port): the port bound, when 0 was asked
         tls = self.ssl_context is not None
         log.info("rest api listening", address=f"{host}:{self.port}", tls=tls, token=self.token is not None)
         if self.token and not tls and not _is_loopback(host):

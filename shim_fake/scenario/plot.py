@@ -5,6 +5,7 @@ matplotlib is an optional extra (`pip install 'pykorn[plot]'`); `make run` insta
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from shim_fake.scenario.recording import Recording
@@ -41,7 +42,7 @@ def write_plot(rec: Recording, path: Path) -> None:
         usage = [u.get(queue, 0) / divisor for _, u in rec.samples]
         ax.step(times, usage, where="post", color=color, linewidth=1.8, label=f"{queue} usage")
         max_t, max_v = _max_series(rec, queue, divisor)
-        if max_v and any(v is not None for v in max_v):
+        if max_v and not all(math.isnan(v) for v in max_v):
             ax.step(
                 max_t, max_v, where="post", color=color, linestyle="--", linewidth=1.2, label=f"{queue} max"
             )
@@ -81,15 +82,16 @@ def _under(task_queue: str, queue: str) -> bool:
     return task_queue == queue or task_queue.startswith(queue + ".")
 
 
-def _max_series(rec: Recording, queue: str, divisor: float) -> tuple[list[float], list[float | None]]:
+def _max_series(rec: Recording, queue: str, divisor: float) -> tuple[list[float], list[float]]:
+    """The queue's max over time; NaN while it has none (matplotlib leaves a gap there)."""
     end = rec.samples[-1][0] if rec.samples else rec.end_time
     times: list[float] = []
-    values: list[float | None] = []
+    values: list[float] = []
     for at, limits in rec.limits_timeline:
         limit = limits.get(queue)
         value = limit.max.get(rec.resource) if limit is not None else None
         times.append(at)
-        values.append(value / divisor if value is not None else None)
+        values.append(value / divisor if value is not None else math.nan)
     times.append(end)
     values.append(values[-1])
     return times, values

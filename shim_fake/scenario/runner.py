@@ -19,6 +19,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TextIO
 
 import grpc
@@ -127,16 +128,13 @@ class Runner:
             self.client.connection_lost(f"start interrupted: {exc!r}")
         self.clock = ScenarioClock(self.speed)
         for app in self.s.apps:
-            self._at(app.arrival, lambda app=app: self._add_app(app))
+            self._at(app.arrival, partial(self._add_app, app))
             for group in app.tasks:
-                self._at(
-                    max(group.arrival, app.arrival),
-                    lambda app=app, group=group: self._submit_group(app, group),
-                )
+                self._at(max(group.arrival, app.arrival), partial(self._submit_group, app, group))
         for change in self.s.config_changes:
-            self._at(change.at, lambda change=change: self._change_config(change.at, change.config))
+            self._at(change.at, partial(self._change_config, change.at, change.config))
         for event in self.s.node_events:
-            self._at(event.at, lambda event=event: self._node_event(event))
+            self._at(event.at, partial(self._node_event, event))
 
     def _at(self, when: float, action: Callable[[], object]) -> None:
         heapq.heappush(self._events, (when, next(self._seq), action))
@@ -433,7 +431,8 @@ class Runner:
             await self._send_apps(apps)
             if self._connection_lost():
                 raise ConnectionError("the core went away during the resync")
-        running, lost = [], []
+        running: list[Task] = []
+        lost: list[Task] = []
         for task in self.tasks.values():
             if task.state == TaskState.RUNNING:
                 (running if task.node_id in self.nodes else lost).append(task)
@@ -472,7 +471,7 @@ def _node_info(
     node_id: str,
     resources: Resource | None,
     attributes: tuple[tuple[str, str], ...] = (),
-    action: si_pb2.NodeInfo.ActionFromRM.ValueType = si_pb2.NodeInfo.CREATE,
+    action: si_pb2.NodeInfo.ActionFromRM = si_pb2.NodeInfo.CREATE,
 ) -> si_pb2.NodeInfo:
     capacity = resources.as_dict() if resources is not None else None
     return messages.node(node_id, capacity, action=action, attributes=dict(attributes))
