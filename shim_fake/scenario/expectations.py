@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_never
 
 from shim_fake.scenario.model import Expectation, ExpectKind, Task, TaskState
 from shim_fake.scenario.recording import Recording, percentile
@@ -55,7 +56,7 @@ def _check(e: Expectation, rec: Recording) -> Outcome:
         return Outcome(e, p99 <= limit, f"wait p99 in {queue} was {p99:.2f}s (limit {limit:g}s)")
     if kind == ExpectKind.NO_REJECTIONS:
         return Outcome(e, not rec.rejections, f"{len(rec.rejections)} rejection(s)")
-    return Outcome(e, False, f"unknown expectation {kind}")
+    assert_never(kind)  # every kind is checked above (mypy holds it so)
 
 
 def _usage(e: Expectation, rec: Recording) -> Outcome:

@@ -6,6 +6,8 @@ The invalid scenarios are written inline; the line numbers expected are counted 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.config.yaml_reader import Problem
@@ -42,9 +44,9 @@ def _after_queues(body: str) -> str:
     return QUEUES + body
 
 
-def _problems(text: str, **kwargs: object) -> list[Problem]:
+def _problems(text: str, base_dir: Path | None = None) -> list[Problem]:
     with pytest.raises(ScenarioError) as info:
-        parse_scenario(text, **kwargs)  # type: ignore[arg-type]
+        parse_scenario(text, base_dir=base_dir)
     assert info.value.problems, "a ScenarioError always lists its problems"
     return info.value.problems
 

@@ -8,9 +8,10 @@ import pytest
 from core.ask_cache import AskCache
 from core.si_inbound import BadItem
 from rmclient import messages
+from si.v1 import si_pb2
 
 
-def _ask(app: str, key: str) -> object:
+def _ask(app: str, key: str) -> si_pb2.Allocation:
     return messages.ask(app, key, {"memory": 1}, tags={"creationTime": "1"})
 
 

@@ -37,10 +37,10 @@ def _cluster(offset: int = 0) -> Cluster:
     return c
 
 
-def _ask(c: Cluster, app: str, key: str, memory: int, priority: int = 0, **kw: object) -> Allocation:
+def _ask(c: Cluster, app: str, key: str, memory: int, priority: int = 0) -> Allocation:
     ask = Allocation(
         key, app, c.pname(), Resource({"memory": memory}), priority=priority,
-        allow_preempt_other=True, allow_preempt_self=True, **kw,  # type: ignore[arg-type]
+        allow_preempt_other=True, allow_preempt_self=True,
     )  # fmt: skip
     c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
     return ask
@@ -121,14 +121,15 @@ def test_the_ask_reserves_the_node_and_gets_it_once_the_rm_confirms() -> None:
     assert len(victims) == 2
     part = c.partition
     assert part.reservations == {("a", "want"): "n1"}
-    assert part.find_queue("root.c").preempting.get("memory") == 20  # type: ignore[union-attr]
+    root_c = part.find_queue("root.c")
+    assert root_c is not None and root_c.preempting.get("memory") == 20
     assert _run(c) == []  # at most one preemption outstanding per ask
     for app, key in victims:
         c.ctx.apply(UpdateAllocations(c.rm_id, releases=(ReleaseRequest(c.pname(), app, key),)))
     c.schedule()
     new = [a.key for b in c.ctx.drain_results() for a in b.new_allocations]
     assert new == ["want"]
-    assert part.find_queue("root.c").preempting.is_zero()  # type: ignore[union-attr]
+    assert root_c.preempting.is_zero()
 
 
 def test_no_preemption_when_it_would_not_make_the_ask_fit() -> None:

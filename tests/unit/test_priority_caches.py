@@ -39,6 +39,7 @@ class _CountingAsks(dict[str, Allocation]):
 
     visited = 0
 
+    # A generator, not a dict view: what it counts is how far a scan went (a test double only).
     def values(self) -> Iterator[Allocation]:  # type: ignore[override]
         for value in super().values():
             self.visited += 1

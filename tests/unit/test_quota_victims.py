@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.preemption import quota
 from core.resources import Resource
@@ -61,7 +62,7 @@ def test_a_leaf_with_only_required_node_allocations_gives_nothing_and_says_why()
     leaf = queue(c, "root.leaf")
     assert leaf.quota_outcome is not None
     assert leaf.quota_outcome["complete"] is False
-    assert Resource(leaf.quota_outcome["achieved"]).is_zero()  # type: ignore[arg-type]
+    assert Resource(leaf.quota_outcome["achieved"]).is_zero()
     assert leaf.quota_outcome["reason"] == "no running allocation uses the resources over the max"
     assert not leaf.quota_running
 
@@ -87,7 +88,7 @@ def test_victim_order_non_originators_then_priority_then_allow_preemption_then_y
 
 def test_victim_order_key_sorts_as_the_document_says() -> None:
     def alloc(key: str, **kw: Any) -> Allocation:
-        return Allocation(key, "a", "p", Resource({M: 1}), node_id="n", **kw)
+        return Allocation(key, "a", PartitionKey("rm", "p"), Resource({M: 1}), node_id="n", **kw)
 
     allocs = [
         alloc("orig", originator=True, priority=-9, allow_preempt_self=True, create_time=9.0),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import structlog
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from google.protobuf.message import Message
 
 from core.logging_setup import configure_logging
@@ -23,7 +23,7 @@ def _field(message: descriptor_pb2.DescriptorProto, name: str, number: int, **kw
     secret = kwargs.pop("secret", False)
     field = message.field.add(name=name, number=number, label=kwargs.pop("label", F.LABEL_OPTIONAL), **kwargs)
     if secret:
-        field.options.Extensions[si_pb2.si_secret] = True
+        text_format.Parse("[si.v1.si_secret]: true", field.options)
     return field
 
 

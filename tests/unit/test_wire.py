@@ -384,7 +384,9 @@ PYKORN_ADDED_METHODS = {
     "StreamEvents": ("si.v1.EventStreamRequest", "si.v1.EventStreamResponse", False, True),
 }
 
-_TYPE_NAMES = {v: k.replace("TYPE_", "").lower() for k, v in descriptor_pb2.FieldDescriptorProto.Type.items()}
+_TYPE_NAMES: dict[int, str] = {
+    v: k.replace("TYPE_", "").lower() for k, v in descriptor_pb2.FieldDescriptorProto.Type.items()
+}
 
 
 def _type_of(field: FieldDescriptor) -> str:
@@ -511,7 +513,8 @@ def test_new_messages_do_not_take_upstream_names() -> None:
 
 def test_secret_field_option_keeps_its_number() -> None:
     assert si_pb2.si_secret.number == 1059
-    assert si_pb2.si_secret.containing_type.full_name == "google.protobuf.FieldOptions"
+    extended = si_pb2.si_secret.containing_type
+    assert extended is not None and extended.full_name == "google.protobuf.FieldOptions"
 
 
 def test_an_upstream_encoded_allocation_decodes_field_by_field() -> None:
