@@ -9,6 +9,7 @@ reserved node takes no other ask.
 
 from __future__ import annotations
 
+from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
 from core.objects.constraints import NO_CONSTRAINTS, node_admits
@@ -17,14 +18,29 @@ from core.objects.partition import Partition
 from core.objects.queue import Queue
 from core.policies.queue_sort import sorted_applications, sorted_children
 from core.preemption import inter_queue, required_node
+from core.ugm.tracker import Block
 
 RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
 MAX_PREEMPTION_ATTEMPTS = 10  # asks that may look for victims in one cycle, as YuniKorn
 
 
-def _may_allocate(app: Application) -> bool:
-    # An application still Accepted must fit under maxapplications before its first allocation.
-    return app.state != AppState.ACCEPTED or app.queue.can_run_another_app()
+def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
+    # An application still Accepted must fit under maxapplications before its first allocation: its
+    # queues', and its user's and group's on the path.
+    if app.state != AppState.ACCEPTED:
+        return True
+    if not app.queue.can_run_another_app():
+        return False
+    blocked = partition.user_groups.run_block(app)
+    if (blocked is not None) != app.held_by_limit:  # held, or free again: say so once per change
+        app.held_by_limit = blocked is not None
+        why = blocked.describe() if blocked is not None else ""
+        partition.events.append(
+            partition_events.app_runnable(
+                partition.rm_id, app.app_id, app.queue.full_name, blocked is None, why, now
+            )
+        )
+    return blocked is None
 
 
 def _admits(node: Node, ask: Allocation) -> bool:
@@ -78,8 +94,10 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
         if app is None or ask is None:
             partition.reservations.release(ref)
             continue
-        if not _may_allocate(app) or not app.queue.fits_headroom(
-            ask.resource, include_root=not ask.required_node
+        if (
+            not _may_allocate(partition, app, now)
+            or partition.user_groups.resource_block(app, ask.resource) is not None
+            or not app.queue.fits_headroom(ask.resource, include_root=not ask.required_node)
         ):
             continue
         node = partition.nodes[node_id]
@@ -142,21 +160,23 @@ class _Cycle:
         self.cursor[app.app_id] = self.cursor.get(app.app_id, 0) + 1
 
 
-def _select(queue: Queue, cycle: _Cycle) -> tuple[Queue, Application, Allocation] | None:
+def _select(
+    partition: Partition, queue: Queue, cycle: _Cycle
+) -> tuple[Queue, Application, Allocation] | None:
     """Descend in the current sort order to the first leaf, application and ask not yet tried."""
     if queue.full_name in cycle.exhausted:
         return None
     if queue.is_leaf:
         for app in sorted_applications(queue):
-            if not _may_allocate(app):
-                _note_app_limit(app, cycle)
+            if not _may_allocate(partition, app, cycle.now):
+                _note_app_limit(partition, app, cycle)
                 continue
             ask = cycle.next_ask(app)
             if ask is not None:
                 return queue, app, ask
     else:
         for child in sorted_children(queue):
-            found = _select(child, cycle)
+            found = _select(partition, child, cycle)
             if found is not None:
                 return found
     cycle.exhausted.add(queue.full_name)
@@ -173,12 +193,16 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
     cycle = _Cycle(now)
     preemption_attempts = MAX_PREEMPTION_ATTEMPTS
     while len(made) < budget:
-        found = _select(partition.root, cycle)
+        found = _select(partition, partition.root, cycle)
         if found is None:
             break
         leaf, app, ask = found
         placed = False
-        if ask.ref in partition.reservations:
+        blocked = partition.user_groups.resource_block(app, ask.resource)
+        if blocked is not None:
+            # A user's or group's limit is no reason to preempt anyone: the ask waits for its own work.
+            _note_user_limit(partition, ask, blocked, now)
+        elif ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
             ask.note_pending(f"reserved node {node_id}, waiting for room there", now)
         else:
@@ -226,16 +250,25 @@ def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
 
 
 # Pending reasons ("why is this pending?"), kept on the ask for the REST API --------------------------
-def _note_app_limit(app: Application, cycle: _Cycle) -> None:
+def _note_app_limit(partition: Partition, app: Application, cycle: _Cycle) -> None:
     ask = cycle.next_ask(app)
     if ask is not None:
         full = [q for q in app.queue.path_to_root() if 0 < q.max_applications <= q.running_apps]
-        where = (
-            f"queue {full[0].full_name} runs its maxapplications ({full[0].max_applications})" if full else ""
-        )
+        where = ""
+        if full:
+            where = f"queue {full[0].full_name} runs its maxapplications ({full[0].max_applications})"
+        elif (blocked := partition.user_groups.run_block(app)) is not None:
+            where = blocked.describe()
         ask.note_pending(
             f"application {app.app_id} may not start yet: {where or 'application limit'}", cycle.now
         )
+
+
+def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now: float) -> None:
+    why = blocked.describe()
+    if why != ask.pending_reason:  # an event per change, not per cycle
+        partition.events.append(partition_events.ask_over_limit(partition.rm_id, ask, why, now))
+    ask.note_pending(why, now)
 
 
 def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:

@@ -7,7 +7,7 @@ whole list; each problem names its YAML path and line.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources as importlib_resources
 
 import yaml
@@ -29,11 +29,22 @@ from core.config.schema import (
 from core.config.validation import validate_partition
 from core.config.yaml_reader import Problem, YamlReader, line_of
 from core.resources import Resource, ResourceError, parse_quantity
+from core.ugm import resolver
 
-_TOP_KEYS = frozenset({"partitions"})
+_TOP_KEYS = frozenset({"partitions", "checksum"})
 _PARTITION_KEYS = frozenset(
-    {"name", "queues", "placementrules", "limits", "preemption", "nodesortpolicy", "statedumpfilepath"}
+    {
+        "name",
+        "queues",
+        "placementrules",
+        "limits",
+        "preemption",
+        "nodesortpolicy",
+        "usergroupresolver",
+        "statedumpfilepath",
+    }
 )
+_RESOLVER_KEYS = frozenset({"type"})
 _QUEUE_KEYS = frozenset(
     {
         "name",
@@ -176,6 +187,9 @@ def _read_document(reader: YamlReader, document: Node | None) -> list[PartitionC
     top = reader.mapping(document, "", _TOP_KEYS)
     if top is None:
         return []
+    if "checksum" in top:
+        message = "checksum is ignored: the scheduler computes it from the text, as YuniKorn does"
+        reader.warnings.append(Problem("checksum", line_of(top["checksum"]), message))
     if "partitions" not in top:
         reader.error("partitions", document, "missing: a configuration needs a 'partitions' list")
         return []
@@ -225,8 +239,27 @@ def _read_partition(reader: YamlReader, node: Node, path: str) -> PartitionConfi
     limits = _read_limits(reader, fields.get("limits"), f"{path}.limits")
     preemption = _read_preemption(reader, fields.get("preemption"), f"{path}.preemption")
     nodesort = _read_nodesort(reader, fields.get("nodesortpolicy"), f"{path}.nodesortpolicy")
+    resolver = _read_resolver(reader, fields.get("usergroupresolver"), f"{path}.usergroupresolver")
+    if "statedumpfilepath" in fields:
+        reader.warnings.append(
+            Problem(
+                f"{path}.statedumpfilepath",
+                line_of(fields["statedumpfilepath"]),
+                "statedumpfilepath is ignored: pykorn writes no state dump file (YuniKorn no longer "
+                "does either); the REST API serves the state",
+            )
+        )
     if root is None:
         return None
+    if limits:
+        # Partition limits are the root queue's, as YuniKorn has them: said in one place or the other.
+        if root.limits and root.limits != limits:
+            reader.error(
+                f"{path}.limits",
+                fields["limits"],
+                "the partition's limits and the root queue's limits differ: set them in one place",
+            )
+        root = replace(root, limits=limits)
     if (count := _count_queues(root)) > MAX_QUEUES:
         reader.error(f"{path}.queues", node, f"{count:,} queues configured, over the limit of {MAX_QUEUES:,}")
         return None
@@ -237,6 +270,7 @@ def _read_partition(reader: YamlReader, node: Node, path: str) -> PartitionConfi
         limits=limits,
         preemption=preemption,
         node_sort_policy=nodesort,
+        user_group_resolver=resolver,
         line=line_of(node),
         path=path,
     )
@@ -489,6 +523,27 @@ def _read_limits(reader: YamlReader, node: Node | None, path: str) -> tuple[Limi
             )
         )
     return tuple(out)
+
+
+def _read_resolver(reader: YamlReader, node: Node | None, path: str) -> str:
+    """usergroupresolver: {type: ...}: how the groups of a user whose RM sent none are found."""
+    if node is None:
+        return resolver.DEFAULT
+    fields = reader.mapping(node, path, _RESOLVER_KEYS) or {}
+    if "type" not in fields:
+        return resolver.DEFAULT
+    kind = (reader.string(fields["type"], f"{path}.type") or "").strip().lower()
+    if kind in resolver.UNSUPPORTED:
+        reader.error(
+            f"{path}.type", fields["type"], f"type {kind!r} is not supported: {resolver.UNSUPPORTED[kind]}"
+        )
+    elif kind not in resolver.SUPPORTED:
+        reader.error(
+            f"{path}.type", fields["type"],
+            f"unknown type {kind!r}: expected default (the user's group is its name) or os (this host's "
+            "user database)",
+        )  # fmt: skip
+    return resolver.OS if kind == resolver.OS else resolver.DEFAULT
 
 
 def _read_preemption(reader: YamlReader, node: Node | None, path: str) -> PreemptionConfig:

@@ -21,6 +21,24 @@ PREEMPTION_POLICY = "preemption.policy"
 PREEMPTION_DELAY = "preemption.delay"
 QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"
 
+# YuniKorn's properties pykorn does not act on: accepted, with a warning that says so.
+NOT_IMPLEMENTED = {
+    "application.unschedasks.backoff": "not implemented by pykorn; it has no effect (every pending ask is "
+    "tried each cycle, which costs nothing while it cannot fit: the cycle skips asks already tried)",
+    "application.unschedasks.backoff.delay": "not implemented by pykorn; it has no effect",
+}
+KNOWN = frozenset(
+    {
+        "application.sort.policy",
+        "application.sort.priority",
+        "priority.policy",
+        "priority.offset",
+        "preemption.policy",
+        "preemption.delay",
+        "quota.preemption.delay",
+    }
+)
+
 SORT_FIFO = "fifo"
 SORT_FAIR = "fair"
 PRIORITY_DEFAULT = "default"

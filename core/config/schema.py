@@ -100,6 +100,7 @@ class PartitionConfig:
     limits: tuple[LimitConfig, ...] = ()
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
     node_sort_policy: NodeSortPolicyConfig = field(default_factory=NodeSortPolicyConfig)
+    user_group_resolver: str = ""  # usergroupresolver.type: "" (no lookup) or os
     line: int = 0
     path: str = ""
 

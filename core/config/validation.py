@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from core.config import properties
+from core.config.limits_check import check_limits
+from core.config.placement_check import check_placement
 from core.config.schema import PartitionConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
 from core.objects.acl import ACL, ACLError
@@ -20,6 +22,9 @@ def validate_partition(reader: YamlReader, part: PartitionConfig) -> None:
     _validate_children(reader, root, inherited_max=None)
     _check_properties(reader, root, None, is_root=True)
     _check_acls(reader, root)
+    _check_structure(reader, root)
+    check_limits(reader, root)
+    check_placement(reader, part)
     if not _any_acl(root):
         reader.warnings.append(
             Problem(
@@ -59,6 +64,14 @@ def _check_properties(
         path = f"properties.{key}"
         reader.warnings.append(Problem(f"{queue.path}.{path}", queue.line_of(path), f"{key}: {message}"))
 
+    for key in own:
+        if key in properties.NOT_IMPLEMENTED:
+            warn(key, properties.NOT_IMPLEMENTED[key])
+        elif key not in properties.KNOWN:
+            warn(
+                key, "unknown property; it has no effect (known: " + ", ".join(sorted(properties.KNOWN)) + ")"
+            )
+
     # Parsed as a leaf even on a parent: a leaf-only value written there is inherited by the leaves
     # below, and is reported here, where it is written, rather than nowhere.
     props = properties.parse(effective, is_leaf=True, is_root=is_root, warn=warn)
@@ -75,6 +88,20 @@ def _check_properties(
                 )  # fmt: skip
     for child in queue.queues:
         _check_properties(reader, child, effective, is_root=False)
+
+
+def _check_structure(reader: YamlReader, queue: QueueConfig) -> None:
+    """`parent: false` on a queue with children, and a child's maxapplications above its parent's."""
+    if queue.queues and dict(queue.lines).get("parent") is not None and not queue.parent:
+        _error(reader, queue, "parent", f"queue {queue.name!r} has child queues but says parent: false")
+    for child in queue.queues:
+        if queue.max_applications and child.max_applications > queue.max_applications:
+            _error(
+                reader, child, "maxapplications",
+                f"maxapplications {child.max_applications} of queue {child.name!r} is above its parent's "
+                f"{queue.max_applications}",
+            )  # fmt: skip
+        _check_structure(reader, child)
 
 
 def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None) -> None:

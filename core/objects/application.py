@@ -100,6 +100,7 @@ class Application:
         self.allocated = Resource()
         self.submission_time = now
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
+        self.held_by_limit = False  # Accepted, and a user's or group's maxapplications keeps it there
         # Pending asks in scheduling order, kept sorted as asks come and go (no re-sort per cycle).
         self._sorted_asks: SortedKeyList[Allocation, tuple[int, float, str]] = SortedKeyList(key=_ask_order)
 

@@ -1,7 +1,7 @@
 """A partition: one RM's queue tree, nodes, applications, allocations and reservations.
 
-Every method either changes state consistently or raises Rejection with a reason meant for the RM's
-operator, leaving state as it was. Usage is kept in three places (node, application, queue path) and
+Every method either changes state consistently or raises Rejection with a reason for the RM, leaving
+state as it was. Usage is kept in four places (node, application, queue path, user and group) and
 always moved together here, which is what the invariant tests check.
 """
 
@@ -34,6 +34,9 @@ from core.policies.node_sort import NodeIndex
 from core.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
 from core.preemption.quota_enforcer import QuotaEnforcer
 from core.resources import ZERO, Resource
+from core.ugm.limits import limit_table
+from core.ugm.resolver import resolve_groups
+from core.ugm.tracker import UserGroupTracker
 
 log = structlog.get_logger("pykorn.partition")
 
@@ -60,6 +63,7 @@ class Partition:
         self.foreign: dict[str, Allocation] = {}
         self.reservations = Reservations(self.nodes, self.log)
         self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
+        self.user_groups = UserGroupTracker(limit_table(config.root))  # usage and limits per user, group
         self.total_capacity: Resource = ZERO
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
@@ -92,6 +96,7 @@ class Partition:
         self.config = config
         self.draining = False
         self.tree.reconcile(config.root)
+        self.user_groups.reconfigure(limit_table(config.root), self.applications.values())
         self.events.extend(queue_events.reload_events(self.rm_id, before, self.tree, now))
         self.quota.update_timers(before, now)
         priority.recompute_all(self.root)  # offsets and fences may have changed
@@ -177,6 +182,7 @@ class Partition:
             raise Rejection(f"application {app_id} already exists in partition {self.name}")
         if self.draining:
             raise Rejection(f"partition {self.name} was removed from the configuration; no new applications")
+        groups = resolve_groups(self.config.user_group_resolver, user, groups)  # none sent: look them up
         request = PlacementRequest(app_id, queue_name, user, groups, tags)
         try:
             placement = self.placement.place(request, self.tree)
@@ -198,11 +204,7 @@ class Partition:
     def record_rejection(self, rejected: RejectedApplication) -> None:
         """Keep why an application was refused (the newest ones) and record APP_REJECT."""
         self.rejected.add(rejected)
-        self.events.append(
-            partition_events.app_rejected(
-                self.rm_id, rejected.app_id, rejected.queue_name, rejected.message, rejected.time
-            )
-        )
+        self.events.append(partition_events.app_rejected(self.rm_id, rejected))
 
     def application(self, app_id: str) -> Application:
         app = self.applications.get(app_id)
@@ -226,6 +228,7 @@ class Partition:
 
     def _forget(self, app: Application) -> None:
         priority.remove_application(app)
+        self.user_groups.forget(app.app_id)
         self.applications.pop(app.app_id, None)
         app.queue.applications.pop(app.app_id, None)
         for name in self.tree.remove_empty():
@@ -300,6 +303,7 @@ class Partition:
         self.node_index.update(node)
         app.add_allocation(alloc)
         app.queue.add_allocated(alloc.resource)
+        self.user_groups.allocated(app, alloc.resource)
 
     def _remove_ask(self, app: Application, key: str) -> Allocation | None:
         ask = app.remove_ask(key)
@@ -313,6 +317,7 @@ class Partition:
         app = self.applications[alloc.application_id]
         app.remove_allocation(alloc.key)
         app.queue.remove_allocated(alloc.resource)
+        self.user_groups.released(app, alloc.resource)
         if alloc.releasing:
             app.queue.remove_preempting(alloc.resource)
             self._victim_gone(alloc.ref)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from core.events import ChangeDetail, ChangeType, Event, EventType
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
+from core.objects.rejected_apps import RejectedApplication
 from core.resources import Resource
 
 # An application state's ChangeDetail (APP_<STATE>); Rejected is APP_REJECT, as si names it.
@@ -40,18 +41,11 @@ def app_added(rm_id: str, app_id: str, queue: str, now: float) -> Event:
     )
 
 
-def app_rejected(rm_id: str, app_id: str, queue: str, reason: str, now: float) -> Event:
-    message = f"New -> Rejected: {reason}"
+def app_rejected(rm_id: str, rejected: RejectedApplication) -> Event:
     return Event(
-        rm_id,
-        EventType.APP,
-        app_id,
-        ChangeType.SET,
-        ChangeDetail.APP_REJECT,
-        message,
-        now,
-        reference_id=queue,
-    )
+        rm_id, EventType.APP, rejected.app_id, ChangeType.SET, ChangeDetail.APP_REJECT,
+        f"New -> Rejected: {rejected.message}", rejected.time, reference_id=rejected.queue_name,
+    )  # fmt: skip
 
 
 def app_state_changed(
@@ -82,3 +76,18 @@ def quota_preemption(rm_id: str, queue: str, summary: str, achieved: Resource, n
         rm_id, EventType.QUEUE, queue, ChangeType.SET, ChangeDetail.QUEUE_PREEMPTION, summary, now,
         resource=achieved.as_dict(),
     )  # fmt: skip
+
+
+def ask_over_limit(rm_id: str, ask: Allocation, why: str, now: float) -> Event:
+    return Event(
+        rm_id, EventType.REQUEST, ask.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE,
+        f"Request '{ask.key}' exceeds the available user or group quota: {why}", now,
+        reference_id=ask.application_id, resource=ask.resource.as_dict(),
+    )  # fmt: skip
+
+
+def app_runnable(rm_id: str, app_id: str, queue: str, runnable: bool, why: str, now: float) -> Event:
+    """An Accepted application held by a user's or group's maxapplications, or free to run again."""
+    detail = ChangeDetail.APP_RUNNABLE_QUOTA if runnable else ChangeDetail.APP_CANNOTRUN_QUOTA
+    message = "may run: within its user and group limits" if runnable else f"may not run yet: {why}"
+    return Event(rm_id, EventType.APP, app_id, ChangeType.SET, detail, message, now, reference_id=queue)

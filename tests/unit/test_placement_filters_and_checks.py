@@ -185,7 +185,7 @@ def test_rejection_lists_why_each_rule_failed() -> None:
           create: true
           filter: {type: deny, users: [bob]}
         - {name: tag, value: namespace, create: true}
-        - {name: fixed, value: team}
+        - {name: fixed, value: a, filter: {type: deny, users: [bob]}}
         """
     )
     reason = _refusal(manager, tree, _req("root.nope", user="bob"))
@@ -195,7 +195,7 @@ def test_rejection_lists_why_each_rule_failed() -> None:
         "provided: queue root.nope does not exist and the rule does not create queues",
         "user: the filter excludes user 'bob'",
         "tag: the application has no tag 'namespace'",
-        "fixed: root.team is a parent queue",
+        "fixed: the filter excludes user 'bob'",
     ]
 
 
