@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TextIO
 
 from core.config.loader import ConfigError, load_config
-from core.config.schema import QueueConfig
+from core.config.schema import LimitConfig, QueueConfig
 from core.resources import Resource
 
 
@@ -43,8 +43,24 @@ def _write_queue(queue: QueueConfig, indent: str, out: TextIO) -> None:
     if queue.properties:
         details.append("properties " + ", ".join(f"{k}={v}" for k, v in queue.properties))
     out.write(f"{indent}{queue.name}: {'; '.join(details)}\n")
+    for limit in queue.limits:
+        out.write(f"{indent}  limits: {_limit_text(limit)}\n")
     for child in queue.queues:
         _write_queue(child, indent + "  ", out)
+
+
+def _limit_text(limit: LimitConfig) -> str:
+    whom = []
+    if limit.users:
+        whom.append("users " + ", ".join(limit.users))
+    if limit.groups:
+        whom.append("groups " + ", ".join(limit.groups))
+    what = []
+    if limit.max_resources is not None:
+        what.append(f"maxresources {limit.max_resources.as_dict()}")
+    if limit.max_applications:
+        what.append(f"maxapplications {limit.max_applications}")
+    return f"{', '.join(whom)} -> {', '.join(what)}"
 
 
 def _fmt(res: Resource) -> str:

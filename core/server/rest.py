@@ -23,7 +23,7 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from core import state
+from core import state, usage_views
 from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
 from core.events import Follower
@@ -65,6 +65,10 @@ class StateAPI:
             get("/ws/v1/partition/{p}/node/{n}", self._wrap(self.node)),
             get("/ws/v1/partition/{p}/application/{a}", self._wrap(self.application)),
             get("/ws/v1/partition/{p}/applications/{s}", self._wrap(self.applications)),
+            get("/ws/v1/partition/{p}/usage/users", self._wrap(self.usage_users)),
+            get("/ws/v1/partition/{p}/usage/user/{u}", self._wrap(self.usage_user)),
+            get("/ws/v1/partition/{p}/usage/groups", self._wrap(self.usage_groups)),
+            get("/ws/v1/partition/{p}/usage/group/{g}", self._wrap(self.usage_group)),
             get("/ws/v1/scheduler/healthcheck", self._wrap(self.healthcheck)),
             get("/ws/v1/events/batch", self._wrap(self.events)),
             get("/ws/v1/events/stream", self.event_stream),
@@ -109,6 +113,18 @@ class StateAPI:
 
     def applications(self, request: web.Request) -> Any:
         return state.applications_in_state(self._part(request), request.match_info["s"])
+
+    def usage_users(self, request: web.Request) -> Any:
+        return usage_views.users(self._part(request))
+
+    def usage_user(self, request: web.Request) -> Any:
+        return usage_views.user(self._part(request), request.match_info["u"])
+
+    def usage_groups(self, request: web.Request) -> Any:
+        return usage_views.groups(self._part(request))
+
+    def usage_group(self, request: web.Request) -> Any:
+        return usage_views.group(self._part(request), request.match_info["g"])
 
     def healthcheck(self, request: web.Request) -> Any:
         # What the engine can vouch for cheaply: every partition's books balance against its nodes.
@@ -177,11 +193,13 @@ class StateAPI:
         try:
             # Off the event loop: a large configuration takes seconds to read, and the gRPC streams
             # and other REST readers are served meanwhile.
-            await asyncio.to_thread(load_config, text)
+            loaded = await asyncio.to_thread(load_config, text)
         except ConfigError as exc:
             reason = "; ".join(str(problem) for problem in exc.problems)
-            return web.json_response({"allowed": False, "reason": reason})
-        return web.json_response({"allowed": True, "reason": ""})
+            return web.json_response({"allowed": False, "reason": reason, "warnings": []})
+        # pykorn's addition: what the configuration sets that will not act as written.
+        warnings = [str(warning) for warning in loaded.warnings]
+        return web.json_response({"allowed": True, "reason": "", "warnings": warnings})
 
 
 def _int_param(request: web.Request, name: str, default: int) -> int:

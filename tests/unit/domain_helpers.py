@@ -74,8 +74,11 @@ class Cluster:
         res = Resource(capacity) if capacity is not None else None
         self.ctx.apply(UpdateNodes(self.rm_id, (NodeChange(node_id, action, self.pname(), {}, res),)))
 
-    def app(self, app_id: str, queue: str = "root.default") -> None:
-        self.ctx.apply(UpdateApplications(self.rm_id, adds=(AppAdd(app_id, self.pname(), queue),)))
+    def app(
+        self, app_id: str, queue: str = "root.default", user: str = "", groups: tuple[str, ...] = ()
+    ) -> None:
+        add = AppAdd(app_id, self.pname(), queue, user=user, groups=groups)
+        self.ctx.apply(UpdateApplications(self.rm_id, adds=(add,)))
 
     def ask(
         self, app_id: str, key: str, resource: Mapping[str, int], priority: int = 0, node_id: str = ""

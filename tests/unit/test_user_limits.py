@@ -1,0 +1,195 @@
+"""User and group limits in the domain: what each user and group may use, where, and what they hold."""
+
+from __future__ import annotations
+
+from core.config import load_config
+from core.events import ChangeDetail
+from core.objects.application import AppState
+from tests.unit.domain_helpers import Cluster
+
+
+def _config(limits: str, parent_limits: str = "", queue_max: str = "") -> str:
+    def block(text: str, indent: int) -> str:
+        return "\n".join(" " * indent + line for line in text.strip().splitlines()) if text else ""
+
+    parent = f"            limits:\n{block(parent_limits, 14)}\n" if parent_limits else ""
+    leaf = f"                limits:\n{block(limits, 18)}\n" if limits else ""
+    resources = f"                resources: {{max: {queue_max}}}\n" if queue_max else ""
+    return (
+        "partitions:\n"
+        "  - name: default\n"
+        "    queues:\n"
+        "      - name: root\n"
+        '        submitacl: "*"\n'
+        "        queues:\n"
+        "          - name: parent\n"
+        f"{parent}"
+        "            queues:\n"
+        "              - name: a\n"
+        f"{resources}{leaf}"
+        "              - name: b\n"
+    )
+
+
+def _cluster(config: str) -> Cluster:
+    c = Cluster(config)
+    c.node("n1", {"memory": 1000, "vcore": 1000})
+    return c
+
+
+def _held(c: Cluster, app_id: str) -> int:
+    """Memory held by an application's allocations."""
+    return sum(a.resource.get("memory") for a in c.partition.applications[app_id].allocations.values())
+
+
+def _events(c: Cluster, detail: ChangeDetail) -> list[str]:
+    c.ctx.drain_results()  # the partition's events go to the event log
+    return [e.object_id for e in c.ctx.events if e.change_detail == detail]
+
+
+def _ask_many(c: Cluster, app_id: str, count: int, memory: int = 5) -> None:
+    for i in range(count):
+        c.ask(app_id, f"{app_id}-{i}", {"memory": memory})
+
+
+def test_a_named_users_maxresources_caps_that_user_and_not_another() -> None:
+    c = _cluster(_config("- users: [alice]\n  maxresources: {memory: 20}"))
+    c.app("app-alice", "root.parent.a", user="alice")
+    c.app("app-bob", "root.parent.a", user="bob")
+    _ask_many(c, "app-alice", 10)
+    _ask_many(c, "app-bob", 10)
+    c.schedule()
+    assert _held(c, "app-alice") == 20  # 4 of 10 asks: the 5th would take alice to 25
+    assert _held(c, "app-bob") == 50  # bob is not limited
+    waiting = c.partition.applications["app-alice"].asks["app-alice-4"]
+    assert waiting.pending_reason == (
+        "over user alice's limit in queue root.parent.a: asks {'memory': 5}, room left {'memory': 0}"
+    )
+
+
+def test_the_wildcard_caps_each_user_separately_and_a_named_limit_takes_its_place() -> None:
+    limits = "- users: [boss]\n  maxresources: {memory: 40}\n- users: ['*']\n  maxresources: {memory: 10}"
+    c = _cluster(_config(limits))
+    for user in ("ann", "ben", "boss"):
+        c.app(f"app-{user}", "root.parent.a", user=user)
+        _ask_many(c, f"app-{user}", 10)
+    c.schedule()
+    assert [_held(c, f"app-{u}") for u in ("ann", "ben", "boss")] == [10, 10, 40]
+
+
+def test_a_group_limit_is_shared_by_its_members_and_the_first_configured_group_is_chosen() -> None:
+    limits = "- groups: [dev]\n  maxresources: {memory: 30}\n- groups: [ops]\n  maxresources: {memory: 100}"
+    c = _cluster(_config(limits))
+    # Both belong to dev and ops; dev is configured first, so both are tracked under dev.
+    c.app("app-x", "root.parent.a", user="x", groups=("ops", "dev"))
+    c.app("app-y", "root.parent.a", user="y", groups=("dev", "ops"))
+    _ask_many(c, "app-x", 10)
+    _ask_many(c, "app-y", 10)
+    c.schedule()
+    assert _held(c, "app-x") + _held(c, "app-y") == 30
+    assert c.partition.user_groups.group_of("app-x") == "dev"
+    dev = c.partition.user_groups.groups["dev"]
+    assert dev.queues["root.parent.a"].resource == {"memory": 30}
+    assert dev.queues["root"].resource == {"memory": 30}  # every level of the path
+
+
+def test_without_groups_sent_a_users_group_is_its_own_name() -> None:
+    """YuniKorn's default resolver: a group limit on `alice` holds user alice, who sent no groups."""
+    c = _cluster(_config("- groups: [alice]\n  maxresources: {memory: 10}"))
+    c.app("app-1", "root.parent.a", user="alice")
+    _ask_many(c, "app-1", 5)
+    c.schedule()
+    assert _held(c, "app-1") == 10
+    assert c.partition.applications["app-1"].groups == ("alice",)
+
+
+def test_maxapplications_keeps_a_second_application_accepted_until_the_first_is_done() -> None:
+    c = _cluster(_config("- users: [alice]\n  maxapplications: 1"))
+    c.app("first", "root.parent.a", user="alice")
+    c.app("second", "root.parent.a", user="alice")
+    _ask_many(c, "first", 2)
+    _ask_many(c, "second", 2)
+    c.schedule()
+    apps = c.partition.applications
+    assert apps["first"].state == AppState.RUNNING and _held(c, "first") == 10
+    assert apps["second"].state == AppState.ACCEPTED and not apps["second"].allocations
+    reason = apps["second"].asks["second-0"].pending_reason
+    assert reason == (
+        "application second may not start yet: user alice's limit in queue root.parent.a "
+        "(1 running application) is reached"
+    )
+    assert _events(c, ChangeDetail.APP_CANNOTRUN_QUOTA) == ["second"]
+    c.release("first")  # the first finishes: all its allocations go
+    c.schedule()
+    assert apps["second"].state == AppState.RUNNING and _held(c, "second") == 10
+    assert _events(c, ChangeDetail.APP_RUNNABLE_QUOTA) == ["second"]
+
+
+def test_a_parent_queue_limit_caps_usage_across_its_children() -> None:
+    c = _cluster(_config("", parent_limits="- users: [carol]\n  maxresources: {memory: 30}"))
+    c.app("in-a", "root.parent.a", user="carol")
+    c.app("in-b", "root.parent.b", user="carol")
+    _ask_many(c, "in-a", 10)
+    _ask_many(c, "in-b", 10)
+    c.schedule()
+    assert _held(c, "in-a") + _held(c, "in-b") == 30
+    carol = c.partition.user_groups.users["carol"]
+    assert carol.queues["root.parent"].resource == {"memory": 30}
+
+
+def test_recovered_allocations_count_against_the_limit_and_are_never_refused() -> None:
+    c = _cluster(_config("- users: [alice]\n  maxresources: {memory: 20}"))
+    c.app("app-1", "root.parent.a", user="alice")
+    for i in range(5):  # the RM re-sends what runs: 25, over the limit of 20, all kept
+        c.ask("app-1", f"run-{i}", {"memory": 5}, node_id="n1")
+    c.ask("app-1", "new", {"memory": 5})
+    c.schedule()
+    assert _held(c, "app-1") == 25
+    assert "new" in c.partition.applications["app-1"].asks
+    assert c.partition.user_groups.users["alice"].queues["root.parent.a"].resource == {"memory": 25}
+
+
+def test_a_reload_that_lowers_a_limit_blocks_new_work_and_preempts_nothing() -> None:
+    c = _cluster(_config("- users: [alice]\n  maxresources: {memory: 40}"))
+    c.app("app-1", "root.parent.a", user="alice")
+    _ask_many(c, "app-1", 6)
+    c.schedule()
+    assert _held(c, "app-1") == 30
+    c.ctx.partitions[c.partition.key].apply_config(
+        load_config(_config("- users: [alice]\n  maxresources: {memory: 20}")).config.partitions[0]
+    )
+    c.ask("app-1", "more", {"memory": 5})
+    c.schedule()
+    assert _held(c, "app-1") == 30 and not c.partition.preemption.victims_of  # nothing taken back
+    assert "more" in c.partition.applications["app-1"].asks
+    assert c.partition.user_groups.users["alice"].queues["root.parent.a"].resource == {"memory": 30}
+    c.release("app-1", "app-1-0")
+    c.release("app-1", "app-1-1")  # 20 now: at the lowered limit, still no room for 5 more
+    c.schedule()
+    assert "more" in c.partition.applications["app-1"].asks
+    c.release("app-1", "app-1-2")
+    c.schedule()
+    assert "more" in c.partition.applications["app-1"].allocations
+
+
+def test_usage_leaves_with_the_last_allocation_and_the_user_is_forgotten() -> None:
+    c = _cluster(_config("- users: [alice]\n  maxresources: {memory: 20}"))
+    c.app("app-1", "root.parent.a", user="alice")
+    _ask_many(c, "app-1", 2)
+    c.schedule()
+    tracker = c.partition.user_groups
+    assert tracker.users["alice"].queues["root"].running == {"app-1"}
+    c.release("app-1")
+    assert "alice" not in tracker.users
+
+
+def test_an_ask_held_by_a_limit_records_one_event_per_change_not_per_cycle() -> None:
+    c = _cluster(_config("- users: [alice]\n  maxresources: {memory: 5}"))
+    c.app("app-1", "root.parent.a", user="alice")
+    _ask_many(c, "app-1", 2)
+    for _ in range(3):
+        c.schedule()
+    c.ctx.drain_results()
+    over = [e for e in c.ctx.events if "exceeds the available user or group quota" in e.message]
+    assert [e.object_id for e in over] == ["app-1-1"]
+    assert "over user alice's limit in queue root.parent.a" in over[0].message
