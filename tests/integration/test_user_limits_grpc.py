@@ -6,8 +6,12 @@ for the ask a limit holds, which proves the cycle that placed the others has run
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -250,3 +254,20 @@ async def test_a_limit_holds_after_a_core_restart_because_replayed_usage_counts(
     finally:
         await second.stop()
         await first.stop()
+
+
+def test_the_user_limits_example_holds_the_queue_where_its_limits_say(
+    core_address: str, tmp_path: Path
+) -> None:
+    """examples/user-limits.yaml through the fake RM against a running core: every expectation met."""
+    report_path = tmp_path / "limits.json"
+    example = Path(__file__).resolve().parents[2] / "examples" / "user-limits.yaml"
+    result = subprocess.run(
+        [sys.executable, "-m", "pykorn_cli", "fake", "run", str(example), "--core", core_address,
+         "--speed", "8", "--report", str(report_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["all_expectations_met"] and report["tasks"]["finished"] == 54
+    assert report["queues"]["root.shared"]["usage"]["max"] == 18_000  # milli-vcores

@@ -45,6 +45,19 @@ EXPECTED_EXAMPLES: dict[str, tuple[dict[str, tuple[str, float, list[tuple[str, i
         ["every_task_finished", "queue_usage_at_least", "queue_usage_at_least"],
         "vcore",
     ),
+    "user-limits.yaml": (
+        {
+            "ann-job": ("root.shared", 0.0, [("t", 12, 6.0)]),
+            "ben-job": ("root.shared", 0.0, [("t", 12, 6.0)]),
+            "carl-job": ("root.shared", 0.0, [("t", 9, 6.0)]),
+            "dana-job": ("root.shared", 0.0, [("t", 9, 6.0)]),
+            "alice-first": ("root.shared", 0.0, [("t", 8, 6.0)]),
+            "alice-second": ("root.shared", 1.0, [("t", 4, 6.0)]),
+        },
+        6, [], [],
+        ["every_task_finished", "no_rejections", "queue_usage_at_most", "queue_usage_at_least"],
+        "vcore",
+    ),
 }  # fmt: skip
 
 
