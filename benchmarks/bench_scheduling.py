@@ -52,8 +52,25 @@ partitions:
           - name: b
             resources: {guaranteed: {memory: 1000000, vcore: 10000}}
 """
+# `--limits`: the same, with user limits that apply to the benchmark's user on every level of its path
+# and never bind, so every allocation pays for the checks and the tracking.
+LIMITS = """
+        limits:
+          - users: [bench]
+            maxresources: {memory: 1000000000000, vcore: 1000000000}
+            maxapplications: 10
+"""
+LEAF_LIMITS = """
+            limits:
+              - users: ["*"]
+                maxresources: {memory: 1000000000000}
+"""
+CONFIG_WITH_LIMITS = CONFIG.replace(
+    '        submitacl: "*"\n', '        submitacl: "*"\n' + LIMITS.lstrip("\n")
+).replace("vcore: 10000}}\n", "vcore: 10000}}\n" + LEAF_LIMITS.lstrip("\n"))
 ASK = {"memory": 10, "vcore": 1}
 RM = "bench"
+USER = "bench"
 
 
 @dataclass(frozen=True)
@@ -76,7 +93,7 @@ def node_capacity(asks: int, nodes: int) -> dict[str, int]:
 # In-process --------------------------------------------------------------------------------------
 
 
-async def run_inprocess(nodes: int, asks: int) -> Result:
+async def run_inprocess(nodes: int, asks: int, config: str = CONFIG) -> Result:
     context = ClusterContext(time.time)
     received = 0
     done = asyncio.Event()
@@ -90,8 +107,8 @@ async def run_inprocess(nodes: int, asks: int) -> Result:
     engine = Engine(context, sink)
     task = asyncio.create_task(engine.run())
     part = PartitionKey(RM, "default")
-    engine.submit(RegisterRM(RM, load_config(CONFIG).config))
-    apps = (AppAdd("app-a", part, "root.a"), AppAdd("app-b", part, "root.b"))
+    engine.submit(RegisterRM(RM, load_config(config).config))
+    apps = (AppAdd("app-a", part, "root.a", user=USER), AppAdd("app-b", part, "root.b", user=USER))
     engine.submit(UpdateApplications(RM, adds=apps))
     capacity = Resource(node_capacity(asks, nodes))
     changes = tuple(NodeChange(f"node-{i}", NodeAction.CREATE, part, {}, capacity) for i in range(nodes))
@@ -114,7 +131,7 @@ async def run_inprocess(nodes: int, asks: int) -> Result:
 # End to end --------------------------------------------------------------------------------------
 
 
-async def run_e2e(nodes: int, asks: int, core_address: str | None) -> Result:
+async def run_e2e(nodes: int, asks: int, core_address: str | None, config: str = CONFIG) -> Result:
     from benchmarks.counting_client import CountingClient
     from rmclient import messages
     from rmclient.core_process import CoreProcess
@@ -126,14 +143,17 @@ async def run_e2e(nodes: int, asks: int, core_address: str | None) -> Result:
         core_address = await core.start()
     try:
         async with CountingClient(core_address, f"{RM}-{nodes}") as client:
-            await client.register(config=CONFIG)
+            await client.register(config=config)
             capacity = node_capacity(asks, nodes)
             await client.add_nodes(*(messages.node(f"node-{i}", capacity) for i in range(nodes)))
             await client.wait_nodes_answered(nodes, timeout=60)
             await client.send_application_request(
                 si_pb2.ApplicationRequest(
                     rmID=client.rm_id,
-                    new=[messages.application("app-a", "root.a"), messages.application("app-b", "root.b")],
+                    new=[
+                        messages.application("app-a", "root.a", user=USER),
+                        messages.application("app-b", "root.b", user=USER),
+                    ],
                 )
             )
             await client.wait_apps_answered(2)
@@ -186,12 +206,13 @@ def print_table(results: list[Result]) -> None:
 
 async def main_async(args: argparse.Namespace) -> list[Result]:
     results = []
+    config = CONFIG_WITH_LIMITS if args.limits else CONFIG
     for nodes in args.nodes:
         for _ in range(args.repeat):
             if args.mode in ("inprocess", "both"):
-                results.append(await run_inprocess(nodes, args.asks))
+                results.append(await run_inprocess(nodes, args.asks, config))
             if args.mode in ("e2e", "both"):
-                results.append(await run_e2e(nodes, args.asks, args.core))
+                results.append(await run_e2e(nodes, args.asks, args.core, config))
     return results
 
 
@@ -204,6 +225,9 @@ def main() -> None:
     parser.add_argument("--asks", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--core", default=None, help="HOST:PORT of a running core for e2e mode")
+    parser.add_argument(
+        "--limits", action="store_true", help="user limits on every level of the path (never binding)"
+    )
     args = parser.parse_args()
     configure_logging("warning")
     tune_garbage_collector()  # as the daemon does; the in-process mode is that engine, driven directly

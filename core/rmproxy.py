@@ -214,6 +214,8 @@ class RMProxy:
                 await self._await_engine(lambda reply: UpdateConfig(rm_id, loaded.config, reply))
             except Exception as exc:
                 return si_pb2.UpdateConfigurationResponse(accepted=False, errors=[str(exc)])
+        for warning in loaded.warnings:
+            log.warning("configuration warning", rmID=rm_id, detail=str(warning))
         return si_pb2.UpdateConfigurationResponse(accepted=True, warnings=[str(w) for w in loaded.warnings])
 
     def _config_lock(self, rm_id: str) -> asyncio.Lock:

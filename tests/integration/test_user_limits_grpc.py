@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -39,7 +39,7 @@ def _config(leaf_limits: str = "", parent_limits: str = "") -> str:
 
 
 async def _setup(
-    client: RecordingClient, config: str, apps: dict[str, tuple[str, str, tuple[str, ...]]]
+    client: RecordingClient, config: str, apps: Mapping[str, tuple[str, str, tuple[str, ...]]]
 ) -> None:
     """Register, one roomy node, and applications: id -> (leaf, user, groups)."""
     await client.register(config=config)

@@ -42,6 +42,10 @@ def _held(c: Cluster, app_id: str) -> int:
     return sum(a.resource.get("memory") for a in c.partition.applications[app_id].allocations.values())
 
 
+def _state(c: Cluster, app_id: str) -> AppState:
+    return c.partition.applications[app_id].state
+
+
 def _events(c: Cluster, detail: ChangeDetail) -> list[str]:
     c.ctx.drain_results()  # the partition's events go to the event log
     return [e.object_id for e in c.ctx.events if e.change_detail == detail]
@@ -121,7 +125,7 @@ def test_maxapplications_keeps_a_second_application_accepted_until_the_first_is_
     assert _events(c, ChangeDetail.APP_CANNOTRUN_QUOTA) == ["second"]
     c.release("first")  # the first finishes: all its allocations go
     c.schedule()
-    assert apps["second"].state == AppState.RUNNING and _held(c, "second") == 10
+    assert _state(c, "second") == AppState.RUNNING and _held(c, "second") == 10
     assert _events(c, ChangeDetail.APP_RUNNABLE_QUOTA) == ["second"]
 
 
@@ -193,3 +197,15 @@ def test_an_ask_held_by_a_limit_records_one_event_per_change_not_per_cycle() -> 
     over = [e for e in c.ctx.events if "exceeds the available user or group quota" in e.message]
     assert [e.object_id for e in over] == ["app-1-1"]
     assert "over user alice's limit in queue root.parent.a" in over[0].message
+
+
+def test_a_group_acl_admits_a_user_whose_rm_sent_no_groups_through_the_users_own_group() -> None:
+    config = (
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n"
+        "          - name: mine\n            submitacl: ' alice'\n"
+    )
+    c = Cluster(config)
+    c.app("app-alice", "root.mine", user="alice")  # no groups: alice's group is "alice"
+    c.app("app-bob", "root.mine", user="bob")
+    assert "app-alice" in c.partition.applications
+    assert "app-bob" not in c.partition.applications
