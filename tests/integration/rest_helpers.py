@@ -49,13 +49,17 @@ async def rest_until(
     timeout: float = 15.0,
 ) -> Any:
     """GET `url` until `holds(body)` is true; returns that body. For state the core reaches on its own
-    time (a timer firing, a tick's scheduling): each read is one consistent look at the core's state,
-    and the short pause between reads only spaces them out; the wait ends as soon as the state shows."""
+    time (a timer firing, a tick's scheduling) or another client brings about: each read is one
+    consistent look at the core's state, and the short pause between reads only spaces them out; the
+    wait ends as soon as the state shows. A 404 (the partition or application is not there yet) is
+    a state that does not hold; any other status but 200 fails."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        body = await get_json(session, url)
-        if holds(body):
+        async with session.get(url) as response:
+            body = await response.json()
+            assert response.status in (200, 404), body
+        if response.status == 200 and holds(body):
             return body
         if loop.time() > deadline:
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}; last read: {body}")

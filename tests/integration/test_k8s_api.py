@@ -37,7 +37,7 @@ async def _until(condition, what: str, timeout: float = 15.0) -> None:  # type: 
 
 
 async def _left_pending(
-    rest_url: str, rm_id: str, waiting: Iterable[str], running: Iterable[str] = (), timeout: float = 20.0
+    rest_url: str, rm_id: str, waiting: Iterable[str], running: Iterable[str] = (), timeout: float = 30.0
 ) -> None:
     """Until the core shows each pod of `waiting` as a pending ask with a reason (it looked at the ask
     and could not place it) and each of `running` allocated. A pending ask has no allocation, so the
@@ -126,7 +126,8 @@ async def test_after_a_core_restart_the_shim_rebuilds_its_state_without_binding_
         # looked at c and left it pending.
         bound = [name for name, _ in api.bindings]
         waiting = {"a", "b", "c"} - set(bound)
-        await _left_pending(second.rest_url, rm_id, waiting, running=bound)
+        # (Generous: the shim's reconnect backs off up to 5 s between attempts on a loaded machine.)
+        await _left_pending(second.rest_url, rm_id, waiting, running=bound, timeout=60)
         assert len(api.bindings) == 2  # nothing bound twice, and c still does not fit
         await api.delete("pods", api.get("pods", bound[0]))  # room frees: the rebuilt core places c
         await _until(lambda: ("c", "n1") in api.bindings, "c to be bound by the new core")
