@@ -99,18 +99,23 @@ class RecordingClient(SchedulerClient):
         super().__init__(target, rm_id, tls, handlers=[self.seen])
 
     async def barrier(self, rounds: int = 2, timeout: float = 15.0) -> None:
-        """Until the core has processed everything this RM sent before on the allocation stream, or
-        that the core has already answered on any stream, and has delivered all it decided from it.
+        """Until the core has processed everything this RM sent before (on the allocation stream, or
+        already answered on any stream) and every allocation or release it decided from it has arrived.
 
-        The engine applies queued commands, emits their answers, then schedules and emits the new
-        allocations (and releases) after them; answers on one stream arrive in order. A probe whose
-        answer comes back on the allocation stream therefore follows every answer to what was sent
-        before it, and a second probe, sent once the first was answered, follows everything the
-        scheduling after the first produced. So after two round trips, an allocation or release that
-        has not arrived was not made. The probe is rejected and changes nothing; its rejection is kept
-        out of `seen.rejected_allocations`. The RM must be registered with its streams open (else
-        rmproxy refuses the probe at once, before earlier commands are applied). Time-driven
-        decisions (delays) are covered only as far as they were taken before the probe arrived.
+        The engine applies commands in arrival order and emits their answers, then schedules and emits
+        what that produced (allocations, preemptions) before it takes the next commands; answers on one
+        stream arrive in order. The first probe is applied after everything sent before it, so its
+        answer follows their answers, and the scheduling of the same engine step emits right after it.
+        The second probe, sent once the first was answered, is applied in a later step, so its answer
+        follows everything that scheduling produced. So after the two round trips, what has not arrived
+        was not decided. (Scheduling more than the engine's slice, 1,000 allocations, goes on over later
+        steps; decisions on time, such as delays running out, are covered as far as they were taken
+        before the probes.)
+
+        The probe, the release of an allocation of an unknown application, is rejected by the engine
+        and changes nothing; its rejection is kept out of `seen.rejected_allocations`. The RM must be
+        registered with its streams open: a probe refused on arrival (rmproxy answers at once, ahead
+        of earlier commands) fails the barrier rather than passing it early.
         """
         for _ in range(rounds):
             self._probes += 1
