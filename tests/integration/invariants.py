@@ -63,7 +63,8 @@ def _check_queue(queue: Json, used_by_queue: dict[str, dict[str, int]]) -> dict[
 
 async def _snapshot(session: aiohttp.ClientSession, base: str) -> tuple[list[Json], list[Json], Json] | None:
     """Nodes, applications and queues as of one moment: each endpoint is its own snapshot, so the
-    nodes are read before and after the others, and the read is retried while scheduling moves."""
+    nodes are read before and after the others, and the read is retried while scheduling moves (a
+    short pause between tries: the wait is for the fact of two equal reads, not for a time)."""
     for _ in range(50):
         nodes = await get_json(session, f"{base}/nodes")
         apps = await get_json(session, f"{base}/applications/active")

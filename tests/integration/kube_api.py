@@ -2,7 +2,8 @@
 
 Serves list and watch (chunked JSON lines) for nodes, pods, priority classes and config maps, with
 resource versions; pods/binding, pods/eviction and events. `expire_watches()` makes the next watches
-answer 410 Gone, as a real API server does when a resource version is too old.
+answer 410 Gone, as a real API server does when a resource version is too old. `stop()` ends the open
+watches at once (as an API server going away does), so stopping does not wait out their timeouts.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class FakeKubeAPI:
         self.events: list[Obj] = []
         self.runner: web.AppRunner | None = None
         self.port = 0
+        self._closing = False  # set by stop(): open watches end, new ones end at once
 
     # Test-side changes ------------------------------------------------------------------------
     async def put(self, kind: str, obj: Obj) -> None:
@@ -93,6 +95,9 @@ class FakeKubeAPI:
         return f"http://127.0.0.1:{self.port}"
 
     async def stop(self) -> None:
+        async with self.changed:
+            self._closing = True
+            self.changed.notify_all()  # wakes every watch, which then ends its response
         if self.runner is not None:
             await self.runner.cleanup()
 
@@ -130,6 +135,8 @@ class FakeKubeAPI:
             if remaining <= 0:
                 return response
             async with self.changed:
+                if self._closing:  # looked at under the lock: stop() cannot notify in between
+                    return response
                 try:
                     await asyncio.wait_for(self.changed.wait(), remaining)
                 except TimeoutError:

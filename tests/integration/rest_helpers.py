@@ -1,8 +1,12 @@
-"""Shared by the REST tests: a small loaded cluster and a JSON GET that checks the status."""
+"""Shared by the REST tests: a small loaded cluster, a JSON GET that checks the status, and reads of
+the core's state that tests wait on instead of sleeping."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -30,6 +34,41 @@ async def get_json(session: aiohttp.ClientSession, url: str, status: int = 200) 
         body = await response.json()
         assert response.status == status, body
         return body
+
+
+def partition_url(rest_url: str, rm_id: str, partition: str = "default") -> str:
+    """The REST base of one RM's partition, by its internal name `[rmID]partition`."""
+    return f"{rest_url}/ws/v1/partition/{quote(f'[{rm_id}]{partition}', safe='')}"
+
+
+async def rest_until(
+    session: aiohttp.ClientSession,
+    url: str,
+    holds: Callable[[Any], object],
+    what: str,
+    timeout: float = 15.0,
+) -> Any:
+    """GET `url` until `holds(body)` is true; returns that body. For state the core reaches on its own
+    time (a timer firing, a tick's scheduling) or another client brings about: each read is one
+    consistent look at the core's state, and the short pause between reads only spaces them out; the
+    wait ends as soon as the state shows. A 404 (the partition or application is not there yet) is
+    a state that does not hold; any other status but 200 fails."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        async with session.get(url) as response:
+            body = await response.json()
+            assert response.status in (200, 404), body
+        if response.status == 200 and holds(body):
+            return body
+        if loop.time() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}; last read: {body}")
+        await asyncio.sleep(0.05)
+
+
+def pending_request(app: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The pending request `key` in an /application/{id} answer, or None when it is not pending."""
+    return next((r for r in app["requests"] if r["allocationKey"] == key), None)
 
 
 def resource(values: dict[str, int]) -> si_pb2.Resource:

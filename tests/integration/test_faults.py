@@ -3,6 +3,11 @@ back, a node decommissioned under running work, reloads during heavy scheduling,
 
 After each: no node over capacity, each queue's usage equal to the sum of its allocations, no ask
 allocated twice, and the core holding exactly what the shim runs (tests/integration/invariants.py).
+
+The scenarios run on real time (speed 1), and so do their faults: when a fault strikes is part of the
+scenario, set in scenario seconds (`_at_scenario_time`), and how long the core stays down is a short
+stretch of real time during which the shim retries with backoff. Everything else waits for facts: the
+shim's reconnect, the core's REST state matching what the shim runs.
 """
 
 from __future__ import annotations
@@ -80,12 +85,19 @@ async def fixed_core() -> AsyncIterator[CoreProcess]:
         assert "Traceback" not in core.log_text()
 
 
+async def _at_scenario_time(runner: Runner, at: float) -> None:
+    """Until the scenario's own clock reads `at` seconds (at once if it is past): the schedule of a
+    fault, as a scenario's events are scheduled, not a wait for anything to have happened."""
+    await asyncio.sleep(max(0.0, at - runner.clock.now()))
+
+
 def _running(runner: Runner) -> dict[tuple[str, str], str]:
     return {(t.app.app_id, t.key): t.node_id for t in runner.tasks.values() if t.state == "running"}
 
 
 async def _converged(runner: Runner, core: CoreProcess, rm_id: str, timeout: float = 20) -> None:
-    """Until the core holds exactly what the runner runs; every snapshot must keep the invariants."""
+    """Until the core holds exactly what the runner runs; every snapshot must keep the invariants.
+    Polls the core's REST state (a few reads per look) every 0.2 s, as the shim's tasks move on."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -135,9 +147,11 @@ async def test_the_core_killed_several_times_during_a_scenario(fixed_core: CoreP
     rm_id = "rm-sigkill"
     runner, task = await _start_runner(fixed_core.address, rm_id, end=6 + 2.7 * KILLS)
     for kill in range(KILLS):
-        await asyncio.sleep(1.2)
+        await _at_scenario_time(runner, 1.2 + 2.7 * kill)  # each kill in its own stretch of the scenario
         assert fixed_core.kill() == -9
-        await asyncio.sleep(0.3 * (kill % 3 + 1))  # the shim keeps retrying with backoff meanwhile
+        # Down for a while (scenario, not synchronisation): 0.15 to 0.45 s, plus the restart's own
+        # ~0.7 s before the port opens; the shim keeps retrying with backoff meanwhile.
+        await asyncio.sleep(0.15 * (kill % 3 + 1))
         await fixed_core.start()
         await runner.client.wait_for(lambda k=kill: runner.reconnects > k, timeout=20, what="a reconnect")
         await _converged(runner, fixed_core, rm_id)
@@ -156,7 +170,7 @@ async def test_a_shim_cut_off_repeatedly_reconnects_and_the_core_matches_it(fixe
     runner, task = await _start_runner(proxy.address, rm_id, end=6 + 2 * DROPS)
     try:
         for drop in range(DROPS):
-            await asyncio.sleep(1.5)
+            await _at_scenario_time(runner, 1.5 + 2 * drop)  # each cut in its own stretch of the scenario
             assert proxy.drop() > 0
             await runner.client.wait_for(lambda d=drop: runner.reconnects > d, timeout=20, what="a reconnect")
             await _converged(runner, fixed_core, rm_id)

@@ -4,14 +4,16 @@ an HTTP emulation of the API server and a real core over gRPC."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import aiohttp
 import pytest
 
 from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_shim import configmap, daemonset_pod, node, pod
 
 
@@ -24,12 +26,37 @@ async def api() -> AsyncIterator[FakeKubeAPI]:
 
 
 async def _until(condition, what: str, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+    """Until `condition()` holds of the emulation's own state (bindings, evictions, events), looked at
+    every 50 ms: the shim runs in this loop, and its requests reach the emulation in it too."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
         if loop.time() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+async def _left_pending(
+    rest_url: str, rm_id: str, waiting: Iterable[str], running: Iterable[str] = (), timeout: float = 30.0
+) -> None:
+    """Until the core shows each pod of `waiting` as a pending ask with a reason (it looked at the ask
+    and could not place it) and each of `running` allocated. A pending ask has no allocation, so the
+    shim has nothing to bind for it: a check that such a pod is not bound holds from then on."""
+    keys, placed = {f"uid-{name}" for name in waiting}, {f"uid-{name}" for name in running}
+
+    def holds(apps: list[dict[str, Any]]) -> bool:
+        reasons = {r["allocationKey"]: r["allocationLog"] for app in apps for r in app["requests"]}
+        allocated = {a["allocationKey"] for app in apps for a in app["allocations"]}
+        return all(reasons.get(key) for key in keys) and placed <= allocated
+
+    async with aiohttp.ClientSession() as session:
+        await rest_until(
+            session,
+            f"{partition_url(rest_url, rm_id)}/applications/active",
+            holds,
+            f"{sorted(keys)} pending with a reason, {sorted(placed)} allocated",
+            timeout=timeout,
+        )
 
 
 async def test_pods_in_the_api_are_bound_where_the_core_says_even_after_a_410(
@@ -95,10 +122,14 @@ async def test_after_a_core_restart_the_shim_rebuilds_its_state_without_binding_
         await _until(lambda: len(api.bindings) == 2, "two pods on the 2Gi node")
         await first.stop()  # the core goes away with all it knew...
         await second.start()  # ...and a new one comes up at the same address
-        await asyncio.sleep(2.0)  # the shim reconnects and sends what exists
+        # The shim reconnects and sends what exists: the new core holds the two bound pods and has
+        # looked at c and left it pending.
+        bound = [name for name, _ in api.bindings]
+        waiting = {"a", "b", "c"} - set(bound)
+        # (Generous: the shim's reconnect backs off up to 5 s between attempts on a loaded machine.)
+        await _left_pending(second.rest_url, rm_id, waiting, running=bound, timeout=60)
         assert len(api.bindings) == 2  # nothing bound twice, and c still does not fit
-        bound = next(name for name, _ in api.bindings)
-        await api.delete("pods", api.get("pods", bound))  # room frees: the rebuilt core places c
+        await api.delete("pods", api.get("pods", bound[0]))  # room frees: the rebuilt core places c
         await _until(lambda: ("c", "n1") in api.bindings, "c to be bound by the new core")
         assert len(api.bindings) == 3
     finally:
@@ -109,7 +140,7 @@ async def test_after_a_core_restart_the_shim_rebuilds_its_state_without_binding_
 
 
 async def test_foreign_pods_classes_and_the_configmap_through_the_api(
-    api: FakeKubeAPI, core_address: str, rm_id: str
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
 ) -> None:
     await api.put("nodes", node("n1", memory="5Gi"))
     await api.put("configmaps", configmap("1Gi"))
@@ -127,7 +158,7 @@ async def test_foreign_pods_classes_and_the_configmap_through_the_api(
             p["metadata"]["labels"] = {"queue": "root.capped"}
             await api.put("pods", p)
         await _until(lambda: ("q1", "n1") in api.bindings, "q1 under the 1Gi max")
-        await asyncio.sleep(0.5)
+        await _left_pending(rest_url, rm_id, ["q2"])
         assert [n for n, _ in api.bindings] == ["q1"]
         bad = configmap("1Gi")
         bad["data"]["queues.yaml"] = "partitions: [oops"
@@ -148,7 +179,7 @@ async def test_foreign_pods_classes_and_the_configmap_through_the_api(
 
 
 async def test_priorities_and_foreign_room_through_the_api(
-    api: FakeKubeAPI, core_address: str, rm_id: str
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
 ) -> None:
     await api.put("nodes", node("n1", memory="4Gi"))
     await api.put("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
@@ -167,7 +198,7 @@ async def test_priorities_and_foreign_room_through_the_api(
         await api.put("pods", pod("by-class", priorityClassName="high"))
         await api.put("pods", pod("system", priorityClassName="system-node-critical"))
         await api.put("pods", pod("default"))
-        await asyncio.sleep(0.5)
+        await _left_pending(rest_url, rm_id, ["admitted", "by-class", "system", "default"])
         assert [n for n, _ in api.bindings] == ["filler"]  # the foreign pod's 3Gi count
         order = []
         for _ in range(4):  # each finished pod frees the slot for the next in priority order

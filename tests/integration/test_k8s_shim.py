@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -118,11 +118,37 @@ async def kube_and_shim(core_address: str, rm_id: str) -> AsyncIterator[tuple[Me
         yield kube, shim
 
 
-async def settle(shim: K8sShim, rounds: int = 6) -> None:
-    """Let the core answer and carry out what it decided, a few times over."""
-    for _ in range(rounds):
-        await asyncio.sleep(0.1)
-        await shim.process_core()
+def _decided(client: RecordingClient) -> int:
+    """How many decisions the core has sent this RM: allocations, releases, rejections."""
+    seen = client.seen
+    return len(seen.new_allocations) + len(seen.released) + len(seen.rejected_allocations)
+
+
+async def settle(
+    shim: K8sShim, until: Callable[[], object] | None = None, what: str = "", timeout: float = 15.0
+) -> None:
+    """Carry out the core's decisions as they arrive until `until()` holds; then until the core has
+    nothing more to say: every message the shim sent answered (a barrier) and carried out, and no new
+    decision among the answers (carrying one out may send more, so that is checked again)."""
+    client = shim.client
+    assert isinstance(client, RecordingClient)
+    if until is not None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            await shim.process_core()
+            if until():
+                break
+            await client.wait_for(
+                lambda: shim.has_decisions or bool(until()), deadline - loop.time(), what or "a condition"
+            )
+    await shim.process_core()
+    while True:
+        decided = _decided(client)
+        await client.barrier()
+        await shim.process_core()  # the probes' answers are decisions about no pod: nothing is done
+        if _decided(client) == decided:
+            return
 
 
 def configmap(max_memory: str) -> dict[str, Any]:
@@ -134,7 +160,7 @@ async def test_a_pod_is_bound_to_the_node_the_core_chose(kube_and_shim: tuple[Me
     kube, shim = kube_and_shim
     await shim.sync([node("n1"), node("n2", unschedulable=True)], [], configmap=configmap("8Gi"))
     await shim.on_pod("ADDED", pod("web-1"))
-    await settle(shim)
+    await settle(shim, lambda: kube.bindings, "web-1 to be bound")
     assert kube.bindings == [("web-1", "n1")]  # n2 is cordoned: drained in the core
     assert ("web-1", "Scheduled", "bound to n1 by pykorn") in kube.events
 
@@ -153,13 +179,13 @@ async def test_priority_resolution_cases(kube_and_shim: tuple[MemoryKube, K8sShi
     for name, (spec, _) in cases.items():
         await shim.on_pod("ADDED", pod(name, memory="100Mi", **spec))
     await shim.on_pod("ADDED", pod("mystery", memory="100Mi", priorityClassName="nope"))
-    await settle(shim)
+    await settle(shim, lambda: len(kube.bindings) == len(cases), "the four pods to be bound")
     got = {a.allocationKey: a.priority for a in shim.client.seen.new_allocations}
     assert got == {f"uid-{name}": want for name, (_, want) in cases.items()}
     assert ("mystery", "PriorityClassNotFound") in [(n, r) for n, r, _ in kube.events]
     assert "mystery" not in dict(kube.bindings)
     await shim.on_priority_class("ADDED", {"metadata": {"name": "nope"}, "value": 3})
-    await settle(shim)
+    await settle(shim, lambda: "mystery" in dict(kube.bindings), "mystery to be bound")
     assert "mystery" in dict(kube.bindings)
 
 
@@ -168,11 +194,11 @@ async def test_a_preemption_evicts_the_victim_pod(kube_and_shim: tuple[MemoryKub
     await shim.sync([node("n1", memory="2Gi")], [], configmap=configmap("8Gi"))
     await shim.on_pod("ADDED", pod("batch-1"))
     await shim.on_pod("ADDED", pod("batch-2", created="2026-11-22T10:05:00Z"))
-    await settle(shim)
+    await settle(shim, lambda: len(kube.bindings) == 2, "both batch pods to be bound")
     assert len(kube.bindings) == 2  # n1 is full
     daemon = daemonset_pod("agent-n1", "n1")
     await shim.on_pod("ADDED", daemon)
-    await settle(shim, rounds=10)
+    await settle(shim, lambda: ("agent-n1", "n1") in kube.bindings, "the DaemonSet pod to be bound")
     assert kube.evictions == ["batch-2"]  # the youngest goes
     assert any(r == "Preempted" and n == "batch-2" for n, r, _ in kube.events)
     assert ("agent-n1", "n1") in kube.bindings  # placed once the victim is gone
@@ -186,10 +212,10 @@ async def test_foreign_pods_shrink_a_nodes_room(kube_and_shim: tuple[MemoryKube,
     await shim.sync([node("n1", memory="4Gi")], [other], configmap=configmap("8Gi"))
     await shim.on_pod("ADDED", pod("a", memory="1Gi"))
     await shim.on_pod("ADDED", pod("b", memory="1Gi"))
-    await settle(shim)
+    await settle(shim, lambda: kube.bindings, "a pod to be bound")
     assert [p for p, _ in kube.bindings] == ["a"]  # 4Gi - 3Gi foreign: room for one
     await shim.on_pod("DELETED", other)
-    await settle(shim)
+    await settle(shim, lambda: len(kube.bindings) == 2, "b to be bound")
     assert [p for p, _ in kube.bindings] == ["a", "b"]
 
 
@@ -198,7 +224,7 @@ async def test_a_configmap_change_reaches_the_core(kube_and_shim: tuple[MemoryKu
     await shim.sync([node("n1", memory="8Gi")], [], configmap=configmap("1Gi"))
     await shim.on_pod("ADDED", _in_queue(pod("q1"), "root.capped"))
     await shim.on_pod("ADDED", _in_queue(pod("q2"), "root.capped"))
-    await settle(shim)
+    await settle(shim, lambda: kube.bindings, "a pod to be bound")
     capped = [p for p, _ in kube.bindings if p.startswith("q")]
     assert capped == ["q1"]  # max 1Gi
     bad = configmap("1Gi")
@@ -206,7 +232,7 @@ async def test_a_configmap_change_reaches_the_core(kube_and_shim: tuple[MemoryKu
     await shim.on_configmap("MODIFIED", bad)
     assert any(r == "ConfigRejected" for _, r, _ in kube.events)
     await shim.on_configmap("MODIFIED", configmap("4Gi"))
-    await settle(shim)
+    await settle(shim, lambda: "q2" in dict(kube.bindings), "q2 to be bound")
     assert [p for p, _ in kube.bindings if p.startswith("q")] == ["q1", "q2"]
 
 
@@ -215,10 +241,10 @@ async def test_a_failed_binding_goes_back_to_the_core(kube_and_shim: tuple[Memor
     kube.fail_binding.add("doomed")
     await shim.sync([node("n1", memory="1Gi")], [], configmap=configmap("8Gi"))
     await shim.on_pod("ADDED", pod("doomed"))
-    await settle(shim)
+    await settle(shim, lambda: any(n == "doomed" for n, _, _ in kube.events), "doomed's event")
     assert any(r == "BindingFailed" for n, r, _ in kube.events if n == "doomed")
     await shim.on_pod("ADDED", pod("next"))
-    await settle(shim)
+    await settle(shim, lambda: kube.bindings, "next to be bound")
     assert ("next", "n1") in kube.bindings  # the room the failed binding held was given back
 
 
@@ -230,7 +256,7 @@ async def test_a_shim_restart_rebuilds_the_core_without_binding_twice(core_addre
         await shim.sync([node("n1", memory="2Gi")], [], configmap=configmap("8Gi"))
         for name in ("a", "b", "c"):
             await shim.on_pod("ADDED", pod(name))
-        await settle(shim)
+        await settle(shim, lambda: len(kube.bindings) == 2, "two pods to be bound")
         assert len(kube.bindings) == 2
         world = [copy.deepcopy(p) for p in shim.state.pods.values()]
         for p in world:
@@ -241,10 +267,10 @@ async def test_a_shim_restart_rebuilds_the_core_without_binding_twice(core_addre
         shim2 = K8sShim(client2, kube2)
         kube2.shim = shim2
         await shim2.sync([node("n1", memory="2Gi")], world, configmap=configmap("8Gi"))
-        await settle(shim2)
+        await settle(shim2)  # the new registration answered in full, every decision carried out
         assert kube2.bindings == []  # a and b keep running where they are; c still does not fit
         await shim2.on_pod("DELETED", next(p for p in world if p["metadata"]["name"] == "a"))
-        await settle(shim2)
+        await settle(shim2, lambda: kube2.bindings, "c to be bound")
         assert kube2.bindings == [("c", "n1")]
 
 
@@ -259,17 +285,21 @@ async def test_cordon_drains_uncordon_restores_and_delete_decommissions(
     kube, shim = kube_and_shim
     await shim.sync([node("n1", memory="4Gi")], [], configmap=configmap("8Gi"))
     await shim.on_pod("ADDED", pod("running"))
-    await settle(shim)
+    await settle(shim, lambda: kube.bindings, "running to be bound")
     assert kube.bindings == [("running", "n1")]
+    client = shim.client
+    assert isinstance(client, RecordingClient)
     await shim.on_node("MODIFIED", node("n1", memory="4Gi", unschedulable=True))  # cordon
+    # The node's update and drain travel on the node stream: answered before the ask goes.
+    await client.wait_nodes_answered(3)
     await shim.on_pod("ADDED", pod("waiting"))
     await settle(shim)
     assert "waiting" not in dict(kube.bindings)
     await shim.on_node("MODIFIED", node("n1", memory="4Gi"))  # uncordon
-    await settle(shim)
+    await settle(shim, lambda: "waiting" in dict(kube.bindings), "waiting to be bound")
     assert ("waiting", "n1") in kube.bindings
     await shim.on_node("DELETED", node("n1", memory="4Gi"))
-    await settle(shim)
+    await settle(shim, lambda: len(client.seen.released) >= 2, "the node's pods to be released")
     released = {r.allocationKey for r in shim.client.seen.released if r.message == "Node n1 Removed"}
     assert released == {"uid-running", "uid-waiting"}
 
@@ -281,6 +311,6 @@ async def test_a_pod_bound_by_someone_else_becomes_foreign(kube_and_shim: tuple[
     await shim.on_pod("ADDED", pod("pinned", node_name="n1"))
     await shim.on_pod("ADDED", pod("a"))
     await shim.on_pod("ADDED", pod("b"))
-    await settle(shim)
+    await settle(shim, lambda: kube.bindings, "a pod to be bound")
     assert [n for n, _ in kube.bindings] == ["a"]  # 2Gi - 1Gi pinned: room for one
     assert "uid-pinned" not in {a.allocationKey for a in shim.client.seen.new_allocations}

@@ -2,18 +2,26 @@
 
 The client plays the RM: when the core releases an allocation with PREEMPTED_BY_SCHEDULER, the test
 kills the task and confirms with a release of the same type, as a real shim would.
+
+The asks carry a creationTime long past, so the queues' preemption.delay (1s) has already passed when
+they arrive: the core may preempt for them in the first scheduling cycle that sees them. A check that
+no preemption happens therefore waits for facts, not for time: a barrier (every decision the core took
+for what was sent has arrived) and the ask's pending reason over REST (the core looked at it and left
+it pending, with no victims chosen for it).
 """
 
 from __future__ import annotations
 
-import asyncio
+import aiohttp
 
 from rmclient import messages
 from si.v1 import si_pb2
+from tests.integration.rest_helpers import get_json, partition_url, pending_request
 from tests.recording_client import RecordingClient
 
 SLOT = {"memory": 1_000, "vcore": 100}
 NODE4 = {"memory": 4_000, "vcore": 400}
+LONG_AGO = 1_700_000_000  # a creationTime (Unix seconds) past every delay
 
 TWO_TENANTS = """
 partitions:
@@ -67,11 +75,22 @@ async def _apps(client: RecordingClient, apps: dict[str, str]) -> None:
 
 async def _fill(client: RecordingClient, app: str, count: int, priority: int = 0, start: int = 0) -> None:
     await client.asks(
-        messages.ask(
-            app, f"{app}-{i}", SLOT, priority=priority, tags={"creationTime": str(1_700_000_000 + i)}
-        )
+        messages.ask(app, f"{app}-{i}", SLOT, priority=priority, tags={"creationTime": str(LONG_AGO + i)})
         for i in range(start, start + count)
     )
+
+
+async def left_pending(client: RecordingClient, rest_url: str, app: str, key: str, since_ns: int = 0) -> None:
+    """Once the core has taken and delivered every decision about what was sent (a barrier): `app/key`
+    is pending with a reason noted at `since_ns` or later, and no victims are chosen for it."""
+    await client.barrier()
+    async with aiohttp.ClientSession() as session:
+        body = await get_json(session, f"{partition_url(rest_url, client.rm_id)}/application/{app}")
+    request = pending_request(body, key)
+    assert request is not None, f"{app}/{key} is not pending: {body}"
+    log = request["allocationLog"]
+    assert log and log[0]["lastOccurrence"] >= since_ns, f"{app}/{key} not looked at since {since_ns}: {log}"
+    assert request["preempting"] is False, request
 
 
 async def test_a_daemonset_ask_on_a_full_node_preempts_the_lowest_priority_there(
@@ -98,7 +117,7 @@ async def test_a_daemonset_ask_on_a_full_node_preempts_the_lowest_priority_there
 
 
 async def test_a_queue_below_its_guarantee_takes_back_what_it_needs_and_no_more(
-    client: RecordingClient,
+    client: RecordingClient, rest_url: str
 ) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
@@ -124,7 +143,12 @@ async def test_a_queue_below_its_guarantee_takes_back_what_it_needs_and_no_more(
         await client.wait_for(
             lambda c=confirmed: starved_running() >= min(c, 2), timeout=15, what="an allocation"
         )
-    await asyncio.sleep(2.5)  # past another preemption delay: nothing more may be taken
+    # Nothing more may be taken: the core looked at the third ask after low reached its guarantee (in
+    # the cycle that placed the second, or later) and left it pending without victims.
+    async with aiohttp.ClientSession() as session:
+        body = await get_json(session, f"{partition_url(rest_url, client.rm_id)}/application/starved")
+    placed_at = max(a["allocationTime"] for a in body["allocations"])
+    await left_pending(client, rest_url, "starved", "starved-2", since_ns=placed_at)
     victims = preempted(client)
     assert len(victims) == 2  # low reached its guarantee (2000): its third ask may not preempt
     assert {r.applicationID for r in victims} == {"hog"}
@@ -133,7 +157,7 @@ async def test_a_queue_below_its_guarantee_takes_back_what_it_needs_and_no_more(
     assert len(hog_left) == 2  # high kept exactly its guarantee
 
 
-async def test_a_victim_of_higher_priority_is_not_taken(client: RecordingClient) -> None:
+async def test_a_victim_of_higher_priority_is_not_taken(client: RecordingClient, rest_url: str) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -141,7 +165,7 @@ async def test_a_victim_of_higher_priority_is_not_taken(client: RecordingClient)
     await _fill(client, "vip", 4, priority=100)
     await client.wait_allocations(4)
     await _fill(client, "starved", 1, priority=50)
-    await asyncio.sleep(2.5)
+    await left_pending(client, rest_url, "starved", "starved-0")
     assert preempted(client) == []
     assert "starved-0" not in client.seen.allocations
 
@@ -158,7 +182,7 @@ async def test_an_equal_priority_victim_may_be_taken_to_restore_a_guarantee(clie
     assert [r.applicationID for r in preempted(client)] == ["peer"]
 
 
-async def test_a_fenced_subtree_is_not_raided_from_outside(client: RecordingClient) -> None:
+async def test_a_fenced_subtree_is_not_raided_from_outside(client: RecordingClient, rest_url: str) -> None:
     """root.fortress is priority-fenced with offset 10: outside, its tasks count as priority 10
     whatever they are inside, so an ask of priority 5 cannot take them, though fortress has no
     guarantee to protect it; an ask of priority 10 can."""
@@ -169,14 +193,16 @@ async def test_a_fenced_subtree_is_not_raided_from_outside(client: RecordingClie
     await _fill(client, "keep", 4, priority=0)
     await client.wait_allocations(4)
     await _fill(client, "outside", 1, priority=5)
-    await asyncio.sleep(2.5)
+    await left_pending(client, rest_url, "outside", "outside-0")
     assert preempted(client) == []
     await _fill(client, "urgent", 1, priority=10)
     await client.wait_for(lambda: bool(preempted(client)), timeout=10, what="a preemption at priority 10")
     assert {r.applicationID for r in preempted(client)} == {"keep"}
 
 
-async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(client: RecordingClient) -> None:
+async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(
+    client: RecordingClient, rest_url: str
+) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -184,24 +210,25 @@ async def test_asks_inside_a_preemption_fence_look_for_victims_only_inside(clien
     await _fill(client, "outsider", 4)  # high at twice its guarantee: a victim for anyone outside the fence
     await client.wait_allocations(4)
     await _fill(client, "insider", 1)  # below its guarantee, but its fence root is root.fenced
-    await asyncio.sleep(2.5)
+    await left_pending(client, rest_url, "insider", "insider-0")
     assert preempted(client) == []
 
 
-async def test_an_ask_that_may_not_preempt_never_does(client: RecordingClient) -> None:
+async def test_an_ask_that_may_not_preempt_never_does(client: RecordingClient, rest_url: str) -> None:
     await client.register(config=_config())
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
     await _apps(client, {"hog": "root.high", "polite": "root.low"})
     await _fill(client, "hog", 4)
     await client.wait_allocations(4)
-    # preemptionPolicy: Never in Kubernetes: allowPreemptOther false
-    await client.ask("polite", "p0", SLOT, allow_preempt_other=False)
-    await asyncio.sleep(2.5)
+    # preemptionPolicy: Never in Kubernetes: allowPreemptOther false. Created long ago, so only that
+    # flag, not the preemption delay, can hold it back.
+    await client.ask("polite", "p0", SLOT, allow_preempt_other=False, tags={"creationTime": str(LONG_AGO)})
+    await left_pending(client, rest_url, "polite", "p0")
     assert preempted(client) == []
 
 
-async def test_preemption_disabled_for_the_partition_stops_it(client: RecordingClient) -> None:
+async def test_preemption_disabled_for_the_partition_stops_it(client: RecordingClient, rest_url: str) -> None:
     await client.register(config=_config(enabled=False))
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -209,11 +236,14 @@ async def test_preemption_disabled_for_the_partition_stops_it(client: RecordingC
     await _fill(client, "hog", 4)
     await client.wait_allocations(4)
     await _fill(client, "starved", 2)
-    await asyncio.sleep(2.5)
+    await left_pending(client, rest_url, "starved", "starved-0")
+    await left_pending(client, rest_url, "starved", "starved-1")
     assert preempted(client) == []
 
 
-async def test_a_queue_with_preemption_disabled_gives_no_victims(client: RecordingClient) -> None:
+async def test_a_queue_with_preemption_disabled_gives_no_victims(
+    client: RecordingClient, rest_url: str
+) -> None:
     await client.register(config=_config(high_extra=", preemption.policy: disabled"))
     await client.add_node("n1", NODE4)
     await client.wait_nodes_answered(1)
@@ -221,5 +251,5 @@ async def test_a_queue_with_preemption_disabled_gives_no_victims(client: Recordi
     await _fill(client, "hog", 4)
     await client.wait_allocations(4)
     await _fill(client, "starved", 1)
-    await asyncio.sleep(2.5)
+    await left_pending(client, rest_url, "starved", "starved-0")
     assert preempted(client) == []

@@ -3,11 +3,13 @@ placement, reload, draining queues, foreign allocations and reservations."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
+
+import aiohttp
 
 from rmclient import messages
 from si.v1 import si_pb2
+from tests.integration.rest_helpers import partition_url, rest_until
 from tests.recording_client import RecordingClient
 
 NODE = {"memory": 10_000, "vcore": 10_000}
@@ -70,7 +72,7 @@ async def test_two_leaf_queues_share_the_cluster_evenly(client: RecordingClient)
     await _asks(client, {"app-a": 30, "app-b": 30})
     await _nodes(client, 2)  # room for 20 of the 60 tasks
     await client.wait_allocations(20)
-    await asyncio.sleep(0.2)
+    await client.barrier()  # every allocation those asks got has arrived: no more than 20
     assert _per_app(client) == {"app-a": 10, "app-b": 10}
 
 
@@ -79,7 +81,7 @@ async def test_two_apps_in_a_fair_leaf_share_evenly(client: RecordingClient) -> 
     await _asks(client, {"fair-1": 30, "fair-2": 30})
     await _nodes(client, 2)
     await client.wait_allocations(20)
-    await asyncio.sleep(0.2)
+    await client.barrier()
     assert _per_app(client) == {"fair-1": 10, "fair-2": 10}
 
 
@@ -90,7 +92,7 @@ async def test_a_leaf_max_caps_what_it_gets_and_the_rest_stays_pending(client: R
     await client.wait_allocations(3)
     await _asks(client, {"app-a": 5})  # other queues still get the free room
     await client.wait_allocations(8)
-    await asyncio.sleep(0.2)
+    await client.barrier()
     assert _per_app(client) == {"app-c": 3, "app-a": 5}
 
 
@@ -168,7 +170,7 @@ async def test_foreign_allocations_shrink_a_nodes_room(client: RecordingClient) 
     await client.asks([foreign])
     await _asks(client, {"app-a": 5})
     await client.wait_allocations(3)
-    await asyncio.sleep(0.3)
+    await client.barrier()
     assert len(client.seen.allocations) == 3  # 10000 - 7000 foreign leaves room for three
     # The pod of the other scheduler finishes: the room comes back.
     await client.send_allocation_request(
@@ -182,22 +184,29 @@ async def test_foreign_allocations_shrink_a_nodes_room(client: RecordingClient) 
     await client.wait_allocations(5)
 
 
-async def test_a_reserved_node_is_not_used_by_other_asks(client: RecordingClient) -> None:
+async def test_a_reserved_node_is_not_used_by_other_asks(client: RecordingClient, rest_url: str) -> None:
     await _register_with_apps(client, {"big": "root.a", "small": "root.b"})
     await _nodes(client, 2)
     # Two big tasks take 6000 on each node; the third fits the cluster (8000 free) but no node (4000 each).
     await _asks(client, {"big": 3}, size={"memory": 6_000, "vcore": 1_000})
     await client.wait_allocations(2)
-    await asyncio.sleep(3.0)  # past the 2 s reservation delay: big-002 reserves one node
+    # Created long ago, big-002 is past the 2 s reservation delay already: it reserves one node.
+    async with aiohttp.ClientSession() as session:
+        nodes = await rest_until(
+            session,
+            f"{partition_url(rest_url, client.rm_id)}/nodes",
+            lambda body: any(n["reservations"] == ["big|big-002"] for n in body),
+            "big-002 to reserve a node",
+        )
+    (reserved_node,) = [n["nodeID"] for n in nodes if n["isReserved"]]
     # Five small tasks of 1000: the unreserved node takes four; the fifth stays pending although the
     # reserved node has 4000 free.
     await _asks(client, {"small": 5}, size={"memory": 1_000, "vcore": 100})
     await client.wait_allocations(6)
-    await asyncio.sleep(1.0)
+    await client.barrier()
     small_nodes = {a.nodeID for a in client.seen.allocations.values() if a.applicationID == "small"}
     assert len(small_nodes) == 1 and len(client.seen.new_allocations) == 6
-    (free_node,) = small_nodes
-    reserved_node = "node-2" if free_node == "node-1" else "node-1"
+    assert small_nodes == {"node-2" if reserved_node == "node-1" else "node-1"}
     # The big task on the reserved node ends: the reserved ask gets that node, then the last small fits.
     on_reserved = next(k for k, a in client.seen.allocations.items() if a.nodeID == reserved_node)
     await client.release("big", on_reserved)

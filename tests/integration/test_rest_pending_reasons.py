@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
+import time
+from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 
 from si.v1 import si_pb2
-from tests.integration.rest_helpers import get_json, resource
+from tests.integration.rest_helpers import get_json, pending_request, resource, rest_until
 from tests.recording_client import RecordingClient
 
 CONFIG = """
@@ -26,27 +27,34 @@ partitions:
 """
 
 
-async def _reason(session: aiohttp.ClientSession, base: str, app: str, key: str, expect: str) -> str:
-    """The ask's latest pending reason once it mentions `expect` (scheduling runs on its own time)."""
-    message = ""
-    for _ in range(100):
-        body = await get_json(session, f"{base}/application/{app}")
-        ask = next((r for r in body["requests"] if r["allocationKey"] == key), None)
-        assert ask is not None or key not in {a["allocationKey"] for a in body["allocations"]}, (
-            f"{app}/{key} was allocated; it should be waiting"
-        )
-        log = ask["allocationLog"] if ask is not None else []  # None: the core has not seen it yet
-        message = log[0]["message"] if log else ""
-        if expect in message:
-            assert log[0]["count"] >= 1 and log[0]["lastOccurrence"] > 0
-            return message
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{app}/{key} pending reason never mentioned {expect!r}; last: {message!r}")
+async def _reason(
+    client: RecordingClient, session: aiohttp.ClientSession, base: str, app: str, key: str, expect: str
+) -> str:
+    """The ask's latest pending reason, which must mention `expect` once the core has processed and
+    scheduled everything sent before (a barrier): the reason is noted in the cycle that leaves it pending."""
+    await client.barrier()
+    body = await get_json(session, f"{base}/application/{app}")
+    ask = pending_request(body, key)
+    assert ask is not None, f"{app}/{key} is not pending; it should be waiting: {body}"
+    log = ask["allocationLog"]
+    message = log[0]["message"] if log else ""
+    assert expect in message, f"{app}/{key} pending reason does not mention {expect!r}: {message!r}"
+    assert log[0]["count"] >= 1 and log[0]["lastOccurrence"] > 0
+    return message
 
 
-def _ask(app: str, key: str, memory: int) -> si_pb2.Allocation:
+def _latest(request: dict[str, Any] | None) -> str:
+    """A pending request's latest reason ("" when it has none, or is not pending)."""
+    log = request["allocationLog"] if request is not None else []
+    return log[0]["message"] if log else ""
+
+
+def _ask(app: str, key: str, memory: int, tags: dict[str, str] | None = None) -> si_pb2.Allocation:
     return si_pb2.Allocation(
-        allocationKey=key, applicationID=app, resourcePerAlloc=resource({"memory": memory})
+        allocationKey=key,
+        applicationID=app,
+        resourcePerAlloc=resource({"memory": memory}),
+        allocationTags=tags,
     )
 
 
@@ -66,19 +74,29 @@ async def test_each_cause_of_waiting_is_named(client: RecordingClient, rm_id: st
     part = quote(f"[{rm_id}]default", safe="")
     base = f"{rest_url}/ws/v1/partition/{part}"
     async with aiohttp.ClientSession() as session:
-        headroom = await _reason(session, base, "q", "q-0", "queue root.limited's max")
+        headroom = await _reason(client, session, base, "q", "q-0", "queue root.limited's max")
         assert "{'memory': 2000}" in headroom and "room left {'memory': 1000}" in headroom
         # 3,900 free in all, 1,900 and 2,000 per node: no one node can take 3,000.
-        assert await _reason(session, base, "big", "big-0", "no node has room")
-        limit = await _reason(session, base, "c2", "c2-0", "may not start yet")
+        assert await _reason(client, session, base, "big", "big-0", "no node has room")
+        limit = await _reason(client, session, base, "c2", "c2-0", "may not start yet")
         assert "queue root.capped runs its maxapplications (1)" in limit
 
         # Nodes that could hold the ask but are too full: after the reservation delay it reserves one.
+        # The delay (2 s) counts from the task's creation: created 1.5 s ago, the ask is past it half a
+        # second after it arrives. Nothing is sent after it, so the reservation comes from a cycle the
+        # engine runs on its own tick (every 0.5 s while asks are pending): that short wait is inherent.
         await client.asks([_ask("fill", "fill-0", 1_000), _ask("fill", "fill-1", 1_000)])
         await client.wait_allocations(3)  # free: 900 and 1,000
-        await client.asks([_ask("wait", "wait-0", 1_800)])
-        assert await _reason(session, base, "wait", "wait-0", "reserved node node-")
-        over = await _reason(session, base, "big", "big-0", "the cluster's capacity")
+        created = f"{time.time() - 1.5:.3f}"
+        await client.asks([_ask("wait", "wait-0", 1_800, tags={"creationTime": created})])
+        await rest_until(
+            session,
+            f"{base}/application/wait",
+            lambda app: "reserved node node-" in _latest(pending_request(app, "wait-0")),
+            "wait-0 to reserve a node",
+        )
+        assert await _reason(client, session, base, "wait", "wait-0", "reserved node node-")
+        over = await _reason(client, session, base, "big", "big-0", "the cluster's capacity")
         assert "room left {'memory': 1900}" in over
 
 

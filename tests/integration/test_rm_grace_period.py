@@ -1,26 +1,43 @@
 """An RM whose streams all close keeps its state for the grace period, then loses it; RMs that stay
-connected, or come back in time, keep theirs. Runs its own core with a 1-second grace period."""
+connected, or come back in time, keep theirs. Runs its own core with a 1-second grace period.
+
+The grace period is the daemon's real time, so the tests that are about it wait it out once; they wait
+for the fact (REST no longer shows the RM's partition), and tell "not yet" from "gone" by facts too:
+the time the removal took against the grace period, and an RM that closed its streams later and is
+removed first."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 import pytest
 
 from rmclient.core_process import CoreProcess
-from tests.integration.rest_helpers import get_json
+from tests.integration.rest_helpers import get_json, partition_url, rest_until
 from tests.recording_client import RecordingClient
 
-GRACE = 2.0  # long enough for a loaded 2-core machine to tell "in time" from "too late"
+GRACE = 1.0  # short: the tests about it wait it out; each wait is for a fact, not a fixed time
+
+
+async def _running_core(grace: float) -> AsyncIterator[CoreProcess]:
+    async with CoreProcess(extra_args=["--rm-grace-period", str(grace)]) as process:
+        yield process
+    assert "Traceback" not in process.log_text()
 
 
 @pytest.fixture
 async def core() -> AsyncIterator[CoreProcess]:
-    async with CoreProcess(extra_args=["--rm-grace-period", str(GRACE)]) as process:
+    async for process in _running_core(GRACE):
         yield process
-    assert "Traceback" not in process.log_text()
+
+
+@pytest.fixture
+async def patient_core() -> AsyncIterator[CoreProcess]:
+    """A grace period no step of a test comes near, for tests that are not about it."""
+    async for process in _running_core(60.0):
+        yield process
 
 
 async def _busy_rm(core: CoreProcess, rm_id: str) -> RecordingClient:
@@ -36,9 +53,16 @@ async def _busy_rm(core: CoreProcess, rm_id: str) -> RecordingClient:
     return client
 
 
-async def _clusters(core: CoreProcess) -> set[str]:
+async def _clusters_once(core: CoreProcess, holds: Callable[[set[str]], bool], what: str) -> set[str]:
+    """The RMs with partitions, once `holds` of them (the grace timer fires on the core's own time)."""
     async with aiohttp.ClientSession() as session:
-        parts = await get_json(session, f"{core.rest_url}/ws/v1/partitions")
+        parts = await rest_until(
+            session,
+            f"{core.rest_url}/ws/v1/partitions",
+            lambda body: holds({p["clusterId"] for p in body}),
+            what,
+            timeout=GRACE + 20,
+        )
     return {p["clusterId"] for p in parts}
 
 
@@ -46,11 +70,14 @@ async def test_a_vanished_rm_is_removed_after_the_grace_period_and_others_stay(c
     gone = await _busy_rm(core, "rm-gone")
     stays = await _busy_rm(core, "rm-stays")
     try:
+        loop = asyncio.get_running_loop()
+        closing = loop.time()  # the core starts the grace timer once it sees the streams closed, later
         await gone.close()  # every stream ends, as when the shim's process dies
-        await asyncio.sleep(GRACE / 4)
-        assert await _clusters(core) == {"rm-gone", "rm-stays"}, "removed before the grace period ran out"
-        await asyncio.sleep(GRACE * 1.5)
-        assert await _clusters(core) == {"rm-stays"}
+        left = await _clusters_once(core, lambda rms: "rm-gone" not in rms, "rm-gone to be removed")
+        # Not a moment before its grace period ran out (so still there at any earlier look).
+        took = loop.time() - closing
+        assert took >= GRACE, f"removed {took:.3f}s after its streams closed: before the grace period ran out"
+        assert left == {"rm-stays"}
 
         # The connected RM did not notice: it keeps its allocation and still gets new ones.
         await stays.ask("app", "a1", {"memory": 100})
@@ -68,16 +95,24 @@ async def test_a_vanished_rm_is_removed_after_the_grace_period_and_others_stay(c
 
 async def test_an_rm_that_reopens_its_streams_in_time_keeps_everything(core: CoreProcess) -> None:
     client = await _busy_rm(core, "rm-blip")
+    control = await _busy_rm(core, "rm-control")
     try:
-        await client.reopen_streams()  # names the RM in the streams' metadata: bound at once
-        await asyncio.sleep(GRACE * 1.5)  # sends nothing at all in the meantime
-        assert "rm-blip" in await _clusters(core)
+        # Closing waits until the core has ended each stream, so its grace timer for rm-blip is running
+        # when the streams open again (named in their metadata: bound at once, which stops the timer).
+        await client.reopen_streams()
+        # rm-control goes away for good after that: its grace timer starts later and fires later than
+        # rm-blip's would have. Once it is removed, rm-blip's time is up too; rm-blip sends nothing at
+        # all in the meantime.
+        await control.close()
+        rms = await _clusters_once(core, lambda rms: "rm-control" not in rms, "rm-control to be removed")
+        assert "rm-blip" in rms
         async with aiohttp.ClientSession() as session:
             base = f"{core.rest_url}/ws/v1/partition/%5Brm-blip%5Ddefault"
             app = await get_json(session, f"{base}/application/app")
         assert [a["allocationKey"] for a in app["allocations"]] == ["a0"]
     finally:
         await client.close()
+        await control.close()
 
 
 CAPPED = """
@@ -92,7 +127,8 @@ partitions:
 """
 
 
-async def test_answers_made_while_no_stream_was_open_arrive_when_one_opens(core: CoreProcess) -> None:
+async def test_answers_made_while_no_stream_was_open_arrive_when_one_opens(patient_core: CoreProcess) -> None:
+    core = patient_core
     client = RecordingClient(core.address, "rm-away")
     await client.connect()
     try:
@@ -107,7 +143,13 @@ async def test_answers_made_while_no_stream_was_open_arrive_when_one_opens(core:
         await client.close_streams()
         # While the RM has no stream, raising the max lets the waiting ask in; its answer is held.
         assert (await client.update_configuration(CAPPED % 1_000)).accepted
-        await asyncio.sleep(0.5)
+        async with aiohttp.ClientSession() as session:
+            await rest_until(
+                session,
+                f"{partition_url(core.rest_url, 'rm-away')}/application/app",
+                lambda app: "big" in {a["allocationKey"] for a in app["allocations"]},
+                "big to be allocated in the core",
+            )
         assert [a.allocationKey for a in client.seen.new_allocations] == ["small"]
         client.open_streams()  # and nothing sent: the held answer comes anyway
         await client.wait_allocations(2)

@@ -57,7 +57,7 @@ async def test_two_rms_on_one_core_stay_apart(core_address: str) -> None:
         await b.ask("app", "k3", TASK)
         await a.release("app", "k1")
         await a.wait_released(1)
-        await asyncio.sleep(0.3)
+        await b.barrier()  # k3 and a's release are processed and scheduled after: k3 got nothing
         assert len(b.seen.new_allocations) == 2
         assert [r.allocationKey for r in b.seen.released] == []
         # b cannot reach a's partition by naming it: the name is always qualified with b's own rmID.
@@ -97,13 +97,13 @@ async def test_update_configuration_raises_a_max_and_rejects_bad_configs(client:
     await client.ask("app", "k1", TASK)
     await client.ask("app", "k2", TASK)
     await client.wait_allocations(1)
-    await asyncio.sleep(0.3)
+    await client.barrier()
     assert len(client.seen.new_allocations) == 1  # the max holds k2 back
 
     bad = await client.update_configuration("partitions:\n  - name: default\n    queues: 7\n")
     assert not bad.accepted
     assert any("partitions[0].queues (line 3)" in e for e in bad.errors), list(bad.errors)
-    await asyncio.sleep(0.3)
+    await client.barrier()
     assert len(client.seen.new_allocations) == 1  # the old config still holds
 
     good = await client.update_configuration(RAISED)
@@ -148,8 +148,11 @@ async def test_sigterm_ends_open_streams_cleanly_and_exits_zero() -> None:
         await client.wait_allocations(1)
         code = await core.stop()
         assert code == 0, core.log_text()[-3000:]
-        await asyncio.sleep(0.2)
-        assert client.seen.stream_errors == []  # streams ended with status OK, not an error
+        # Each of the three streams ends, one way or the other: with status OK, not an error.
+        seen = client.seen
+        await client.wait_for(lambda: len(seen.stream_ends) + len(seen.stream_errors) == 3, what="3 ends")
+        assert client.seen.stream_errors == []
+        assert client.seen.stream_ends == ["ended by the core"] * 3
         await client.close()
         log = core.log_text()
         assert '"event": "core stopped"' in log

@@ -133,3 +133,22 @@ async def test_an_allocation_comes_back_as_the_ask_that_was_sent_plus_its_node(
     expected.nodeID = received.nodeID
     expected.partitionName = "default"
     assert received == expected
+
+
+async def test_a_barrier_follows_every_decision_about_what_was_sent_before_it(
+    client: RecordingClient,
+) -> None:
+    """The tests' barrier (RecordingClient.barrier), which they use to check that nothing more
+    happened: once it returns, every allocation and release the core made for what was sent before it
+    has arrived, with no wait for them; its probes are not counted as rejections."""
+    await _setup(client)
+    await client.asks(
+        si_pb2.Allocation(allocationKey=f"t{i}", applicationID="app-1", resourcePerAlloc=_res(TASK))
+        for i in range(6)
+    )
+    await client.barrier()
+    assert len(client.seen.new_allocations) == 4  # two per node, without waiting for them
+    await client.release("app-1", client.seen.new_allocations[0].allocationKey)
+    await client.barrier()
+    assert len(client.seen.released) == 1 and len(client.seen.new_allocations) == 5
+    assert client.seen.rejected_allocations == [] and len(client.seen.probe_answers) == 4
