@@ -75,6 +75,10 @@ class InvalidRequest(ValueError):
     """A unary request refused as a whole; the server answers INVALID_ARGUMENT with this text."""
 
 
+class CoreStopping(RuntimeError):
+    """The core is shutting down; the server answers UNAVAILABLE, which an RM retries."""
+
+
 class StreamKind(StrEnum):
     ALLOCATION = "allocation"
     APPLICATION = "application"
@@ -154,6 +158,10 @@ class RMProxy:
     # Unary calls ------------------------------------------------------------------------------
     async def register(self, request: si_pb2.RegisterResourceManagerRequest) -> None:
         rm_id = request.rmID
+        if self._stopping:
+            # An RM that lost its streams to the shutdown would register again at once and hold the
+            # server open with new streams until the stop's grace runs out.
+            raise CoreStopping("the core is shutting down: register again when it is back")
         if not rm_id:
             raise InvalidRequest("rmID is missing: every resource manager must identify itself")
         too_long = over_long(self.limits.max_id_length, "max_id_length", rmID=rm_id)
@@ -293,6 +301,9 @@ class RMProxy:
     # Streams ----------------------------------------------------------------------------------
     def open_stream(self, kind: StreamKind) -> ResponseStream:
         stream = ResponseStream(kind)
+        if self._stopping:
+            stream.end()  # opened during the shutdown: ended at once, cleanly
+            return stream
         self._streams.add(stream)
         return stream
 

@@ -8,8 +8,10 @@ that nothing more happened without sleeping.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
+from functools import partial
+from operator import contains
 
 from rmclient import messages
 from rmclient.client import ResponseHandler, SchedulerClient
@@ -121,11 +123,17 @@ class RecordingClient(SchedulerClient):
             self._probes += 1
             key = f"{PROBE_KEY}{self._probes}"
             await self.release(PROBE_APP, key, message="test barrier probe")
-            await self.wait_for(lambda k=key: k in self.seen.probe_answers, timeout, f"barrier probe {key}")
+            await self.wait_for(
+                partial(contains, self.seen.probe_answers, key), timeout, f"barrier probe {key}"
+            )
             # Answered by the engine (the application is unknown there), not refused on arrival.
             reason = self.seen.probe_answers[key]
             engine = (PROBE_APP in reason and "is not known" in reason) or "does not exist for" in reason
             assert engine, f"the barrier probe was refused on arrival, not by the engine: {reason}"
+
+    async def wait_more(self, items: Sized, than: int, timeout: float = 10.0, what: str = "") -> None:
+        """Until `items` (a list the recorder appends to) holds more than `than` entries."""
+        await self.wait_for(lambda: len(items) > than, timeout, what or f"more than {than}")
 
     async def wait_allocations(self, count: int, timeout: float = 10.0) -> list[si_pb2.Allocation]:
         """Wait until `count` new allocations in total have arrived; returns them all."""
@@ -157,3 +165,9 @@ class RecordingClient(SchedulerClient):
             timeout,
             f"{count} application answers",
         )
+
+
+def recorded(client: SchedulerClient) -> RecordingClient:
+    """A client a shim holds, as the recording client a test gave it."""
+    assert isinstance(client, RecordingClient), type(client)
+    return client

@@ -10,7 +10,7 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
-from core.rmproxy import InvalidRequest, ResponseStream, RMProxy, StreamKind
+from core.rmproxy import CoreStopping, InvalidRequest, ResponseStream, RMProxy, StreamKind
 from core.server.event_stream import EventStreams
 from core.server.identity import Caller, caller
 from core.server.redact import redacted
@@ -63,6 +63,8 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         except InvalidRequest as exc:
             log.warning("registration refused", rmID=request.rmID, reason=str(exc))
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except CoreStopping as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return si_pb2.RegisterResourceManagerResponse()
 
     async def DryRunConfiguration(

@@ -132,7 +132,18 @@ def _extremes(draw: st.DrawFn, ask: si_pb2.Allocation) -> None:
     ask.preemptionPolicy.allowPreemptOther = draw(st.booleans())
 
 
-ASK_MUTATIONS = [_key, _app, _resources, _no_resources, _node, _partition, _tags, _long_tag, _gang, _extremes]
+ASK_MUTATIONS: list[Callable[[st.DrawFn, si_pb2.Allocation], None]] = [
+    _key,
+    _app,
+    _resources,
+    _no_resources,
+    _node,
+    _partition,
+    _tags,
+    _long_tag,
+    _gang,
+    _extremes,
+]
 
 
 @st.composite
@@ -151,7 +162,7 @@ def releases(draw: st.DrawFn) -> si_pb2.AllocationRelease:
         applicationID=app,
         allocationKey=draw(st.one_of(st.uuids().map(str), ODD_IDS)),
         partitionName=draw(st.one_of(st.just(""), st.just("default"), ODD_IDS)),
-        terminationType=draw(st.sampled_from(si_pb2.TerminationType.values())),
+        terminationType=draw(st.sampled_from(si_pb2.TerminationType.keys())),  # by name
         message=draw(st.one_of(UNICODE, st.just(""), st.integers(65_537, 70_000).map(lambda n: "m" * n))),
     )
 
@@ -205,7 +216,15 @@ def _app_extremes(draw: st.DrawFn, add: si_pb2.AddApplicationRequest) -> None:
     add.gangSchedulingStyle = draw(st.sampled_from(["Soft", "Hard", "nonsense"]))
 
 
-APP_MUTATIONS = [_app_id, _queue, _app_partition, _ugi, _app_tags, _app_long_tag, _app_extremes]
+APP_MUTATIONS: list[Callable[[st.DrawFn, si_pb2.AddApplicationRequest], None]] = [
+    _app_id,
+    _queue,
+    _app_partition,
+    _ugi,
+    _app_tags,
+    _app_long_tag,
+    _app_extremes,
+]
 
 
 @st.composite
@@ -232,7 +251,8 @@ def _node_id(draw: st.DrawFn, info: si_pb2.NodeInfo) -> None:
 
 
 def _action(draw: st.DrawFn, info: si_pb2.NodeInfo) -> None:
-    info.action = draw(st.sampled_from([*si_pb2.NodeInfo.ActionFromRM.values(), 77]))  # type: ignore[attr-defined]
+    # Deliberately also a number no ActionFromRM has: the core must refuse it, not crash.
+    info.action = draw(st.sampled_from([*si_pb2.NodeInfo.ActionFromRM.values(), 77]))  # type: ignore[assignment]
 
 
 def _attributes(draw: st.DrawFn, info: si_pb2.NodeInfo) -> None:
@@ -255,7 +275,14 @@ def _no_capacity(draw: st.DrawFn, info: si_pb2.NodeInfo) -> None:
     info.ClearField("schedulableResource")
 
 
-NODE_MUTATIONS = [_node_id, _action, _attributes, _long_attribute, _capacity, _no_capacity]
+NODE_MUTATIONS: list[Callable[[st.DrawFn, si_pb2.NodeInfo], None]] = [
+    _node_id,
+    _action,
+    _attributes,
+    _long_attribute,
+    _capacity,
+    _no_capacity,
+]
 
 
 @st.composite

@@ -12,6 +12,7 @@ import asyncio
 import bisect
 import copy
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -91,7 +92,7 @@ class FakeKubeAPI:
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(self.runner.addresses[0][1])
         return f"http://127.0.0.1:{self.port}"
 
     async def stop(self) -> None:
@@ -101,7 +102,7 @@ class FakeKubeAPI:
         if self.runner is not None:
             await self.runner.cleanup()
 
-    def _list_or_watch(self, kind: str):  # type: ignore[no-untyped-def]
+    def _list_or_watch(self, kind: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handler(request: web.Request) -> web.StreamResponse:
             if request.query.get("watch") in ("true", "1"):
                 return await self._watch(kind, request)

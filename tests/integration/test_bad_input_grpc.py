@@ -147,14 +147,20 @@ async def test_unknown_node_and_bad_node_requests(client: RecordingClient) -> No
             "no schedulableResource",
         ),
         (si_pb2.NodeRequest(rmID=client.rm_id, nodes=[messages.node("", NODE)]), "nodeID is empty"),
-        (si_pb2.NodeRequest(rmID=client.rm_id, nodes=[messages.node("x", NODE, action=0)]), "has no action"),
+        (
+            si_pb2.NodeRequest(
+                rmID=client.rm_id,
+                nodes=[messages.node("x", NODE, action=si_pb2.NodeInfo.UNKNOWN_ACTION_FROM_RM)],
+            ),
+            "has no action",
+        ),
         (si_pb2.NodeRequest(rmID=client.rm_id, nodes=[messages.node("neg", {"memory": -1})]), "negative"),
         (si_pb2.NodeRequest(nodes=[messages.node("n", NODE)]), "rmID is missing"),
         (si_pb2.NodeRequest(rmID=client.rm_id), "empty NodeRequest"),
     ]
     for i, (request, expect) in enumerate(cases):
         await client.send_node_request(request)
-        await client.wait_for(lambda i=i: len(client.seen.rejected_nodes) > i, what=f"rejection {i}")
+        await client.wait_more(client.seen.rejected_nodes, i, what=f"rejection {i}")
         assert expect in client.seen.rejected_nodes[i].reason, (expect, client.seen.rejected_nodes[i].reason)
     # Still serving: a new good node is accepted and used.
     await client.add_node("node-2", NODE)
@@ -201,7 +207,7 @@ async def test_bad_application_requests(client: RecordingClient) -> None:
     ]
     for i, (request, expect) in enumerate(cases):
         await client.send_application_request(request)
-        await client.wait_for(lambda i=i: len(client.seen.rejected_apps) > i, what=f"rejection {i}")
+        await client.wait_more(client.seen.rejected_apps, i, what=f"rejection {i}")
         assert expect in client.seen.rejected_apps[i].reason, (expect, client.seen.rejected_apps[i].reason)
     # Removing an application the core does not know is ignored, as YuniKorn does: RMs remove
     # applications that already completed, and a rejection would make a Kubernetes shim fail it.

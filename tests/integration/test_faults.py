@@ -17,6 +17,7 @@ import os
 import socket
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from functools import partial
 
 import grpc
 import pytest
@@ -26,7 +27,7 @@ from rmclient.core_process import CoreProcess
 from shim_fake.scenario.loader import parse_scenario
 from shim_fake.scenario.runner import Runner
 from tests.integration import invariants
-from tests.recording_client import RecordingClient
+from tests.recording_client import RecordingClient, recorded
 
 SCENARIO = """
 name: faults
@@ -143,6 +144,10 @@ KILLS = int(os.environ.get("PYKORN_FAULT_KILLS", "3"))
 DROPS = int(os.environ.get("PYKORN_FAULT_DROPS", "2"))
 
 
+def _reconnected_more(runner: Runner, than: int) -> bool:
+    return runner.reconnects > than
+
+
 async def test_the_core_killed_several_times_during_a_scenario(fixed_core: CoreProcess) -> None:
     rm_id = "rm-sigkill"
     runner, task = await _start_runner(fixed_core.address, rm_id, end=6 + 2.7 * KILLS)
@@ -153,9 +158,9 @@ async def test_the_core_killed_several_times_during_a_scenario(fixed_core: CoreP
         # ~0.7 s before the port opens; the shim keeps retrying with backoff meanwhile.
         await asyncio.sleep(0.15 * (kill % 3 + 1))
         await fixed_core.start()
-        await runner.client.wait_for(lambda k=kill: runner.reconnects > k, timeout=20, what="a reconnect")
+        await runner.client.wait_for(partial(_reconnected_more, runner, kill), timeout=20, what="a reconnect")
         await _converged(runner, fixed_core, rm_id)
-    _one_node_per_key(runner.client)
+    _one_node_per_key(recorded(runner.client))
     await _finish(runner, task)
     assert runner.reconnects == KILLS
     assert [e["kind"] for e in runner.record.events].count("core reconnect") == KILLS
@@ -172,9 +177,11 @@ async def test_a_shim_cut_off_repeatedly_reconnects_and_the_core_matches_it(fixe
         for drop in range(DROPS):
             await _at_scenario_time(runner, 1.5 + 2 * drop)  # each cut in its own stretch of the scenario
             assert proxy.drop() > 0
-            await runner.client.wait_for(lambda d=drop: runner.reconnects > d, timeout=20, what="a reconnect")
+            await runner.client.wait_for(
+                partial(_reconnected_more, runner, drop), timeout=20, what="a reconnect"
+            )
             await _converged(runner, fixed_core, rm_id)
-        _one_node_per_key(runner.client)
+        _one_node_per_key(recorded(runner.client))
         await _finish(runner, task)
     finally:
         await proxy.close()

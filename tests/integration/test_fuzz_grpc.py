@@ -25,7 +25,7 @@ from urllib.parse import quote
 import aiohttp
 import grpc
 import pytest
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -46,6 +46,7 @@ from tests.integration.fuzz_strategies import (
 from tests.recording_client import RecordingClient
 
 T = TypeVar("T")
+M = TypeVar("M", bound=Message)
 
 LIMITS = Limits(
     max_message_bytes=4 * 1024 * 1024,
@@ -86,7 +87,7 @@ class Rig:
     clients: list[RecordingClient] = field(default_factory=list)
 
     def run(self, coro: Awaitable[T]) -> T:
-        return self.runner.run(asyncio.wait_for(coro, 30))  # type: ignore[arg-type]
+        return self.runner.run(asyncio.wait_for(coro, 30))
 
     async def client(self, rm_id: str, config: str = CONFIG) -> RecordingClient:
         client = RecordingClient(self.core.address, rm_id)
@@ -182,11 +183,18 @@ def expected_answers(items: int) -> int:
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def fresh(rig: Rig, msg: T) -> T:
+def _advised_wait(reason: str) -> str:
+    """The seconds a rate-limit rejection says to wait before retrying."""
+    found = re.search(r"retry it in ([0-9.]+)s", reason)
+    assert found is not None, reason
+    return found.group(1)
+
+
+def fresh(rig: Rig, msg: M) -> M:
     """A copy whose generated IDs (UUIDs) are this example's own: hypothesis repeats its values, and
     a key reused from an earlier example would only ever test the duplicate check."""
-    copy = type(msg)()  # type: ignore[call-arg]
-    copy.CopyFrom(msg)  # type: ignore[attr-defined]
+    copy = type(msg)()
+    copy.CopyFrom(msg)
     items = [(a, "allocationKey") for a in getattr(copy, "allocations", [])]
     items += [(a, "applicationID") for a in getattr(copy, "new", [])]
     items += [(n, "nodeID") for n in getattr(copy, "nodes", [])]
@@ -404,9 +412,9 @@ def raw_payloads(draw: st.DrawFn) -> bytes:
     return bytes(data[: draw(st.integers(0, len(data)))])
 
 
-def _decodes(kind: type, payload: bytes) -> bool:
+def _decodes(kind: type[Message], payload: bytes) -> bool:
     try:
-        kind.FromString(payload)  # type: ignore[attr-defined]
+        kind.FromString(payload)
     except DecodeError:
         return False
     return True
@@ -414,7 +422,8 @@ def _decodes(kind: type, payload: bytes) -> bool:
 
 async def raw_example(rig: Rig, channel: grpc.aio.Channel, method: str, payload: bytes) -> None:
     if method in STREAMS:
-        call = channel.stream_stream(method)()  # no serializers: the bytes go as they are
+        # No serializers: the bytes go as they are, and what comes back is bytes too.
+        call: grpc.aio.StreamStreamCall[bytes, bytes] = channel.stream_stream(method)()
         await call.write(payload)
         await call.done_writing()
         answers = []
@@ -431,7 +440,8 @@ async def raw_example(rig: Rig, channel: grpc.aio.Channel, method: str, payload:
             assert "not a valid si.v1 message" in (await call.details() or "")
     else:
         try:
-            await channel.unary_unary(method)(payload, timeout=10)
+            unary: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
+            await unary(payload, timeout=10)
             code = grpc.StatusCode.OK
         except grpc.aio.AioRpcError as exc:
             code = exc.code()
@@ -508,7 +518,7 @@ def test_the_rate_limit_rejects_the_excess_with_a_retry_and_then_lets_it_in(rig:
         # The bucket refills on the daemon's real clock: wait as long as the core says (each reason
         # names the same wait, to the millisecond, rounded), and a little more for that rounding;
         # then the retry must go through whole.
-        advised = max(float(re.search(r"retry it in ([0-9.]+)s", r.reason).group(1)) for r in rejected)
+        advised = max(float(_advised_wait(r.reason)) for r in rejected)
         assert advised <= 300 / LIMITS.rate_items_per_second + 0.001, advised
         await asyncio.sleep(advised + 0.002)
         await client.add_nodes(*(messages.node(r.nodeID, {"memory": 1}) for r in rejected))

@@ -4,7 +4,8 @@ an HTTP emulation of the API server and a real core over gRPC."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -25,7 +26,7 @@ async def api() -> AsyncIterator[FakeKubeAPI]:
     await fake.stop()
 
 
-async def _until(condition, what: str, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+async def _until(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
     """Until `condition()` holds of the emulation's own state (bindings, evictions, events), looked at
     every 50 ms: the shim runs in this loop, and its requests reach the emulation in it too."""
     loop = asyncio.get_running_loop()
@@ -57,6 +58,10 @@ async def _left_pending(
             f"{sorted(keys)} pending with a reason, {sorted(placed)} allocated",
             timeout=timeout,
         )
+
+
+def _more_bindings(api: FakeKubeAPI, than: int) -> bool:
+    return len(api.bindings) > than
 
 
 async def test_pods_in_the_api_are_bound_where_the_core_says_even_after_a_410(
@@ -129,7 +134,9 @@ async def test_after_a_core_restart_the_shim_rebuilds_its_state_without_binding_
         # (Generous: the shim's reconnect backs off up to 5 s between attempts on a loaded machine.)
         await _left_pending(second.rest_url, rm_id, waiting, running=bound, timeout=60)
         assert len(api.bindings) == 2  # nothing bound twice, and c still does not fit
-        await api.delete("pods", api.get("pods", bound[0]))  # room frees: the rebuilt core places c
+        finished = api.get("pods", bound[0])
+        assert finished is not None
+        await api.delete("pods", finished)  # room frees: the rebuilt core places c
         await _until(lambda: ("c", "n1") in api.bindings, "c to be bound by the new core")
         assert len(api.bindings) == 3
     finally:
@@ -203,9 +210,10 @@ async def test_priorities_and_foreign_room_through_the_api(
         order = []
         for _ in range(4):  # each finished pod frees the slot for the next in priority order
             done = api.get("pods", api.bindings[-1][0])
+            assert done is not None
             await api.delete("pods", done)
             count = len(api.bindings)
-            await _until(lambda c=count: len(api.bindings) > c, "the next pod")
+            await _until(partial(_more_bindings, api, count), "the next pod")
             order.append(api.bindings[-1][0])
         assert order == ["system", "by-class", "default", "admitted"]
     finally:

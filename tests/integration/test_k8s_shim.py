@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
 
 from shim_k8s.shim import BindError, K8sShim
-from tests.recording_client import RecordingClient
+from tests.recording_client import RecordingClient, recorded
 
 GI = 2**30
 QUEUES = """
@@ -42,7 +42,7 @@ class MemoryKube:
         self.events: list[tuple[str, str, str]] = []  # (object name, reason, message)
         self.fail_binding: set[str] = set()
 
-    async def bind(self, pod: dict[str, Any], node: str) -> None:
+    async def bind(self, pod: Mapping[str, Any], node: str) -> None:
         name = pod["metadata"]["name"]
         if name in self.fail_binding:
             raise BindError(f'pods "{name}" is being deleted')
@@ -52,13 +52,13 @@ class MemoryKube:
         assert self.shim is not None
         await self.shim.on_pod("MODIFIED", bound)
 
-    async def evict(self, pod: dict[str, Any], reason: str) -> None:
+    async def evict(self, pod: Mapping[str, Any], reason: str) -> None:
         self.evictions.append(pod["metadata"]["name"])
         assert self.shim is not None
         await self.shim.on_pod("DELETED", pod)
 
     async def record_event(
-        self, obj: dict[str, Any], reason: str, message: str, warning: bool = False
+        self, obj: Mapping[str, Any], reason: str, message: str, warning: bool = False
     ) -> None:
         self.events.append((obj["metadata"]["name"], reason, message))
 
@@ -170,7 +170,7 @@ async def test_priority_resolution_cases(kube_and_shim: tuple[MemoryKube, K8sShi
     classes = [{"metadata": {"name": "high"}, "value": 1000},
                {"metadata": {"name": "dflt"}, "value": 7, "globalDefault": True}]  # fmt: skip
     await shim.sync([node("n1", memory="16Gi")], [], priority_classes=classes, configmap=configmap("8Gi"))
-    cases = {
+    cases: dict[str, tuple[dict[str, Any], int]] = {
         "admitted": ({"priority": 5, "priorityClassName": "high"}, 5),
         "by-class": ({"priorityClassName": "high"}, 1000),
         "system": ({"priorityClassName": "system-node-critical"}, 2_000_001_000),
@@ -180,7 +180,7 @@ async def test_priority_resolution_cases(kube_and_shim: tuple[MemoryKube, K8sShi
         await shim.on_pod("ADDED", pod(name, memory="100Mi", **spec))
     await shim.on_pod("ADDED", pod("mystery", memory="100Mi", priorityClassName="nope"))
     await settle(shim, lambda: len(kube.bindings) == len(cases), "the four pods to be bound")
-    got = {a.allocationKey: a.priority for a in shim.client.seen.new_allocations}
+    got = {a.allocationKey: a.priority for a in recorded(shim.client).seen.new_allocations}
     assert got == {f"uid-{name}": want for name, (_, want) in cases.items()}
     assert ("mystery", "PriorityClassNotFound") in [(n, r) for n, r, _ in kube.events]
     assert "mystery" not in dict(kube.bindings)
@@ -300,7 +300,9 @@ async def test_cordon_drains_uncordon_restores_and_delete_decommissions(
     assert ("waiting", "n1") in kube.bindings
     await shim.on_node("DELETED", node("n1", memory="4Gi"))
     await settle(shim, lambda: len(client.seen.released) >= 2, "the node's pods to be released")
-    released = {r.allocationKey for r in shim.client.seen.released if r.message == "Node n1 Removed"}
+    released = {
+        r.allocationKey for r in recorded(shim.client).seen.released if r.message == "Node n1 Removed"
+    }
     assert released == {"uid-running", "uid-waiting"}
 
 
@@ -313,4 +315,4 @@ async def test_a_pod_bound_by_someone_else_becomes_foreign(kube_and_shim: tuple[
     await shim.on_pod("ADDED", pod("b"))
     await settle(shim, lambda: kube.bindings, "a pod to be bound")
     assert [n for n, _ in kube.bindings] == ["a"]  # 2Gi - 1Gi pinned: room for one
-    assert "uid-pinned" not in {a.allocationKey for a in shim.client.seen.new_allocations}
+    assert "uid-pinned" not in {a.allocationKey for a in recorded(shim.client).seen.new_allocations}

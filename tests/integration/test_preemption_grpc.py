@@ -12,6 +12,8 @@ it pending, with no victims chosen for it).
 
 from __future__ import annotations
 
+from functools import partial
+
 import aiohttp
 
 from rmclient import messages
@@ -132,17 +134,17 @@ async def test_a_queue_below_its_guarantee_takes_back_what_it_needs_and_no_more(
     def starved_running() -> int:
         return sum(a.applicationID == "starved" for a in client.seen.allocations.values())
 
+    def preempted_more(than: int) -> bool:
+        return len(preempted(client)) > than or starved_running() >= 2
+
+    def running_at_least(count: int) -> bool:
+        return starved_running() >= min(count, 2)
+
     while starved_running() < 2:
-        await client.wait_for(
-            lambda c=confirmed: len(preempted(client)) > c or starved_running() >= 2,
-            timeout=15,
-            what="a preemption",
-        )
+        await client.wait_for(partial(preempted_more, confirmed), timeout=15, what="a preemption")
         await confirm(client, preempted(client)[confirmed:])
         confirmed = len(preempted(client))
-        await client.wait_for(
-            lambda c=confirmed: starved_running() >= min(c, 2), timeout=15, what="an allocation"
-        )
+        await client.wait_for(partial(running_at_least, confirmed), timeout=15, what="an allocation")
     # Nothing more may be taken: the core looked at the third ask after low reached its guarantee (in
     # the cycle that placed the second, or later) and left it pending without victims.
     async with aiohttp.ClientSession() as session:

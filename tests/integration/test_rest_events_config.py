@@ -79,7 +79,7 @@ async def test_config_shows_the_yaml_in_force_and_validate_conf_explains_refusal
         assert "nobody" in missing["message"]
 
         async with session.post(f"{rest_url}/ws/v1/validate-conf", data=CONFIG) as response:
-            assert await response.json() == {"allowed": True, "reason": ""}
+            assert await response.json() == {"allowed": True, "reason": "", "warnings": []}
         broken = CONFIG.replace("max: {memory: 12000}", "max: {memory: -5}")
         async with session.post(f"{rest_url}/ws/v1/validate-conf", data=broken) as response:
             verdict = await response.json()

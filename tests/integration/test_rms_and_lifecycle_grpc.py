@@ -6,11 +6,12 @@ import asyncio
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection_pb2
 
 from rmclient import messages
 from rmclient.core_process import CoreProcess
@@ -121,17 +122,26 @@ async def test_update_configuration_from_an_unregistered_rm(core_address: str) -
 
 async def test_health_and_reflection(core_address: str) -> None:
     async with grpc.aio.insecure_channel(core_address) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
+        # Called by method name, as any gRPC client may (typeshed's stubs of these two are sync-only).
+        check = channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
         for service in ("", "si.v1.Scheduler"):
-            reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
+            reply = await check(health_pb2.HealthCheckRequest(service=service))
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
-        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        reflect = channel.stream_stream(
+            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
 
-        async def one() -> reflection_pb2.ServerReflectionRequest:
+        async def one() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
             yield reflection_pb2.ServerReflectionRequest(list_services="")
 
         names: list[str] = []
-        async for response in stub.ServerReflectionInfo(one()):
+        async for response in reflect(one()):
             names = [s.name for s in response.list_services_response.service]
         assert "si.v1.Scheduler" in names
         assert "grpc.health.v1.Health" in names

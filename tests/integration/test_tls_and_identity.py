@@ -130,7 +130,7 @@ async def test_an_rm_acts_as_the_rm_its_certificate_names(mtls_core: CoreProcess
         assert preview.valid, preview.errors
         events = await client.stream_events(from_id=0)
         first = await events.read()
-        assert first.event.type  # the RM's own events are served
+        assert isinstance(first, si_pb2.EventStreamResponse) and first.event.type  # its own events
         events.cancel()
 
 

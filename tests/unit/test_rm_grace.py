@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from core.commands import Command, RegisterRM, UnregisterRM
-from core.rmproxy import RMProxy, StreamKind
+from core.rmproxy import CoreStopping, RMProxy, StreamKind
 from si.v1 import si_pb2
 
 
@@ -48,3 +50,15 @@ async def test_without_a_comeback_the_rm_is_removed_once() -> None:
     await asyncio.sleep(0.15)
     assert not proxy.is_registered("rm-1")
     assert [c for c in engine.commands if isinstance(c, UnregisterRM)] == [UnregisterRM("rm-1")]
+
+
+async def test_while_the_core_stops_a_registration_is_refused_and_a_new_stream_ends_at_once() -> None:
+    """An RM that lost its streams to the shutdown reconnects at once; it must not hold the stop open."""
+    engine = SlowEngine(delay=0.0)
+    proxy = RMProxy("", engine.submit, grace_period=60.0)
+    await proxy.register(si_pb2.RegisterResourceManagerRequest(rmID="rm-1"))
+    proxy.close_all_streams()  # the shutdown begins
+    with pytest.raises(CoreStopping, match="shutting down"):
+        await proxy.register(si_pb2.RegisterResourceManagerRequest(rmID="rm-1"))
+    stream = proxy.open_stream(StreamKind.ALLOCATION)
+    assert stream.closed and await stream.next() is None  # ended cleanly, before any message
