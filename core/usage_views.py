@@ -2,94 +2,124 @@
 (UserResourceUsageDAOInfo, GroupResourceUsageDAOInfo, ResourceUsageDAOInfo: same JSON field names,
 empty fields left out as YuniKorn leaves them out).
 
-Unlike YuniKorn, whose user and group manager is one for the whole scheduler, usage here is per
-partition, as the route's partition says.
+Read from the applications when asked: a user's usage on a queue is what its running applications
+(those with an allocation) hold in that queue or below; a group's, that of the running applications
+that count against it. Unlike YuniKorn, whose user and group manager is one for the whole scheduler,
+usage here is per partition, as the route's partition says.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.config.limits_check import GROUP_NAME, USER_NAME
 from core.objects.partition import Partition
+from core.resources import Resource
 from core.state import BadRequest, NotFound
 from core.ugm.limits import Limit
-from core.ugm.tracker import Subject, SubjectKind, UserGroupTracker
+from core.ugm.tracker import SubjectKind, UserGroupTracker
 
 Json = dict[str, Any]
 
 
-def users(part: Partition) -> list[Json]:
+@dataclass
+class _Level:
+    resource: Resource = field(default_factory=Resource)
+    running: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Usage:
+    queues: dict[str, _Level] = field(default_factory=dict)  # by queue path
+    groups: dict[str, str] = field(default_factory=dict)  # users: application -> its group
+
+
+def _usage(part: Partition, kind: SubjectKind) -> dict[str, _Usage]:
+    """Per user (or group, of those a limit names): what its running applications hold, per level."""
+    out: dict[str, _Usage] = {}
     tracker = part.user_groups
-    return [_user(tracker, subject) for _, subject in sorted(tracker.users.items())]
+    for app in part.applications.values():
+        if not app.allocations:
+            continue
+        group = tracker.group_of(app)
+        name = app.user if kind is SubjectKind.USER else group
+        if name is None:
+            continue
+        usage = out.setdefault(name, _Usage())
+        if kind is SubjectKind.USER and group is not None:
+            usage.groups[app.app_id] = group
+        for queue in app.queue.path_to_root():
+            level = usage.queues.setdefault(queue.full_name, _Level())
+            level.resource.add_in_place(app.allocated)
+            level.running.add(app.app_id)
+    return out
+
+
+def users(part: Partition) -> list[Json]:
+    usage = _usage(part, SubjectKind.USER)
+    return [_user(part, name, usage[name]) for name in sorted(usage)]
 
 
 def user(part: Partition, name: str) -> Json:
     if not USER_NAME.match(name):
         raise BadRequest(f"Invalid user name {name!r}")
-    subject = part.user_groups.users.get(name)
-    if subject is None:
+    usage = _usage(part, SubjectKind.USER).get(name)
+    if usage is None:
         raise NotFound(f"User not found: no usage tracked for user {name!r} in partition {part.name!r}")
-    return _user(part.user_groups, subject)
+    return _user(part, name, usage)
 
 
 def groups(part: Partition) -> list[Json]:
-    tracker = part.user_groups
-    return [_group(tracker, subject) for _, subject in sorted(tracker.groups.items())]
+    usage = _usage(part, SubjectKind.GROUP)
+    return [_group(part, name, usage[name]) for name in sorted(usage)]
 
 
 def group(part: Partition, name: str) -> Json:
     if not GROUP_NAME.match(name):
         raise BadRequest(f"Invalid group name {name!r}")
-    subject = part.user_groups.groups.get(name)
-    if subject is None:
+    usage = _usage(part, SubjectKind.GROUP).get(name)
+    if usage is None:
         raise NotFound(f"Group not found: no usage tracked for group {name!r} in partition {part.name!r}")
-    return _group(part.user_groups, subject)
+    return _group(part, name, usage)
 
 
-def _user(tracker: UserGroupTracker, subject: Subject) -> Json:
-    out: Json = {"userName": subject.name}
-    linked = {app_id: tracker.group_of(app_id) for app_id in sorted(subject.applications)}
-    chosen = {app_id: name for app_id, name in linked.items() if name is not None}
-    if chosen:
-        out["groups"] = chosen
-    if subject.queues:
-        out["queues"] = _queue(tracker, subject, "root")
+def _user(part: Partition, name: str, usage: _Usage) -> Json:
+    out: Json = {"userName": name}
+    if usage.groups:
+        out["groups"] = dict(sorted(usage.groups.items()))
+    out["queues"] = _queue(part.user_groups, SubjectKind.USER, name, usage, "root")
     return out
 
 
-def _group(tracker: UserGroupTracker, subject: Subject) -> Json:
-    out: Json = {"groupName": subject.name}
-    if subject.applications:
-        out["applications"] = sorted(subject.applications)
-    if subject.queues:
-        out["queues"] = _queue(tracker, subject, "root")
+def _group(part: Partition, name: str, usage: _Usage) -> Json:
+    out: Json = {"groupName": name}
+    out["applications"] = sorted(usage.queues["root"].running)
+    out["queues"] = _queue(part.user_groups, SubjectKind.GROUP, name, usage, "root")
     return out
 
 
-def _queue(tracker: UserGroupTracker, subject: Subject, path: str) -> Json:
-    usage = subject.queues[path]
+def _queue(tracker: UserGroupTracker, kind: SubjectKind, name: str, usage: _Usage, path: str) -> Json:
+    level = usage.queues[path]
     out: Json = {"queuePath": path}
-    if not usage.resource.is_zero():
-        out["resourceUsage"] = usage.resource.as_dict()
-    if usage.running:
-        out["runningApplications"] = sorted(usage.running)
-    limit = _limit(tracker, subject, path)
+    if not level.resource.is_zero():
+        out["resourceUsage"] = level.resource.as_dict()
+    if level.running:
+        out["runningApplications"] = sorted(level.running)
+    limit = _limit(tracker, kind, name, path)
     if limit is not None and limit.max_resources is not None:
         out["maxResources"] = limit.max_resources.as_dict()
     if limit is not None and limit.max_applications:
         out["maxApplications"] = limit.max_applications
     prefix = path + "."
-    children = sorted(p for p in subject.queues if p.startswith(prefix) and "." not in p[len(prefix) :])
+    children = sorted(p for p in usage.queues if p.startswith(prefix) and "." not in p[len(prefix) :])
     if children:
-        out["children"] = [_queue(tracker, subject, child) for child in children]
+        out["children"] = [_queue(tracker, kind, name, usage, child) for child in children]
     return out
 
 
-def _limit(tracker: UserGroupTracker, subject: Subject, path: str) -> Limit | None:
+def _limit(tracker: UserGroupTracker, kind: SubjectKind, name: str, path: str) -> Limit | None:
     limits = tracker.table.get(path)
     if limits is None:
         return None
-    return (
-        limits.for_user(subject.name) if subject.kind is SubjectKind.USER else limits.for_group(subject.name)
-    )
+    return limits.for_user(name) if kind is SubjectKind.USER else limits.for_group(name)

@@ -1,15 +1,15 @@
-"""What each user and group uses in one partition, and whether a limit holds an application back.
+"""Whether a user's or group's limit holds an application or an ask back, and the usage it is held to.
 
-Usage (resources, and the applications running: those with at least one allocation) is tracked per
-user and per group at every queue level of the path each application runs in, as YuniKorn's ugm does.
-An application is tracked under its user and under at most one group (limits.group_for). Usage moves
-with every allocation made or released, whatever the cause (scheduling, recovery, preemption, a node
-going away), so the counters always equal the sum of the allocations they cover; a reload rebuilds
-them from the applications.
+An application counts against its user and against at most one group (limits.group_for), on every
+queue level of its path where a limit applies to that user or group. There, usage (resources, and
+the applications running: those with at least one allocation) is kept as a counter that moves with
+every allocation made or released, whatever the cause (scheduling, recovery, preemption, a node going
+away); so a counter always equals the sum of the allocations it covers, and a reload rebuilds the
+counters from the applications under the new limits.
 
-The checks are incremental: each application keeps a link to the counters of its path and to the
-limits that apply there, so a check costs one comparison per configured limit on the path, and
-nothing when no limit applies.
+Counters exist only where a limit applies, so the checks and the tracking cost one comparison and one
+addition per applicable limit on the path, and nothing at all when no limit applies. What users and
+groups use where no limit applies is read from the applications when it is asked for (usage_views).
 """
 
 from __future__ import annotations
@@ -37,21 +37,12 @@ class QueueUsage:
     holders: int = 0  # applications linked to this counter; it goes when the last one lets go
 
 
-@dataclass
-class Subject:
-    """A user or a group, and what it uses on each queue level (by full name)."""
-
-    kind: SubjectKind
-    name: str
-    queues: dict[str, QueueUsage] = field(default_factory=dict)
-    applications: set[str] = field(default_factory=set)  # linked to it now (groups: by group choice)
-
-
 @dataclass(frozen=True)
 class Check:
     """A limit on the application's path, with the counter it is held against."""
 
-    subject: Subject
+    kind: SubjectKind
+    name: str
     path: str
     usage: QueueUsage
     limit: Limit
@@ -59,11 +50,10 @@ class Check:
 
 @dataclass
 class AppLink:
-    user: Subject
-    group: Subject | None
-    counters: list[tuple[Subject, str, QueueUsage]]  # every level, for the user and the group
-    resource_checks: list[Check]  # levels with a maxresources limit, nearest the leaf first
-    app_checks: list[Check]  # levels with a maxapplications limit, nearest the leaf first
+    group: str | None  # the group the application counts against
+    checks: list[Check]  # every applicable limit, nearest the leaf first
+    resource_checks: list[Check]  # those with maxresources
+    app_checks: list[Check]  # those with maxapplications
 
 
 @dataclass(frozen=True)
@@ -76,18 +66,20 @@ class Block:
 
     def describe(self) -> str:
         check = self.check
-        who = f"{check.subject.kind.value} {check.subject.name}'s limit in queue {check.path}"
+        who = f"{check.kind.value} {check.name}'s limit in queue {check.path}"
         if not self.wanted:
             limit = check.limit.max_applications
             return f"{who} ({limit} running application{'s' if limit != 1 else ''}) is reached"
         return f"over {who}: asks {self.wanted}, room left {self.room}"
 
 
+Key = tuple[SubjectKind, str, str]  # (kind, user or group name, queue path)
+
+
 class UserGroupTracker:
     def __init__(self, table: dict[str, QueueLimits]) -> None:
         self.table = table
-        self.users: dict[str, Subject] = {}
-        self.groups: dict[str, Subject] = {}
+        self.counters: dict[Key, QueueUsage] = {}  # where a limit applies, while an application is linked
         self._links: dict[str, AppLink] = {}  # by application ID; dropped when it has no allocation
 
     # Checks -----------------------------------------------------------------------------------
@@ -123,19 +115,21 @@ class UserGroupTracker:
     def allocated(self, app: Application, resource: Resource) -> None:
         """An allocation of `app` was made (or recovered); the app holds it already."""
         link = self._links.get(app.app_id) or self._link(app)
+        if not link.checks:
+            return
         first = len(app.allocations) == 1
-        for _, _, usage in link.counters:
-            usage.resource.add_in_place(resource)
+        for check in link.checks:
+            check.usage.resource.add_in_place(resource)
             if first:
-                usage.running.add(app.app_id)
+                check.usage.running.add(app.app_id)
 
     def released(self, app: Application, resource: Resource) -> None:
         """An allocation of `app` is gone; the app no longer holds it."""
         link = self._links.get(app.app_id)
         if link is None:
             return
-        for _, _, usage in link.counters:
-            usage.resource.sub_in_place(resource)
+        for check in link.checks:
+            check.usage.resource.sub_in_place(resource)
         if not app.allocations:
             self._unlink(app.app_id, link)  # not running; its group is chosen afresh when it is again
 
@@ -145,73 +139,57 @@ class UserGroupTracker:
             self._unlink(app_id, link)
 
     def reconfigure(self, table: dict[str, QueueLimits], applications: Iterable[Application]) -> None:
-        """New limits (a reload): usage is rebuilt from what the applications hold, under the limits
-        and group choices of the new configuration. Nothing is preempted: a lowered limit only stops
-        new work."""
+        """New limits (a reload): the counters are rebuilt from what the applications hold, under the
+        limits and group choices of the new configuration. Nothing is preempted: a lowered limit only
+        stops new work."""
         self.table = table
-        self.users.clear()
-        self.groups.clear()
+        self.counters.clear()
         self._links.clear()
         for app in applications:
             if app.allocations:
-                link = self._link(app)
-                for _, _, usage in link.counters:
-                    usage.resource.add_in_place(app.allocated)
-                    usage.running.add(app.app_id)
+                for check in self._link(app).checks:
+                    check.usage.resource.add_in_place(app.allocated)
+                    check.usage.running.add(app.app_id)
 
     # Links ------------------------------------------------------------------------------------
+    def group_of(self, app: Application) -> str | None:
+        """The group `app` counts against, under the limits in force (fixed while it is linked)."""
+        link = self._links.get(app.app_id)
+        if link is not None:
+            return link.group
+        return group_for(self.table, [q.full_name for q in app.queue.path_to_root()], app.groups)
+
     def _link(self, app: Application) -> AppLink:
-        path_up = [queue.full_name for queue in app.queue.path_to_root()]  # leaf first
-        user = self._subject(self.users, SubjectKind.USER, app.user)
-        group_name = group_for(self.table, path_up, app.groups)
-        group = self._subject(self.groups, SubjectKind.GROUP, group_name) if group_name is not None else None
-        link = AppLink(user, group, [], [], [])
-        for path in path_up:
-            limits = self.table.get(path)
-            for subject in (user, group):
-                if subject is None:
-                    continue
-                usage = subject.queues.get(path)
-                if usage is None:
-                    usage = subject.queues[path] = QueueUsage()
-                usage.holders += 1
-                link.counters.append((subject, path, usage))
-                limit = None
-                if limits is not None:
-                    limit = (
-                        limits.for_user(subject.name) if subject is user else limits.for_group(subject.name)
-                    )
+        group = self.group_of(app)
+        link = AppLink(group, [], [], [])
+        for queue in app.queue.path_to_root():  # leaf first
+            limits = self.table.get(queue.full_name)
+            if limits is None:
+                continue
+            subjects = [(SubjectKind.USER, app.user, limits.for_user(app.user))]
+            if group is not None:
+                subjects.append((SubjectKind.GROUP, group, limits.for_group(group)))
+            for kind, name, limit in subjects:
                 if limit is None:
                     continue
+                key = (kind, name, queue.full_name)
+                usage = self.counters.get(key)
+                if usage is None:
+                    usage = self.counters[key] = QueueUsage()
+                usage.holders += 1
+                check = Check(kind, name, queue.full_name, usage, limit)
+                link.checks.append(check)
                 if limit.max_resources is not None:
-                    link.resource_checks.append(Check(subject, path, usage, limit))
+                    link.resource_checks.append(check)
                 if limit.max_applications:
-                    link.app_checks.append(Check(subject, path, usage, limit))
-        user.applications.add(app.app_id)
-        if group is not None:
-            group.applications.add(app.app_id)
+                    link.app_checks.append(check)
         self._links[app.app_id] = link
         return link
 
-    @staticmethod
-    def _subject(subjects: dict[str, Subject], kind: SubjectKind, name: str) -> Subject:
-        subject = subjects.get(name)
-        if subject is None:
-            subject = subjects[name] = Subject(kind, name)
-        return subject
-
     def _unlink(self, app_id: str, link: AppLink) -> None:
         del self._links[app_id]
-        for subject, path, usage in link.counters:
-            usage.running.discard(app_id)
-            subject.applications.discard(app_id)
-            usage.holders -= 1
-            if usage.holders == 0:
-                del subject.queues[path]
-        for held, subjects in ((link.user, self.users), (link.group, self.groups)):
-            if held is not None and not held.queues and subjects.get(held.name) is held:
-                del subjects[held.name]
-
-    def group_of(self, app_id: str) -> str | None:
-        link = self._links.get(app_id)
-        return link.group.name if link is not None and link.group is not None else None
+        for check in link.checks:
+            check.usage.running.discard(app_id)
+            check.usage.holders -= 1
+            if check.usage.holders == 0:
+                del self.counters[(check.kind, check.name, check.path)]

@@ -2,9 +2,9 @@
 groups, asks, releases, recovered allocations, nodes going away, reloads that move limits up and down.
 
 After every step:
-- each user's and group's tracked usage, on every queue level, equals the sum of the allocations of
-  its applications whose path holds that queue, and its running applications are exactly those of
-  them with an allocation;
+- where a limit applies, each user's and group's counter equals the sum of the allocations of its
+  applications whose path holds that queue, and its running applications are exactly those of them
+  with an allocation; the REST usage views hold the same on every level;
 - after a scheduling cycle no limit was broken by it: per limited type, usage is within the limit or
   no higher than it was before the cycle (a reload may lower a limit below usage, and recovered
   allocations are never refused); the same for running applications and maxapplications.
@@ -13,17 +13,19 @@ After every step:
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from core import usage_views
 from core.commands import AppRemove, NodeAction, UpdateApplications
 from core.config import load_config
 from core.objects.application import Application
 from core.resources import Resource
 from core.ugm.limits import Limit
-from core.ugm.tracker import Subject, SubjectKind
+from core.ugm.tracker import Key, SubjectKind
 from tests.unit.domain_helpers import Cluster
 
 USERS = ("ann", "bob", "cy")
@@ -157,62 +159,66 @@ class UserLimitMachine(RuleBasedStateMachine):
             if limit.max_applications:
                 assert running <= max(limit.max_applications, was_running), (key, running)
 
-    def _limited_usage(self) -> dict[tuple[str, str, str], tuple[Limit, Resource, int]]:
+    def _limited_usage(self) -> dict[Key, tuple[Limit, Resource, int]]:
         """(kind, name, queue) -> (limit, usage, running applications), for every limit in force."""
-        tracker = self.c.partition.user_groups
-        out = {}
-        for subjects in (tracker.users, tracker.groups):
-            for subject in subjects.values():
-                for path, usage in subject.queues.items():
-                    limits = tracker.table.get(path)
-                    if limits is None:
-                        continue
-                    limit = (
-                        limits.for_user(subject.name)
-                        if subject.kind is SubjectKind.USER
-                        else limits.for_group(subject.name)
-                    )
-                    if limit is not None:
-                        key = (subject.kind.value, subject.name, path)
-                        out[key] = (limit, usage.resource.copy(), len(usage.running))
-        return out
+        return {
+            key: (self._limit(key), usage.resource.copy(), len(usage.running))
+            for key, usage in self.c.partition.user_groups.counters.items()
+        }
+
+    def _limit(self, key: Key) -> Limit:
+        kind, name, path = key
+        limits = self.c.partition.user_groups.table[path]
+        limit = limits.for_user(name) if kind is SubjectKind.USER else limits.for_group(name)
+        assert limit is not None, key
+        return limit
 
     @invariant()
     def usage_is_the_sum_of_allocations(self) -> None:
+        """Where a limit applies, the counter is what the user's (group's) running applications hold
+        on that queue and below; the REST views hold the same on every level."""
         tracker = self.c.partition.user_groups
-        want_user: dict[tuple[str, str], Resource] = defaultdict(Resource)
-        want_group: dict[tuple[str, str], Resource] = defaultdict(Resource)
-        running_user: dict[tuple[str, str], set[str]] = defaultdict(set)
-        running_group: dict[tuple[str, str], set[str]] = defaultdict(set)
+        want: dict[Key, Resource] = defaultdict(Resource)
+        running: dict[Key, set[str]] = defaultdict(set)
         for app in self.apps.values():
             if not app.allocations:
                 continue
-            group = tracker.group_of(app.app_id)
+            group = tracker.group_of(app)
+            held = Resource()
+            for alloc in app.allocations.values():
+                held.add_in_place(alloc.resource)
             for queue in app.queue.path_to_root():
-                for alloc in app.allocations.values():
-                    want_user[(app.user, queue.full_name)].add_in_place(alloc.resource)
-                    if group is not None:
-                        want_group[(group, queue.full_name)].add_in_place(alloc.resource)
-                running_user[(app.user, queue.full_name)].add(app.app_id)
-                if group is not None:
-                    running_group[(group, queue.full_name)].add(app.app_id)
-        self._check(tracker.users, want_user, running_user)
-        self._check(tracker.groups, want_group, running_group)
+                subjects = [(SubjectKind.USER, app.user)] + ([(SubjectKind.GROUP, group)] if group else [])
+                for kind, name in subjects:
+                    key = (kind, name, queue.full_name)
+                    want[key].add_in_place(held)
+                    running[key].add(app.app_id)
+        for key, usage in tracker.counters.items():
+            assert usage.resource == want[key], (key, usage.resource, want[key])
+            assert usage.running == running[key], key
+        limited = {k for k in want if self._applies(k)}
+        assert limited <= set(tracker.counters), limited - set(tracker.counters)
+        for view in usage_views.users(self.c.partition):
+            self._check_view(view["queues"], SubjectKind.USER, view["userName"], want, running)
+        for view in usage_views.groups(self.c.partition):
+            self._check_view(view["queues"], SubjectKind.GROUP, view["groupName"], want, running)
 
-    @staticmethod
-    def _check(
-        subjects: dict[str, Subject],
-        want: dict[tuple[str, str], Resource],
-        running: dict[tuple[str, str], set[str]],
-    ) -> None:
-        for (name, path), resource in want.items():
-            usage = subjects[name].queues[path]
-            assert usage.resource == resource, (name, path, usage.resource, resource)
-            assert usage.running == running[(name, path)], (name, path)
-        for name, subject in subjects.items():
-            for path, usage in subject.queues.items():
-                if (name, path) not in want:
-                    assert usage.resource.is_zero() and not usage.running, (name, path, usage)
+    def _applies(self, key: Key) -> bool:
+        kind, name, path = key
+        limits = self.c.partition.user_groups.table.get(path)
+        if limits is None:
+            return False
+        return (limits.for_user(name) if kind is SubjectKind.USER else limits.for_group(name)) is not None
+
+    def _check_view(
+        self, level: dict[str, Any], kind: SubjectKind, name: str,
+        want: dict[Key, Resource], running: dict[Key, set[str]],
+    ) -> None:  # fmt: skip
+        key = (kind, name, level["queuePath"])
+        assert Resource(level.get("resourceUsage", {})) == want[key], key
+        assert set(level.get("runningApplications", [])) == running[key], key
+        for child in level.get("children", []):
+            self._check_view(child, kind, name, want, running)
 
 
 UserLimitMachine.TestCase.settings = settings(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from core.config import load_config
 from core.events import ChangeDetail
+from core import usage_views
 from core.objects.application import AppState
+from core.ugm.tracker import QueueUsage, SubjectKind
 from tests.unit.domain_helpers import Cluster
 
 
@@ -40,6 +42,11 @@ def _cluster(config: str) -> Cluster:
 def _held(c: Cluster, app_id: str) -> int:
     """Memory held by an application's allocations."""
     return sum(a.resource.get("memory") for a in c.partition.applications[app_id].allocations.values())
+
+
+def _alice(c: Cluster) -> QueueUsage:
+    """alice's counter in the leaf, where her limit is."""
+    return c.partition.user_groups.counters[(SubjectKind.USER, "alice", "root.parent.a")]
 
 
 def _state(c: Cluster, app_id: str) -> AppState:
@@ -91,10 +98,12 @@ def test_a_group_limit_is_shared_by_its_members_and_the_first_configured_group_i
     _ask_many(c, "app-y", 10)
     c.schedule()
     assert _held(c, "app-x") + _held(c, "app-y") == 30
-    assert c.partition.user_groups.group_of("app-x") == "dev"
-    dev = c.partition.user_groups.groups["dev"]
-    assert dev.queues["root.parent.a"].resource == {"memory": 30}
-    assert dev.queues["root"].resource == {"memory": 30}  # every level of the path
+    tracker = c.partition.user_groups
+    assert tracker.group_of(c.partition.applications["app-x"]) == "dev"
+    assert tracker.counters[(SubjectKind.GROUP, "dev", "root.parent.a")].resource == {"memory": 30}
+    dev = usage_views.group(c.partition, "dev")["queues"]  # every level of the path
+    assert dev["resourceUsage"] == {"memory": 30} and dev["queuePath"] == "root"
+    assert dev["children"][0]["children"][0]["resourceUsage"] == {"memory": 30}
 
 
 def test_without_groups_sent_a_users_group_is_its_own_name() -> None:
@@ -137,8 +146,8 @@ def test_a_parent_queue_limit_caps_usage_across_its_children() -> None:
     _ask_many(c, "in-b", 10)
     c.schedule()
     assert _held(c, "in-a") + _held(c, "in-b") == 30
-    carol = c.partition.user_groups.users["carol"]
-    assert carol.queues["root.parent"].resource == {"memory": 30}
+    carol = c.partition.user_groups.counters[(SubjectKind.USER, "carol", "root.parent")]
+    assert carol.resource == {"memory": 30} and carol.running == {"in-a", "in-b"}
 
 
 def test_recovered_allocations_count_against_the_limit_and_are_never_refused() -> None:
@@ -150,7 +159,7 @@ def test_recovered_allocations_count_against_the_limit_and_are_never_refused() -
     c.schedule()
     assert _held(c, "app-1") == 25
     assert "new" in c.partition.applications["app-1"].asks
-    assert c.partition.user_groups.users["alice"].queues["root.parent.a"].resource == {"memory": 25}
+    assert _alice(c).resource == {"memory": 25}
 
 
 def test_a_reload_that_lowers_a_limit_blocks_new_work_and_preempts_nothing() -> None:
@@ -166,7 +175,7 @@ def test_a_reload_that_lowers_a_limit_blocks_new_work_and_preempts_nothing() -> 
     c.schedule()
     assert _held(c, "app-1") == 30 and not c.partition.preemption.victims_of  # nothing taken back
     assert "more" in c.partition.applications["app-1"].asks
-    assert c.partition.user_groups.users["alice"].queues["root.parent.a"].resource == {"memory": 30}
+    assert _alice(c).resource == {"memory": 30}
     c.release("app-1", "app-1-0")
     c.release("app-1", "app-1-1")  # 20 now: at the lowered limit, still no room for 5 more
     c.schedule()
@@ -181,10 +190,11 @@ def test_usage_leaves_with_the_last_allocation_and_the_user_is_forgotten() -> No
     c.app("app-1", "root.parent.a", user="alice")
     _ask_many(c, "app-1", 2)
     c.schedule()
-    tracker = c.partition.user_groups
-    assert tracker.users["alice"].queues["root"].running == {"app-1"}
+    assert _alice(c).running == {"app-1"}
+    assert [u["userName"] for u in usage_views.users(c.partition)] == ["alice"]
     c.release("app-1")
-    assert "alice" not in tracker.users
+    assert c.partition.user_groups.counters == {}
+    assert usage_views.users(c.partition) == []
 
 
 def test_an_ask_held_by_a_limit_records_one_event_per_change_not_per_cycle() -> None:
