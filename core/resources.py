@@ -150,6 +150,17 @@ class Resource(Mapping[str, int]):
                 return False
         return True
 
+    def exceeds_with(self, extra: Resource, limit: Resource) -> bool:
+        """Whether this usage plus `extra` goes over `limit` in a type `extra` needs (a type the limit
+        does not name is unlimited). The user and group limit check, once per applicable limit."""
+        used, cap = self._values, limit._values
+        for k, v in extra._values.items():
+            if v > 0:
+                most = cap.get(k)
+                if most is not None and used.get(k, 0) + v > most:
+                    return True
+        return False
+
     def shares_type_with(self, other: Mapping[str, int]) -> bool:
         return any(v and other.get(k, 0) for k, v in self._values.items())
 

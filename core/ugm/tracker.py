@@ -91,15 +91,12 @@ class UserGroupTracker:
             limit = check.limit.max_resources
             assert limit is not None  # only limits with maxresources are resource checks
             used = check.usage.resource
-            for name, want in resource.items():
-                if want > 0 and name in limit and used.get(name) + want > limit[name]:
-                    wanted = {
-                        k: v
-                        for k, v in resource.items()
-                        if v > 0 and k in limit and used.get(k) + v > limit[k]
-                    }
-                    room = {k: max(0, limit[k] - used.get(k)) for k in wanted}
-                    return Block(check, wanted, room)
+            if used.exceeds_with(resource, limit):
+                wanted = {
+                    k: v for k, v in resource.items() if v > 0 and k in limit and used.get(k) + v > limit[k]
+                }
+                room = {k: max(0, limit[k] - used.get(k)) for k in wanted}
+                return Block(check, wanted, room)
         return None
 
     def run_block(self, app: Application) -> Block | None:

@@ -280,3 +280,13 @@ def test_fitting_both_limits_is_fitting_their_minimum(ask: Resource, a: Resource
 @given(st.integers(min_value=0, max_value=INT64_MAX // 1000))
 def test_vcore_cores_and_millicores_agree(cores: int) -> None:
     assert parse_quantity(VCORE, str(cores)) == parse_quantity(VCORE, f"{cores * 1000}m") == cores * 1000
+
+
+def test_exceeds_with_counts_only_the_types_the_extra_needs_and_the_limit_names() -> None:
+    used = Resource({"memory": 8, "vcore": 50})
+    limit = Resource({"memory": 10})
+    assert not used.exceeds_with(Resource({"memory": 2}), limit)  # exactly at the limit
+    assert used.exceeds_with(Resource({"memory": 3}), limit)
+    assert not used.exceeds_with(Resource({"vcore": 1000}), limit)  # vcore is not limited
+    assert not Resource({"memory": 99}).exceeds_with(Resource({"vcore": 1}), limit)  # over, but not asked
+    assert not used.exceeds_with(Resource({"memory": 0, "vcore": 1}), limit)
