@@ -57,31 +57,43 @@ def _usage(part: Partition, kind: SubjectKind) -> dict[str, _Usage]:
 
 
 def users(part: Partition) -> list[Json]:
-    usage = _usage(part, SubjectKind.USER)
-    return [_user(part, name, usage[name]) for name in sorted(usage)]
+    return _all(part, SubjectKind.USER)
 
 
 def user(part: Partition, name: str) -> Json:
-    if not USER_NAME.match(name):
-        raise BadRequest(f"Invalid user name {name!r}")
-    usage = _usage(part, SubjectKind.USER).get(name)
-    if usage is None:
-        raise NotFound(f"User not found: no usage tracked for user {name!r} in partition {part.name!r}")
-    return _user(part, name, usage)
+    return _one(part, SubjectKind.USER, name)
 
 
 def groups(part: Partition) -> list[Json]:
-    usage = _usage(part, SubjectKind.GROUP)
-    return [_group(part, name, usage[name]) for name in sorted(usage)]
+    return _all(part, SubjectKind.GROUP)
 
 
 def group(part: Partition, name: str) -> Json:
-    if not GROUP_NAME.match(name):
-        raise BadRequest(f"Invalid group name {name!r}")
-    usage = _usage(part, SubjectKind.GROUP).get(name)
+    return _one(part, SubjectKind.GROUP, name)
+
+
+_NAME_PATTERNS = {SubjectKind.USER: USER_NAME, SubjectKind.GROUP: GROUP_NAME}
+
+
+def _all(part: Partition, kind: SubjectKind) -> list[Json]:
+    usage = _usage(part, kind)
+    return [_view(part, kind, name, usage[name]) for name in sorted(usage)]
+
+
+def _one(part: Partition, kind: SubjectKind, name: str) -> Json:
+    label = kind.value.capitalize()
+    if not _NAME_PATTERNS[kind].match(name):
+        raise BadRequest(f"Invalid {kind.value} name {name!r}")
+    usage = _usage(part, kind).get(name)
     if usage is None:
-        raise NotFound(f"Group not found: no usage tracked for group {name!r} in partition {part.name!r}")
-    return _group(part, name, usage)
+        raise NotFound(
+            f"{label} not found: no usage tracked for {kind.value} {name!r} in partition {part.name!r}"
+        )
+    return _view(part, kind, name, usage)
+
+
+def _view(part: Partition, kind: SubjectKind, name: str, usage: _Usage) -> Json:
+    return _user(part, name, usage) if kind is SubjectKind.USER else _group(part, name, usage)
 
 
 def _user(part: Partition, name: str, usage: _Usage) -> Json:

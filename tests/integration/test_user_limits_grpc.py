@@ -20,22 +20,14 @@ import aiohttp
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from tests.integration.rest_helpers import get_json
+from tests.limits_config import limits_config
 from tests.recording_client import RecordingClient
 
 ASK = {"memory": 1_000, "vcore": 100}
 
 
 def _config(leaf_limits: str = "", parent_limits: str = "") -> str:
-    def block(text: str, indent: int) -> str:
-        return "\n".join(" " * indent + line for line in text.strip().splitlines())
-
-    parent = f"            limits:\n{block(parent_limits, 14)}\n" if parent_limits else ""
-    leaf = f"                limits:\n{block(leaf_limits, 18)}\n" if leaf_limits else ""
-    return (
-        "partitions:\n  - name: default\n    queues:\n      - name: root\n"
-        '        submitacl: "*"\n        queues:\n          - name: team\n'
-        f"{parent}            queues:\n              - name: a\n{leaf}              - name: b\n"
-    )
+    return limits_config(leaf_limits, parent_limits, parent="team")
 
 
 async def _setup(

@@ -7,29 +7,11 @@ import pytest
 
 from core.config import ConfigError, load_config
 from core.ugm.limits import limit_table
+from tests.limits_config import limits_config
 
 
 def _config(leaf_limits: str, parent_limits: str = "", leaf_extra: str = "", parent_extra: str = "") -> str:
-    def block(text: str, indent: int) -> str:
-        return "\n".join(" " * indent + line for line in text.strip().splitlines())
-
-    parent = f"            limits:\n{block(parent_limits, 14)}\n" if parent_limits else ""
-    leaf = f"                limits:\n{block(leaf_limits, 18)}\n" if leaf_limits else ""
-    return (
-        "partitions:\n"
-        "  - name: default\n"
-        "    queues:\n"
-        "      - name: root\n"
-        '        submitacl: "*"\n'
-        "        queues:\n"
-        "          - name: parent\n"
-        f"{block(parent_extra, 12) + chr(10) if parent_extra else ''}"
-        f"{parent}"
-        "            queues:\n"
-        "              - name: a\n"
-        f"{block(leaf_extra, 16) + chr(10) if leaf_extra else ''}"
-        f"{leaf}"
-    )
+    return limits_config(leaf_limits, parent_limits, leaf_extra, parent_extra)
 
 
 ROOT = "{name: root}"

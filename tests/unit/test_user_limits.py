@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
+from core import usage_views
 from core.config import load_config
 from core.events import ChangeDetail
-from core import usage_views
 from core.objects.application import AppState
 from core.ugm.tracker import QueueUsage, SubjectKind
+from tests.limits_config import limits_config
 from tests.unit.domain_helpers import Cluster
 
 
-def _config(limits: str, parent_limits: str = "", queue_max: str = "") -> str:
-    def block(text: str, indent: int) -> str:
-        return "\n".join(" " * indent + line for line in text.strip().splitlines()) if text else ""
-
-    parent = f"            limits:\n{block(parent_limits, 14)}\n" if parent_limits else ""
-    leaf = f"                limits:\n{block(limits, 18)}\n" if limits else ""
-    resources = f"                resources: {{max: {queue_max}}}\n" if queue_max else ""
-    return (
-        "partitions:\n"
-        "  - name: default\n"
-        "    queues:\n"
-        "      - name: root\n"
-        '        submitacl: "*"\n'
-        "        queues:\n"
-        "          - name: parent\n"
-        f"{parent}"
-        "            queues:\n"
-        "              - name: a\n"
-        f"{resources}{leaf}"
-        "              - name: b\n"
-    )
+def _config(limits: str, parent_limits: str = "") -> str:
+    return limits_config(limits, parent_limits)
 
 
 def _cluster(config: str) -> Cluster:
