@@ -28,6 +28,7 @@ from core.commands import (
 from core.config.schema import SchedulerConfig
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
+from core.log_digest import RejectionDigest, WarningLimiter
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
 from core.objects.partition import Partition, Rejection
@@ -49,6 +50,10 @@ class ClusterContext:
         self._results: dict[str, ResultBatch] = {}
         self.events = EventLog(event_capacity)
         self.metrics = SchedulerMetrics()
+        self.warnings = WarningLimiter()  # about what an RM sent: a few lines a second at most, per RM
+        self._rejections = RejectionDigest()  # items of the command being applied that were refused
+        # Called once the last RM's state is gone; the daemon gives memory back to the system there.
+        self.on_last_rm_gone: Callable[[], None] | None = None
 
     # Results ----------------------------------------------------------------------------------
     def _out(self, rm_id: str) -> ResultBatch:
@@ -103,6 +108,8 @@ class ClusterContext:
                     self._add_allocation(command.rm_id, alloc)
                 for release in command.releases:
                     self._release(command.rm_id, release)
+        # Each item refused is answered on its own; the log gets a line per kind of reason.
+        self._rejections.log(self.warnings, log, command.rm_id)
 
     def schedule(self, budget: int) -> int:
         """Allocate as much as fits, at most `budget` allocations over all partitions."""
@@ -143,7 +150,10 @@ class ClusterContext:
     def _unregister(self, rm_id: str) -> None:
         self._drop_rm_state(rm_id)
         self.configs.pop(rm_id, None)
+        self.warnings.forget(rm_id)
         log.info("rm removed", rmID=rm_id)
+        if not self.configs and self.on_last_rm_gone is not None:
+            self.on_last_rm_gone()
 
     def _register(self, cmd: RegisterRM) -> None:
         # Registering again starts the RM from scratch: it re-sends its full state afterwards.
@@ -212,7 +222,7 @@ class ClusterContext:
             self._apply_node_change(part, change)
         except Rejection as exc:
             out.rejected_nodes.append(RejectedItem(change.node_id, "", str(exc)))
-            log.warning("node change rejected", rmID=rm_id, nodeID=change.node_id, reason=str(exc))
+            self._rejections.add((change.node_id,), str(exc), "node changes")
             return
         out.accepted_nodes.append(change.node_id)
         self.events.add(_node_event(rm_id, part, change, self.clock()))
@@ -244,14 +254,14 @@ class ClusterContext:
             part = self._partition(rm_id, add.partition)
         except Rejection as exc:
             out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
-            log.warning("application rejected", rmID=rm_id, applicationID=add.app_id, reason=str(exc))
+            self._rejections.add((add.app_id,), str(exc), "applications")
             return
         now = self.clock()
         try:
             app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now)
         except Rejection as exc:
             out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
-            log.warning("application rejected", rmID=rm_id, applicationID=add.app_id, reason=str(exc))
+            self._rejections.add((add.app_id,), str(exc), "applications")
             if add.app_id and add.app_id not in part.applications:  # a duplicate ID keeps its live record
                 refused = RejectedApplication(
                     add.app_id, add.queue, add.user, add.groups, dict(add.tags), str(exc), now
@@ -297,13 +307,7 @@ class ClusterContext:
             self._out(rm_id).rejected_allocations.append(
                 RejectedItem(alloc.key, alloc.application_id, str(exc))
             )
-            log.warning(
-                "allocation rejected",
-                rmID=rm_id,
-                applicationID=alloc.application_id,
-                allocationKey=alloc.key,
-                reason=str(exc),
-            )
+            self._rejections.add((alloc.application_id, alloc.key), str(exc), "allocations")
 
     def _release(self, rm_id: str, release: ReleaseRequest) -> None:
         try:
@@ -311,13 +315,7 @@ class ClusterContext:
             released = part.release(release.app_id, release.key, self.clock())
         except Rejection as exc:
             self._out(rm_id).rejected_allocations.append(RejectedItem(release.key, release.app_id, str(exc)))
-            log.warning(
-                "release rejected",
-                rmID=rm_id,
-                applicationID=release.app_id,
-                allocationKey=release.key,
-                reason=str(exc),
-            )
+            self._rejections.add((release.app_id, release.key), str(exc), "releases")
             return
         self._report_released(
             part, released, Termination.STOPPED_BY_RM, "allocation remove as per RM request"

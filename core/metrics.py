@@ -35,6 +35,10 @@ class SchedulerMetrics:
         self.allocation_attempts: dict[str, int] = {"allocated": 0, "rejected": 0, "released": 0}
         self.cycle_latency = Histogram()  # one scheduling slice, seconds
         self.allocation_latency = Histogram()  # from an ask's arrival to its allocation, seconds
+        self.streams_cut = 0  # response streams ended because their RM did not read them
+        # REST connections the core closed before they sent a request (core/server/rest_connections.py),
+        # by reason: header_timeout, evicted, refused.
+        self.rest_connections_closed: dict[str, int] = {}
 
     def count(self, result: str, n: int = 1) -> None:
         self.allocation_attempts[result] = self.allocation_attempts.get(result, 0) + n

@@ -39,6 +39,8 @@ from core.commands import (
 from core.config import ConfigError, LoadedConfig, SchedulerConfig, load_config
 from core.config.yaml_reader import Problem
 from core.limits import DEFAULT_LIMITS, Limits, TokenBucket, config_size_problem
+from core.log_digest import RejectionDigest, WarningLimiter
+from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
 from core.results import ResultBatch
 from core.si_inbound import (
@@ -90,25 +92,60 @@ _END = None  # queued on a ResponseStream to end it
 
 @dataclass(eq=False)
 class ResponseStream:
-    """The outbound half of one bidirectional call."""
+    """The outbound half of one bidirectional call: the responses queued for it, bounded.
+
+    The transport takes them one by one (`next`) and writes each. An RM that stops reading blocks that
+    write, and the queue grows: past `max_messages` or `max_bytes` unread, the stream is cut. Its
+    queue is freed at once and `on_cut` tells the transport to stop the write and end the call with
+    RESOURCE_EXHAUSTED and `cut` as the details.
+    """
 
     kind: StreamKind
-    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    max_messages: int = 0  # 0: unbounded
+    max_bytes: int = 0
+    queue: asyncio.Queue[tuple[Any, int]] = field(default_factory=asyncio.Queue)
     rm_id: str = ""
     closed: bool = False
+    unread_bytes: int = 0
+    cut: str = ""  # why the stream was cut; empty while it is not
+    on_cut: Callable[[], object] | None = None
 
     def send(self, message: Any) -> None:
-        if not self.closed:
-            self.queue.put_nowait(message)
+        if self.closed:
+            return
+        size = message.ByteSize() if self.max_bytes else 0
+        self.unread_bytes += size
+        self.queue.put_nowait((message, size))
+        unread = self.queue.qsize()
+        if (self.max_messages and unread > self.max_messages) or (
+            self.max_bytes and self.unread_bytes > self.max_bytes
+        ):
+            self._cut(unread)
+
+    def _cut(self, unread: int) -> None:
+        self.cut = (
+            f"response backlog of {unread:,} messages ({self.unread_bytes:,} bytes) not read, over the "
+            "limit (max_unread_responses, max_unread_response_bytes): read the stream as the core writes "
+            "it; reconnect and register again to carry on"
+        )
+        self.closed = True
+        while not self.queue.empty():  # the memory is the point: free it now, not when the call ends
+            self.queue.get_nowait()
+        self.unread_bytes = 0
+        self.queue.put_nowait((_END, 0))
+        if self.on_cut is not None:
+            self.on_cut()
 
     def end(self) -> None:
         if not self.closed:
             self.closed = True
-            self.queue.put_nowait(_END)
+            self.queue.put_nowait((_END, 0))
 
     async def next(self) -> Any:
-        """The next response, or None once the stream has ended."""
-        return await self.queue.get()
+        """The next response, or None once the stream has ended (or was cut)."""
+        message, size = await self.queue.get()
+        self.unread_bytes -= size
+        return message
 
 
 @dataclass
@@ -130,9 +167,12 @@ class RMProxy:
         grace_period: float = DEFAULT_GRACE_PERIOD,
         limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.monotonic,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self._default_config_text = default_config_text
         self.limits = limits
+        self._metrics = metrics or SchedulerMetrics()  # the core's, when it has one (cut streams)
+        self.warnings = WarningLimiter()  # warnings about what an RM sends: a few lines a second at most
         self._clock = clock  # for the rate limit only
         self._submit = submit
         self._routes: dict[str, _RMRoute] = {}
@@ -300,7 +340,8 @@ class RMProxy:
 
     # Streams ----------------------------------------------------------------------------------
     def open_stream(self, kind: StreamKind) -> ResponseStream:
-        stream = ResponseStream(kind)
+        limits = self.limits
+        stream = ResponseStream(kind, limits.max_unread_responses, limits.max_unread_response_bytes)
         if self._stopping:
             stream.end()  # opened during the shutdown: ended at once, cleanly
             return stream
@@ -308,7 +349,10 @@ class RMProxy:
         return stream
 
     def close_stream(self, stream: ResponseStream) -> None:
-        """The RM stopped sending: detach the stream and end it after what is already queued."""
+        """The RM stopped sending (or its unread responses got it cut): detach the stream and end it
+        after what is already queued."""
+        if stream.cut and stream in self._streams:
+            self._metrics.streams_cut += 1
         self._streams.discard(stream)
         route = self._routes.get(stream.rm_id)
         if route is not None and route.current.get(stream.kind) is stream:
@@ -339,6 +383,10 @@ class RMProxy:
         if route is None or route.current or rm_id in self._registering:
             return
         del self._routes[rm_id]
+        self.warnings.forget(rm_id)
+        lock = self._config_locks.get(rm_id)
+        if lock is not None and not lock.locked():
+            del self._config_locks[rm_id]
         self._send_command(UnregisterRM(rm_id))
         log.warning(
             "resource manager stayed away past the grace period; its state is removed",
@@ -455,9 +503,8 @@ class RMProxy:
         item is refused, and None returned), then as many items as the RM's rate allows."""
         refusal = self._bind(stream, rm_id)
         if refusal is not None:
-            log.warning(
-                "request refused", rmID=self.limits.clip(rm_id), stream=stream.kind.value, reason=refusal
-            )
+            self.warnings.warn(log, "request refused", self.limits.clip(rm_id), stream=stream.kind.value,
+                               reason=refusal)  # fmt: skip
             return _Intake(self, stream, rm_id, _RMRoute(), 0, refusal)
         route = self._routes[rm_id]
         admitted, rate_reason = self._admit(route, rm_id, stream.kind, items)
@@ -477,7 +524,9 @@ class RMProxy:
         if admitted == items:
             return items, ""
         wait = bucket.wait_for(items - admitted)
-        log.warning("rate limit exceeded", rmID=rm_id, stream=kind.value, items=items, admitted=admitted)
+        self.warnings.warn(
+            log, "rate limit exceeded", rm_id, stream=kind.value, items=items, admitted=admitted
+        )
         return admitted, (
             f"rate limit exceeded: resource manager {rm_id} may send {limits.rate_items_per_second:g} "
             f"items a second on its {kind.value} stream, in bursts of up to {limits.rate_burst:,} "
@@ -569,6 +618,7 @@ class _Intake:
         self._reason = reason  # for the items past `admitted`; each is logged once, by the caller
         self._clip = proxy.limits.clip
         self._rejected: list[tuple[str, ...]] = []
+        self._digest = RejectionDigest()  # the items refused on checking, for one log line per reason
 
     def take(
         self,
@@ -587,15 +637,13 @@ class _Intake:
             except BadItem as exc:
                 ids = ident(item, self._clip)
                 self._rejected.append((*ids, str(exc)))
-                log.warning(
-                    "item rejected",
-                    rmID=self._rm_id,
-                    stream=self._stream.kind.value,
-                    ids=ids,
-                    reason=str(exc),
-                )
+                self._digest.add(ids, str(exc))
         return taken
 
     def answer_rejected(self) -> None:
+        """Every refused item answered on the stream, each with its reason; the log gets one line per
+        kind of reason."""
         if self._rejected:
             self._stream.send(_REJECTIONS[self._stream.kind](self._rejected))
+            stream = self._stream.kind.value
+            self._digest.log(self._proxy.warnings, log, self._rm_id, stream=stream)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.logging_setup import configure_logging
+from core.server.rest_connections import ConnectionBounds
 
 if TYPE_CHECKING:
     from rmclient.tls import ClientTLS
@@ -34,6 +35,38 @@ def _non_negative_seconds(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds, 0 or more")
     return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _non_negative_seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 seconds")
+    return value
+
+
+def _add_rest_bound_flags(core: argparse.ArgumentParser) -> None:
+    bounds = ConnectionBounds()
+    rest = core.add_argument_group("REST connections (docs/reliability.md)")
+    rest.add_argument(
+        "--rest-header-timeout",
+        type=_positive_seconds,
+        default=bounds.header_timeout,
+        help="seconds a new connection has to send its request header, and validate-conf its body "
+        f"({bounds.header_timeout:g})",
+    )
+    rest.add_argument(
+        "--rest-idle-timeout",
+        type=_positive_seconds,
+        default=bounds.idle_timeout,
+        help=f"seconds a kept-alive connection may wait for its next request ({bounds.idle_timeout:g})",
+    )
+    rest.add_argument(
+        "--rest-max-connections",
+        type=_positive_int,
+        default=bounds.max_connections,
+        help="connections open at once; past it a new one pushes out the oldest that has not sent a "
+        f"whole header, or gets 503 ({bounds.max_connections})",
+    )
 
 
 def _add_server_tls_flags(core: argparse.ArgumentParser) -> None:
@@ -127,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="change a limit on what resource managers may send, e.g. max_tags=512 (repeatable; "
         "names and defaults in docs/interface.md, Limits)",
     )
+    _add_rest_bound_flags(core)
     _add_server_tls_flags(core)
     _add_logging_flags(core)
 
@@ -259,6 +293,9 @@ def _run_core(args: argparse.Namespace) -> int:
         rest_tls_key=args.rest_tls_key,
         rest_token_file=args.rest_token_file,
         limits=limits,
+        rest_bounds=ConnectionBounds(
+            args.rest_header_timeout, args.rest_idle_timeout, args.rest_max_connections
+        ),
     )
     try:
         asyncio.run(run_core(options))

@@ -23,7 +23,9 @@ from core.limits import DEFAULT_LIMITS, Limits
 from core.rmproxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.server.event_stream import EventStreams
 from core.server.grpc_service import SchedulerService
+from core.server.memory import release_memory
 from core.server.rest import RestServer
+from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds
 from core.server.tls import ServerTLS, grpc_credentials, read_token, server_tls, ssl_context
 from si.v1 import si_pb2, si_pb2_grpc
 
@@ -53,6 +55,7 @@ class CoreOptions:
     rest_tls_key: Path | None = None
     rest_token_file: Path | None = None
     limits: Limits = DEFAULT_LIMITS  # what an RM may send (core/limits.py, `pykorn core --limit`)
+    rest_bounds: ConnectionBounds = DEFAULT_BOUNDS  # REST timeouts and connection cap
 
 
 def _tls_mode(tls: ServerTLS | None) -> str:
@@ -71,7 +74,13 @@ class CoreDaemon:
         config_text = options.config_path.read_text() if options.config_path else default_config_text()
         load_config(config_text)  # an unusable default config is a startup error, not a registration one
         self.context = ClusterContext(time.time, options.event_log_size)
-        self.rmproxy = RMProxy(config_text, grace_period=options.rm_grace_period, limits=options.limits)
+        self.context.on_last_rm_gone = lambda: release_memory("no resource manager left")
+        self.rmproxy = RMProxy(
+            config_text,
+            grace_period=options.rm_grace_period,
+            limits=options.limits,
+            metrics=self.context.metrics,
+        )
         self.engine = Engine(self.context, self.rmproxy.deliver)
         self.rmproxy.bind_engine(self.engine.submit)
         self.server = grpc.aio.server(
@@ -100,6 +109,7 @@ class CoreDaemon:
                 ssl_context=ssl_context(rest_tls) if rest_tls is not None else None,
                 token=rest_token,
                 limits=options.limits,
+                bounds=options.rest_bounds,
             )
             if options.rest_listen
             else None

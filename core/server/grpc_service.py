@@ -86,33 +86,32 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         async for response in self.events.serve(request, context):
             yield response
 
-    async def UpdateAllocation(
+    # The three streams write through the context (grpc.aio allows a coroutine handler that writes
+    # with context.write), not by yielding: a write blocked by an RM that does not read can then be
+    # interrupted and the call ended with a status (see ResponseStream). The generated servicer
+    # declares them as iterators, hence the override.
+    async def UpdateAllocation(  # type: ignore[override]
         self,
         request_iterator: AsyncIterator[si_pb2.AllocationRequest],
         context: grpc.aio.ServicerContext[Any, Any],
-    ) -> AsyncIterator[si_pb2.AllocationResponse]:
-        async for response in self._bidi(
+    ) -> None:
+        await self._bidi(
             request_iterator, context, StreamKind.ALLOCATION, self._rmproxy.on_allocation_request
-        ):
-            yield response
+        )
 
-    async def UpdateApplication(
+    async def UpdateApplication(  # type: ignore[override]
         self,
         request_iterator: AsyncIterator[si_pb2.ApplicationRequest],
         context: grpc.aio.ServicerContext[Any, Any],
-    ) -> AsyncIterator[si_pb2.ApplicationResponse]:
-        async for response in self._bidi(
+    ) -> None:
+        await self._bidi(
             request_iterator, context, StreamKind.APPLICATION, self._rmproxy.on_application_request
-        ):
-            yield response
+        )
 
-    async def UpdateNode(
+    async def UpdateNode(  # type: ignore[override]
         self, request_iterator: AsyncIterator[si_pb2.NodeRequest], context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[si_pb2.NodeResponse]:
-        async for response in self._bidi(
-            request_iterator, context, StreamKind.NODE, self._rmproxy.on_node_request
-        ):
-            yield response
+    ) -> None:
+        await self._bidi(request_iterator, context, StreamKind.NODE, self._rmproxy.on_node_request)
 
     async def _bidi(
         self,
@@ -120,8 +119,11 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         context: grpc.aio.ServicerContext[Any, Any],
         kind: StreamKind,
         handle: Callable[[Any, ResponseStream], None],
-    ) -> AsyncIterator[Any]:
+    ) -> None:
         stream = self._rmproxy.open_stream(kind)
+        writer = asyncio.current_task()
+        if writer is not None:
+            stream.on_cut = writer.cancel  # interrupts a write the RM does not read
         peer = caller(context, self._enforce_rm_identity)  # one TLS session per call: look it up once
         # An RM that names itself when it opens the stream gets it bound at once: a reconnect within
         # the grace period counts from here, and answers held meanwhile arrive without waiting for
@@ -133,11 +135,15 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         self._active_streams += 1
         self._no_streams.clear()
         try:
-            while True:
-                message = await stream.next()
-                if message is None:
-                    break
-                yield message
+            try:
+                while (message := await stream.next()) is not None:
+                    await context.write(message)
+            except asyncio.CancelledError:
+                if not stream.cut:
+                    raise  # a shutdown or the RM going away: not ours to answer
+            if stream.cut:
+                log.warning("stream cut: responses not read", rmID=stream.rm_id, stream=kind.value)
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, stream.cut)
             failure = reader.result() if reader.done() and not reader.cancelled() else ""
             if failure:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, failure)
@@ -172,8 +178,8 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
                     self._rmproxy.reject_unhandled(stream, repr(exc))
         except asyncio.CancelledError:
             raise
-        except grpc.aio.AioRpcError:
-            pass  # the client went away; the writer side notices too
+        except (grpc.aio.AioRpcError, grpc.aio.AbortError):
+            pass  # the call ended: the client went away, or the writer side aborted it (a cut)
         except DecodeError as exc:
             # Bytes that are not a message of the method's type: gRPC reads no further on this call,
             # so it ends with INVALID_ARGUMENT (the RM opens another); nothing else is touched.

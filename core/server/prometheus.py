@@ -62,6 +62,18 @@ def render(context: ClusterContext, metrics: SchedulerMetrics) -> str:
         "yunikorn_scheduler_trying_to_allocation_latency_seconds",
         "From an ask's arrival to its allocation, in seconds.", metrics.allocation_latency,
     )  # fmt: skip
+    lines += _family(
+        "pykorn_response_streams_cut_total", "counter",
+        "Response streams the core ended because their resource manager did not read them.",
+        [("", {}, metrics.streams_cut)],
+    )  # fmt: skip
+    closed = metrics.rest_connections_closed
+    lines += _family(
+        "pykorn_rest_connections_closed_total", "counter",
+        "REST connections closed before sending a request: header_timeout, evicted (pushed out by a "
+        "new connection at the cap) or refused (the cap reached with every connection busy).",
+        [("", {"reason": why}, closed.get(why, 0)) for why in ("header_timeout", "evicted", "refused")],
+    )  # fmt: skip
     lines += _family("yunikorn_queue_resource", "gauge", "Queue resources by state.", _queue_samples(context))
     lines += _family(
         "yunikorn_scheduler_application_total", "gauge", "Applications by state.", _app_samples(context)

@@ -29,6 +29,7 @@ from core.config import ConfigError, load_config
 from core.events import Follower
 from core.limits import DEFAULT_LIMITS, Limits, config_size_problem
 from core.server.prometheus import render as render_metrics
+from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -47,10 +48,17 @@ SHUTDOWN_SECONDS = 5.0  # at most this long for requests under way to finish whe
 
 
 class StateAPI:
-    def __init__(self, context: ClusterContext, default_config: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        context: ClusterContext,
+        default_config: str,
+        limits: Limits = DEFAULT_LIMITS,
+        body_timeout: float = ConnectionBounds.header_timeout,
+    ) -> None:
         self.context = context
         self.default_config = default_config
         self.max_config_bytes = limits.max_config_bytes  # the same limit as over gRPC
+        self.body_timeout = body_timeout  # for a request body (validate-conf) to arrive whole
         self._followers: set[Follower] = set()  # open event streams
         self.instance = str(uuid.uuid4())  # tells a reader of event numbers that the core restarted
 
@@ -184,7 +192,14 @@ class StateAPI:
 
     async def validate_conf(self, request: web.Request) -> web.Response:
         """YuniKorn's answer shape: {"allowed": bool, "reason": str}; every problem is in the reason."""
-        text = await request.text()
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                text = await request.text()
+        except TimeoutError:
+            return _error(
+                408,
+                f"the request body did not arrive within {self.body_timeout:g}s (--rest-header-timeout)",
+            )
         if not text.strip():
             return web.json_response({"allowed": False, "reason": "the request body holds no configuration"})
         too_large = config_size_problem(text, self.max_config_bytes)
@@ -273,23 +288,31 @@ class RestServer:
         ssl_context: ssl.SSLContext | None = None,
         token: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        bounds: ConnectionBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.listen = listen
         self.ssl_context = ssl_context
         self.token = token
+        self.guard = ConnectionGuard(bounds, context.metrics)
+        self._listener: asyncio.Server | None = None
         # The token check comes first (outermost), so an unauthorised request learns nothing more.
         middlewares = [bearer_token_check(token)] if token else []
         # aiohttp refuses larger bodies (413) before validate-conf reads them: the same limit.
         self.app = web.Application(
             middlewares=[*middlewares, _state_errors], client_max_size=limits.max_config_bytes
         )
-        self.api = StateAPI(context, default_config, limits)
+        self.api = StateAPI(context, default_config, limits, body_timeout=bounds.header_timeout)
         self.app.router.add_routes(self.api.routes())
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
         # A handler whose client went away is cancelled: an event stream reader that left would
         # otherwise wait for the next event, and hold up a shutdown for aiohttp's whole timeout.
+        # aiohttp's keep-alive timeout closes a connection left idle between requests.
         self._runner = web.AppRunner(
-            self.app, access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_SECONDS
+            self.app,
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=SHUTDOWN_SECONDS,
+            keepalive_timeout=bounds.idle_timeout,
         )
         self.port = 0
 
@@ -299,9 +322,19 @@ class RestServer:
     async def start(self) -> int:
         host, port = self.listen.rsplit(":", 1)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, int(port), ssl_context=self.ssl_context)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])  # (host, port): the port bound, when 0 was asked
+        server = self._runner.server
+        assert server is not None  # set up just now
+        # The listener is ours, not an aiohttp site, so that each connection comes in through the
+        # guard (header timeout, connection cap); a TLS handshake gets the header timeout too.
+        timeout = self.guard.bounds.header_timeout
+        self._listener = await asyncio.get_running_loop().create_server(
+            self.guard.factory(server),
+            host,
+            int(port),
+            ssl=self.ssl_context,
+            ssl_handshake_timeout=timeout if self.ssl_context is not None else None,
+        )
+        self.port = int(self._listener.sockets[0].getsockname()[1])  # the port bound, when 0 was asked
         tls = self.ssl_context is not None
         log.info("rest api listening", address=f"{host}:{self.port}", tls=tls, token=self.token is not None)
         if self.token and not tls and not _is_loopback(host):
@@ -310,4 +343,6 @@ class RestServer:
 
     async def stop(self) -> None:
         self.api.end_streams()
+        if self._listener is not None:
+            self._listener.close()  # no new connections; those open end in the runner's cleanup
         await self._runner.cleanup()

@@ -8,6 +8,7 @@ from core.commands import (
     AppRemove,
     NodeAction,
     RegisterRM,
+    UnregisterRM,
     UpdateAllocations,
     UpdateApplications,
     UpdateConfig,
@@ -277,6 +278,18 @@ def test_reregistration_replaces_everything_the_rm_had() -> None:
     assert c.partition.nodes == {}
     assert c.partition.applications == {}
     assert c.partition.find_queue("root.default") is not None
+
+
+def test_the_last_rm_leaving_is_announced_once_every_rm_has_gone() -> None:
+    ctx = ClusterContext(FakeClock())
+    gone: list[int] = []
+    ctx.on_last_rm_gone = lambda: gone.append(len(ctx.partitions))
+    for rm_id in ("rm-a", "rm-b"):
+        ctx.apply(RegisterRM(rm_id, load_config("").config))
+    ctx.apply(UnregisterRM("rm-a"))
+    assert gone == []  # rm-b is still served
+    ctx.apply(UnregisterRM("rm-b"))
+    assert gone == [0]  # announced after the state went, not before
 
 
 TWO_PARTITIONS = """

@@ -59,9 +59,11 @@ class Harness:
 
 
 def drain(stream: ResponseStream) -> list[Any]:
+    """The responses queued on the stream now (each is queued with its size)."""
     out = []
     while not stream.queue.empty():
-        out.append(stream.queue.get_nowait())
+        message, _size = stream.queue.get_nowait()
+        out.append(message)
     return out
 
 

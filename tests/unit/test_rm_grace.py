@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from core.commands import Command, RegisterRM, UnregisterRM
-from core.rmproxy import CoreStopping, RMProxy, StreamKind
+from core.rmproxy import CoreStopping, ResponseStream, RMProxy, StreamKind
 from si.v1 import si_pb2
 
 
@@ -62,3 +62,28 @@ async def test_while_the_core_stops_a_registration_is_refused_and_a_new_stream_e
         await proxy.register(si_pb2.RegisterResourceManagerRequest(rmID="rm-1"))
     stream = proxy.open_stream(StreamKind.ALLOCATION)
     assert stream.closed and await stream.next() is None  # ended cleanly, before any message
+
+
+async def test_a_stream_whose_responses_are_not_read_is_cut_at_its_bound_and_its_queue_freed() -> None:
+    stream = ResponseStream(StreamKind.ALLOCATION, max_messages=3, max_bytes=10_000)
+    cut: list[bool] = []
+    stream.on_cut = lambda: cut.append(True)
+    message = si_pb2.AllocationResponse(rejectedAllocations=[si_pb2.RejectedAllocation(reason="x" * 100)])
+    for _ in range(3):
+        stream.send(message)
+    assert not stream.cut and stream.unread_bytes == 3 * message.ByteSize()
+    assert await stream.next() is message and stream.unread_bytes == 2 * message.ByteSize()
+    for _ in range(2):
+        stream.send(message)  # 4 unread: one over the bound
+    assert cut == [True] and stream.closed
+    assert "response backlog of 4 messages" in stream.cut and "(max_unread_responses" in stream.cut
+    assert await stream.next() is None and stream.unread_bytes == 0  # freed: only the end is left
+    stream.send(message)  # a cut stream takes nothing more
+    assert stream.queue.empty()
+
+
+def test_the_bytes_bound_cuts_too() -> None:
+    stream = ResponseStream(StreamKind.NODE, max_messages=1_000, max_bytes=500)
+    big = si_pb2.NodeResponse(rejected=[si_pb2.RejectedNode(nodeID="n", reason="y" * 600)])
+    stream.send(big)
+    assert stream.cut and "bytes) not read" in stream.cut

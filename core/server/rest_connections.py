@@ -1,0 +1,170 @@
+"""Bounds on the REST API's connections, so that clients that open connections and send nothing, or
+send a request header a byte at a time (slowloris), cannot hold the API away from everyone else.
+
+- **Header timeout**: a connection must have sent its first request's header within
+  `header_timeout` seconds of opening, or it is closed. (Later requests on a kept-alive connection
+  are bounded by the idle timeout: aiohttp closes a connection whose next request has not arrived
+  whole `idle_timeout` seconds after the last response.)
+- **Connection cap**: at most `max_connections` at once. A connection over the cap first pushes out
+  the oldest connection that has not yet sent a whole header: under a slowloris load the new client
+  (a healthcheck, a scrape) is served and the slow ones go. Only when every connection is busy with
+  a request (event streams, say) is the new one answered 503 and closed.
+
+The guard sits between asyncio and aiohttp's own protocol, one per connection, and sees the plain
+bytes (under TLS too); it looks only for the end of the first header, never parses HTTP itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from core.metrics import SchedulerMetrics
+
+# An HTTP header ends with an empty line: CRLF CRLF, or LF LF from lenient clients.
+_HEADER_ENDS = (b"\r\n\r\n", b"\n\n")
+REFUSAL_LINGER = 1.0  # seconds a refused connection stays open for its client to read the answer
+_REFUSAL = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"Content-Type: application/json\r\n"
+    b"Retry-After: 1\r\n"
+    b"Connection: close\r\n"
+    b"Content-Length: %d\r\n\r\n%s"
+)
+
+
+@dataclass(frozen=True)
+class ConnectionBounds:
+    header_timeout: float = 10.0  # seconds from opening to the end of the first request's header
+    idle_timeout: float = 60.0  # seconds a kept-alive connection may wait for its next request
+    max_connections: int = 512  # open at once; well under the usual 1,024 file descriptors
+
+
+DEFAULT_BOUNDS = ConnectionBounds()
+
+
+def _refusal(max_connections: int) -> bytes:
+    body = (
+        b'{"status_code": 503, "message": "the REST API has %d connections open, its limit '
+        b'(--rest-max-connections), all busy: retry shortly", "description": ""}' % max_connections
+    )
+    return _REFUSAL % (len(body), body)
+
+
+class ConnectionGuard:
+    """The connections of one REST server: counted, timed until their first header, and pushed out
+    oldest-first when the cap is reached."""
+
+    def __init__(self, bounds: ConnectionBounds, metrics: SchedulerMetrics) -> None:
+        self.bounds = bounds
+        self._metrics = metrics
+        self._open: set[_GuardedConnection] = set()
+        self._no_header_yet: OrderedDict[_GuardedConnection, None] = OrderedDict()  # oldest first
+
+    def factory(self, inner: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
+        """A protocol factory for loop.create_server: `inner`'s protocols, each behind a guard."""
+        return lambda: _GuardedConnection(self, inner)
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._open)
+
+    def admit(self, conn: _GuardedConnection) -> bool:
+        if len(self._open) >= self.bounds.max_connections:
+            if not self._no_header_yet:
+                self.count_closed("refused")
+                return False
+            oldest, _ = self._no_header_yet.popitem(last=False)
+            oldest.close("evicted")
+        self._open.add(conn)
+        self._no_header_yet[conn] = None
+        return True
+
+    def header_seen(self, conn: _GuardedConnection) -> None:
+        self._no_header_yet.pop(conn, None)
+
+    def left(self, conn: _GuardedConnection) -> None:
+        self._open.discard(conn)
+        self._no_header_yet.pop(conn, None)
+
+    def count_closed(self, reason: str) -> None:
+        closed = self._metrics.rest_connections_closed
+        closed[reason] = closed.get(reason, 0) + 1
+
+
+class _GuardedConnection(asyncio.Protocol):
+    """One connection: aiohttp's protocol, with the guard's timer and count around it."""
+
+    def __init__(self, guard: ConnectionGuard, inner: Callable[[], asyncio.Protocol]) -> None:
+        self._guard = guard
+        self._make_inner = inner
+        self._inner: asyncio.Protocol | None = None  # made once the connection is admitted
+        self._transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._tail = b""  # the last bytes seen, for a header end split across reads
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        guard = self._guard
+        if not guard.admit(self):
+            self._refuse(transport)
+            return
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(guard.bounds.header_timeout, self.close, "header_timeout")
+        self._inner = self._make_inner()
+        self._inner.connection_made(transport)
+
+    def _refuse(self, transport: asyncio.Transport) -> None:
+        """Answer 503 and end the connection. What the client sends meanwhile is read and dropped,
+        and the socket closed a moment later: closing it at once, with the client's request unread,
+        would reset the connection and lose the answer."""
+        transport.write(_refusal(self._guard.bounds.max_connections))
+        if transport.can_write_eof():
+            transport.write_eof()
+        linger = min(REFUSAL_LINGER, self._guard.bounds.header_timeout)
+        asyncio.get_running_loop().call_later(linger, transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        if self._inner is None:
+            return  # a refused connection: its request is not for anyone
+        if self._timer is not None:
+            seen = self._tail + data
+            if any(end in seen for end in _HEADER_ENDS):
+                self._timer.cancel()
+                self._timer = None
+                self._guard.header_seen(self)
+            else:
+                self._tail = seen[-3:]
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if self._inner is not None else None
+
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._guard.left(self)
+        if self._inner is not None:
+            self._inner.connection_lost(exc)
+
+    def close(self, reason: str) -> None:
+        """Close the connection before its first header arrived: it timed out, or was pushed out."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._guard.count_closed(reason)
+        self._guard.left(self)
+        if self._transport is not None:
+            self._transport.close()

@@ -1,0 +1,126 @@
+"""An RM that stops reading its responses: the core cuts that stream at its bound, its memory stays
+bounded, and another RM's allocations keep flowing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import aiohttp
+import grpc
+import pytest
+
+from rmclient import messages
+from rmclient.core_process import CoreProcess
+from si.v1 import metadata, si_pb2, si_pb2_grpc
+from tests.integration.core_helpers import running
+from tests.recording_client import RecordingClient
+
+UNREAD_BOUND = 200
+RSS_CEILING_MB = 400  # what the core may grow to meanwhile; unbounded it grew by about 12 MB a second
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: work
+"""
+ASK = {"memory": 1, "vcore": 1}
+
+
+@pytest.fixture(scope="module")
+def bounded_core() -> Iterator[CoreProcess]:
+    yield from running(CoreProcess(extra_args=["--limit", f"max_unread_responses={UNREAD_BOUND}"]))
+
+
+def _rss_mb(core: CoreProcess) -> float:
+    assert core.process is not None
+    for line in Path(f"/proc/{core.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+async def _cut_count(session: aiohttp.ClientSession, core: CoreProcess) -> int:
+    async with session.get(f"{core.rest_url}/ws/v1/metrics") as response:
+        text = await response.text()
+    line = next(li for li in text.splitlines() if li.startswith("pykorn_response_streams_cut_total"))
+    return int(float(line.split()[-1]))
+
+
+async def _until_cut(session: aiohttp.ClientSession, core: CoreProcess, before: int) -> None:
+    """Until the core's metrics count one more cut stream (read every 50 ms, up to a minute)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while await _cut_count(session, core) <= before:
+        assert loop.time() < deadline, "the stream that is not read was never cut"
+        await asyncio.sleep(0.05)
+
+
+async def _requests(rm_id: str, stop: asyncio.Event) -> AsyncIterator[si_pb2.AllocationRequest]:
+    """Asks and releases, one of each a message, until told to stop; never a look at the answers."""
+    i = 0
+    while not stop.is_set():
+        releases = [messages.release("hog-app", f"k{i - 1}")] if i else []
+        yield si_pb2.AllocationRequest(
+            rmID=rm_id,
+            allocations=[messages.ask("hog-app", f"k{i}", ASK)],
+            releases=si_pb2.AllocationReleasesRequest(allocationsToRelease=releases),
+        )
+        i += 1
+        if i % 100 == 0:
+            await asyncio.sleep(0)  # let the channel send
+
+
+async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_served(
+    bounded_core: CoreProcess,
+) -> None:
+    core = bounded_core
+    async with (
+        RecordingClient(core.address, "hog") as hog,
+        RecordingClient(core.address, "neighbour") as other,
+    ):
+        for client, app in ((hog, "hog-app"), (other, "other-app")):
+            await client.register(config=CONFIG)
+            await client.add_node("node-1", {"memory": 10**9, "vcore": 10**9})
+            await client.wait_nodes_answered(1)
+            await client.add_application(app, "root.work")
+            await client.wait_apps_answered(1)
+        # The hog opens another allocation stream on a channel with small HTTP/2 windows, binds it by
+        # name (it now receives the hog's allocation answers) and never reads it.
+        channel = grpc.aio.insecure_channel(core.address, options=[("grpc.http2.bdp_probe", 0)])
+        stop = asyncio.Event()
+        call = si_pb2_grpc.SchedulerStub(channel).UpdateAllocation(
+            _requests("hog", stop), metadata=((metadata.RM_ID, "hog"),)
+        )
+        async with aiohttp.ClientSession() as session:
+            before = await _cut_count(session, core)
+            await _until_cut(session, core, before)
+            assert _rss_mb(core) < RSS_CEILING_MB
+            # The neighbour is served all along, and after the cut.
+            await other.asks(messages.ask("other-app", f"o{i}", ASK) for i in range(50))
+            await other.wait_allocations(50)
+        stop.set()
+        # The hog is told why, once it reads: what was written before the cut, then the status.
+        with pytest.raises(grpc.aio.AioRpcError) as cut:
+            async for _ in call:
+                pass
+        assert cut.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "not read, over the limit (max_unread_responses" in (cut.value.details() or "")
+        assert "stream cut: responses not read" in core.log_text()
+        await channel.close()
+        # The hog's resync brings it back, as after any dropped stream: it registers again, re-sends
+        # its state and is served.
+        await hog.close()
+        async with RecordingClient(core.address, "hog") as back:
+            await back.register(config=CONFIG)
+            await back.add_node("node-1", {"memory": 10**9, "vcore": 10**9})
+            await back.wait_nodes_answered(1)
+            await back.add_application("hog-app", "root.work")
+            await back.wait_apps_answered(1)
+            await back.asks(messages.ask("hog-app", f"again-{i}", ASK) for i in range(10))
+            allocated = await back.wait_allocations(10)
+            assert {a.allocationKey for a in allocated} == {f"again-{i}" for i in range(10)}

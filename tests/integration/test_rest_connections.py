@@ -1,0 +1,128 @@
+"""The REST API against clients that hold connections without sending a request: slow headers are
+cut at the header timeout, idle kept-alive connections at the idle timeout, and under a slowloris
+load the healthcheck is still answered. A core of its own with short timeouts and a small cap."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import aiohttp
+import pytest
+
+from rmclient.core_process import CoreProcess
+from tests.integration.core_helpers import running
+
+HEADER_TIMEOUT = 1.0
+IDLE_TIMEOUT = 1.0
+CAP = 20
+HEALTH = "/ws/v1/scheduler/healthcheck"
+
+
+@pytest.fixture(scope="module")
+def core() -> Iterator[CoreProcess]:
+    flags = ["--rest-header-timeout", str(HEADER_TIMEOUT), "--rest-idle-timeout", str(IDLE_TIMEOUT)]
+    yield from running(CoreProcess(extra_args=[*flags, "--rest-max-connections", str(CAP)]))
+
+
+def _host_port(core: CoreProcess) -> tuple[str, int]:
+    host, port = core.rest_url.removeprefix("http://").rsplit(":", 1)
+    return host, int(port)
+
+
+@asynccontextmanager
+async def _connection(core: CoreProcess) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    reader, writer = await asyncio.open_connection(*_host_port(core))
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+
+
+async def _closed_by_core(reader: asyncio.StreamReader, within: float) -> bytes:
+    """Everything the core sends until it closes the connection (which it must do within `within`)."""
+    return await asyncio.wait_for(reader.read(), within)
+
+
+async def _closed_count(reason: str, core: CoreProcess) -> int:
+    async with aiohttp.ClientSession() as session, session.get(f"{core.rest_url}/ws/v1/metrics") as response:
+        text = await response.text()
+    prefix = f'pykorn_rest_connections_closed_total{{reason="{reason}"}}'
+    return int(float(next(li for li in text.splitlines() if li.startswith(prefix)).split()[-1]))
+
+
+async def _health(core: CoreProcess) -> int:
+    async with aiohttp.ClientSession() as session, session.get(f"{core.rest_url}{HEALTH}") as response:
+        return response.status
+
+
+async def test_a_header_sent_a_line_at_a_time_is_cut_at_the_header_timeout(core: CoreProcess) -> None:
+    before = await _closed_count("header_timeout", core)
+    loop = asyncio.get_running_loop()
+    async with _connection(core) as (reader, writer):
+        opened = loop.time()
+        writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n".encode())
+        closed = asyncio.ensure_future(_closed_by_core(reader, within=HEADER_TIMEOUT + 10))
+        lines = 0
+        while not closed.done():  # one more header line every tenth of a second, never the end
+            writer.write(f"X-Slow-{lines}: y\r\n".encode())
+            lines += 1
+            await asyncio.wait([closed], timeout=0.1)
+        took = loop.time() - opened
+        assert await closed == b""  # closed without an answer
+    assert took >= HEADER_TIMEOUT, f"cut after {took:.2f}s, before the timeout"
+    assert lines >= 5  # it was sending all along
+    assert await _closed_count("header_timeout", core) == before + 1
+
+
+async def test_an_idle_kept_alive_connection_is_closed_after_the_idle_timeout(core: CoreProcess) -> None:
+    loop = asyncio.get_running_loop()
+    async with _connection(core) as (reader, writer):
+        writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        status = await reader.readline()
+        assert status.startswith(b"HTTP/1.1 200"), status
+        answered = loop.time()
+        rest = await _closed_by_core(reader, within=IDLE_TIMEOUT + 10)  # the body, then the close
+        took = loop.time() - answered
+        assert b'"Healthy"' in rest or b"healthy" in rest.lower()
+    assert took >= IDLE_TIMEOUT * 0.9, f"closed {took:.2f}s after the answer, before the idle timeout"
+
+
+async def test_under_a_slowloris_load_the_healthcheck_is_answered(core: CoreProcess) -> None:
+    before = await _closed_count("evicted", core) + await _closed_count("header_timeout", core)
+    writers: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(3 * CAP):  # three times the cap, each with half a header
+            _, writer = await asyncio.open_connection(*_host_port(core))
+            writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n".encode())
+            await writer.drain()
+            writers.append(writer)
+        for _ in range(5):
+            assert await _health(core) == 200
+        # The newest pushed out the oldest (or, on a slow host, the oldest ran out of time first): at
+        # most CAP of the slow ones are still open.
+        after = await _closed_count("evicted", core) + await _closed_count("header_timeout", core)
+        assert after - before >= 2 * CAP
+    finally:
+        for writer in writers:
+            writer.close()
+
+
+async def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(core: CoreProcess) -> None:
+    before = await _closed_count("refused", core)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        streams = [await session.get(f"{core.rest_url}/ws/v1/events/stream") for _ in range(CAP)]
+        try:
+            assert all(stream.status == 200 for stream in streams)  # each holds a connection, busy
+            async with _connection(core) as (reader, writer):
+                writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                answer = await _closed_by_core(reader, within=10)
+            assert answer.startswith(b"HTTP/1.1 503"), answer
+            assert b"--rest-max-connections" in answer
+        finally:
+            for stream in streams:
+                stream.close()
+    # Once the streams are gone, everyone is served again.
+    assert await _health(core) == 200
+    assert await _closed_count("refused", core) == before + 1
