@@ -31,11 +31,13 @@ from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
 from core.log_digest import RejectionDigest, WarningLimiter
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
+from core.objects.gang import TAG_APP_CREATION_TIME, Gang, GangStyle, placeholder_timeout
 from core.objects.partition import Partition, Rejection
 from core.objects.partition_key import PartitionKey
 from core.objects.rejected_apps import RejectedApplication
 from core.preemption import dry_run
 from core.preemption.dry_run import QuotaPreview
+from core.resources import Resource
 from core.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
 from core.scheduling import allocate
 
@@ -75,6 +77,13 @@ class ClusterContext:
                     )
                     for victim, why in preempted
                 )
+            gangs = part.gangs
+            if gangs.releases:
+                self._out(part.rm_id).released.extend(gangs.releases)
+                gangs.releases.clear()
+            if gangs.allocations:
+                self._out(part.rm_id).new_allocations.extend(gangs.allocations)
+                gangs.allocations.clear()
             changes = part.lifecycle.drain_changes()
             if changes:
                 self._out(part.rm_id).updated_apps.extend(
@@ -243,7 +252,7 @@ class ClusterContext:
                 raise Rejection(f"node {change.node_id} is not draining")
             node.schedulable = True
         elif action == NodeAction.DECOMMISSION:
-            released = part.remove_node(change.node_id)
+            released = part.remove_node(change.node_id, self.clock())
             self._report_released(part, released, Termination.STOPPED_BY_RM, f"Node {change.node_id} Removed")
             self._complete_idle_apps(part, released)
 
@@ -258,7 +267,8 @@ class ClusterContext:
             return
         now = self.clock()
         try:
-            app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now)
+            gang = _gang(add, now, lambda what: self._warn_app(rm_id, add.app_id, what))
+            app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now, gang)
         except Rejection as exc:
             out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
             self._rejections.add((add.app_id,), str(exc), "applications")
@@ -270,6 +280,11 @@ class ClusterContext:
             return
         out.accepted_apps.append(add.app_id)
         log.info("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)
+
+    def _warn_app(self, rm_id: str, app_id: str, what: str) -> None:
+        self.warnings.warn(
+            log, "application setting not used as sent", rm_id, applicationID=app_id, detail=what
+        )
 
     def _remove_app(self, rm_id: str, remove: AppRemove) -> None:
         try:
@@ -312,11 +327,13 @@ class ClusterContext:
     def _release(self, rm_id: str, release: ReleaseRequest) -> None:
         try:
             part = self._partition(rm_id, release.partition)
-            released = part.release(release.app_id, release.key, self.clock())
+            released = part.release(release.app_id, release.key, self.clock(), release.termination)
         except Rejection as exc:
             self._out(rm_id).rejected_allocations.append(RejectedItem(release.key, release.app_id, str(exc)))
             self._rejections.add((release.app_id, release.key), str(exc), "releases")
             return
+        if release.termination == Termination.TIMEOUT:
+            return  # the RM confirms what the core asked for: nothing to tell it back (as YuniKorn)
         self._report_released(
             part, released, Termination.STOPPED_BY_RM, "allocation remove as per RM request"
         )
@@ -337,6 +354,28 @@ class ClusterContext:
             app = part.applications.get(app_id)
             if app is not None and app.is_idle():
                 part.lifecycle.complete_if_idle(app, now)
+
+
+def _gang(add: AppAdd, now: float, warn: Callable[[str], None]) -> Gang | None:
+    """The gang an application asks for (placeholderAsk, gangSchedulingStyle, the timeout), or None."""
+    if add.placeholder_ask is None and not add.gang_style and add.placeholder_timeout_ms <= 0:
+        return None
+    style = GangStyle.SOFT
+    if add.gang_style == GangStyle.HARD:
+        style = GangStyle.HARD
+    elif add.gang_style not in ("", GangStyle.SOFT):
+        warn(f"unknown gangSchedulingStyle {add.gang_style!r}: Soft used (Soft or Hard)")
+    created = _tag_seconds(add.tags.get(TAG_APP_CREATION_TIME, ""))
+    timeout = placeholder_timeout(add.placeholder_timeout_ms, created, now)
+    return Gang(add.placeholder_ask or Resource(), style, timeout)
+
+
+def _tag_seconds(raw: str) -> float:
+    try:
+        value = int(raw)
+    except ValueError:
+        return 0.0
+    return float(value) if value > 0 else 0.0
 
 
 # What each node action shows in the event log: (change type, si ChangeDetail, message).

@@ -46,6 +46,11 @@ class AppAdd:
     user: str = ""
     groups: tuple[str, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
+    # Gang scheduling (AddApplicationRequest): the whole gang's size, Soft or Hard, and the
+    # placeholder timeout in milliseconds (0: the default).
+    placeholder_ask: Resource | None = None
+    gang_style: str = ""
+    placeholder_timeout_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class ReleaseRequest:
     app_id: str
     key: str  # empty: everything the application holds
     message: str = ""
+    termination: str = ""  # si TerminationType name; PLACEHOLDER_REPLACED confirms a replacement
 
 
 # A reply hook for commands whose sender waits (registration, config updates): called with None on

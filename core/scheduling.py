@@ -9,10 +9,12 @@ reserved node takes no other ask.
 
 from __future__ import annotations
 
+from core.gang_scheduling import held_reason, replace_placeholders
+from core.node_fit import admits, find_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
-from core.objects.constraints import NO_CONSTRAINTS, node_admits
+from core.objects.constraints import NO_CONSTRAINTS
 from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
@@ -43,21 +45,6 @@ def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
     return blocked is None
 
 
-def _admits(node: Node, ask: Allocation) -> bool:
-    # The shortcut holds only for untainted nodes: an ask without tolerations must still avoid taints.
-    if ask.constraints.is_empty and not node.traits.taints:
-        return True
-    return node_admits(node.node_id, node.traits, ask.constraints)
-
-
-def find_node(partition: Partition, ask: Allocation) -> Node | None:
-    """The first node in policy order that is schedulable, unreserved, admits the ask and has room."""
-    for node in partition.node_index:
-        if node.schedulable and not node.reservations and node.fits(ask.resource) and _admits(node, ask):
-            return node
-    return None
-
-
 def _fit_score(ask: Allocation, node: Node) -> float:
     """How far the node's free room is from the ask: 0 fits; 1 per type with nothing free."""
     score = 0.0
@@ -76,7 +63,7 @@ def _reserve_candidate(partition: Partition, ask: Allocation) -> Node | None:
     for node in partition.node_index:
         if not node.schedulable or node.reservations or not node.fits_capacity(ask.resource):
             continue
-        if not _admits(node, ask):
+        if not admits(node, ask):
             continue
         score = _fit_score(ask, node)
         if best is None or score < best_score:
@@ -101,7 +88,7 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
         ):
             continue
         node = partition.nodes[node_id]
-        if node.fits(ask.resource) and _admits(node, ask):
+        if node.fits(ask.resource) and admits(node, ask):
             partition.reservations.release(ref)
             partition.allocate(ask, node, now)
             made.append(ask)
@@ -128,7 +115,7 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
         other_ask = other.asks.get(ref[1]) if other is not None else None
         if other_ask is None or not other_ask.required_node:
             partition.reservations.release(ref)
-    if node.fits(ask.resource) and _admits(node, ask):
+    if node.fits(ask.resource) and admits(node, ask):
         partition.allocate(ask, node, now)
         return True
     if node.fits_capacity(ask.resource):  # as YuniKorn's node.Reserve: never for what cannot fit
@@ -190,6 +177,8 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
     two queues with plenty pending share the cluster instead of the first one taking it all.
     """
     made = _serve_reservations(partition, now, budget) if partition.reservations else []
+    if partition.gangs.apps:
+        replace_placeholders(partition, now)
     cycle = _Cycle(now)
     preemption_attempts = MAX_PREEMPTION_ATTEMPTS
     while len(made) < budget:
@@ -197,6 +186,10 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
         if found is None:
             break
         leaf, app, ask = found
+        if ask.task_group and _waits_for_placeholder(app, ask):
+            ask.note_pending(held_reason(app, ask), now)
+            cycle.tried(app)
+            continue
         placed = False
         blocked = partition.user_groups.resource_block(app, ask.resource)
         if blocked is not None:
@@ -225,6 +218,11 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
         else:
             cycle.tried(app)
     return made
+
+
+def _waits_for_placeholder(app: Application, ask: Allocation) -> bool:
+    """A real task of a task group is placed in a placeholder's stead, never on its own."""
+    return not ask.placeholder and app.gang is not None and app.gang.waits_for_placeholder(ask)
 
 
 def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> bool:

@@ -169,8 +169,15 @@ def release_from_si(rm_id: str, rel: si_pb2.AllocationRelease, limits: Limits) -
     if problem:
         raise BadItem(f"release of {limits.clip(rel.allocationKey)}: {problem}")
     return ReleaseRequest(
-        partition_of(rm_id, rel.partitionName), rel.applicationID, rel.allocationKey, rel.message
+        partition_of(rm_id, rel.partitionName),
+        rel.applicationID,
+        rel.allocationKey,
+        rel.message,
+        _TERMINATIONS.get(rel.terminationType, ""),
     )
+
+
+_TERMINATIONS = {value: name for name, value in si_pb2.TerminationType.items()}
 
 
 def application_from_si(rm_id: str, add: si_pb2.AddApplicationRequest, limits: Limits) -> AppAdd:
@@ -192,6 +199,9 @@ def application_from_si(rm_id: str, add: si_pb2.AddApplicationRequest, limits: L
         raise BadItem(f"application {shown}: {problem}")
     if add.tags:
         check_map(dict(add.tags), f"application {shown}", "tag", "max_tags", limits)
+    placeholder_ask = None
+    if add.HasField("placeholderAsk"):
+        placeholder_ask = resource_from_si(add.placeholderAsk, f"application {shown} placeholderAsk", limits)
     return AppAdd(
         app_id=add.applicationID,
         partition=partition_of(rm_id, add.partitionName),
@@ -199,6 +209,9 @@ def application_from_si(rm_id: str, add: si_pb2.AddApplicationRequest, limits: L
         user=add.ugi.user,
         groups=tuple(add.ugi.groups),
         tags=dict(add.tags),
+        placeholder_ask=placeholder_ask,
+        gang_style=add.gangSchedulingStyle,
+        placeholder_timeout_ms=add.executionTimeoutMilliSeconds,
     )
 
 

@@ -172,6 +172,7 @@ def allocation_info(alloc: Allocation) -> Json:
         "taskGroupName": alloc.task_group,
         "preempted": alloc.releasing,
         "originator": alloc.originator,
+        "placeholderUsed": alloc.placeholder_used,
     }
 
 
@@ -240,7 +241,23 @@ def application_info(part: Partition, app: Application) -> Json:
         "tags": dict(app.tags),
         "lastStateChangeTime": int(app.state_time * 1e9),
         "rejectedMessage": "",
+        **({"placeholderData": placeholder_data(app)} if app.gang is not None else {}),
     }
+
+
+def placeholder_data(app: Application) -> list[Json]:
+    """Per task group, as YuniKorn's PlaceholderDataDAOInfo: placeholders asked, replaced, timed out."""
+    assert app.gang is not None
+    return [
+        {
+            "taskGroupName": group.name,
+            "count": group.count,
+            "minResource": _res(group.min_resource),
+            "replaced": group.replaced,
+            "timedout": group.timed_out,
+        }
+        for _, group in sorted(app.gang.groups.items())
+    ]
 
 
 def ask_info(part: Partition, ask: Allocation) -> Json:

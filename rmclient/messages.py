@@ -38,6 +38,8 @@ def ask(
     allow_preempt_self: bool = True,
     allow_preempt_other: bool = True,
     originator: bool = False,
+    task_group: str = "",
+    placeholder: bool = False,
 ) -> si_pb2.Allocation:
     return si_pb2.Allocation(
         allocationKey=key,
@@ -48,6 +50,8 @@ def ask(
         partitionName=partition,
         nodeID=node_id,
         originator=originator,
+        taskGroupName=task_group,
+        placeholder=placeholder,
         preemptionPolicy=si_pb2.PreemptionPolicy(
             allowPreemptSelf=allow_preempt_self, allowPreemptOther=allow_preempt_other
         ),
@@ -61,13 +65,21 @@ def application(
     user: str = "nobody",
     groups: tuple[str, ...] = (),
     tags: Mapping[str, str] | None = None,
+    placeholder_ask: Mapping[str, int] | None = None,
+    gang_style: str = "",
+    placeholder_timeout_ms: int = 0,
 ) -> si_pb2.AddApplicationRequest:
+    """An application; a gang-scheduled one names its whole gang's size (`placeholder_ask`), Soft or
+    Hard, and how long its placeholders may wait (0: the core's default, 15 minutes)."""
     return si_pb2.AddApplicationRequest(
         applicationID=app_id,
         queueName=queue,
         partitionName=partition,
         ugi=si_pb2.UserGroupInformation(user=user, groups=list(groups)),
         tags=dict(tags or {}),
+        placeholderAsk=resource(placeholder_ask) if placeholder_ask is not None else None,
+        gangSchedulingStyle=gang_style,
+        executionTimeoutMilliSeconds=placeholder_timeout_ms,
     )
 
 

@@ -39,6 +39,12 @@ class Allocation:
     releasing: bool = False  # preempted: the core asked the RM to release it and awaits confirmation
     preempting: bool = False  # an ask with victims chosen for it, not all released yet
     constraints: AskConstraints = NO_CONSTRAINTS  # parsed from tags when the ask arrives
+    # Gang scheduling: a real task taking a placeholder's place points at it, and the placeholder back,
+    # from the core's decision until the RM confirms the placeholder's release.
+    replaces: Allocation | None = None
+    replaced_by: Allocation | None = None
+    released_by_core: bool = False  # a placeholder the core asked the RM to release (any reason)
+    placeholder_used: bool = False  # a real allocation that took a placeholder's place
     # Why a pending ask is still pending: the latest reason, when it was last seen, and how often.
     pending_reason: str = ""
     reason_time: float = 0.0

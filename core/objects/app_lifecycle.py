@@ -67,6 +67,7 @@ class AppLifecycle:
         done = [
             app for app in apps
             if app.state == AppState.COMPLETING and now - app.state_time >= self.completing_timeout
+            and not (app.gang is not None and app.gang.allocated_count)  # its placeholders go first
         ]  # fmt: skip
         for app in done:
             self.transition(app, AppEvent.COMPLETE, now, "completing timeout")

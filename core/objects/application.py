@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedKeyList
 
 from core.objects.allocation import Allocation
+from core.objects.gang import Gang
 from core.objects.partition_key import PartitionKey
 from core.objects.priority_range import MIN_PRIORITY
 from core.resources import Resource
@@ -101,6 +102,9 @@ class Application:
         self.submission_time = now
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
         self.held_by_limit = False  # Accepted, and a user's or group's maxapplications keeps it there
+        self.gang: Gang | None = None  # task groups and placeholders, for a gang-scheduled application
+        # Real tasks placed in a placeholder's stead, waiting for the RM to confirm its release.
+        self.replacing: dict[str, Allocation] = {}
         # Pending asks in scheduling order, kept sorted as asks come and go (no re-sort per cycle).
         self._sorted_asks: SortedKeyList[Allocation, tuple[int, float, str]] = SortedKeyList(key=_ask_order)
 
@@ -123,7 +127,7 @@ class Application:
 
     # Asks and allocations -------------------------------------------------------------------------
     def knows_key(self, key: str) -> bool:
-        return key in self.asks or key in self.allocations
+        return key in self.asks or key in self.allocations or key in self.replacing
 
     def add_ask(self, ask: Allocation) -> None:
         self.asks[ask.key] = ask
@@ -172,4 +176,9 @@ class Application:
         return bool(self.asks)
 
     def is_idle(self) -> bool:
-        return not self.asks and not self.allocations
+        """Nothing pending, nothing running: placeholders left over do not keep an application busy
+        (they are released when it completes)."""
+        if self.asks or self.replacing:
+            return False
+        placeholders = self.gang.allocated_count if self.gang is not None else 0
+        return len(self.allocations) == placeholders

@@ -22,7 +22,9 @@ from core.objects.constraints import (
     parse_ask_constraints,
     parse_node_traits,
 )
+from core.objects.gang import Gang
 from core.objects.node import Node
+from core.objects.partition_gang import PartitionGangs
 from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
@@ -34,6 +36,7 @@ from core.policies.node_sort import NodeIndex
 from core.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
 from core.preemption.quota_enforcer import QuotaEnforcer
 from core.resources import ZERO, Resource
+from core.results import Termination
 from core.ugm.limits import limit_table
 from core.ugm.resolver import resolve_groups
 from core.ugm.tracker import UserGroupTracker
@@ -67,6 +70,7 @@ class Partition:
         self.total_capacity: Resource = ZERO
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
+        self.gangs = PartitionGangs(self)  # task groups, placeholders and their timers
         self._room_changed()
         self.events: list[Event] = []  # drained by the cluster into its event log
         self.lifecycle = AppLifecycle(rm_id, self.events.append)
@@ -139,7 +143,7 @@ class Partition:
             self.node_index.update(node)
         return node
 
-    def remove_node(self, node_id: str) -> list[Allocation]:
+    def remove_node(self, node_id: str, now: float = 0.0) -> list[Allocation]:
         """Remove a node; returns the allocations that ran there, now released."""
         node = self.node(node_id)
         for ref in list(node.reservations):
@@ -152,7 +156,12 @@ class Partition:
                 self.occupied_total = self.occupied_total - alloc.resource
                 self._room_changed()
                 continue
-            self._unallocate(alloc)
+            if alloc.replaces is not None:  # a real task bound here in a placeholder's stead: pending again
+                self.gangs.cancel_replacement(
+                    self.applications[alloc.application_id], alloc, back_to_pending=True
+                )
+                continue
+            self._unallocate(alloc, now)
             released.append(alloc)
         del self.nodes[node_id]
         self.node_index.remove(node_id)
@@ -175,6 +184,7 @@ class Partition:
         groups: tuple[str, ...],
         tags: dict[str, str],
         now: float,
+        gang: Gang | None = None,
     ) -> Application:
         if not app_id:
             raise Rejection("application ID is empty")
@@ -197,6 +207,9 @@ class Partition:
         assert queue is not None and queue.is_leaf
         app = Application(app_id, self.key, queue, user=user, groups=groups, tags=tags, now=now)
         self.applications[app_id] = app
+        if gang is not None:
+            app.gang = gang
+            self.gangs.apps[app_id] = app
         queue.applications[app_id] = app
         self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
         return app
@@ -217,9 +230,11 @@ class Partition:
         app = self.application(app_id)
         for key in list(app.asks):
             self._remove_ask(app, key)
+        for real in list(app.replacing.values()):
+            self.gangs.cancel_replacement(app, real, back_to_pending=False)
         released = list(app.allocations.values())
         for alloc in released:
-            self._unallocate(alloc)
+            self._unallocate(alloc, now)
         # The application is gone for good: take it through Completing to Completed at once.
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
@@ -227,6 +242,7 @@ class Partition:
         return released
 
     def _forget(self, app: Application) -> None:
+        self.gangs.apps.pop(app.app_id, None)
         priority.remove_application(app)
         self.user_groups.forget(app.app_id)
         self.applications.pop(app.app_id, None)
@@ -235,8 +251,11 @@ class Partition:
             self.events.append(partition_events.queue_removed(self.rm_id, name, app.state_time))
 
     def tick(self, now: float) -> None:
-        """Time-driven state: quota timers; application states Completing -> Completed -> Expired."""
+        """Time-driven state: quota timers; placeholder timers; application states Completing ->
+        Completed -> Expired."""
         self.quota.fire_due(now, self.config.preemption.quota_preemption_enabled)
+        if self.gangs.apps:
+            self.gangs.tick(now)
         for app in self.lifecycle.completing_over(list(self.applications.values()), now):
             self._forget(app)
             self.lifecycle.completed.append(app)
@@ -251,6 +270,8 @@ class Partition:
             raise Rejection(f"allocation key {ask.key} already exists in application {app.app_id}")
         ask.constraints = _constraints(ask)
         ask.create_time = ask.create_time or now
+        if ask.task_group:
+            self.gangs.ask_added(app, ask)
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
         priority.update_application(app)
@@ -284,6 +305,10 @@ class Partition:
         alloc.create_time = alloc.create_time or now
         alloc.allocated_time = alloc.allocated_time or now
         self._place(app, alloc, node)
+        if alloc.placeholder:  # recovery: a placeholder the RM runs counts as asked and allocated
+            gang = self.gangs.gang_of(app)
+            gang.placeholder_asked(alloc)
+            gang.placeholder_allocated(alloc, now, timer_may_start=True)
         # A running allocation takes a new application straight through Accepted to Running.
         self.lifecycle.transition(app, AppEvent.RUN, now)
         self.lifecycle.transition(app, AppEvent.RUN, now)
@@ -295,6 +320,12 @@ class Partition:
         ask.allocated_time = now
         self._place(app, ask, node)
         self.events.append(partition_events.ask_allocated(self.rm_id, ask, now))
+        if ask.placeholder:
+            # A placeholder does not start the application: the whole gang allocated does.
+            gang = self.gangs.gang_of(app)
+            if gang.placeholder_allocated(ask, now, timer_may_start=app.state == AppState.ACCEPTED):
+                self.lifecycle.transition(app, AppEvent.RUN, now, "all placeholders of the gang allocated")
+            return
         self.lifecycle.transition(app, AppEvent.RUN, now)
 
     def _place(self, app: Application, alloc: Allocation, node: Node) -> None:
@@ -308,12 +339,14 @@ class Partition:
     def _remove_ask(self, app: Application, key: str) -> Allocation | None:
         ask = app.remove_ask(key)
         if ask is not None:
+            if ask.task_group and not ask.placeholder and app.gang is not None:
+                app.gang.pending_real -= 1
             app.queue.remove_pending(ask.resource)
             self.reservations.release(ask.ref)
             priority.update_application(app)
         return ask
 
-    def _unallocate(self, alloc: Allocation) -> None:
+    def _unallocate(self, alloc: Allocation, now: float, replaced: bool = False) -> None:
         app = self.applications[alloc.application_id]
         app.remove_allocation(alloc.key)
         app.queue.remove_allocated(alloc.resource)
@@ -325,11 +358,15 @@ class Partition:
         if node is not None:
             node.remove_allocation(alloc.key)
             self.node_index.update(node)
+        if alloc.placeholder:
+            self.gangs.placeholder_gone(app, alloc, replaced, now)
 
-    def release(self, app_id: str, key: str, now: float) -> list[Allocation]:
+    def release(self, app_id: str, key: str, now: float, termination: str = "") -> list[Allocation]:
         """RM-initiated release of one allocation or ask (or all of an app's when key is empty).
 
         Returns the released allocations; removed asks are not returned, as the RM never ran them.
+        A placeholder released as PLACEHOLDER_REPLACED confirms its replacement: its real task is
+        placed (in `gang_allocations`), and nothing is returned.
         """
         if not app_id and key in self.foreign:
             alloc = self.foreign.pop(key)
@@ -345,16 +382,25 @@ class Partition:
         if not key:
             for ask_key in list(app.asks):
                 self._remove_ask(app, ask_key)
+            for real in list(app.replacing.values()):
+                self.gangs.cancel_replacement(app, real, back_to_pending=False)
             released = list(app.allocations.values())
         elif key in app.allocations:
-            released = [app.allocations[key]]
+            alloc = app.allocations[key]
+            if alloc.placeholder and termination == Termination.PLACEHOLDER_REPLACED:
+                self.gangs.confirm_replacement(app, alloc, now)
+                return []
+            released = [alloc]
+        elif key in app.replacing:  # the RM ended a real task before its placeholder's release came back
+            self.gangs.cancel_replacement(app, app.replacing[key], back_to_pending=False)
         elif key in app.asks:
             self._remove_ask(app, key)
         else:
             raise Rejection(f"application {app_id} has no ask or allocation with key {key}")
         for alloc in released:
-            self._unallocate(alloc)
-        self.lifecycle.complete_if_idle(app, now)
+            self._unallocate(alloc, now)
+        if app.app_id in self.applications:  # a Hard gang's last placeholder may have failed it
+            self.lifecycle.complete_if_idle(app, now)
         return released
 
     # Preemption -------------------------------------------------------------------------------

@@ -91,3 +91,29 @@ def app_runnable(rm_id: str, app_id: str, queue: str, runnable: bool, why: str, 
     detail = ChangeDetail.APP_RUNNABLE_QUOTA if runnable else ChangeDetail.APP_CANNOTRUN_QUOTA
     message = "may run: within its user and group limits" if runnable else f"may not run yet: {why}"
     return Event(rm_id, EventType.APP, app_id, ChangeType.SET, detail, message, now, reference_id=queue)
+
+
+def placeholder_replaced(rm_id: str, ph: Allocation, real: Allocation, now: float) -> Event:
+    return Event(
+        rm_id, EventType.APP, ph.application_id, ChangeType.REMOVE, ChangeDetail.ALLOC_REPLACED,
+        f"placeholder {ph.key} of task group {ph.task_group} replaced by {real.key} on node {real.node_id}",
+        now, reference_id=ph.key, resource=ph.resource.as_dict(),
+    )  # fmt: skip
+
+
+def placeholder_timed_out(rm_id: str, ph: Allocation, why: str, now: float) -> Event:
+    return Event(
+        rm_id, EventType.APP, ph.application_id, ChangeType.REMOVE, ChangeDetail.ALLOC_TIMEOUT,
+        f"placeholder {ph.key} of task group {ph.task_group} released: {why}", now,
+        reference_id=ph.key, resource=ph.resource.as_dict(),
+    )  # fmt: skip
+
+
+def placeholder_too_small(rm_id: str, ph: Allocation, real: Allocation, now: float) -> Event:
+    """YuniKorn's "placeholder size mismatch": the real task needs more than its placeholder holds."""
+    return Event(
+        rm_id, EventType.REQUEST, real.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE,
+        f"task group {ph.task_group}: the real task needs {real.resource.as_dict()}, more than placeholder "
+        f"{ph.key} holds ({ph.resource.as_dict()}); the placeholder is released",
+        now, reference_id=real.application_id, resource=real.resource.as_dict(),
+    )  # fmt: skip

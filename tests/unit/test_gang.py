@@ -1,0 +1,277 @@
+"""Gang scheduling in the core, driven directly: placeholders, replacement in two steps, timeouts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.commands import AppAdd, ReleaseRequest, UpdateAllocations, UpdateApplications
+from core.objects.allocation import Allocation
+from core.objects.application import AppState
+from core.objects.gang import DEFAULT_PLACEHOLDER_TIMEOUT
+from core.resources import Resource
+from core.results import ResultBatch
+from core.state import application_view
+from tests.unit.domain_helpers import Cluster
+
+MEM = {"memory": 2}
+TIMEOUT_MS = 60_000
+
+
+def _gang_app(
+    c: Cluster, members: int, style: str = "", timeout_ms: int = TIMEOUT_MS, app_id: str = "job"
+) -> None:
+    size = Resource({"memory": 2 * members})
+    add = AppAdd(
+        app_id, c.pname(), "root.default", user="u",
+        placeholder_ask=size, gang_style=style, placeholder_timeout_ms=timeout_ms,
+    )  # fmt: skip
+    c.ctx.apply(UpdateApplications(c.rm_id, adds=(add,)))
+
+
+def _task(
+    c: Cluster, key: str, placeholder: bool, resource: Mapping[str, int] = MEM, app_id: str = "job"
+) -> Allocation:
+    res = Resource(resource)
+    return Allocation(key, app_id, c.pname(), res, task_group="workers", placeholder=placeholder)
+
+
+def _send(c: Cluster, *asks: Allocation) -> None:
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=asks))
+
+
+def _confirm(c: Cluster, key: str, termination: str, app_id: str = "job") -> None:
+    release = ReleaseRequest(c.pname(), app_id, key, termination=termination)
+    c.ctx.apply(UpdateAllocations(c.rm_id, releases=(release,)))
+
+
+def _drain(c: Cluster) -> ResultBatch:
+    merged = ResultBatch(c.rm_id)
+    for batch in c.ctx.drain_results():
+        for name in vars(merged):
+            if name != "rm_id":
+                getattr(merged, name).extend(getattr(batch, name))
+    return merged
+
+
+def _states(batch: ResultBatch) -> list[str]:
+    return [u.state for u in batch.updated_apps]
+
+
+def _placeholders(c: Cluster, members: int) -> None:
+    _send(c, *(_task(c, f"ph-{i}", placeholder=True) for i in range(members)))
+
+
+def test_the_gang_runs_only_once_every_placeholder_is_allocated() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 4})
+    _gang_app(c, members=3)
+    _placeholders(c, 3)
+    c.schedule()
+    out = _drain(c)
+    assert sorted(a.key for a in out.new_allocations) == ["ph-0", "ph-1"]
+    assert _states(out) == ["Accepted"]  # two of three: the gang has not started
+    c.node("n2", {"memory": 4})
+    c.schedule()
+    out = _drain(c)
+    assert [a.key for a in out.new_allocations] == ["ph-2"]
+    assert _states(out) == ["Running"]
+    assert c.partition.find_queue("root.default").allocated.get("memory") == 6  # type: ignore[union-attr]
+
+
+def test_a_real_task_takes_a_placeholders_place_in_two_steps_on_the_same_node() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 4})
+    c.node("n2", {"memory": 4})
+    _gang_app(c, members=2)
+    _placeholders(c, 2)
+    # The real tasks come at once; they wait for the gang instead of taking the free room.
+    _send(c, _task(c, "real-0", False, {"memory": 1}), _task(c, "real-1", False, {"memory": 1}))
+    c.schedule()
+    out = _drain(c)
+    assert sorted(a.key for a in out.new_allocations) == ["ph-0", "ph-1"]
+    node_of = {a.key: a.node_id for a in out.new_allocations}
+    # Step one: the core asks for the placeholders back, and sends no real allocation yet.
+    c.schedule()
+    out = _drain(c)
+    assert out.new_allocations == []
+    replaced = {r.key: r for r in out.released}
+    assert set(replaced) == {"ph-0", "ph-1"}
+    assert {r.termination for r in replaced.values()} == {"PLACEHOLDER_REPLACED"}
+    # Step two: the RM confirms one release; its real task goes out on the placeholder's node.
+    _confirm(c, "ph-0", "PLACEHOLDER_REPLACED")
+    out = _drain(c)
+    assert len(out.new_allocations) == 1
+    real = out.new_allocations[0]
+    assert real.node_id == node_of["ph-0"] and real.placeholder_used
+    assert out.released == []  # a confirmation is not echoed
+    queue = c.partition.find_queue("root.default")
+    assert queue is not None and queue.allocated.get("memory") == 2 + 1  # one placeholder, one real task
+    view = application_view(c.partition, "job")
+    assert view["placeholderData"] == [
+        {"taskGroupName": "workers", "count": 2, "minResource": {"memory": 2}, "replaced": 1, "timedout": 0}
+    ]
+    assert view["applicationState"] == "Running"
+
+
+def test_real_tasks_wait_with_a_reason_while_the_gang_is_incomplete() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 2})
+    _gang_app(c, members=2)
+    _placeholders(c, 2)
+    _send(c, _task(c, "real-0", False, {"memory": 1}))
+    c.schedule()
+    c.schedule()
+    out = _drain(c)
+    assert [a.key for a in out.new_allocations] == ["ph-0"]
+    assert not [r for r in out.released if r.key.startswith("ph")]
+    real = c.partition.applications["job"].asks["real-0"]
+    assert "gang is not complete" in real.pending_reason
+
+
+def test_soft_timeout_releases_the_placeholders_resumes_and_then_runs_the_real_tasks() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 4})
+    _gang_app(c, members=3, style="Soft")
+    _placeholders(c, 3)
+    _send(c, _task(c, "real-0", False, {"memory": 1}))
+    c.schedule()
+    _drain(c)
+    c.clock.advance(TIMEOUT_MS / 1000)
+    c.ctx.tick()
+    out = _drain(c)
+    assert _states(out) == ["Resuming"]
+    assert out.updated_apps[0].message == "ResourceReservationTimeout"
+    timed_out = {r.key: r.termination for r in out.released}
+    assert timed_out == {"ph-0": "TIMEOUT", "ph-1": "TIMEOUT", "ph-2": "TIMEOUT"}  # ph-2 was pending
+    c.schedule()
+    assert _drain(c).new_allocations == []  # the real task waits until the placeholders are gone
+    _confirm(c, "ph-0", "TIMEOUT")
+    _confirm(c, "ph-1", "TIMEOUT")
+    out = _drain(c)
+    assert _states(out) == ["Accepted"]
+    assert out.released == []
+    c.schedule()
+    out = _drain(c)
+    assert [a.key for a in out.new_allocations] == ["real-0"]
+    assert _states(out) == ["Running"]
+    group = application_view(c.partition, "job")["placeholderData"][0]
+    assert (group["count"], group["replaced"], group["timedout"]) == (3, 0, 3)
+
+
+def test_hard_timeout_fails_the_application_and_removes_its_real_tasks() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 2})
+    _gang_app(c, members=2, style="Hard")
+    _placeholders(c, 2)
+    _send(c, _task(c, "real-0", False, {"memory": 1}))
+    c.schedule()
+    _drain(c)
+    c.clock.advance(TIMEOUT_MS / 1000)
+    c.ctx.tick()
+    out = _drain(c)
+    assert _states(out) == ["Failing"]
+    assert {r.key: r.termination for r in out.released} == {
+        "ph-0": "TIMEOUT", "ph-1": "TIMEOUT", "real-0": "TIMEOUT",
+    }  # fmt: skip
+    _confirm(c, "ph-0", "TIMEOUT")
+    out = _drain(c)
+    assert _states(out) == ["Failed"]
+    assert "job" not in c.partition.applications
+    assert c.partition.root.allocated.is_zero()
+
+
+def test_a_real_task_larger_than_its_placeholder_releases_it() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 8})
+    _gang_app(c, members=1)
+    _placeholders(c, 1)
+    c.schedule()
+    _send(c, _task(c, "big", False, {"memory": 3}))
+    c.schedule()
+    out = _drain(c)
+    assert [(r.key, r.termination) for r in out.released] == [("ph-0", "TIMEOUT")]
+    assert "resource incompatible" in out.released[0].message
+    messages = [e.message for e in c.ctx.events]
+    assert any("more than placeholder ph-0 holds" in m for m in messages)
+    _confirm(c, "ph-0", "TIMEOUT")
+    c.schedule()
+    assert [a.key for a in _drain(c).new_allocations] == ["big"]  # no placeholder left: scheduled normally
+
+
+def test_placeholders_not_replaced_when_the_timer_fires_after_the_gang_ran_are_released() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 4})
+    _gang_app(c, members=2)
+    _placeholders(c, 2)
+    _send(c, _task(c, "real-0", False))
+    c.schedule()
+    c.schedule()
+    _confirm(c, "ph-1" if "ph-1" in _replaced(c) else "ph-0", "PLACEHOLDER_REPLACED")
+    _drain(c)
+    c.clock.advance(TIMEOUT_MS / 1000)
+    c.ctx.tick()
+    out = _drain(c)
+    assert [r.termination for r in out.released] == ["TIMEOUT"]
+    assert _states(out) == []  # the application keeps running its real task
+
+
+def _replaced(c: Cluster) -> set[str]:
+    app = c.partition.applications["job"]
+    return {a.key for a in app.allocations.values() if a.replaced_by is not None}
+
+
+def test_leftover_placeholders_go_when_the_application_completes() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 4})
+    _gang_app(c, members=2, timeout_ms=10 * TIMEOUT_MS)
+    _placeholders(c, 2)
+    _send(c, _task(c, "real-0", False))
+    c.schedule()
+    c.schedule()
+    (ph,) = _replaced(c)
+    _confirm(c, ph, "PLACEHOLDER_REPLACED")
+    _drain(c)
+    c.release("job", "real-0")  # the only real task ends
+    out = _drain(c)
+    assert _states(out) == ["Completing"]
+    c.clock.advance(30)
+    c.ctx.tick()
+    out = _drain(c)
+    assert [r.termination for r in out.released] == ["TIMEOUT"]
+    assert _states(out) == []  # Completed only once the placeholder is gone
+    (left,) = [r.key for r in out.released]
+    _confirm(c, left, "TIMEOUT")
+    c.ctx.tick()
+    assert _states(_drain(c)) == ["Completed"]
+
+
+def test_recovery_counts_placeholders_and_real_allocations_once() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 8})
+    _gang_app(c, members=2)
+    recovered = [
+        Allocation("ph-0", "job", c.pname(), Resource(MEM), node_id="n1", task_group="g", placeholder=True),
+        Allocation("real-1", "job", c.pname(), Resource(MEM), node_id="n1", task_group="g"),
+    ]
+    _send(c, *recovered)
+    _drain(c)
+    queue = c.partition.find_queue("root.default")
+    assert queue is not None and queue.allocated.get("memory") == 4
+    assert c.partition.nodes["n1"].allocated.get("memory") == 4
+    assert c.partition.applications["job"].state == AppState.RUNNING
+    assert application_view(c.partition, "job")["placeholderData"][0]["count"] == 1
+
+
+def test_no_timeout_sent_means_fifteen_minutes() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 2})
+    _gang_app(c, members=2, timeout_ms=0)
+    _placeholders(c, 2)
+    c.schedule()
+    _drain(c)
+    c.clock.advance(DEFAULT_PLACEHOLDER_TIMEOUT - 1)
+    c.ctx.tick()
+    assert _states(_drain(c)) == []
+    c.clock.advance(1)
+    c.ctx.tick()
+    assert _states(_drain(c)) == ["Resuming"]
