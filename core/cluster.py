@@ -80,6 +80,7 @@ class ClusterContext:
             gangs = part.gangs
             if gangs.releases:
                 self._out(part.rm_id).released.extend(gangs.releases)
+                self._count_placeholder_releases(gangs.releases)
                 gangs.releases.clear()
             if gangs.allocations:
                 self._out(part.rm_id).new_allocations.extend(gangs.allocations)
@@ -92,6 +93,14 @@ class ClusterContext:
         batches = list(self._results.values())
         self._results = {}
         return batches
+
+    def _count_placeholder_releases(self, releases: list[Released]) -> None:
+        counts = self.metrics.placeholder_releases
+        for release in releases:
+            if release.placeholder:
+                counts[
+                    "replaced" if release.termination == Termination.PLACEHOLDER_REPLACED else "timeout"
+                ] += 1
 
     # Dispatch ---------------------------------------------------------------------------------
     def apply(self, command: Command) -> None:

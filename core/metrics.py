@@ -36,6 +36,9 @@ class SchedulerMetrics:
         self.cycle_latency = Histogram()  # one scheduling slice, seconds
         self.allocation_latency = Histogram()  # from an ask's arrival to its allocation, seconds
         self.streams_cut = 0  # response streams ended because their RM did not read them
+        # Gang placeholders the core asked the RM to release: "replaced" by a real task, or "timeout"
+        # (the placeholder timer, a completed application, or a real task larger than the placeholder).
+        self.placeholder_releases: dict[str, int] = {"replaced": 0, "timeout": 0}
         # REST connections the core closed before they sent a request (core/server/rest_connections.py),
         # by reason: header_timeout, evicted, refused.
         self.rest_connections_closed: dict[str, int] = {}

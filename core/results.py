@@ -23,6 +23,7 @@ class Released:
     key: str
     termination: Termination
     message: str
+    placeholder: bool = False  # a gang placeholder (counted in the metrics apart)
 
 
 @dataclass(frozen=True)

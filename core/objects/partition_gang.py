@@ -81,7 +81,7 @@ class PartitionGangs:
         self.releases.append(
             Released(
                 self.part.key, app.app_id, ph.key, Termination.PLACEHOLDER_REPLACED,
-                f"placeholder replaced by {real.key}",
+                f"placeholder replaced by {real.key}", placeholder=True,
             )
         )  # fmt: skip
 
@@ -124,7 +124,9 @@ class PartitionGangs:
     def release_placeholder(self, ph: Allocation, why: str, now: float) -> None:
         """Ask the RM to release a placeholder (TIMEOUT); it stays counted until the RM confirms."""
         ph.released_by_core = True
-        self.releases.append(Released(self.part.key, ph.application_id, ph.key, Termination.TIMEOUT, why))
+        self.releases.append(
+            Released(self.part.key, ph.application_id, ph.key, Termination.TIMEOUT, why, placeholder=True)
+        )
         self.part.events.append(partition_events.placeholder_timed_out(self.part.rm_id, ph, why, now))
 
     def placeholder_gone(self, app: Application, ph: Allocation, replaced: bool, now: float) -> None:
@@ -164,7 +166,9 @@ class PartitionGangs:
                 why = "placeholder timeout: pending placeholder removed"
             else:
                 why = "application failed: its gang was not allocated within the placeholder timeout (Hard)"
-            self.releases.append(Released(self.part.key, app.app_id, ask.key, Termination.TIMEOUT, why))
+            self.releases.append(
+                Released(self.part.key, app.app_id, ask.key, Termination.TIMEOUT, why, ask.placeholder)
+            )
         if gang.allocated_count == 0:  # nothing to wait for: move on now
             self._after_last_placeholder(app, now)
 

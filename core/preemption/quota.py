@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from core.objects.allocation import Allocation
 from core.objects.queue import Queue
+from core.preemption.victims import may_be_victim
 from core.resources import ZERO, Resource
 
 # (guaranteed, max) of a queue: the live ones, or those of a configuration not yet applied (dry run)
@@ -53,9 +54,11 @@ def _releasable(queue: Queue, guaranteed: Resource | None) -> Resource:
     return Resource({k: v - guaranteed.get(k) for k, v in used.items() if v - guaranteed.get(k) > 0})
 
 
-def victim_order(alloc: Allocation) -> tuple[bool, int, bool, float]:
-    """The document's order: non-originators first, lower priority, allowing preemption, youngest."""
-    return (alloc.originator, alloc.priority, not alloc.allow_preempt_self, -alloc.create_time)
+def victim_order(alloc: Allocation) -> tuple[bool, int, bool, bool, float]:
+    """The document's order: non-originators first, lower priority, allowing preemption, youngest; a
+    gang's placeholder goes before a real task where the document's order ties (it runs no work)."""
+    preempt_self, placeholder = alloc.allow_preempt_self, alloc.placeholder
+    return (alloc.originator, alloc.priority, not preempt_self, not placeholder, -alloc.create_time)
 
 
 @dataclass
@@ -140,7 +143,7 @@ def _plan_leaf(
     candidates = sorted(
         (
             a for app in queue.applications.values() for a in app.allocations.values()
-            if not a.required_node and not a.releasing and a.resource.shares_type_with(target)
+            if may_be_victim(a) and a.resource.shares_type_with(target)
         ),
         key=victim_order,
     )  # fmt: skip

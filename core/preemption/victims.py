@@ -10,17 +10,23 @@ from core.resources import Resource
 
 
 def may_be_victim(alloc: Allocation) -> bool:
-    """Never a required-node (DaemonSet) allocation, a foreign one, or one already being released."""
-    return not (alloc.required_node or alloc.foreign or alloc.releasing)
+    """Never a required-node (DaemonSet) allocation, a foreign one, or one already being released
+    (preempted, or a placeholder the core gave up or is replacing); nor a real task holding room in a
+    placeholder's stead, which is not the RM's allocation yet."""
+    return not (
+        alloc.required_node or alloc.foreign or alloc.releasing or alloc.released_by_core or alloc.replaces
+    )
 
 
-def victim_order(alloc: Allocation) -> tuple[bool, bool, int, float, int]:
+def victim_order(alloc: Allocation) -> tuple[bool, bool, int, bool, float, int]:
     """Preferred victims first: those that allow preemption, then not originators, then lower
-    priority, then the youngest, then the smallest."""
+    priority; at one priority a gang's placeholder before a real task (it holds room but runs no
+    work), then the youngest, then the smallest."""
     return (
         not alloc.allow_preempt_self,
         alloc.originator,
         alloc.priority,
+        not alloc.placeholder,
         -alloc.create_time,
         sum(alloc.resource.values()),
     )

@@ -67,6 +67,12 @@ def render(context: ClusterContext, metrics: SchedulerMetrics) -> str:
         "Response streams the core ended because their resource manager did not read them.",
         [("", {}, metrics.streams_cut)],
     )  # fmt: skip
+    lines += _family(
+        "pykorn_placeholder_releases_total", "counter",
+        "Gang placeholders the core asked its resource manager to release: replaced by a real task, or "
+        "timeout (not needed in time, left over when the application completed, or too small).",
+        [("", {"reason": why}, n) for why, n in metrics.placeholder_releases.items()],
+    )  # fmt: skip
     closed = metrics.rest_connections_closed
     lines += _family(
         "pykorn_rest_connections_closed_total", "counter",

@@ -56,6 +56,8 @@ def _check(e: Expectation, rec: Recording) -> Outcome:
         return Outcome(e, p99 <= limit, f"wait p99 in {queue} was {p99:.2f}s (limit {limit:g}s)")
     if kind == ExpectKind.NO_REJECTIONS:
         return Outcome(e, not rec.rejections, f"{len(rec.rejections)} rejection(s)")
+    if kind == ExpectKind.GANG_RAN_WHOLE:
+        return _gang_ran_whole(e, rec)
     assert_never(kind)  # every kind is checked above (mypy holds it so)
 
 
@@ -84,6 +86,24 @@ def _usage(e: Expectation, rec: Recording) -> Outcome:
         low >= limit,
         f"{queue} dropped to {fmt_quantity(resource, low)} {window} (floor {fmt_quantity(resource, limit)})",
     )
+
+
+def _gang_ran_whole(e: Expectation, rec: Recording) -> Outcome:
+    """Every placeholder of the gang was replaced by a real task (none timed out or was preempted),
+    and every real task of the application ran."""
+    app = e.text("app")
+    placeholders = [t for t in rec.placeholders if t.app.app_id == app]
+    real = [t for t in rec.tasks if t.app.app_id == app]
+    if not placeholders:
+        return Outcome(e, False, f"application {app} had no placeholders")
+    not_replaced = [t.name for t in placeholders if not t.replaced]
+    never_ran = [t.name for t in real if not t.ran]
+    met = not not_replaced and not never_ran
+    detail = (
+        f"{len(placeholders) - len(not_replaced)} of {len(placeholders)} placeholders replaced, "
+        f"{len(real) - len(never_ran)} of {len(real)} real tasks ran"
+    )
+    return Outcome(e, met, detail)
 
 
 def _select(rec: Recording, e: Expectation) -> list[Task]:

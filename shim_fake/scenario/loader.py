@@ -26,6 +26,8 @@ from shim_fake.scenario.model import (
     Expectation,
     ExpectKind,
     ExpectParam,
+    GangGroup,
+    GangSpec,
     NodeEvent,
     NodeSpec,
     Scenario,
@@ -38,10 +40,14 @@ _TOP = frozenset(
 )  # fmt: skip
 _REPORT = frozenset({"resource", "sample_interval"})
 _NODE = frozenset({"id", "count", "prefix", "resources", "attributes"})
-_APP = frozenset({"id", "queue", "arrival", "user", "groups", "tags", "restart", "tasks"})
+_APP = frozenset({"id", "queue", "arrival", "user", "groups", "tags", "restart", "tasks", "gang"})
 _TASK = frozenset(
-    {"name", "count", "resources", "priority", "duration", "arrival", "preemption", "originator", "tags"}
-)
+    {"name", "count", "resources", "priority", "duration", "arrival", "preemption", "originator", "tags",
+     "taskGroup"}
+)  # fmt: skip
+_GANG = frozenset({"style", "timeout", "taskGroups"})
+_GANG_GROUP = frozenset({"name", "minMember", "resources"})
+_GANG_STYLES = ("Soft", "Hard")
 _PREEMPTION = frozenset({"allow_preempt_self", "allow_preempt_other"})
 _EVENT = frozenset({"at", "queues", "queues_file", "node"})
 _NODE_EVENT = frozenset({"action", "id", "ids", "count", "prefix", "resources", "attributes"})
@@ -59,6 +65,7 @@ EXPECTATIONS: dict[ExpectKind, tuple[frozenset[str], frozenset[str]]] = {
     ExpectKind.NOT_PREEMPTED: (frozenset(), frozenset({"task", "app"})),
     ExpectKind.WAIT_P99_AT_MOST: (frozenset({"queue", "seconds"}), frozenset()),
     ExpectKind.NO_REJECTIONS: (frozenset(), frozenset()),
+    ExpectKind.GANG_RAN_WHOLE: (frozenset({"app"}), frozenset()),
 }
 
 
@@ -267,11 +274,13 @@ class _Builder:
         arrival = self._time(fields.get("arrival"), f"{path}.arrival") or 0.0
         restart = self.r.boolean(fields["restart"], f"{path}.restart") if "restart" in fields else True
         groups = self.r.string_list(fields["groups"], f"{path}.groups") if "groups" in fields else ()
+        gang = self._gang(fields["gang"], f"{path}.gang", nodes) if "gang" in fields else None
         tasks = []
         for j, task_node in enumerate(self.r.sequence(fields["tasks"], f"{path}.tasks") or []):
             task = self._task(task_node, f"{path}.tasks[{j}]", j, arrival, nodes)
             if task is not None:
                 tasks.append(task)
+                self._check_task_group(task, gang, f"{path}.tasks[{j}]", task_node)
         return AppSpec(
             app_id=app_id,
             queue=qualified,
@@ -282,7 +291,60 @@ class _Builder:
             restart=restart is not False,
             tasks=tuple(tasks),
             line=line_of(item),
+            gang=gang,
         )
+
+    def _gang(self, node: Node, path: str, nodes: list[NodeSpec]) -> GangSpec | None:
+        """`gang: {style, timeout, taskGroups: [{name, minMember, resources}]}`."""
+        fields = self.r.mapping(node, path, _GANG)
+        if fields is None:
+            return None
+        style = self.r.string(fields["style"], f"{path}.style") if "style" in fields else "Soft"
+        if style not in _GANG_STYLES:
+            self.r.error(f"{path}.style", fields.get("style", node), f"style is Soft or Hard, got {style!r}")
+        timeout = self._duration(fields["timeout"], f"{path}.timeout") if "timeout" in fields else None
+        groups: list[GangGroup] = []
+        if "taskGroups" not in fields:
+            self.r.error(f"{path}.taskGroups", node, "missing: a gang needs at least one task group")
+        for i, item in enumerate(self.r.sequence(fields.get("taskGroups", node), f"{path}.taskGroups") or []):
+            group = self._gang_group(item, f"{path}.taskGroups[{i}]", nodes)
+            if group is not None:
+                if any(g.name == group.name for g in groups):
+                    self.r.error(f"{path}.taskGroups[{i}].name", item, f"duplicate task group {group.name!r}")
+                groups.append(group)
+        if not groups or style not in _GANG_STYLES:
+            return None
+        return GangSpec(tuple(groups), style or "Soft", timeout)
+
+    def _gang_group(self, item: Node, path: str, nodes: list[NodeSpec]) -> GangGroup | None:
+        fields = self.r.mapping(item, path, _GANG_GROUP)
+        if fields is None:
+            return None
+        for required in ("name", "minMember", "resources"):
+            if required not in fields:
+                self.r.error(f"{path}.{required}", item, f"missing: a task group needs {required}")
+        name = self.r.string(fields["name"], f"{path}.name") if "name" in fields else None
+        members = (
+            self.r.integer(fields["minMember"], f"{path}.minMember", 1) if "minMember" in fields else None
+        )
+        resources = self._resources(fields.get("resources"), f"{path}.resources", item)
+        if resources is not None and nodes and not any(resources.fits_in(n.resources) for n in nodes):
+            self.r.error(
+                f"{path}.resources", fields.get("resources", item), "a member of this size fits no node"
+            )
+        if not name or members is None or resources is None:
+            return None
+        return GangGroup(name, members, resources)
+
+    def _check_task_group(self, task: TaskGroup, gang: GangSpec | None, path: str, node: Node) -> None:
+        if not task.task_group:
+            return
+        names = [g.name for g in gang.groups] if gang is not None else []
+        if task.task_group not in names:
+            where = f"the gang's task groups are {names}" if names else "the application declares no gang"
+            self.r.error(
+                f"{path}.taskGroup", node, f"task group {task.task_group!r} is not declared: {where}"
+            )
 
     def _task(
         self, item: Node, path: str, index: int, app_arrival: float, nodes: list[NodeSpec]
@@ -345,6 +407,9 @@ class _Builder:
             originator=originator,
             tags=self._string_map(fields.get("tags"), f"{path}.tags"),
             line=line_of(item),
+            task_group=self.r.string(fields["taskGroup"], f"{path}.taskGroup") or ""
+            if "taskGroup" in fields
+            else "",
         )
 
     # Events -----------------------------------------------------------------------------------

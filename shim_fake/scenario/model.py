@@ -29,6 +29,32 @@ class TaskGroup:
     originator: bool = False
     tags: tuple[tuple[str, str], ...] = ()
     line: int = 0
+    task_group: str = ""  # the gang task group these tasks belong to (`taskGroup`)
+    placeholder: bool = False  # the gang's placeholders, made by the runner, not written in a scenario
+
+
+@dataclass(frozen=True)
+class GangGroup:
+    """A gang's task group, as YuniKorn's `task-groups` annotation declares one."""
+
+    name: str
+    min_member: int
+    resources: Resource
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    groups: tuple[GangGroup, ...]
+    style: str = "Soft"  # or Hard
+    timeout: float | None = None  # scenario seconds the placeholders may wait; None: the core's default
+
+    def size(self) -> Resource:
+        """The whole gang: every group's members at their size (the application's placeholderAsk)."""
+        total = Resource()
+        for group in self.groups:
+            for _ in range(group.min_member):
+                total = total + group.resources
+        return total
 
 
 @dataclass(frozen=True)
@@ -42,6 +68,7 @@ class AppSpec:
     restart: bool = True  # re-submit a task that was preempted or lost with its node
     tasks: tuple[TaskGroup, ...] = ()
     line: int = 0
+    gang: GangSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +97,7 @@ class ExpectKind(StrEnum):
     NOT_PREEMPTED = "not_preempted"
     WAIT_P99_AT_MOST = "wait_p99_at_most"
     NO_REJECTIONS = "no_rejections"
+    GANG_RAN_WHOLE = "gang_ran_whole"
 
 
 # The parameters of an expectation, as the loader checked them: queue, app, task and resource are
@@ -125,7 +153,7 @@ class Scenario:
     sample_interval: float = 0.5
 
     def task_count(self) -> int:
-        return sum(g.count for app in self.apps for g in app.tasks)
+        return sum(g.count for app in self.apps for g in app.tasks)  # placeholders not included
 
     def last_event_time(self) -> float:
         times = [a.arrival for a in self.apps] + [g.arrival for a in self.apps for g in a.tasks]
@@ -160,6 +188,7 @@ class Task:
     lost: int = 0
     waits: list[float] = field(default_factory=list)
     created: str = ""  # the creationTime tag of the current attempt (wall-clock seconds)
+    replaced: bool = False  # a placeholder whose place a real task took
 
     @property
     def ident(self) -> str:

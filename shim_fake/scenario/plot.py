@@ -1,4 +1,5 @@
-"""`--plot FILE.png`: a timeline of each queue's usage, its max dashed, preemptions marked.
+"""`--plot FILE.png`: a timeline of each queue's usage, its max dashed, preemptions marked, the part
+gang placeholders hold hatched.
 
 matplotlib is an optional extra (`pip install 'pykorn[plot]'`); `make run` installs it.
 """
@@ -41,6 +42,10 @@ def write_plot(rec: Recording, path: Path) -> None:
         color = colors[i % len(colors)]
         usage = [u.get(queue, 0) / divisor for _, u in rec.samples]
         ax.step(times, usage, where="post", color=color, linewidth=1.8, label=f"{queue} usage")
+        held = [h.get(queue, 0) / divisor for _, h in rec.placeholder_samples]
+        if any(held):  # the part a gang's placeholders hold: room kept, no work running yet
+            ax.fill_between(times, held, step="post", facecolor="none", edgecolor=color, hatch="//",
+                            linewidth=0, label=f"{queue} placeholders")  # fmt: skip
         max_t, max_v = _max_series(rec, queue, divisor)
         if max_v and not all(math.isnan(v) for v in max_v):
             ax.step(

@@ -70,16 +70,24 @@ class Recording:
         self.waits: dict[str, list[float]] = {q: [] for q in self.queues}
         self.rejections: list[dict[str, Any]] = []
         self.end_time = 0.0
-        self.tasks: list[Task] = []
+        self.tasks: list[Task] = []  # the scenario's own tasks
+        self.placeholders: list[Task] = []  # the gangs' placeholders, made by the runner
+        self.placeholder_samples: list[tuple[float, dict[str, int]]] = []  # their usage, per queue
 
     # During the run ---------------------------------------------------------------------------
     def sample(self, now: float, running: Iterable[Task]) -> None:
+        """What each queue holds (placeholders included, as the core counts them), and the part of it
+        that placeholders hold."""
         usage = dict.fromkeys(self.queues, 0)
+        held = dict.fromkeys(self.queues, 0)
         for task in running:
             amount = task.group.resources.get(self.resource)
             for queue in _ancestors(task.app.queue):
                 usage[queue] = usage.get(queue, 0) + amount
+                if task.group.placeholder:
+                    held[queue] = held.get(queue, 0) + amount
         self.samples.append((now, usage))
+        self.placeholder_samples.append((now, held))
 
     def allocated(self, now: float, task: Task) -> None:
         for queue in _ancestors(task.app.queue):
@@ -98,6 +106,10 @@ class Recording:
                 "message": message,
             }
         )
+
+    def placeholder_gone(self, now: float, task: Task, message: str) -> None:
+        kind = "placeholder replaced" if task.replaced else "placeholder released"
+        self.events.append({"t": round(now, 3), "kind": kind, "task": task.ident, "message": message})
 
     def lost(self, now: float, task: Task, message: str) -> None:
         self.events.append({"t": round(now, 3), "kind": "lost", "task": task.ident, "message": message})
@@ -125,7 +137,8 @@ class Recording:
 
     def finish(self, now: float, tasks: list[Task]) -> None:
         self.end_time = now
-        self.tasks = tasks
+        self.tasks = [t for t in tasks if not t.group.placeholder]
+        self.placeholders = [t for t in tasks if t.group.placeholder]
 
     # Views ------------------------------------------------------------------------------------
     def limits_at(self, t: float) -> dict[str, QueueLimits]:
@@ -171,6 +184,16 @@ class Recording:
             "lost_with_node": sum(1 for t in self.tasks if t.lost),
             "never_ran": sum(1 for t in self.tasks if not t.ran),
         }
+
+    def gang_summary(self) -> dict[str, dict[str, int]]:
+        """Per gang-scheduled application: its placeholders, how many were allocated and replaced."""
+        out: dict[str, dict[str, int]] = {}
+        for ph in self.placeholders:
+            entry = out.setdefault(ph.app.app_id, {"placeholders": 0, "allocated": 0, "replaced": 0})
+            entry["placeholders"] += 1
+            entry["allocated"] += ph.ran
+            entry["replaced"] += ph.replaced
+        return out
 
 
 def _round(value: float | None) -> float | None:

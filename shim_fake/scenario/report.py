@@ -20,12 +20,16 @@ def build_report(
         "real_seconds": round(real_seconds, 3),
         "resource": rec.resource,
         "tasks": rec.task_summary(),
+        "gangs": rec.gang_summary(),
         "queues": {q: rec.queue_summary(q) for q in rec.queues},
         "expectations": [o.as_dict() for o in outcomes],
         "all_expectations_met": all(o.met for o in outcomes),
         "events": rec.events,
         "rejections": rec.rejections,
-        "timeline": [{"t": round(t, 3), "usage": usage} for t, usage in rec.samples],
+        "timeline": [
+            {"t": round(t, 3), "usage": usage, "placeholders": held}
+            for (t, usage), (_, held) in zip(rec.samples, rec.placeholder_samples, strict=True)
+        ],
     }
 
 
@@ -51,8 +55,14 @@ def write_summary(report: dict[str, Any], out: TextIO) -> None:
         f"{report['speed']:g} ({report['real_seconds']:.1f}s real)\n"
         f"tasks: {tasks['total']} total, {tasks['ran']} ran, {tasks['finished']} finished, "
         f"{tasks['preempted']} preempted, {tasks['lost_with_node']} lost with a node, "
-        f"{tasks['never_ran']} never ran\n\n"
+        f"{tasks['never_ran']} never ran\n"
     )
+    for app, gang in report["gangs"].items():
+        out.write(
+            f"gang {app}: {gang['placeholders']} placeholders, {gang['allocated']} allocated, "
+            f"{gang['replaced']} replaced by real tasks\n"
+        )
+    out.write("\n")
     header = ("queue", "guaranteed", "max", f"usage min / mean / max ({res})", "allocs", "preempted",
               "wait p50", "wait p99")  # fmt: skip
     rows = [header]

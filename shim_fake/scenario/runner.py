@@ -29,7 +29,16 @@ from core.resources import Resource
 from rmclient import messages
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
 from rmclient.reconnect import RETRIED, Backoff, is_refusal, reconnect
-from shim_fake.scenario.model import AppSpec, NodeEvent, NodeSpec, Scenario, Task, TaskGroup, TaskState
+from shim_fake.scenario.model import (
+    AppSpec,
+    GangGroup,
+    NodeEvent,
+    NodeSpec,
+    Scenario,
+    Task,
+    TaskGroup,
+    TaskState,
+)
 from shim_fake.scenario.recording import Recording
 from si.v1 import si_pb2
 
@@ -192,6 +201,9 @@ class Runner:
     async def _add_app(self, app: AppSpec) -> None:
         self.arrived.append(app)
         await self._send_apps([app])
+        if app.gang is not None:  # the placeholders go first, in the same request as the first tasks
+            for group in app.gang.groups:
+                self._submit_group(app, _placeholder_group(group))
 
     async def _send_apps(self, apps: list[AppSpec]) -> None:
         """Add applications and wait for the core's answers (or for the connection to drop: the
@@ -202,12 +214,7 @@ class Runner:
             self.client.send_application_request(
                 si_pb2.ApplicationRequest(
                     rmID=self.client.rm_id,
-                    new=[
-                        messages.application(
-                            a.app_id, a.queue, user=a.user, groups=a.groups, tags=dict(a.tags)
-                        )
-                        for a in apps
-                    ],
+                    new=[self._application_message(a) for a in apps],
                 )
             )
         )
@@ -218,6 +225,18 @@ class Runner:
         await self.client.wait_for(
             answered, timeout=APP_ANSWER_TIMEOUT, what=f"the core's answer to applications {sorted(ids)}"
         )
+
+    def _application_message(self, app: AppSpec) -> si_pb2.AddApplicationRequest:
+        gang = app.gang
+        tags = dict(app.tags)
+        if gang is None:
+            return messages.application(app.app_id, app.queue, user=app.user, groups=app.groups, tags=tags)
+        # The core keeps real time: a timeout in scenario seconds is shorter by the speed-up.
+        timeout_ms = max(1, int(gang.timeout / self.speed * 1000)) if gang.timeout is not None else 0
+        return messages.application(
+            app.app_id, app.queue, user=app.user, groups=app.groups, tags=tags,
+            placeholder_ask=gang.size().as_dict(), gang_style=gang.style, placeholder_timeout_ms=timeout_ms,
+        )  # fmt: skip
 
     def _submit_group(self, app: AppSpec, group: TaskGroup) -> None:
         tasks = [Task(app, group, f"{group.name}-{i:03d}") for i in range(group.count)]
@@ -261,6 +280,8 @@ class Runner:
             originator=group.originator,
             allow_preempt_self=group.allow_preempt_self,
             allow_preempt_other=group.allow_preempt_other,
+            task_group=group.task_group,
+            placeholder=group.placeholder,
         )
 
     async def _change_config(self, at: float, config: str) -> None:
@@ -300,15 +321,19 @@ class Runner:
     async def _read_core(self, now: float) -> None:
         """Carry out what the core said since the last step, each response once."""
         restarts: list[Task] = []
-        confirm: list[tuple[str, str]] = []
+        confirm: dict[si_pb2.TerminationType, list[tuple[str, str]]] = {}  # type -> (app, key) to confirm
         while self.answers.allocations:
             response = self.answers.allocations.popleft()
             for alloc in response.new:
                 self._started(alloc, now)
             for release in response.released:
+                if self._gang_release(release, now, confirm):
+                    continue
                 task = self._stopped_by_core(release, now)
                 if task is not None and release.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
-                    confirm.append((release.applicationID, release.allocationKey))
+                    confirm.setdefault(release.terminationType, []).append(
+                        (release.applicationID, release.allocationKey)
+                    )
                 if task is not None and task.app.restart:
                     task.attempt += 1
                     restarts.append(task)
@@ -319,16 +344,46 @@ class Runner:
                 self.record.rejection(
                     now, f"allocation {rejected.applicationID}/{rejected.allocationKey}", rejected.reason
                 )
-        if confirm:
-            # The task is killed; tell the core it is gone (the same termination type back, as the
-            # interface asks), so the room it held is free.
-            await self._send(self.client.release_many(confirm, termination=si_pb2.PREEMPTED_BY_SCHEDULER))
+        for termination, keys in confirm.items():
+            # The task is killed (or the placeholder deleted); tell the core it is gone, with the same
+            # termination type back as the interface asks, so the room it held is free (or, for a
+            # replaced placeholder, taken by the real task).
+            await self._send(self.client.release_many(keys, termination=termination))
         while self.answers.rejected_apps:
             rejected_app = self.answers.rejected_apps.popleft()
             self._rejected_apps.add(rejected_app.applicationID)
             self.record.rejection(now, f"application {rejected_app.applicationID}", rejected_app.reason)
         if restarts:
             await self._submit(restarts)
+
+    def _gang_release(
+        self,
+        release: si_pb2.AllocationRelease,
+        now: float,
+        confirm: dict[si_pb2.TerminationType, list[tuple[str, str]]],
+    ) -> bool:
+        """A placeholder the core gives up or replaces, or a real task of a failed gang never started:
+        handled here (True), or not gang business (False)."""
+        key = (release.applicationID, release.allocationKey)
+        task = self.tasks.get(key)
+        if task is None:
+            return False
+        if task.group.placeholder:
+            del self.tasks[key]
+            if task.state == TaskState.RUNNING:  # a pending one was only an ask: nothing to confirm
+                confirm.setdefault(release.terminationType, []).append(key)
+            task.replaced = release.terminationType == si_pb2.PLACEHOLDER_REPLACED
+            task.state = TaskState.DONE if task.replaced else TaskState.STOPPED
+            self.record.placeholder_gone(now, task, release.message)
+            self._changed()
+            return True
+        if task.state == TaskState.PENDING and release.terminationType == si_pb2.TIMEOUT:
+            del self.tasks[key]  # a Hard gang timed out: its real tasks are failed with it
+            task.state = TaskState.STOPPED
+            self.record.lost(now, task, release.message)
+            self._changed()
+            return True
+        return False
 
     def _started(self, alloc: si_pb2.Allocation, now: float) -> None:
         task = self.tasks.get((alloc.applicationID, alloc.allocationKey))
@@ -465,6 +520,15 @@ class Runner:
             f"preempted {preempted:4d}  done {done:4d} "
         )
         self.progress.flush()
+
+
+def _placeholder_group(group: GangGroup) -> TaskGroup:
+    """A gang task group's placeholders: one per member, at the member's size, held until the core
+    replaces or releases them."""
+    return TaskGroup(
+        name=f"ph-{group.name}", count=group.min_member, resources=group.resources, duration=None,
+        task_group=group.name, placeholder=True,
+    )  # fmt: skip
 
 
 def _node_info(

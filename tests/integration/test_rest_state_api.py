@@ -27,7 +27,7 @@ APP_FIELDS = {
 }  # fmt: skip
 ALLOC_FIELDS = {
     "allocationKey", "allocationTags", "resource", "priority", "nodeId", "applicationId", "requestTime",
-    "allocationTime", "placeholder", "taskGroupName", "preempted", "originator",
+    "allocationTime", "placeholder", "taskGroupName", "preempted", "originator", "placeholderUsed",
 }  # fmt: skip
 
 

@@ -29,13 +29,16 @@ def test_the_demo_runs_reports_and_plots(tmp_path: Path) -> None:
     result = _run(str(EXAMPLES / "demo.yaml"), "--report", str(report_path), "--plot", str(plot_path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "started pykorn core on 127.0.0.1:" in result.stdout
-    assert "expectations: 7 of 7 met" in result.stdout
+    assert "expectations: 8 of 8 met" in result.stdout
     report = json.loads(report_path.read_text())
     assert report["scenario"] == "demo" and report["speed"] == 3
     assert report["all_expectations_met"] is True
     assert (
-        report["tasks"]["total"] == 78 and report["tasks"]["ran"] == 78 and report["tasks"]["never_ran"] == 0
+        report["tasks"]["total"] == 82 and report["tasks"]["ran"] == 82 and report["tasks"]["never_ran"] == 0
     )
+    # The training gang ran whole: its four placeholders were allocated and each replaced by a worker.
+    assert report["gangs"] == {"train": {"placeholders": 4, "allocated": 4, "replaced": 4}}
+    assert max(s["placeholders"]["root.ml"] for s in report["timeline"]) > 0
     tenant2 = report["queues"]["root.tenant2"]
     assert tenant2["max_history"][0]["memory"] == 40 * 2**30
     assert tenant2["max_history"][-1]["memory"] == 16 * 2**30
@@ -57,6 +60,47 @@ def test_the_demo_runs_reports_and_plots(tmp_path: Path) -> None:
     assert report["timeline"] and set(report["timeline"][0]["usage"]) == set(report["queues"])
     png = plot_path.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+GANG_TIMEOUT = """\
+name: gang-timeout
+speed: 1
+queues:
+  partitions:
+    - name: default
+      queues:
+        - name: root
+          submitacl: "*"
+          queues:
+            - name: ml
+nodes:
+  - {id: n1, resources: {memory: 4Gi, vcore: 4}}
+applications:
+  - id: train
+    queue: root.ml
+    gang:
+      style: Soft
+      timeout: 2s
+      taskGroups:
+        - {name: workers, minMember: 3, resources: {memory: 2Gi, vcore: 1}}   # two of three fit
+    tasks:
+      - {name: w, taskGroup: workers, count: 2, resources: {memory: 1Gi, vcore: 1}, duration: 1s}
+expect:
+  - every_task_finished: true
+  - no_rejections: true
+"""
+
+
+def test_a_gang_that_cannot_fit_times_out_and_its_tasks_then_run_alone(tmp_path: Path) -> None:
+    scenario, report_path = tmp_path / "gang.yaml", tmp_path / "gang.json"
+    scenario.write_text(GANG_TIMEOUT)
+    result = _run(str(scenario), "--report", str(report_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["gangs"] == {"train": {"placeholders": 3, "allocated": 2, "replaced": 0}}
+    released = [e for e in report["events"] if e["kind"] == "placeholder released"]
+    assert len(released) == 3 and all("placeholder timeout" in e["message"] for e in released)
+    assert report["tasks"]["finished"] == 2
 
 
 def test_node_events_against_a_running_core(core_address: str, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from core.commands import AppAdd, ReleaseRequest, UpdateAllocations, UpdateAppli
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.objects.gang import DEFAULT_PLACEHOLDER_TIMEOUT
+from core.preemption.required_node import choose_victims
 from core.resources import Resource
 from core.results import ResultBatch
 from core.state import application_view
@@ -97,6 +98,7 @@ def test_a_real_task_takes_a_placeholders_place_in_two_steps_on_the_same_node() 
     replaced = {r.key: r for r in out.released}
     assert set(replaced) == {"ph-0", "ph-1"}
     assert {r.termination for r in replaced.values()} == {"PLACEHOLDER_REPLACED"}
+    assert c.ctx.metrics.placeholder_releases == {"replaced": 2, "timeout": 0}
     # Step two: the RM confirms one release; its real task goes out on the placeholder's node.
     _confirm(c, "ph-0", "PLACEHOLDER_REPLACED")
     out = _drain(c)
@@ -143,6 +145,7 @@ def test_soft_timeout_releases_the_placeholders_resumes_and_then_runs_the_real_t
     assert out.updated_apps[0].message == "ResourceReservationTimeout"
     timed_out = {r.key: r.termination for r in out.released}
     assert timed_out == {"ph-0": "TIMEOUT", "ph-1": "TIMEOUT", "ph-2": "TIMEOUT"}  # ph-2 was pending
+    assert c.ctx.metrics.placeholder_releases == {"replaced": 0, "timeout": 3}
     c.schedule()
     assert _drain(c).new_allocations == []  # the real task waits until the placeholders are gone
     _confirm(c, "ph-0", "TIMEOUT")
@@ -275,3 +278,22 @@ def test_no_timeout_sent_means_fifteen_minutes() -> None:
     c.clock.advance(1)
     c.ctx.tick()
     assert _states(_drain(c)) == ["Resuming"]
+
+
+def test_a_placeholder_is_the_first_victim_at_its_priority_and_never_one_already_given_up() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 4})
+    _gang_app(c, members=2)
+    _placeholders(c, 1)
+    c.schedule()
+    c.clock.advance(10)  # the real task is younger: by age alone it would go first
+    c.app("other")
+    c.ask("other", "real-task", MEM)
+    c.schedule()
+    node = c.partition.nodes["n1"]
+    daemon = Allocation("ds", "other", c.pname(), Resource(MEM))
+    victims = choose_victims(node, daemon)
+    assert victims is not None and [v.key for v in victims] == ["ph-0"]
+    c.partition.applications["job"].allocations["ph-0"].released_by_core = True  # e.g. timed out
+    victims = choose_victims(node, daemon)
+    assert victims is not None and [v.key for v in victims] == ["real-task"]
