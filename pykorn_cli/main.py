@@ -187,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     k8s.add_argument("--namespace", default="yunikorn", help="where the yunikorn-configs ConfigMap lives")
     k8s.add_argument("--rm-id", default="mycluster", help="the resource manager ID registered with the core")
+    k8s.add_argument(
+        "--placeholder-image", default="registry.k8s.io/pause:3.7",
+        help="the image of gang placeholder pods (default registry.k8s.io/pause:3.7, as YuniKorn)",
+    )  # fmt: skip
     _add_client_tls_flags(k8s)
     _add_logging_flags(k8s)
 
@@ -235,7 +239,15 @@ def main(argv: list[str] | None = None) -> int:
         tls = _client_tls(args)
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(
-                run_shim(args.core, args.kubeconfig, args.scheduler_name, args.namespace, args.rm_id, tls=tls)
+                run_shim(
+                    args.core,
+                    args.kubeconfig,
+                    args.scheduler_name,
+                    args.namespace,
+                    args.rm_id,
+                    tls=tls,
+                    placeholder_image=args.placeholder_image,
+                )
             )
         return 0
     if args.command == "status":

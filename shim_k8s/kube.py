@@ -13,7 +13,7 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client, config
 
@@ -37,7 +37,7 @@ def api_client(kubeconfig: str | None = None, host: str | None = None) -> client
 
 
 class Kube:
-    """Lists, binding, eviction and events; KubeActions for the shim."""
+    """Lists, binding, eviction, placeholder pods and events; KubeActions for the shim."""
 
     def __init__(self, api: client.ApiClient, namespace: str = "yunikorn") -> None:
         self.api = api
@@ -95,6 +95,25 @@ class Kube:
             )  # fmt: skip
         except client.ApiException as exc:
             if exc.status != 404:  # already gone is fine
+                raise
+
+    async def create_pod(self, pod: PodLike) -> None:
+        """Create a pod (a placeholder); the informer brings it back like any other pod."""
+        namespace = pod["metadata"]["namespace"]
+        # The client sends a dict body as it is (sanitize_for_serialization), the pod's JSON unchanged.
+        body = cast(client.V1Pod, dict(pod))
+        await asyncio.to_thread(self.core.create_namespaced_pod, namespace, body, _preload_content=False)
+
+    async def delete_pod(self, pod: PodLike) -> None:
+        """Delete a pod at once (a placeholder has nothing to shut down); already gone is fine."""
+        meta = pod["metadata"]
+        try:
+            await asyncio.to_thread(
+                self.core.delete_namespaced_pod, meta["name"], meta["namespace"],
+                grace_period_seconds=0, _preload_content=False,
+            )  # fmt: skip
+        except client.ApiException as exc:
+            if exc.status != 404:
                 raise
 
     async def record_event(self, obj: PodLike, reason: str, message: str, warning: bool = False) -> None:

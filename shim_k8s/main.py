@@ -16,6 +16,7 @@ from rmclient.tls import ClientTLS
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube, api_client
 from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
+from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -34,6 +35,7 @@ async def run_shim(
     host: str | None = None,
     stop: asyncio.Event | None = None,
     tls: ClientTLS | None = None,
+    placeholder_image: str = DEFAULT_PLACEHOLDER_IMAGE,
 ) -> None:
     stop = stop or asyncio.Event()
     kube = Kube(api_client(kubeconfig, host), namespace)
@@ -42,7 +44,13 @@ async def run_shim(
     items: asyncio.Queue[Item] = asyncio.Queue()
     client = SchedulerClient(core_address, rm_id, tls=tls)
     await client.connect()
-    shim = K8sShim(client, kube, scheduler_name, wake=lambda: items.put_nowait(_CORE))
+    shim = K8sShim(
+        client,
+        kube,
+        scheduler_name,
+        wake=lambda: items.put_nowait(_CORE),
+        placeholder_image=placeholder_image,
+    )
     stopping = asyncio.create_task(_forward_stop(stop, items))
     try:
         functions = kube.list_functions()

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import ResponseHandler, SchedulerClient
-from shim_k8s import translate
+from shim_k8s import task_groups, translate
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from si.v1 import si_pb2
 
@@ -47,6 +47,10 @@ class KubeActions(Protocol):
 
     async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
 
+    async def create_pod(self, pod: Obj) -> None: ...  # a placeholder pod
+
+    async def delete_pod(self, pod: Obj) -> None: ...  # a placeholder the core released; gone already is fine
+
 
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
@@ -62,6 +66,16 @@ class _State:
     bound_by_us: set[str] = field(default_factory=set)
     foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
+    gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
+
+
+@dataclass
+class AppGang:
+    """A gang-scheduled application's task groups, from its originator's annotations."""
+
+    groups: dict[str, task_groups.TaskGroup]
+    policy: task_groups.GangPolicy
+    placeholders_exist: bool = False  # made already (by us before a restart, or just now)
 
 
 class K8sShim(ResponseHandler):
@@ -71,6 +85,7 @@ class K8sShim(ResponseHandler):
         kube: KubeActions,
         scheduler_name: str = "yunikorn",
         wake: Callable[[], None] | None = None,
+        placeholder_image: str = task_groups.DEFAULT_PLACEHOLDER_IMAGE,
     ) -> None:
         """`wake` is called when the core sent something to carry out, or the connection to it was
         lost: the caller's loop then runs `process_core` (or reconnects) without polling."""
@@ -78,6 +93,7 @@ class K8sShim(ResponseHandler):
         client.add_handler(self)
         self.kube = kube
         self.scheduler_name = scheduler_name
+        self.placeholder_image = placeholder_image
         self.priorities = PriorityResolver()
         self.state = _State()
         self.config = ""
@@ -89,9 +105,7 @@ class K8sShim(ResponseHandler):
     # What the core sends (called by the client as each response arrives) -----------------------
     def on_allocations(self, response: si_pb2.AllocationResponse) -> None:
         self._decisions.extend(response.new)
-        self._decisions.extend(
-            r for r in response.released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER
-        )
+        self._decisions.extend(r for r in response.released if r.terminationType in _CORE_RELEASES)
         self._decisions.extend(response.rejectedAllocations)
         if self._decisions and self._wake is not None:
             self._wake()
@@ -146,12 +160,13 @@ class K8sShim(ResponseHandler):
             await self.client.add_nodes(*(self._node_info(n, create=True) for n in node_list))
             await self._until_answered(lambda: self._nodes_answered >= answered + len(node_list), "the nodes")
         pod_list = list(pods)
+        with_placeholders = {translate.application_id(p) for p in pod_list if task_groups.is_placeholder(p)}
         bound = [p for p in pod_list if _node_of(p)]
         pending = [p for p in pod_list if not _node_of(p)]
         for pod in bound:  # running pods first: the core counts them before it places anything
-            await self._add_pod(pod)
+            await self._add_pod(pod, with_placeholders)
         for pod in pending:
-            await self._add_pod(pod)
+            await self._add_pod(pod, with_placeholders)
 
     # Informer events --------------------------------------------------------------------------
     async def on_node(self, event: str, node: Obj) -> None:
@@ -228,7 +243,7 @@ class K8sShim(ResponseHandler):
             await self.kube.record_event(configmap, "ConfigRejected", message, warning=True)
 
     # Pods -------------------------------------------------------------------------------------
-    async def _add_pod(self, pod: Obj) -> None:
+    async def _add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
         uid = _key(pod)
         self.state.pods[uid] = pod
         if _finished(pod):
@@ -248,15 +263,79 @@ class K8sShim(ResponseHandler):
         if app_id not in self.state.apps:
             self.state.apps.add(app_id)
             self._apps_answered.discard(app_id)
-            await self.client.add_applications(translate.application_request(pod))
+            gang = await self._gang_of_new_app(pod, app_id, app_id in (with_placeholders or ()))
+            request = translate.application_request(pod)
+            if gang is not None:
+                request = translate.application_request(
+                    pod, gang_size=task_groups.gang_size(list(gang.groups.values())),
+                    gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
+                )  # fmt: skip
+            await self.client.add_applications(request)
             # Before its first ask: the asks travel on another stream and must not overtake it.
             await self._until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
+            if gang is not None and not gang.placeholders_exist:
+                await self._create_placeholders(pod, app_id, gang)
+        group = await self._task_group_of(pod, app_id)
         if _node_of(pod):
             self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
-            await self.client.asks([translate.bound_pod_allocation(pod, priority, ours=True)])
+            await self.client.asks(
+                [translate.bound_pod_allocation(pod, priority, ours=True, task_group=group)]
+            )
         elif uid not in self.state.asked:
             self.state.asked.add(uid)
-            await self.client.asks([translate.pod_ask(pod, priority)])
+            await self.client.asks([translate.pod_ask(pod, priority, task_group=group)])
+
+    # Gangs ------------------------------------------------------------------------------------
+    async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:
+        """The task groups the application's first pod declares; a declaration that cannot be used
+        is reported on the pod, and the application is then scheduled without a gang (as YuniKorn)."""
+        try:
+            groups = task_groups.task_groups(pod)
+        except task_groups.TaskGroupError as exc:
+            await self.kube.record_event(
+                pod, "TaskGroupsError", f"gang scheduling off for {app_id}: {exc}", True
+            )
+            return None
+        if not groups:
+            return None
+        policy = task_groups.gang_policy(pod)
+        for warning in policy.warnings:
+            await self.kube.record_event(pod, "SchedulingPolicyParameters", warning, warning=True)
+        gang = AppGang(
+            {g.name: g for g in groups}, policy, placeholders_exist or task_groups.is_placeholder(pod)
+        )
+        self.state.gangs[app_id] = gang
+        return gang
+
+    async def _create_placeholders(self, originator: Obj, app_id: str, gang: AppGang) -> None:
+        """One placeholder pod per member of each task group; they come back through the informer and
+        are asked for like any pod of ours."""
+        gang.placeholders_exist = True
+        queue = translate.queue_name(originator)
+        for group in gang.groups.values():
+            for _ in range(group.min_member):
+                placeholder = task_groups.placeholder_pod(
+                    originator, app_id, queue, group, self.placeholder_image, self.scheduler_name
+                )
+                await self.kube.create_pod(placeholder)
+        log.info("placeholders created", applicationID=app_id,
+                 placeholders=sum(g.min_member for g in gang.groups.values()))  # fmt: skip
+
+    async def _task_group_of(self, pod: Obj, app_id: str) -> str:
+        """The task group a pod names, when its application declares it; otherwise none, with an event."""
+        name = task_groups.task_group_name(pod)
+        if not name:
+            return ""
+        gang = self.state.gangs.get(app_id)
+        if gang is not None and name in gang.groups:
+            return name
+        declared = sorted(gang.groups) if gang is not None else []
+        await self.kube.record_event(
+            pod, "TaskGroupNotDeclared",
+            f"task group {name!r} is not among the task groups of {app_id} ({declared or 'none'}): "
+            "scheduled as an ordinary pod", True,
+        )  # fmt: skip
+        return ""
 
     async def _pod_gone(self, pod: Obj) -> None:
         uid = _key(pod)
@@ -284,7 +363,10 @@ class K8sShim(ResponseHandler):
             if isinstance(decision, si_pb2.Allocation):
                 await self._bind(decision)
             elif isinstance(decision, si_pb2.AllocationRelease):
-                await self._evict(decision)
+                if decision.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
+                    await self._evict(decision)
+                else:
+                    await self._gang_release(decision)
             else:
                 pod = self.state.pods.get(decision.allocationKey)
                 if pod is not None:
@@ -316,11 +398,37 @@ class K8sShim(ResponseHandler):
         await self.kube.record_event(pod, "Preempted", release.message, warning=True)
         await self.kube.evict(pod, release.message)
 
+    async def _gang_release(self, release: si_pb2.AllocationRelease) -> None:
+        """A placeholder the core replaced or gave up: delete its pod, and tell the core it is gone
+        (with the same termination type) when it held room; or a real pod of a failed gang."""
+        uid = release.allocationKey
+        pod = self.state.pods.get(uid)
+        if pod is None:
+            return
+        if task_groups.is_placeholder(pod):
+            held_room = uid in self.state.bound_by_us
+            self.state.asked.discard(uid)
+            self.state.bound_by_us.discard(uid)  # its DELETED event then sends nothing more
+            await self.kube.delete_pod(pod)
+            if held_room:
+                await self.client.release_many(
+                    [(release.applicationID, uid)], termination=release.terminationType
+                )
+            return
+        # A Hard gang failed: the core dropped this pod's ask; say so on the pod.
+        self.state.asked.discard(uid)
+        await self.kube.record_event(pod, "GangSchedulingFailed", release.message, warning=True)
+
     def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
         if not create:
             return translate.node_info(node, si_pb2.NodeInfo.UPDATE)
         action = si_pb2.NodeInfo.CREATE_DRAIN if translate.node_is_cordoned(node) else si_pb2.NodeInfo.CREATE
         return translate.node_info(node, action)
+
+
+# Releases the core decides that the shim carries out: preemptions (evict), and gang placeholders
+# replaced or given up (delete), or a failed gang's real pods (an event).
+_CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT})
 
 
 def _node_of(pod: Obj) -> str:

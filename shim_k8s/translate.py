@@ -32,6 +32,8 @@ TAG_NODE_SELECTOR = "pykorn.io/node-selector"
 TAG_TOLERATIONS = "pykorn.io/tolerations"
 ATTR_TAINTS = "pykorn.io/taints"
 ATTR_HOSTNAME = "si/hostname"
+TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
+PLACEHOLDER = "yunikorn.apache.org/placeholder"
 RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}
 
 
@@ -147,8 +149,12 @@ def pod_tags(pod: Mapping[str, Any]) -> dict[str, str]:
     return tags
 
 
-def pod_ask(pod: Mapping[str, Any], priority: PodPriority, app_id: str | None = None) -> si_pb2.Allocation:
-    """A pending pod as an ask (its UID is the allocation key)."""
+def pod_ask(
+    pod: Mapping[str, Any], priority: PodPriority, app_id: str | None = None, task_group: str | None = None
+) -> si_pb2.Allocation:
+    """A pending pod as an ask (its UID is the allocation key); a gang member names its task group
+    (`task_group` overrides the annotation), a placeholder pod says so."""
+    annotations = _meta(pod).get("annotations") or {}
     return si_pb2.Allocation(
         allocationKey=_meta(pod).get("uid", ""),
         applicationID=application_id(pod) if app_id is None else app_id,
@@ -158,27 +164,47 @@ def pod_ask(pod: Mapping[str, Any], priority: PodPriority, app_id: str | None = 
         preemptionPolicy=si_pb2.PreemptionPolicy(
             allowPreemptSelf=priority.allow_preempt_self, allowPreemptOther=priority.allow_preempt_other
         ),
+        taskGroupName=annotations.get(TASK_GROUP_NAME, "") if task_group is None else task_group,
+        placeholder=annotations.get(PLACEHOLDER) == "true",
     )
 
 
-def bound_pod_allocation(pod: Mapping[str, Any], priority: PodPriority, ours: bool) -> si_pb2.Allocation:
+def bound_pod_allocation(
+    pod: Mapping[str, Any], priority: PodPriority, ours: bool, task_group: str | None = None
+) -> si_pb2.Allocation:
     """A pod already on a node: an existing allocation of ours, or a foreign one occupying the node."""
-    alloc = pod_ask(pod, priority, app_id=None if ours else "")
+    alloc = pod_ask(pod, priority, app_id=None if ours else "", task_group=task_group if ours else "")
     alloc.nodeID = (pod.get("spec") or {}).get("nodeName", "")
     if not ours:
         alloc.allocationTags["foreign"] = "default"
     return alloc
 
 
-def application_request(pod: Mapping[str, Any], app_id: str | None = None) -> si_pb2.AddApplicationRequest:
+def application_request(
+    pod: Mapping[str, Any],
+    app_id: str | None = None,
+    gang_size: Mapping[str, int] | None = None,
+    gang_style: str = "",
+    placeholder_timeout_seconds: int = 0,
+) -> si_pb2.AddApplicationRequest:
+    """The pod's application; a gang names its size, style and placeholder timeout, and its creation
+    time, from which the core counts the timeout (so a restart does not start the wait over)."""
     user, groups = user_info(pod)
     namespace = _meta(pod).get("namespace", "default")
-    return si_pb2.AddApplicationRequest(
+    request = si_pb2.AddApplicationRequest(
         applicationID=app_id or application_id(pod),
         queueName=queue_name(pod),
         ugi=si_pb2.UserGroupInformation(user=user, groups=list(groups)),
         tags={"namespace": namespace},
     )
+    if gang_size is not None:
+        request.placeholderAsk.CopyFrom(_si_resource(gang_size))
+        request.gangSchedulingStyle = gang_style
+        request.executionTimeoutMilliSeconds = placeholder_timeout_seconds * 1000
+        created = creation_time(pod)
+        if created:
+            request.tags["yunikorn.apache.org/creationTime"] = str(created)
+    return request
 
 
 # Nodes -------------------------------------------------------------------------------------------

@@ -53,6 +53,9 @@ class Gang:
         self.allocated_count = 0
         self.groups: dict[str, TaskGroupData] = {}
         self.pending_real = 0  # pending asks that name a task group and are not placeholders
+        # The gang was complete once, or its timer fired: from then on a task group without
+        # placeholders left no longer holds its real tasks back.
+        self.settled = False
 
     def placeholder_asked(self, ph: Allocation) -> None:
         group = self.groups.get(ph.task_group)
@@ -62,9 +65,13 @@ class Gang:
 
     def waits_for_placeholder(self, ask: Allocation) -> bool:
         """A real task of a task group with placeholders still to replace: it takes the place of one
-        (YuniKorn's canReplace) instead of being scheduled on its own."""
+        (YuniKorn's canReplace) instead of being scheduled on its own. Before the gang is settled, a
+        task of a group whose placeholders have not arrived yet waits too (an RM may send the
+        originator's ask before its placeholders)."""
         group = self.groups.get(ask.task_group)
-        return group is not None and group.replaceable
+        if group is None:
+            return not self.settled and not self.placeholder_ask.is_zero()
+        return group.replaceable
 
     def placeholder_allocated(self, ph: Allocation, now: float, timer_may_start: bool) -> bool:
         """Count an allocated placeholder; True once the whole gang is allocated."""
@@ -72,7 +79,10 @@ class Gang:
             self.deadline = now + self.timeout
         self.allocated_count += 1
         self.allocated.add_in_place(ph.resource)
-        return self.complete()
+        if self.complete():
+            self.settled = True
+            return True
+        return False
 
     def complete(self) -> bool:
         # At least the gang's size in every resource type it names (YuniKorn compares for equality,

@@ -151,6 +151,7 @@ class PartitionGangs:
 
     def _placeholder_timeout(self, app: Application, gang: Gang, now: float) -> None:
         gang.deadline = None
+        gang.settled = True
         if app.state in (AppState.RUNNING, AppState.COMPLETING):
             for ph in _held_placeholders(app):
                 self.release_placeholder(ph, "placeholder timeout: not replaced in time", now)

@@ -1,9 +1,10 @@
 """A small HTTP emulation of the Kubernetes API server, for testing the shim with the official client.
 
 Serves list and watch (chunked JSON lines) for nodes, pods, priority classes and config maps, with
-resource versions; pods/binding, pods/eviction and events. `expire_watches()` makes the next watches
-answer 410 Gone, as a real API server does when a resource version is too old. `stop()` ends the open
-watches at once (as an API server going away does), so stopping does not wait out their timeouts.
+resource versions; pods/binding, pods/eviction, events, and creating and deleting pods (placeholders).
+`expire_watches()` makes the next watches answer 410 Gone, as a real API server does when a resource
+version is too old. `stop()` ends the open watches at once (as an API server going away does), so
+stopping does not wait out their timeouts.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class FakeKubeAPI:
         self.bindings: list[tuple[str, str]] = []
         self.evictions: list[str] = []
         self.events: list[Obj] = []
+        self.created: list[Obj] = []  # pods created through the API, as stored
+        self.deleted: list[str] = []  # pods deleted through the API, by name
         self.runner: web.AppRunner | None = None
         self.port = 0
         self._closing = False  # set by stop(): open watches end, new ones end at once
@@ -88,6 +91,8 @@ class FakeKubeAPI:
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
         app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
+        app.router.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
+        app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
@@ -163,6 +168,30 @@ class FakeKubeAPI:
         self.evictions.append(pod["metadata"]["name"])
         await self.delete("pods", pod)
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async def _create_pod(self, request: web.Request) -> web.Response:
+        pod = await request.json()
+        meta = pod.setdefault("metadata", {})
+        meta["namespace"] = request.match_info["ns"]
+        if self.get("pods", meta.get("name", "")) is not None:
+            return web.json_response({"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409)
+        meta["uid"] = f"uid-{meta['name']}"
+        meta.setdefault("creationTimestamp", "2026-11-23T10:00:00Z")
+        pod.setdefault("spec", {}).setdefault("nodeName", "")
+        pod["status"] = {"phase": "Pending"}
+        await self.put("pods", pod)
+        stored = self.get("pods", meta["name"])
+        assert stored is not None
+        self.created.append(stored)
+        return web.json_response(stored, status=201)
+
+    async def _delete_pod(self, request: web.Request) -> web.Response:
+        pod = self.get("pods", request.match_info["name"])
+        if pod is None:
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        self.deleted.append(pod["metadata"]["name"])
+        await self.delete("pods", pod)
+        return web.json_response(pod, status=200)
 
     async def _event(self, request: web.Request) -> web.Response:
         event = await request.json()

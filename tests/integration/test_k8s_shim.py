@@ -41,6 +41,8 @@ class MemoryKube:
         self.evictions: list[str] = []
         self.events: list[tuple[str, str, str]] = []  # (object name, reason, message)
         self.fail_binding: set[str] = set()
+        self.created: list[dict[str, Any]] = []  # pods the shim created (placeholders)
+        self.deleted: list[str] = []
 
     async def bind(self, pod: Mapping[str, Any], node: str) -> None:
         name = pod["metadata"]["name"]
@@ -54,6 +56,19 @@ class MemoryKube:
 
     async def evict(self, pod: Mapping[str, Any], reason: str) -> None:
         self.evictions.append(pod["metadata"]["name"])
+        assert self.shim is not None
+        await self.shim.on_pod("DELETED", pod)
+
+    async def create_pod(self, pod: Mapping[str, Any]) -> None:
+        made = copy.deepcopy(dict(pod))
+        made["metadata"]["uid"] = f"uid-{made['metadata']['name']}"
+        made["status"] = {"phase": "Pending"}
+        self.created.append(made)
+        assert self.shim is not None
+        await self.shim.on_pod("ADDED", made)
+
+    async def delete_pod(self, pod: Mapping[str, Any]) -> None:
+        self.deleted.append(pod["metadata"]["name"])
         assert self.shim is not None
         await self.shim.on_pod("DELETED", pod)
 

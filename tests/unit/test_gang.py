@@ -297,3 +297,19 @@ def test_a_placeholder_is_the_first_victim_at_its_priority_and_never_one_already
     c.partition.applications["job"].allocations["ph-0"].released_by_core = True  # e.g. timed out
     victims = choose_victims(node, daemon)
     assert victims is not None and [v.key for v in victims] == ["real-task"]
+
+
+def test_a_real_task_sent_before_its_groups_placeholders_waits_for_them() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 8})
+    _gang_app(c, members=2)
+    _send(c, _task(c, "driver", False))  # the originator's ask arrives first, as a shim may send it
+    c.schedule()
+    assert _drain(c).new_allocations == []
+    assert "gang is not complete" in c.partition.applications["job"].asks["driver"].pending_reason
+    _placeholders(c, 2)
+    c.schedule()
+    c.schedule()
+    out = _drain(c)
+    assert sorted(a.key for a in out.new_allocations) == ["ph-0", "ph-1"]
+    assert [r.termination for r in out.released] == ["PLACEHOLDER_REPLACED"]  # the driver takes one

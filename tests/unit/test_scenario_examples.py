@@ -27,10 +27,11 @@ EXPECTED_EXAMPLES: dict[str, tuple[dict[str, tuple[str, float, list[tuple[str, i
             "t1-batch": ("root.tenant1.batch", 0.0, [("worker", 36, 20.0)]),
             "t1-interactive": ("root.tenant1.interactive", 15.0, [("query", 10, 8.0)]),
             "t2-etl": ("root.tenant2.etl", 2.0, [("stage", 28, 25.0)]),
+            "train": ("root.ml", 45.0, [("worker", 4, 20.0)]),
         },
         4, [], [30.0],
-        ["every_task_ran", "no_rejections", "wait_p99_at_most", "preempted", "not_preempted", "preempted",
-         "queue_usage_at_most"],
+        ["every_task_ran", "gang_ran_whole", "no_rejections", "wait_p99_at_most", "preempted",
+         "not_preempted", "preempted", "queue_usage_at_most"],
         "memory",
     ),
     "node-events.yaml": (
@@ -101,37 +102,38 @@ def test_the_demo_in_detail() -> None:
     assert agent.duration is None  # until stopped
     assert agent.resources.as_dict() == {"memory": GI, "vcore": 500}
     assert agent.priority == 2_000_000_000
-    assert agent.line == 44
+    assert agent.line == 47
     worker = apps["t1-batch"].tasks[0]
     assert worker.resources.as_dict() == {"memory": 2 * GI, "vcore": 1000}
     assert worker.duration == 20.0
-    assert apps["t1-batch"].line == 49
+    assert apps["t1-batch"].line == 68
     # Tasks arrive with their application.
     assert apps["t1-interactive"].tasks[0].arrival == 15.0
     assert apps["t2-etl"].tasks[0].arrival == 2.0
-    assert s.task_count() == 78
+    assert s.task_count() == 82
     # The inline configuration is dedented queues.yaml text.
     assert s.config.startswith("partitions:")
     before = queue_limits(s.config)
     assert before["root.tenant2"].max == {"memory": 40 * GI, "vcore": 20000}
     # At 30s tenant2's max goes from 40Gi to 16Gi.
     [change] = s.config_changes
-    assert change.at == 30.0 and change.line == 74
+    assert change.at == 30.0 and change.line == 93
     after = queue_limits(change.config)
     assert after["root.tenant2"].max == {"memory": 16 * GI, "vcore": 8000}
     assert after["root.tenant2"].guaranteed == {"memory": 8 * GI, "vcore": 4000}
     assert after["root.tenant1"].max == before["root.tenant1"].max
-    assert s.last_event_time() == 30.0
-    # Six expectations, parsed.
-    assert len(s.expectations) == 7
-    ran, rejections, wait, preempted, spared, quota_cut, usage = s.expectations
-    assert (ran.kind, ran.params, ran.line) == ("every_task_ran", {}, 99)
-    assert (rejections.kind, rejections.line) == ("no_rejections", 100)
+    assert s.last_event_time() == 45.0  # the training gang arrives last
+    # Eight expectations, parsed.
+    assert len(s.expectations) == 8
+    ran, whole, rejections, wait, preempted, spared, quota_cut, usage = s.expectations
+    assert (ran.kind, ran.params, ran.line) == ("every_task_ran", {}, 120)
+    assert (whole.kind, whole.params) == ("gang_ran_whole", {"app": "train"})
+    assert (rejections.kind, rejections.line) == ("no_rejections", 122)
     assert (quota_cut.kind, quota_cut.params) == ("preempted", {"app": "t2-etl", "at_least": 1})
     assert wait.params == {"queue": "root.system", "seconds": 3.0}
     assert (preempted.kind, preempted.params) == ("preempted", {"app": "t1-batch", "at_least": 1})
     assert (spared.kind, spared.params) == ("not_preempted", {"app": "system-agents"})
-    assert usage.kind == "queue_usage_at_most" and usage.line == 107
+    assert usage.kind == "queue_usage_at_most" and usage.line == 129
     assert usage.params["queue"] == "root.tenant2"
     assert usage.params["value"] == 16 * GI
     assert usage.params["after"] == 41.0

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from core.resources import Resource
 from shim_fake.scenario import Scenario, parse_scenario
 from shim_fake.scenario.expectations import Outcome, check
 from shim_fake.scenario.loader import EXPECTATIONS
-from shim_fake.scenario.model import Expectation, ExpectKind, ExpectParam, Task, TaskState
+from shim_fake.scenario.model import Expectation, ExpectKind, ExpectParam, Task, TaskGroup, TaskState
 from shim_fake.scenario.recording import Recording, percentile, queue_limits
 from shim_fake.scenario.report import build_report, write_summary
 from shim_fake.scenario.units import GiB, MiB, fmt_quantity
@@ -292,9 +293,38 @@ CASES: list[tuple[str, dict[str, ExpectParam], bool, str]] = [
 ]  # fmt: skip
 
 
+def _gang_recording(scenario: Scenario, replaced: bool) -> Recording:
+    """The run above, with two placeholders of app-a that were (or were not) replaced."""
+    rec, tasks = _recording(scenario)
+    app = tasks["app-a/t-000"].app
+    group = TaskGroup("ph-workers", 2, Resource({"memory": GI}), duration=None, task_group="workers",
+                      placeholder=True)  # fmt: skip
+    placeholders = [Task(app, group, f"ph-workers-{i:03d}", ran=True, replaced=replaced) for i in range(2)]
+    rec.finish(3.0, list(tasks.values()) + placeholders)
+    return rec
+
+
+# gang_ran_whole of app-a: (placeholders replaced?, met?, words in the detail)
+GANG_CASES = [
+    (True, True, "2 of 2 placeholders replaced, 2 of 2 real tasks ran"),
+    (False, False, "0 of 2 placeholders replaced, 2 of 2 real tasks ran"),
+]
+
+
+@pytest.mark.parametrize(("replaced", "met", "words"), GANG_CASES)
+def test_gang_ran_whole(scenario: Scenario, replaced: bool, met: bool, words: str) -> None:
+    rec = _gang_recording(scenario, replaced)
+    outcome = _one(rec, "gang_ran_whole", app="app-a")
+    assert (outcome.met, outcome.detail) == (met, words)
+    assert rec.task_summary()["total"] == 3  # placeholders are not the scenario's tasks
+    assert rec.gang_summary() == {"app-a": {"placeholders": 2, "allocated": 2, "replaced": 2 * replaced}}
+    assert not _one(rec, "gang_ran_whole", app="app-c").met  # no gang at all
+
+
 def test_every_kind_is_checked_both_met_and_unmet() -> None:
     covered = {(kind, met) for kind, _, met, _ in CASES}
     covered |= {(kind, met) for kind, met, _ in UNMET_AFTER_CHANGES}
+    covered |= {("gang_ran_whole", met) for _, met, _ in GANG_CASES}
     assert covered == {(kind, met) for kind in EXPECTATIONS for met in (True, False)}
 
 
@@ -386,7 +416,7 @@ def test_expectations_as_loaded_are_checked(scenario: Scenario) -> None:
 
 REPORT_KEYS = {
     "scenario", "description", "speed", "scenario_seconds", "real_seconds", "resource", "tasks", "queues",
-    "expectations", "all_expectations_met", "events", "rejections", "timeline",
+    "expectations", "all_expectations_met", "events", "rejections", "timeline", "gangs",
 }  # fmt: skip
 QUEUE_KEYS = {"guaranteed", "max", "guaranteed_history", "max_history", "usage", "allocations", "preemptions",
               "wait_p50", "wait_p99"}  # fmt: skip

@@ -1,0 +1,132 @@
+"""Gang scheduling through the whole Kubernetes shim (the official client, informers) against the HTTP
+emulation of the API server and a real core: placeholder pods made from the annotation, bound,
+deleted as the real pods take their places, and the real pods bound where their placeholders were."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from shim_k8s.main import run_shim
+from shim_k8s.task_groups import PLACEHOLDER, SCHEDULING_POLICY, TASK_GROUP_NAME, TASK_GROUPS
+from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.test_k8s_api import _until
+from tests.integration.test_k8s_shim import node, pod
+
+GROUPS = [
+    {"name": "driver", "minMember": 1, "minResource": {"cpu": "100m", "memory": "1Gi"}},
+    {"name": "executors", "minMember": 2, "minResource": {"cpu": "100m", "memory": "1Gi"},
+     "nodeSelector": {"zone": "a"}, "tolerations": [{"key": "spot", "operator": "Exists"}]},
+]  # fmt: skip
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeKubeAPI]:
+    fake = FakeKubeAPI()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+def member(name: str, group: str, app: str = "spark-1", **annotations: str) -> dict[str, Any]:
+    """A pod of the job: its application by label, its task group by annotation (1Gi, 100m)."""
+    made = pod(name)
+    made["metadata"]["labels"] = {"applicationId": app}
+    made["metadata"]["annotations"] = {TASK_GROUP_NAME: group, **annotations}
+    return made
+
+
+def _placeholders(api: FakeKubeAPI) -> list[dict[str, Any]]:
+    return [p for p in api.created if p["metadata"]["annotations"].get(PLACEHOLDER) == "true"]
+
+
+def _nodes_of(api: FakeKubeAPI, names: set[str]) -> Counter[str]:
+    return Counter(node_name for pod_name, node_name in api.bindings if pod_name in names)
+
+
+async def test_placeholders_are_made_bound_and_replaced_by_the_real_pods_on_their_nodes(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="4Gi"))
+    await api.put("nodes", node("n2", memory="4Gi"))
+    policy = "placeholderTimeoutInSeconds=600 gangSchedulingStyle=Hard"
+    driver = member("driver", "driver", **{TASK_GROUPS: json.dumps(GROUPS), SCHEDULING_POLICY: policy})
+    await api.put("pods", driver)
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(
+            core_address,
+            host=f"http://127.0.0.1:{api.port}",
+            rm_id=rm_id,
+            stop=stop,
+            placeholder_image="example.org/pause:1",
+        )
+    )
+    try:
+        await _until(lambda: len(_placeholders(api)) == 3, "three placeholder pods")
+        made = _placeholders(api)
+        by_group = Counter(p["metadata"]["annotations"][TASK_GROUP_NAME] for p in made)
+        assert by_group == {"driver": 1, "executors": 2}
+        for placeholder in made:  # as YuniKorn makes them: owned by the driver, its group's constraints
+            meta, spec = placeholder["metadata"], placeholder["spec"]
+            assert meta["ownerReferences"][0]["uid"] == "uid-driver" and meta["namespace"] == "shop"
+            assert len(meta["name"]) <= 63 and meta["name"].startswith("tg-spark-1-")
+            assert spec["containers"][0]["image"] == "example.org/pause:1"
+            assert spec["containers"][0]["resources"]["requests"] == {"cpu": "100m", "memory": "1Gi"}
+            assert spec["schedulerName"] == "yunikorn"
+            if meta["annotations"][TASK_GROUP_NAME] == "executors":
+                assert spec["nodeSelector"] == {"zone": "a"} and spec["tolerations"][0]["key"] == "spot"
+        names = {p["metadata"]["name"] for p in made}
+        placeholder_nodes = {
+            group: _nodes_of(api, {p["metadata"]["name"] for p in made
+                                   if p["metadata"]["annotations"][TASK_GROUP_NAME] == group})
+            for group in ("driver", "executors")
+        }  # fmt: skip
+        # The driver's placeholder is bound, then replaced by the driver itself.
+        await _until(lambda: "driver" in dict(api.bindings), "the driver in its placeholder's place")
+        # The executors come once the driver runs, as Spark makes them.
+        for name in ("exec-1", "exec-2"):
+            await api.put("pods", member(name, "executors"))
+        await _until(lambda: {"exec-1", "exec-2"} <= set(dict(api.bindings)), "the executors bound")
+        await _until(lambda: names <= set(api.deleted), "every placeholder deleted")
+        placeholder_nodes = {
+            group: _nodes_of(api, {p["metadata"]["name"] for p in made
+                                   if p["metadata"]["annotations"][TASK_GROUP_NAME] == group})
+            for group in ("driver", "executors")
+        }  # fmt: skip
+        assert sum(placeholder_nodes["executors"].values()) == 2  # every placeholder was bound first
+        assert _nodes_of(api, {"driver"}) == placeholder_nodes["driver"]
+        assert _nodes_of(api, {"exec-1", "exec-2"}) == placeholder_nodes["executors"]
+        assert len(api.bindings) == len(set(api.bindings))  # nothing bound twice
+        assert api.evictions == []  # placeholders are deleted, never evicted
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
+
+
+async def test_an_unusable_task_groups_annotation_is_an_event_and_the_pod_runs_without_a_gang(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="4Gi"))
+    broken = member(
+        "solo", "workers", app="broken-1", **{TASK_GROUPS: '[{"name": "workers", "minMember": 0}]'}
+    )
+    await api.put("pods", broken)
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+    )
+    try:
+        await _until(lambda: ("solo", "n1") in api.bindings, "the pod bound as an ordinary pod")
+        reasons = {e["reason"]: e["message"] for e in api.events if e["involvedObject"]["name"] == "solo"}
+        assert "minMember must be a whole number of at least 1" in reasons["TaskGroupsError"]
+        assert "is not among the task groups" in reasons["TaskGroupNotDeclared"]
+        assert api.created == []  # no placeholders for a gang that could not be read
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
