@@ -23,12 +23,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-## bench: throughput (in-process and over gRPC, 500-5,000 nodes), the scale run, the latency run.
+## bench: throughput (in-process and over gRPC, 500-5,000 nodes), the scale run, the latency run,
+## gang scheduling (1,000 gangs of 10 on 5,000 nodes: placeholders, then replacement).
 ## Figures go in benchmarks/RESULTS.md with the machine, the date and this command.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_scheduling
 	$(BIN)/python -m benchmarks.bench_scale
 	$(BIN)/python -m benchmarks.bench_latency
+	$(BIN)/python -m benchmarks.bench_gang
 
 ## proto: regenerate the committed stubs from proto/si/v1/si.proto.
 proto: $(STAMP)

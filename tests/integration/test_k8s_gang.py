@@ -130,3 +130,26 @@ async def test_an_unusable_task_groups_annotation_is_an_event_and_the_pod_runs_w
     finally:
         stop.set()
         await asyncio.wait_for(shim, 10)
+
+
+async def test_a_gang_that_cannot_fit_gives_its_placeholders_up_and_its_pods_then_run(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="2Gi"))
+    groups = [{"name": "workers", "minMember": 3, "minResource": {"cpu": "100m", "memory": "1Gi"}}]
+    annotations = {TASK_GROUPS: json.dumps(groups), SCHEDULING_POLICY: "placeholderTimeoutInSeconds=1"}
+    await api.put("pods", member("w-1", "workers", app="tight-1", **annotations))
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+    )
+    try:
+        # Two of three placeholders fit; after the timeout (Soft) all three go, and w-1 runs alone.
+        await _until(lambda: len(_placeholders(api)) == 3, "three placeholder pods")
+        await _until(lambda: ("w-1", "n1") in api.bindings, "w-1 bound once the gang was given up")
+        names = {p["metadata"]["name"] for p in _placeholders(api)}
+        assert names <= set(api.deleted)
+        assert len(_nodes_of(api, names)) == 1 and sum(_nodes_of(api, names).values()) == 2
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
