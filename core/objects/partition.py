@@ -264,7 +264,7 @@ class Partition:
     # Asks and allocations ---------------------------------------------------------------------
     def add_ask(self, ask: Allocation, now: float) -> None:
         app = self.application(ask.application_id)
-        if app.state in TERMINAL:
+        if app.state in TERMINAL or app.state == AppState.FAILING:
             raise Rejection(f"application {app.app_id} is {app.state.value} and takes no new asks")
         if app.knows_key(ask.key):
             raise Rejection(f"allocation key {ask.key} already exists in application {app.app_id}")
@@ -377,6 +377,13 @@ class Partition:
             self.occupied_total = self.occupied_total - alloc.resource
             self._room_changed()
             return []
+        if termination in _CORE_DECIDED and not self._still_held(app_id, key):
+            # The RM confirms a release the core asked for, of an allocation that went meanwhile (its
+            # node was removed, its application failed): done already, nothing to refuse.
+            self.log.debug(
+                "release confirmed after the allocation went", applicationID=app_id, allocationKey=key
+            )
+            return []
         app = self.application(app_id)
         released: list[Allocation] = []
         if not key:
@@ -402,6 +409,12 @@ class Partition:
         if app.app_id in self.applications:  # a Hard gang's last placeholder may have failed it
             self.lifecycle.complete_if_idle(app, now)
         return released
+
+    def _still_held(self, app_id: str, key: str) -> bool:
+        app = self.applications.get(app_id)
+        return app is not None and (
+            not key or key in app.allocations or key in app.asks or key in app.replacing
+        )
 
     # Preemption -------------------------------------------------------------------------------
     def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: PreemptionKind) -> None:
@@ -429,6 +442,12 @@ class Partition:
             ask = app.asks.get(ask_ref[1]) if app is not None else None
             if ask is not None:
                 ask.preempting = False  # all its victims are gone; its reservation takes the room
+
+
+# Terminations of releases the core decided; the RM's release of that type confirms it.
+_CORE_DECIDED = frozenset(
+    {Termination.TIMEOUT, Termination.PLACEHOLDER_REPLACED, Termination.PREEMPTED_BY_SCHEDULER}
+)
 
 
 def _constraints(alloc: Allocation) -> AskConstraints:

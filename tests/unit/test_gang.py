@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.commands import AppAdd, ReleaseRequest, UpdateAllocations, UpdateApplications
+from core.commands import AppAdd, NodeAction, ReleaseRequest, UpdateAllocations, UpdateApplications
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.objects.gang import DEFAULT_PLACEHOLDER_TIMEOUT
@@ -313,3 +313,20 @@ def test_a_real_task_sent_before_its_groups_placeholders_waits_for_them() -> Non
     out = _drain(c)
     assert sorted(a.key for a in out.new_allocations) == ["ph-0", "ph-1"]
     assert [r.termination for r in out.released] == ["PLACEHOLDER_REPLACED"]  # the driver takes one
+
+
+def test_a_confirmation_of_a_placeholder_already_gone_is_accepted_quietly() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 2})
+    _gang_app(c, members=2, style="Hard")
+    _placeholders(c, 2)
+    c.schedule()
+    c.clock.advance(TIMEOUT_MS / 1000)
+    c.ctx.tick()
+    _drain(c)
+    c.node_action("n1", NodeAction.DECOMMISSION)  # ph-0 goes with its node before the RM confirms
+    assert _states(_drain(c)) == ["Failed"]
+    _confirm(c, "ph-0", "TIMEOUT")  # the RM's confirmation arrives late: nothing to refuse
+    assert _drain(c).rejected_allocations == []
+    _confirm(c, "ph-9", "STOPPED_BY_RM")  # an RM release of something never sent is still refused
+    assert [r.key for r in _drain(c).rejected_allocations] == ["ph-9"]
