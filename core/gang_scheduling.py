@@ -35,7 +35,7 @@ def replace_placeholders(partition: Partition, now: float) -> int:
 def _replace_for(partition: Partition, app: Application, now: float) -> int:
     free: dict[str, list[Allocation]] = defaultdict(list)  # placeholders not yet given away, per group
     for alloc in app.allocations.values():
-        if alloc.placeholder and not alloc.released_by_core:
+        if alloc.placeholder and not alloc.released_by_core and not alloc.releasing:  # not preempted
             free[alloc.task_group].append(alloc)
     started = 0
     for ask in list(app.sorted_asks()):

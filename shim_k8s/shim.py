@@ -160,7 +160,12 @@ class K8sShim(ResponseHandler):
             await self.client.add_nodes(*(self._node_info(n, create=True) for n in node_list))
             await self._until_answered(lambda: self._nodes_answered >= answered + len(node_list), "the nodes")
         pod_list = list(pods)
-        with_placeholders = {translate.application_id(p) for p in pod_list if task_groups.is_placeholder(p)}
+        # Gangs that were reserved before (placeholders exist) or already run (a pod of theirs is
+        # bound): no new placeholders for them, as YuniKorn's shim skips reserving on recovery.
+        ours = [p for p in pod_list if (p.get("spec") or {}).get("schedulerName") == self.scheduler_name]
+        with_placeholders = {
+            translate.application_id(p) for p in ours if task_groups.is_placeholder(p) or _node_of(p)
+        }
         bound = [p for p in pod_list if _node_of(p)]
         pending = [p for p in pod_list if not _node_of(p)]
         for pod in bound:  # running pods first: the core counts them before it places anything

@@ -43,6 +43,8 @@ from core.ugm.tracker import UserGroupTracker
 
 log = structlog.get_logger("pykorn.partition")
 
+UNCONFIRMED_KEPT = 10_000
+
 
 class Rejection(Exception):
     """A request the partition refuses; str(rejection) is the reason sent to the RM."""
@@ -71,6 +73,7 @@ class Partition:
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
         self.gangs = PartitionGangs(self)  # task groups, placeholders and their timers
+        self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
         self._room_changed()
         self.events: list[Event] = []  # drained by the cluster into its event log
         self.lifecycle = AppLifecycle(rm_id, self.events.append)
@@ -346,8 +349,12 @@ class Partition:
             priority.update_application(app)
         return ask
 
-    def _unallocate(self, alloc: Allocation, now: float, replaced: bool = False) -> None:
+    def _unallocate(
+        self, alloc: Allocation, now: float, replaced: bool = False, confirmed: bool = False
+    ) -> None:
         app = self.applications[alloc.application_id]
+        if (alloc.releasing or alloc.released_by_core) and not (confirmed or replaced):
+            self._remember_unconfirmed(alloc.ref)
         app.remove_allocation(alloc.key)
         app.queue.remove_allocated(alloc.resource)
         self.user_groups.released(app, alloc.resource)
@@ -359,6 +366,8 @@ class Partition:
             node.remove_allocation(alloc.key)
             self.node_index.update(node)
         if alloc.placeholder:
+            if alloc.replaced_by is not None:  # gone another way while its real task waited for it
+                self.gangs.cancel_replacement(app, alloc.replaced_by, back_to_pending=True)
             self.gangs.placeholder_gone(app, alloc, replaced, now)
 
     def release(self, app_id: str, key: str, now: float, termination: str = "") -> list[Allocation]:
@@ -377,7 +386,7 @@ class Partition:
             self.occupied_total = self.occupied_total - alloc.resource
             self._room_changed()
             return []
-        if termination in _CORE_DECIDED and not self._still_held(app_id, key):
+        if termination in _CORE_DECIDED and self._gone_unconfirmed.pop((app_id, key), False):
             # The RM confirms a release the core asked for, of an allocation that went meanwhile (its
             # node was removed, its application failed): done already, nothing to refuse.
             self.log.debug(
@@ -405,16 +414,17 @@ class Partition:
         else:
             raise Rejection(f"application {app_id} has no ask or allocation with key {key}")
         for alloc in released:
-            self._unallocate(alloc, now)
+            self._unallocate(alloc, now, confirmed=termination in _CORE_DECIDED)
         if app.app_id in self.applications:  # a Hard gang's last placeholder may have failed it
             self.lifecycle.complete_if_idle(app, now)
         return released
 
-    def _still_held(self, app_id: str, key: str) -> bool:
-        app = self.applications.get(app_id)
-        return app is not None and (
-            not key or key in app.allocations or key in app.asks or key in app.replacing
-        )
+    def _remember_unconfirmed(self, ref: Ref) -> None:
+        """An allocation the core asked the RM to release went another way first: its confirmation
+        may still come, and is then no mistake (the newest UNCONFIRMED_KEPT are remembered)."""
+        self._gone_unconfirmed[ref] = True
+        if len(self._gone_unconfirmed) > UNCONFIRMED_KEPT:
+            del self._gone_unconfirmed[next(iter(self._gone_unconfirmed))]
 
     # Preemption -------------------------------------------------------------------------------
     def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: PreemptionKind) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.objects import partition_events
+from core.objects import partition_events, priority
 from core.objects.allocation import Allocation
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.gang import Gang, GangStyle
@@ -120,6 +120,7 @@ class PartitionGangs:
             self.ask_added(app, real)
             app.add_ask(real)
             app.queue.add_pending(real.resource)
+            priority.update_application(app)
 
     def release_placeholder(self, ph: Allocation, why: str, now: float) -> None:
         """Ask the RM to release a placeholder (TIMEOUT); it stays counted until the RM confirms."""
@@ -186,4 +187,7 @@ class PartitionGangs:
 
 
 def _held_placeholders(app: Application) -> list[Allocation]:
-    return [a for a in app.allocations.values() if a.placeholder and not a.released_by_core]
+    """Placeholders nobody has asked the RM to release yet (not given up, replaced or preempted)."""
+    return [
+        a for a in app.allocations.values() if a.placeholder and not a.released_by_core and not a.releasing
+    ]

@@ -370,7 +370,9 @@ class Runner:
             return False
         if task.group.placeholder:
             del self.tasks[key]
-            if task.state == TaskState.RUNNING:  # a pending one was only an ask: nothing to confirm
+            # The core waits for the pod to be gone when it decided the release; a pending placeholder
+            # was only an ask, and a release of another type (its node went) is already done.
+            if task.state == TaskState.RUNNING and release.terminationType in _CORE_DECIDED:
                 confirm.setdefault(release.terminationType, []).append(key)
             task.replaced = release.terminationType == si_pb2.PLACEHOLDER_REPLACED
             task.state = TaskState.DONE if task.replaced else TaskState.STOPPED
@@ -520,6 +522,9 @@ class Runner:
             f"preempted {preempted:4d}  done {done:4d} "
         )
         self.progress.flush()
+
+
+_CORE_DECIDED = (si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT, si_pb2.PREEMPTED_BY_SCHEDULER)
 
 
 def _placeholder_group(group: GangGroup) -> TaskGroup:

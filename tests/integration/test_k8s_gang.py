@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from shim_k8s.main import run_shim
+from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import PLACEHOLDER, SCHEDULING_POLICY, TASK_GROUP_NAME, TASK_GROUPS
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.test_k8s_api import _until
-from tests.integration.test_k8s_shim import node, pod
+from tests.integration.test_k8s_shim import MemoryKube, node, pod, settle
+from tests.recording_client import RecordingClient, recorded
 
 GROUPS = [
     {"name": "driver", "minMember": 1, "minResource": {"cpu": "100m", "memory": "1Gi"}},
@@ -153,3 +155,28 @@ async def test_a_gang_that_cannot_fit_gives_its_placeholders_up_and_its_pods_the
     finally:
         stop.set()
         await asyncio.wait_for(shim, 10)
+
+
+async def test_a_resync_of_a_gang_that_already_runs_makes_no_new_placeholders(
+    core_address: str, rm_id: str
+) -> None:
+    """After a restart the shim sends what exists; a gang whose pods run (its placeholders replaced
+    and deleted) is not reserved again, as YuniKorn's shim skips reserving on recovery."""
+    kube = MemoryKube()
+    async with RecordingClient(core_address, rm_id) as client:
+        shim = K8sShim(client, kube)
+        kube.shim = shim
+        driver = member("driver", "driver", **{TASK_GROUPS: json.dumps(GROUPS)})
+        running = [driver, member("exec-1", "executors"), member("exec-2", "executors")]
+        for made in running:
+            made["spec"]["nodeName"] = "n1"
+            made["status"]["phase"] = "Running"
+        await shim.sync([node("n1", memory="8Gi")], running)
+        await settle(shim)
+        assert kube.created == []
+        app = recorded(client).seen
+        assert sorted(a.allocationKey for a in app.new_allocations) == [
+            "uid-driver",
+            "uid-exec-1",
+            "uid-exec-2",
+        ]

@@ -103,6 +103,48 @@ def test_a_gang_that_cannot_fit_times_out_and_its_tasks_then_run_alone(tmp_path:
     assert report["tasks"]["finished"] == 2
 
 
+GANG_NODE_GONE = """\
+name: gang-node-gone
+speed: 4
+queues:
+  partitions:
+    - name: default
+      queues:
+        - name: root
+          submitacl: "*"
+          queues:
+            - name: ml
+nodes:
+  - {count: 2, prefix: node, resources: {memory: 4Gi, vcore: 2}}
+applications:
+  - id: train
+    queue: root.ml
+    gang:
+      taskGroups:
+        - {name: workers, minMember: 4, resources: {memory: 1Gi, vcore: 1}}
+    tasks:
+      - {name: w, taskGroup: workers, count: 4, resources: {memory: 1Gi, vcore: 1}, duration: 4s, arrival: 8s}
+events:
+  - at: 4s
+    node: {action: decommission, id: node-2}
+expect:
+  - every_task_finished: true
+  - no_rejections: true
+"""
+
+
+def test_placeholders_lost_with_their_node_are_not_confirmed_back(tmp_path: Path) -> None:
+    """Two of the gang's placeholders go with node-2: the core says so (STOPPED_BY_RM) and the fake RM
+    only marks them gone; the real tasks then take the other two and run on their own."""
+    scenario, report_path = tmp_path / "gone.yaml", tmp_path / "gone.json"
+    scenario.write_text(GANG_NODE_GONE)
+    result = _run(str(scenario), "--report", str(report_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["rejections"] == []
+    assert report["gangs"] == {"train": {"placeholders": 4, "allocated": 4, "replaced": 2}}
+
+
 def test_node_events_against_a_running_core(core_address: str, tmp_path: Path) -> None:
     report_path = tmp_path / "nodes.json"
     result = _run(str(EXAMPLES / "node-events.yaml"), "--core", core_address, "--speed", "6",

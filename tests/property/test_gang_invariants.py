@@ -203,6 +203,14 @@ class GangMachine(RuleBasedStateMachine):
             ]  # fmt: skip
             assert len(places) <= 1, (key, places)
             actual = places[0] if places else "gone"
+            if actual == "replacing":  # its placeholder is still there, waiting for the RM, and links back
+                assert app is not None
+                ph = app.replacing[key].replaces
+                assert (
+                    ph is not None
+                    and app.allocations.get(ph.key) is ph
+                    and ph.replaced_by is app.replacing[key]
+                )
             if told == "gone":
                 assert actual == "gone", (key, actual)
             elif told == "allocated":

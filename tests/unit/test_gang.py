@@ -9,7 +9,7 @@ from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.objects.gang import DEFAULT_PLACEHOLDER_TIMEOUT
 from core.preemption.required_node import choose_victims
-from core.resources import Resource
+from core.resources import Resource, sum_resources
 from core.results import ResultBatch
 from core.state import application_view
 from tests.unit.domain_helpers import Cluster
@@ -330,3 +330,54 @@ def test_a_confirmation_of_a_placeholder_already_gone_is_accepted_quietly() -> N
     assert _drain(c).rejected_allocations == []
     _confirm(c, "ph-9", "STOPPED_BY_RM")  # an RM release of something never sent is still refused
     assert [r.key for r in _drain(c).rejected_allocations] == ["ph-9"]
+
+
+def test_a_real_task_whose_placeholder_goes_with_its_node_is_pending_again_and_runs_elsewhere() -> None:
+    c = Cluster()
+    c.node("a1", {"memory": 2})
+    c.node("b1", {"memory": 2})
+    _gang_app(c, members=2)
+    _placeholders(c, 2)
+    c.schedule()
+    node_of = {a.key: a.node_id for a in _drain(c).new_allocations}
+    _send(c, _task(c, "real-0", False))
+    c.schedule()
+    (swap,) = _drain(c).released
+    c.node_action(node_of[swap.key], NodeAction.DECOMMISSION)  # before the RM confirms the swap
+    _drain(c)
+    app = c.partition.applications["job"]
+    assert "real-0" in app.asks and app.replacing == {}  # waiting again, not stranded
+    _confirm(c, swap.key, "PLACEHOLDER_REPLACED")  # the late confirmation changes nothing
+    assert _drain(c).rejected_allocations == []
+    c.schedule()  # the gang's other placeholder is still there: real-0 takes its place instead
+    (other,) = _drain(c).released
+    assert other.termination == "PLACEHOLDER_REPLACED" and other.key != swap.key
+    _confirm(c, other.key, "PLACEHOLDER_REPLACED")
+    (real,) = _drain(c).new_allocations
+    assert (real.key, real.node_id) == ("real-0", node_of[other.key])
+    for node in c.partition.nodes.values():  # node usage is what is on the node, and within it
+        assert node.allocated == sum_resources(a.resource for a in node.allocations.values())
+        assert node.allocated.fits_in(node.capacity)
+
+
+def test_a_preempted_placeholder_is_neither_replaced_nor_timed_out() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 4})
+    _gang_app(c, members=2)
+    _placeholders(c, 2)
+    c.schedule()
+    _drain(c)
+    c.app("other")
+    daemon = Allocation(
+        "ds", "other", c.pname(), Resource(MEM), tags={"yunikorn.apache.org/requiredNode": "n1"}
+    )
+    _send(c, daemon)
+    c.schedule()
+    (victim,) = [r for r in _drain(c).released if r.termination == "PREEMPTED_BY_SCHEDULER"]
+    _send(c, _task(c, "real-0", False), _task(c, "real-1", False))
+    c.schedule()
+    swaps = [r.key for r in _drain(c).released if r.termination == "PLACEHOLDER_REPLACED"]
+    assert swaps and victim.key not in swaps  # only the placeholder not being preempted is handed out
+    c.clock.advance(TIMEOUT_MS / 1000)
+    c.ctx.tick()
+    assert victim.key not in [r.key for r in _drain(c).released]  # and it is not released twice
