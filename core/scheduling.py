@@ -9,6 +9,9 @@ reserved node takes no other ask.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+from operator import itemgetter
+
 from core.gang_scheduling import held_reason, replace_placeholders
 from core.node_fit import admits, find_node
 from core.objects import partition_events
@@ -18,7 +21,7 @@ from core.objects.constraints import NO_CONSTRAINTS
 from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
-from core.policies.queue_sort import sorted_applications, sorted_children
+from core.policies.queue_sort import AppKey, app_sort_key, sorted_children
 from core.preemption import inter_queue, required_node
 from core.ugm.tracker import Block
 
@@ -137,6 +140,20 @@ class _Cycle:
         self.now = now
         self.cursor: dict[str, int] = {}
         self.exhausted: set[str] = set()  # queue full names
+        # Each leaf's applications in order, sorted once per cycle: within a cycle only an allocation
+        # changes the order, and only for its application, which `allocated` moves to its new place.
+        self.app_orders: dict[str, _AppOrder] = {}
+
+    def applications(self, leaf: Queue) -> list[tuple[AppKey, Application]]:
+        order = self.app_orders.get(leaf.full_name)
+        if order is None:
+            order = self.app_orders[leaf.full_name] = _AppOrder(leaf)
+        return order.entries
+
+    def allocated(self, leaf: Queue, app: Application) -> None:
+        order = self.app_orders.get(leaf.full_name)
+        if order is not None:
+            order.moved(app)
 
     def next_ask(self, app: Application) -> Allocation | None:
         asks = app.sorted_asks()
@@ -147,6 +164,29 @@ class _Cycle:
         self.cursor[app.app_id] = self.cursor.get(app.app_id, 0) + 1
 
 
+class _AppOrder:
+    """A leaf's applications with pending asks as (key, application), in key order."""
+
+    def __init__(self, leaf: Queue) -> None:
+        self.key = app_sort_key(leaf)
+        self.keys: dict[str, AppKey] = {}
+        for app in leaf.applications.values():
+            if app.has_pending():
+                self.keys[app.app_id] = self.key(app)
+        self.entries = sorted(
+            ((self.keys[a.app_id], a) for a in leaf.applications.values() if a.app_id in self.keys),
+            key=itemgetter(0),
+        )
+
+    def moved(self, app: Application) -> None:
+        old = self.keys.pop(app.app_id, None)
+        if old is not None:
+            del self.entries[bisect_left(self.entries, (old,))]  # keys are unique: this is its entry
+        if app.has_pending():
+            new = self.keys[app.app_id] = self.key(app)
+            insort(self.entries, (new, app))  # never compares applications: keys differ
+
+
 def _select(
     partition: Partition, queue: Queue, cycle: _Cycle
 ) -> tuple[Queue, Application, Allocation] | None:
@@ -154,7 +194,7 @@ def _select(
     if queue.full_name in cycle.exhausted:
         return None
     if queue.is_leaf:
-        for app in sorted_applications(queue):
+        for _, app in cycle.applications(queue):
             if not _may_allocate(partition, app, cycle.now):
                 _note_app_limit(partition, app, cycle)
                 continue
@@ -215,6 +255,7 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
                 inter_queue.preempt_for(partition, leaf, ask, now)
         if placed:
             made.append(ask)
+            cycle.allocated(leaf, app)
         else:
             cycle.tried(app)
     return made

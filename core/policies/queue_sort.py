@@ -15,7 +15,7 @@ highest priority of their pending asks; the orders above break ties. Disabled, p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cmp_to_key
 
 from core.config.properties import SORT_FAIR
@@ -96,22 +96,27 @@ def _dominant_shares(app: Application, guaranteed: Mapping[str, int]) -> tuple[f
     return tuple(sorted(shares, reverse=True))
 
 
-def sorted_applications(queue: Queue) -> list[Application]:
-    """The leaf's policy (fifo or fair); with application.sort.priority enabled, the application
-    holding the highest-priority pending ask goes first and the policy breaks ties."""
-    pending = [a for a in queue.applications.values() if a.has_pending()]
+AppKey = tuple[int, tuple[float, ...], float, str]
+_NO_SHARES: tuple[float, ...] = ()
+
+
+def app_sort_key(queue: Queue) -> Callable[[Application], AppKey]:
+    """The leaf's order as a key: with application.sort.priority enabled, the application holding the
+    highest-priority pending ask first; then the policy: fifo (oldest submission) or fair (smallest
+    dominant share). Keys are unique (the application ID ends them)."""
     by_priority = queue.props.sort_priority_enabled
     if queue.props.sort_policy == SORT_FAIR:
         guaranteed: Mapping[str, int] = queue.guaranteed or {}
-        return sorted(
-            pending,
-            key=lambda a: (
-                -a.ask_max_priority if by_priority else 0,
-                _dominant_shares(a, guaranteed),
-                a.submission_time,
-                a.app_id,
-            ),
+        return lambda a: (
+            -a.ask_max_priority if by_priority else 0,
+            _dominant_shares(a, guaranteed),
+            a.submission_time,
+            a.app_id,
         )
-    return sorted(
-        pending, key=lambda a: (-a.ask_max_priority if by_priority else 0, a.submission_time, a.app_id)
-    )
+    return lambda a: (-a.ask_max_priority if by_priority else 0, _NO_SHARES, a.submission_time, a.app_id)
+
+
+def sorted_applications(queue: Queue) -> list[Application]:
+    """The leaf's applications with pending asks, in its order (app_sort_key)."""
+    pending = [a for a in queue.applications.values() if a.has_pending()]
+    return sorted(pending, key=app_sort_key(queue))
