@@ -4,6 +4,7 @@ an HTTP emulation of the API server and a real core over gRPC."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from typing import Any
@@ -58,6 +59,22 @@ async def _left_pending(
             f"{sorted(keys)} pending with a reason, {sorted(placed)} allocated",
             timeout=timeout,
         )
+
+
+@contextlib.asynccontextmanager
+async def shim_running(
+    api: FakeKubeAPI, core_address: str, rm_id: str, **options: Any
+) -> AsyncIterator[None]:
+    """The whole shim against the emulation, for the block; stopped (and waited for) after it."""
+    stop = asyncio.Event()
+    shim = asyncio.create_task(
+        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop, **options)
+    )
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
 
 
 def _more_bindings(api: FakeKubeAPI, than: int) -> bool:

@@ -4,7 +4,6 @@ deleted as the real pods take their places, and the real pods bound where their 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -12,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from shim_k8s.main import run_shim
 from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import PLACEHOLDER, SCHEDULING_POLICY, TASK_GROUP_NAME, TASK_GROUPS
 from tests.integration.kube_api import FakeKubeAPI
-from tests.integration.test_k8s_api import _until
+from tests.integration.test_k8s_api import _until, shim_running
 from tests.integration.test_k8s_shim import MemoryKube, node, pod, settle
 from tests.recording_client import RecordingClient, recorded
 
@@ -59,17 +57,7 @@ async def test_placeholders_are_made_bound_and_replaced_by_the_real_pods_on_thei
     policy = "placeholderTimeoutInSeconds=600 gangSchedulingStyle=Hard"
     driver = member("driver", "driver", **{TASK_GROUPS: json.dumps(GROUPS), SCHEDULING_POLICY: policy})
     await api.put("pods", driver)
-    stop = asyncio.Event()
-    shim = asyncio.create_task(
-        run_shim(
-            core_address,
-            host=f"http://127.0.0.1:{api.port}",
-            rm_id=rm_id,
-            stop=stop,
-            placeholder_image="example.org/pause:1",
-        )
-    )
-    try:
+    async with shim_running(api, core_address, rm_id, placeholder_image="example.org/pause:1"):
         await _until(lambda: len(_placeholders(api)) == 3, "three placeholder pods")
         made = _placeholders(api)
         by_group = Counter(p["metadata"]["annotations"][TASK_GROUP_NAME] for p in made)
@@ -106,9 +94,6 @@ async def test_placeholders_are_made_bound_and_replaced_by_the_real_pods_on_thei
         assert _nodes_of(api, {"exec-1", "exec-2"}) == placeholder_nodes["executors"]
         assert len(api.bindings) == len(set(api.bindings))  # nothing bound twice
         assert api.evictions == []  # placeholders are deleted, never evicted
-    finally:
-        stop.set()
-        await asyncio.wait_for(shim, 10)
 
 
 async def test_an_unusable_task_groups_annotation_is_an_event_and_the_pod_runs_without_a_gang(
@@ -119,19 +104,12 @@ async def test_an_unusable_task_groups_annotation_is_an_event_and_the_pod_runs_w
         "solo", "workers", app="broken-1", **{TASK_GROUPS: '[{"name": "workers", "minMember": 0}]'}
     )
     await api.put("pods", broken)
-    stop = asyncio.Event()
-    shim = asyncio.create_task(
-        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
-    )
-    try:
+    async with shim_running(api, core_address, rm_id):
         await _until(lambda: ("solo", "n1") in api.bindings, "the pod bound as an ordinary pod")
         reasons = {e["reason"]: e["message"] for e in api.events if e["involvedObject"]["name"] == "solo"}
         assert "minMember must be a whole number of at least 1" in reasons["TaskGroupsError"]
         assert "is not among the task groups" in reasons["TaskGroupNotDeclared"]
         assert api.created == []  # no placeholders for a gang that could not be read
-    finally:
-        stop.set()
-        await asyncio.wait_for(shim, 10)
 
 
 async def test_a_gang_that_cannot_fit_gives_its_placeholders_up_and_its_pods_then_run(
@@ -141,20 +119,13 @@ async def test_a_gang_that_cannot_fit_gives_its_placeholders_up_and_its_pods_the
     groups = [{"name": "workers", "minMember": 3, "minResource": {"cpu": "100m", "memory": "1Gi"}}]
     annotations = {TASK_GROUPS: json.dumps(groups), SCHEDULING_POLICY: "placeholderTimeoutInSeconds=1"}
     await api.put("pods", member("w-1", "workers", app="tight-1", **annotations))
-    stop = asyncio.Event()
-    shim = asyncio.create_task(
-        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
-    )
-    try:
+    async with shim_running(api, core_address, rm_id):
         # Two of three placeholders fit; after the timeout (Soft) all three go, and w-1 runs alone.
         await _until(lambda: len(_placeholders(api)) == 3, "three placeholder pods")
         await _until(lambda: ("w-1", "n1") in api.bindings, "w-1 bound once the gang was given up")
         names = {p["metadata"]["name"] for p in _placeholders(api)}
         assert names <= set(api.deleted)
         assert len(_nodes_of(api, names)) == 1 and sum(_nodes_of(api, names).values()) == 2
-    finally:
-        stop.set()
-        await asyncio.wait_for(shim, 10)
 
 
 async def test_a_resync_of_a_gang_that_already_runs_makes_no_new_placeholders(

@@ -58,6 +58,27 @@ def _states(batch: ResultBatch) -> list[str]:
     return [u.state for u in batch.updated_apps]
 
 
+def _timer_fires(c: Cluster) -> ResultBatch:
+    """The placeholder timeout passes; what the core then says."""
+    c.clock.advance(TIMEOUT_MS / 1000)
+    c.ctx.tick()
+    return _drain(c)
+
+
+def _gang_on_one_node(memory: int, members: int, style: str = "", real: int = 0) -> Cluster:
+    """A gang of `members` placeholders on node n1 of `memory`, `real` real tasks of 1 sent with it,
+    one cycle run and its answers read."""
+    c = Cluster()
+    c.node("n1", {"memory": memory})
+    _gang_app(c, members=members, style=style)
+    _placeholders(c, members)
+    if real:
+        _send(c, *(_task(c, f"real-{i}", False, {"memory": 1}) for i in range(real)))
+    c.schedule()
+    _drain(c)
+    return c
+
+
 def _placeholders(c: Cluster, members: int) -> None:
     _send(c, *(_task(c, f"ph-{i}", placeholder=True) for i in range(members)))
 
@@ -131,16 +152,8 @@ def test_real_tasks_wait_with_a_reason_while_the_gang_is_incomplete() -> None:
 
 
 def test_soft_timeout_releases_the_placeholders_resumes_and_then_runs_the_real_tasks() -> None:
-    c = Cluster()
-    c.node("n1", {"memory": 4})
-    _gang_app(c, members=3, style="Soft")
-    _placeholders(c, 3)
-    _send(c, _task(c, "real-0", False, {"memory": 1}))
-    c.schedule()
-    _drain(c)
-    c.clock.advance(TIMEOUT_MS / 1000)
-    c.ctx.tick()
-    out = _drain(c)
+    c = _gang_on_one_node(memory=4, members=3, style="Soft", real=1)
+    out = _timer_fires(c)
     assert _states(out) == ["Resuming"]
     assert out.updated_apps[0].message == "ResourceReservationTimeout"
     timed_out = {r.key: r.termination for r in out.released}
@@ -162,16 +175,8 @@ def test_soft_timeout_releases_the_placeholders_resumes_and_then_runs_the_real_t
 
 
 def test_hard_timeout_fails_the_application_and_removes_its_real_tasks() -> None:
-    c = Cluster()
-    c.node("n1", {"memory": 2})
-    _gang_app(c, members=2, style="Hard")
-    _placeholders(c, 2)
-    _send(c, _task(c, "real-0", False, {"memory": 1}))
-    c.schedule()
-    _drain(c)
-    c.clock.advance(TIMEOUT_MS / 1000)
-    c.ctx.tick()
-    out = _drain(c)
+    c = _gang_on_one_node(memory=2, members=2, style="Hard", real=1)
+    out = _timer_fires(c)
     assert _states(out) == ["Failing"]
     assert {r.key: r.termination for r in out.released} == {
         "ph-0": "TIMEOUT", "ph-1": "TIMEOUT", "real-0": "TIMEOUT",
@@ -211,9 +216,7 @@ def test_placeholders_not_replaced_when_the_timer_fires_after_the_gang_ran_are_r
     c.schedule()
     _confirm(c, "ph-1" if "ph-1" in _replaced(c) else "ph-0", "PLACEHOLDER_REPLACED")
     _drain(c)
-    c.clock.advance(TIMEOUT_MS / 1000)
-    c.ctx.tick()
-    out = _drain(c)
+    out = _timer_fires(c)
     assert [r.termination for r in out.released] == ["TIMEOUT"]
     assert _states(out) == []  # the application keeps running its real task
 
@@ -321,9 +324,7 @@ def test_a_confirmation_of_a_placeholder_already_gone_is_accepted_quietly() -> N
     _gang_app(c, members=2, style="Hard")
     _placeholders(c, 2)
     c.schedule()
-    c.clock.advance(TIMEOUT_MS / 1000)
-    c.ctx.tick()
-    _drain(c)
+    _timer_fires(c)
     c.node_action("n1", NodeAction.DECOMMISSION)  # ph-0 goes with its node before the RM confirms
     assert _states(_drain(c)) == ["Failed"]
     _confirm(c, "ph-0", "TIMEOUT")  # the RM's confirmation arrives late: nothing to refuse
@@ -378,6 +379,4 @@ def test_a_preempted_placeholder_is_neither_replaced_nor_timed_out() -> None:
     c.schedule()
     swaps = [r.key for r in _drain(c).released if r.termination == "PLACEHOLDER_REPLACED"]
     assert swaps and victim.key not in swaps  # only the placeholder not being preempted is handed out
-    c.clock.advance(TIMEOUT_MS / 1000)
-    c.ctx.tick()
-    assert victim.key not in [r.key for r in _drain(c).released]  # and it is not released twice
+    assert victim.key not in [r.key for r in _timer_fires(c).released]  # and it is not released twice
