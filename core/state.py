@@ -276,17 +276,14 @@ def ask_info(part: Partition, ask: Allocation) -> Json:
         "preempting": ask.preempting,
         "reservedOn": part.reservations.get(ask.ref, ""),
         # YuniKorn's per-ask allocation log; here the latest reason the ask is still pending.
-        "allocationLog": (
-            [
-                {
-                    "message": ask.pending_reason,
-                    "lastOccurrence": int(ask.reason_time * 1e9),
-                    "count": ask.reason_count,
-                }
-            ]
-            if ask.pending_reason
-            else []
-        ),
+        "allocationLog": [
+            {"message": message, "lastOccurrence": int(when * 1e9), "count": count}
+            for message, when, count in (
+                (ask.pending_reason, ask.reason_time, ask.reason_count),
+                (ask.preemption_reason, ask.preemption_time, ask.preemption_count),
+            )
+            if message
+        ],
     }
 
 

@@ -6,8 +6,9 @@
 - No class name: the value of the class marked `globalDefault`, or 0 when there is none.
 
 Preemption: `preemptionPolicy: Never` (on the pod, else on its class) means the pod may not preempt
-others; the annotation `yunikorn.apache.org/allow-preemption: "false"` on its PriorityClass protects
-the pod from being preempted.
+others; the annotation `yunikorn.apache.org/allow-preemption: "false"` protects the pod from being
+preempted, on the pod itself or on its PriorityClass (the pod's own annotation wins, as YuniKorn
+documents).
 """
 
 from __future__ import annotations
@@ -92,8 +93,11 @@ class PriorityResolver:
         else:
             value = info.value if info is not None else 0
         policy = spec.get("preemptionPolicy") or (info.preemption_policy if info is not None else "")
+        own = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ALLOW_PREEMPTION)
+        if own is not None:
+            allow_preempt_self = str(own).lower() != "false"
+        else:
+            allow_preempt_self = info.allow_preemption if info is not None else True
         return PodPriority(
-            value=value,
-            allow_preempt_other=policy != NEVER,
-            allow_preempt_self=info.allow_preemption if info is not None else True,
+            value=value, allow_preempt_other=policy != NEVER, allow_preempt_self=allow_preempt_self
         )

@@ -49,12 +49,25 @@ class Allocation:
     pending_reason: str = ""
     reason_time: float = 0.0
     reason_count: int = 0
+    # Why preemption, tried for this ask, found no plan: the latest reason, when, and how often.
+    preemption_reason: str = ""
+    preemption_time: float = 0.0
+    preemption_count: int = 0
 
     def note_pending(self, reason: str, now: float) -> None:
         if reason != self.pending_reason:
             self.pending_reason, self.reason_count = reason, 0
         self.reason_time = now
         self.reason_count += 1
+
+    def note_no_preemption(self, reason: str, now: float) -> bool:
+        """Record why preemption found no plan; True when the reason changed (worth an event)."""
+        changed = reason != self.preemption_reason
+        if changed:
+            self.preemption_reason, self.preemption_count = reason, 0
+        self.preemption_time = now
+        self.preemption_count += 1
+        return changed
 
     @property
     def is_allocated(self) -> bool:

@@ -117,3 +117,11 @@ def placeholder_too_small(rm_id: str, ph: Allocation, real: Allocation, now: flo
         f"{ph.key} holds ({ph.resource.as_dict()}); the placeholder is released",
         now, reference_id=real.application_id, resource=real.resource.as_dict(),
     )  # fmt: skip
+
+
+def no_preemption(rm_id: str, ask: Allocation, reason: str, now: float) -> Event:
+    """Preemption was tried for an ask and found no plan; once per reason, not per cycle."""
+    return Event(
+        rm_id, EventType.REQUEST, ask.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE, reason, now,
+        reference_id=ask.application_id, resource=ask.resource.as_dict(),
+    )  # fmt: skip

@@ -8,8 +8,12 @@
 3. Guarantees: the asking queues (those on the ask's path with a guarantee) must not rise above their
    guarantee with the ask; a victim's queues must not drop below theirs once it is gone. A queue with
    `preemption.policy: disabled` gives no victims.
-4. Per node, the preferred victims are taken until the ask fits there; the node needing the fewest
-   (then the least) wins, and the ask reserves it. No node where the ask would fit: no preemption.
+4. Everything that blocks the ask is planned for: room on a node, and the headroom of each queue on
+   the ask's path whose max the ask would pass (up to the fence root, which victims are all below, so
+   each counts for those maxes wherever it runs). Per node that admits the ask, the preferred victims
+   there are taken until the ask fits the node, then more (that node's first, then any) until it
+   fits under every max; the node needing the fewest (then the least) wins, and the ask reserves it.
+   No such node, or maxes that victims cannot bring down: no preemption.
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from __future__ import annotations
 from collections import defaultdict
 
 from core.config.properties import PREEMPTION_DISABLED, PREEMPTION_FENCE
+from core.node_fit import find_node
+from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.constraints import node_admits
 from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
 from core.preemption.ledger import PreemptionKind
-from core.preemption.victims import may_be_victim, victim_order
+from core.preemption.victims import VictimKey, may_be_victim, victim_order
 from core.resources import Resource
 
 
@@ -139,25 +145,100 @@ def _guard(victim: Allocation, partition: Partition, taken: dict[str, Resource],
     return True
 
 
-def _plan_node(
-    partition: Partition, node: Node, ask: Allocation, victims: list[Allocation], ask_path: set[str]
-) -> list[Allocation] | None:
-    free = node.available.copy()
-    taken: dict[str, Resource] = {}
-    chosen: list[Allocation] = []
-    for victim in sorted(victims, key=victim_order):
-        if not any(free.get(name) < want for name, want in ask.resource.items() if want > 0):
+def _headroom_shortfalls(leaf: Queue, root: Queue, ask: Resource) -> dict[str, dict[str, int]]:
+    """Per queue on the ask's path, from its leaf up to the fence root, whose max the ask would pass:
+    how much of each type must be freed below it (what is being preempted there counts as freed)."""
+    out: dict[str, dict[str, int]] = {}
+    for queue in leaf.path_to_root():
+        if queue.max is not None and queue.parent is not None:
+            short = {}
+            for name, want in ask.items():
+                if want > 0 and name in queue.max:
+                    over = queue.allocated.get(name) - queue.preempting.get(name) + want - queue.max[name]
+                    if over > 0:
+                        short[name] = over
+            if short:
+                out[queue.full_name] = short
+        if queue is root:
             break
-        if not any(want > 0 and victim.resource.get(name) > 0 and free.get(name) < want
-                   for name, want in ask.resource.items()):  # fmt: skip
-            continue  # frees nothing the ask is short of
-        if not _guard(victim, partition, taken, ask_path):
-            continue
-        chosen.append(victim)
-        free.add_in_place(victim.resource)
-        for queue in partition.applications[victim.application_id].queue.path_to_root():
-            taken.setdefault(queue.full_name, Resource()).add_in_place(victim.resource)
-    return chosen if chosen and ask.resource.fits_in(free) else None
+    return out
+
+
+class _Plan:
+    """Victims chosen for one node: what they free on it, and what is still short under each max."""
+
+    def __init__(
+        self, partition: Partition, node: Node, ask: Allocation, shortfalls: dict[str, dict[str, int]]
+    ):
+        self.partition = partition
+        self.node = node
+        self.ask = ask
+        self.free = node.available.copy()
+        self.short = {q: dict(s) for q, s in shortfalls.items()}
+        self.taken: dict[str, Resource] = {}
+        self.chosen: list[Allocation] = []
+        self.ids: set[int] = set()
+
+    def node_short(self) -> bool:
+        return any(self.free.get(name) < want for name, want in self.ask.resource.items() if want > 0)
+
+    def frees_node_room(self, victim: Allocation) -> bool:
+        return victim.node_id == self.node.node_id and any(
+            want > 0 and victim.resource.get(name) > 0 and self.free.get(name) < want
+            for name, want in self.ask.resource.items()
+        )
+
+    def frees_headroom(self, victim: Allocation) -> bool:
+        paths = {q.full_name for q in self.partition.applications[victim.application_id].queue.path_to_root()}
+        return any(
+            queue in paths and victim.resource.get(name) > 0
+            for queue, short in self.short.items()
+            for name, left in short.items()
+            if left > 0
+        )
+
+    def take(self, victim: Allocation) -> None:
+        self.chosen.append(victim)
+        self.ids.add(id(victim))
+        if victim.node_id == self.node.node_id:
+            self.free.add_in_place(victim.resource)
+        for queue in self.partition.applications[victim.application_id].queue.path_to_root():
+            self.taken.setdefault(queue.full_name, Resource()).add_in_place(victim.resource)
+            short = self.short.get(queue.full_name)
+            if short:
+                for name in short:
+                    short[name] -= victim.resource.get(name)
+
+    def complete(self) -> bool:
+        return not self.node_short() and all(left <= 0 for s in self.short.values() for left in s.values())
+
+
+def _plan_node(
+    partition: Partition,
+    node: Node,
+    ask: Allocation,
+    on_node: list[Allocation],
+    everywhere: list[Allocation],
+    shortfalls: dict[str, dict[str, int]],
+    ask_path: set[str],
+) -> list[Allocation] | None:
+    plan = _Plan(partition, node, ask, shortfalls)
+    for victim in sorted(on_node, key=victim_order):  # room on the node first
+        if not plan.node_short():
+            break
+        if plan.frees_node_room(victim) and _guard(victim, partition, plan.taken, ask_path):
+            plan.take(victim)
+    if plan.node_short():
+        return None
+    if not plan.complete():  # then the maxes on the ask's path: this node's victims first
+        here = [v for v in sorted(on_node, key=victim_order) if id(v) not in plan.ids]
+        elsewhere = sorted((v for v in everywhere if v.node_id != node.node_id), key=victim_order)
+        for victim in here + elsewhere:
+            if plan.complete():
+                break
+            if plan.frees_headroom(victim) and _guard(victim, partition, plan.taken, ask_path):
+                plan.take(victim)
+    return plan.chosen if plan.chosen and plan.complete() else None
 
 
 def _reservations_give_way(partition: Partition, node: Node, ask: Allocation) -> bool:
@@ -174,16 +255,39 @@ def _reservations_give_way(partition: Partition, node: Node, ask: Allocation) ->
     return True
 
 
+def _no_plan(partition: Partition, ask: Allocation, now: float, why: str) -> bool:
+    reason = f"preemption tried, none possible: {why}"
+    if ask.note_no_preemption(reason, now):
+        partition.events.append(partition_events.no_preemption(partition.rm_id, ask, reason, now))
+    return False
+
+
 def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> bool:
-    """Try to make room for `ask` by preempting; True when victims were chosen and the node reserved."""
-    if ask.preempting or not _asking_side_allows(leaf, ask.resource):
+    """Try to make room for `ask` by preempting; True when victims were chosen and the node reserved.
+    When none could be, the ask says why (REST allocationLog) and an event records each new reason."""
+    if ask.preempting:
         return False
+    if not _asking_side_allows(leaf, ask.resource):
+        return _no_plan(partition, ask, now, "no queue on its path is below a guarantee it would stay within")
     root, frames = _ask_frames(leaf, ask.priority, ask.resource)
+    candidates = _candidates(root, leaf, frames, ask)
+    if not candidates:
+        fence = " (a preemption fence)" if root.props.preemption_policy == PREEMPTION_FENCE else ""
+        return _no_plan(
+            partition, ask, now,
+            f"no victim below {root.full_name}{fence}: none of lower or equal priority, in a queue above "
+            "its guarantee, that preemption may take",
+        )  # fmt: skip
     by_node: dict[str, list[Allocation]] = defaultdict(list)
-    for victim in _candidates(root, leaf, frames, ask):
+    for victim in candidates:
         by_node[victim.node_id].append(victim)
+    shortfalls = _headroom_shortfalls(leaf, root, ask.resource)
+    if shortfalls:  # a node with room now may be all the ask needs once the maxes allow it
+        roomy = find_node(partition, ask)
+        if roomy is not None:
+            by_node.setdefault(roomy.node_id, [])
     ask_path = {q.full_name for q in leaf.path_to_root()}
-    best: tuple[tuple[int, int, str], Node, list[Allocation]] | None = None
+    best: tuple[tuple[int, int, list[VictimKey], str], Node, list[Allocation]] | None = None
     for node_id, victims in by_node.items():
         node = partition.nodes.get(node_id)
         if node is None or not node.schedulable or not node.fits_capacity(ask.resource):
@@ -192,15 +296,26 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
             continue
         if not ask.constraints.is_empty and not node_admits(node.node_id, node.traits, ask.constraints):
             continue
-        plan = _plan_node(partition, node, ask, victims, ask_path)
+        plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path)
         if plan is None:
             continue
-        score = (len(plan), sum(sum(v.resource.values()) for v in plan), node_id)
+        # Fewest victims, then the least taken, then the most preferred victims, then the node's name.
+        score = (
+            len(plan),
+            sum(sum(v.resource.values()) for v in plan),
+            sorted(map(victim_order, plan)),
+            node_id,
+        )
         if best is None or score < best[0]:
             best = (score, node, plan)
     if best is None:
-        return False
+        return _no_plan(
+            partition, ask, now,
+            "no plan: taking victims would push their queues below their guarantees, or would still leave "
+            "no node that admits the ask with room under every max on its path",
+        )  # fmt: skip
     _, node, plan = best
+    ask.preemption_reason, ask.preemption_count = "", 0  # it found a plan: an older "none" no longer holds
     if ask.ref in partition.reservations:
         partition.reservations.release(ask.ref)
     for other in [r for r in node.reservations if r != ask.ref]:

@@ -18,7 +18,10 @@ def may_be_victim(alloc: Allocation) -> bool:
     )
 
 
-def victim_order(alloc: Allocation) -> tuple[bool, bool, int, bool, float, int]:
+VictimKey = tuple[bool, bool, int, bool, float, int]
+
+
+def victim_order(alloc: Allocation) -> VictimKey:
     """Preferred victims first: those that allow preemption, then not originators, then lower
     priority; at one priority a gang's placeholder before a real task (it holds room but runs no
     work), then the youngest, then the smallest."""

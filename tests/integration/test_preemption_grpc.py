@@ -255,3 +255,46 @@ async def test_a_queue_with_preemption_disabled_gives_no_victims(
     await _fill(client, "starved", 1)
     await left_pending(client, rest_url, "starved", "starved-0")
     assert preempted(client) == []
+
+
+PARENT_MAX = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: parent
+            resources: {max: {vcore: 10}}
+            queues:
+              - name: leaf1
+                resources: {guaranteed: {vcore: 5}}
+                properties: {preemption.delay: 1s}
+              - name: leaf2
+                resources: {guaranteed: {vcore: 5}}
+                properties: {preemption.delay: 1s}
+"""
+FIVE_CORES = {"vcore": 5_000}
+
+
+async def test_an_ask_blocked_only_by_its_parents_max_preempts_one_allocation_and_runs(
+    client: RecordingClient,
+) -> None:
+    """YuniKorn's TestPreemption shape with room on both nodes: only the parent's max blocks leaf2."""
+    await client.register(config=PARENT_MAX)
+    for name in ("n1", "n2"):
+        await client.add_node(name, {"vcore": 20_000})
+    await client.wait_nodes_answered(2)
+    await _apps(client, {"one": "root.parent.leaf1", "two": "root.parent.leaf2"})
+    await client.asks(
+        messages.ask("one", f"one-{i}", FIVE_CORES, tags={"creationTime": str(LONG_AGO + i)})
+        for i in range(2)
+    )
+    await client.wait_allocations(2)
+    await client.asks([messages.ask("two", "want", FIVE_CORES, tags={"creationTime": str(LONG_AGO + 5)})])
+    await client.wait_for(lambda: bool(preempted(client)), timeout=15, what="a preemption")
+    await confirm(client, preempted(client))
+    await client.wait_for(lambda: "want" in client.seen.allocations, timeout=15, what="leaf2's ask placed")
+    await client.barrier()
+    assert [r.allocationKey for r in preempted(client)] == ["one-1"]  # exactly one, the youngest
+    assert sorted(client.seen.allocations) == ["one-0", "want"]

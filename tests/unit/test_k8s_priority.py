@@ -82,3 +82,15 @@ def test_the_allow_preemption_annotation_protects_a_class(resolver: PriorityReso
     assert resolver.resolve(_pod(priorityClassName="protected")).allow_preempt_self is False
     assert resolver.resolve(_pod(priorityClassName="high")).allow_preempt_self is True
     assert resolver.resolve(_pod()).allow_preempt_self is True
+
+
+def test_the_pods_own_allow_preemption_annotation_wins_over_its_class(resolver: PriorityResolver) -> None:
+    def annotated(allow: str, **spec: Any) -> dict[str, Any]:
+        made = _pod(**spec)
+        made["metadata"]["annotations"] = {"yunikorn.apache.org/allow-preemption": allow}
+        return made
+
+    assert resolver.resolve(annotated("false", priorityClassName="high")).allow_preempt_self is False
+    assert resolver.resolve(annotated("false")).allow_preempt_self is False  # no class at all
+    assert resolver.resolve(annotated("true", priorityClassName="protected")).allow_preempt_self is True
+    assert resolver.resolve(annotated("FALSE", priorityClassName="high")).allow_preempt_self is False

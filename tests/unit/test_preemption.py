@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from core.commands import ReleaseRequest, UpdateAllocations
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
+from core.objects.constraints import TAG_NODE_SELECTOR
 from core.resources import Resource
 from core.results import Termination
+from core.state import ask_info
 from tests.unit.domain_helpers import Cluster
 
 TENANTS = """
@@ -151,8 +153,11 @@ def test_an_ordinary_reservation_gives_way_to_a_preempting_ask() -> None:
     c.clock.advance(3)
     c.schedule()
     assert c.partition.reservations == {("c", "waits"): "n1"}
-    _ask(c, "a", "want", 20)  # below its guarantee: one victim on n1 or n2 makes room; n1 by name
-    assert len(_run(c)) == 1
+    allocations = c.partition.applications["c"].allocations
+    assert (allocations["c6"].node_id, allocations["c7"].node_id) == ("n1", "n2")
+    allocations["c7"].allow_preempt_self = False  # the most preferred victim is then c6, on n1
+    _ask(c, "a", "want", 20)  # below its guarantee: one victim on n1 or n2 makes room
+    assert _run(c) == [("c", "c6")]  # the most preferred victim decides the node: the reserved n1
     # The preempting ask holds n1; the waiting one reserved the other node in the same cycle.
     assert c.partition.reservations == {("a", "want"): "n1", ("c", "waits"): "n2"}
 
@@ -191,3 +196,144 @@ def test_required_node_preemption_takes_several_in_order_until_the_ask_fits() ->
         ("c", "origin"),
         ("c", "no-preempt"),
     ]
+
+
+PARENT_MAX = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: top
+            resources: {max: {vcore: %(top)s}}
+            queues:
+              - name: parent
+%(parent)s                queues:
+                  - name: leaf1
+                    resources: {guaranteed: {vcore: 5}}
+                    properties: {preemption.delay: 1s}
+                  - name: leaf2
+                    resources: {guaranteed: {vcore: 5}}
+                    properties: {preemption.delay: 1s}
+"""
+
+
+CORE = 1000  # vcore in milli-cores, as the configuration's "5" means 5 cores
+
+
+def _parent_max_shape(spread: bool, parent_max: bool = True, top: int = 100) -> Cluster:
+    """YuniKorn's TestPreemption shape on roomy nodes: leaf1 runs 2 x 5 vcore, a max above blocks."""
+    parent = "                resources: {max: {vcore: 10}}\n" if parent_max else ""
+    c = Cluster(PARENT_MAX % {"parent": parent, "top": top})
+    c.node("n1", {"vcore": 20 * CORE})
+    c.node("n2", {"vcore": 20 * CORE})
+    c.app("one", "root.top.parent.leaf1")
+    c.app("two", "root.top.parent.leaf2")
+    for i in range(2):
+        node = ("n1", "n2")[i] if spread else "n1"
+        running = Allocation(f"one{i}", "one", c.pname(), Resource({"vcore": 5 * CORE}), node_id=node)
+        c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(running,)))
+        c.clock.advance(0.01)
+    c.ctx.drain_results()
+    return c
+
+
+def _vcore_ask(c: Cluster, app: str, key: str, vcore: int) -> None:
+    ask = Allocation(key, app, c.pname(), Resource({"vcore": vcore * CORE}), allow_preempt_other=True)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+
+
+def _confirm_and_place(c: Cluster, victims: list[tuple[str, str]]) -> list[str]:
+    for app, key in victims:
+        release = ReleaseRequest(c.pname(), app, key, termination=Termination.PREEMPTED_BY_SCHEDULER)
+        c.ctx.apply(UpdateAllocations(c.rm_id, releases=(release,)))
+    c.schedule()
+    return [a.key for b in c.ctx.drain_results() for a in b.new_allocations]
+
+
+def test_an_ask_blocked_only_by_a_parents_max_preempts_exactly_one_victim_on_one_node_or_two() -> None:
+    for spread in (False, True):
+        c = _parent_max_shape(spread)
+        _vcore_ask(c, "two", "want", 5)
+        victims = _run(c)
+        assert len(victims) == 1 and victims[0][0] == "one", (spread, victims)
+        assert _confirm_and_place(c, victims) == ["want"]
+        leaf1 = c.partition.find_queue("root.top.parent.leaf1")
+        assert leaf1 is not None and leaf1.allocated.get("vcore") == 5 * CORE  # back at its guarantee
+
+
+def test_an_ask_blocked_by_a_grandparents_max_preempts_below_it() -> None:
+    c = _parent_max_shape(spread=True, parent_max=False, top=10)
+    _vcore_ask(c, "two", "want", 5)
+    victims = _run(c)
+    assert len(victims) == 1 and victims[0][0] == "one"
+    assert _confirm_and_place(c, victims) == ["want"]
+
+
+def test_no_preemption_for_a_max_when_no_node_would_admit_the_ask() -> None:
+    c = _parent_max_shape(spread=True)
+    ask = Allocation(
+        "want", "two", c.pname(), Resource({"vcore": 5 * CORE}), allow_preempt_other=True,
+        tags={TAG_REQUIRED_NODE: "n3"},  # a node that does not exist: nowhere it could then run
+    )  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    assert _run(c) == []
+
+
+def test_when_preemption_finds_no_plan_the_ask_says_why_and_one_event_records_it() -> None:
+    c = _cluster()
+    _fill(c, "c", 10)
+    picky = Allocation(
+        "picky", "a", c.pname(), Resource({"memory": 20}), allow_preempt_other=True,
+        tags={TAG_NODE_SELECTOR: '{"zone": "nowhere"}'},  # no node would take it, victims or not
+    )  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(picky,)))
+    for _ in range(3):
+        assert _run(c) == []
+    ask = c.partition.applications["a"].asks["picky"]
+    assert ask.preemption_reason.startswith("preemption tried, none possible: no plan")
+    assert ask.preemption_count == 3
+    events = [e for e in c.ctx.events if e.object_id == "picky" and "preemption tried" in e.message]
+    assert len(events) == 1  # once per reason, not per cycle
+    log = [entry["message"] for entry in ask_info(c.partition, ask)["allocationLog"]]
+    assert len(log) == 2 and log[1] == ask.preemption_reason  # beside why it is pending
+
+
+def test_an_ask_that_would_pass_its_guarantee_says_so() -> None:
+    c = _cluster()
+    _fill(c, "c", 10)
+    _ask(c, "a", "huge", 80)  # root.a is guaranteed 60
+    assert _run(c) == []
+    reason = c.partition.applications["a"].asks["huge"].preemption_reason
+    assert reason.endswith("no queue on its path is below a guarantee it would stay within")
+
+
+def test_no_victim_inside_a_fence_is_named_as_such() -> None:
+    c = Cluster(FENCED)
+    c.node("n1", {"memory": 100})
+    for app, queue in (("big", "root.big"), ("in", "root.fenced.inside")):
+        c.app(app, queue)
+    _fill(c, "big", 10)  # root.big holds the node; the ask inside the fence may not look outside it
+    _ask(c, "in", "inside", 20)
+    assert _run(c) == []
+    reason = c.partition.applications["in"].asks["inside"].preemption_reason
+    assert "no victim below root.fenced (a preemption fence)" in reason
+
+
+FENCED = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: big
+          - name: fenced
+            properties: {preemption.policy: fence}
+            resources: {guaranteed: {memory: 50}}
+            queues:
+              - name: inside
+                resources: {guaranteed: {memory: 50}}
+                properties: {preemption.delay: 1s}
+"""
