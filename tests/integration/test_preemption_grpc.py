@@ -264,33 +264,40 @@ partitions:
       - name: root
         submitacl: "*"
         queues:
-          - name: parent
-            resources: {max: {vcore: 10}}
+          - name: top
+            resources: {max: {vcore: %(top)s}}
             queues:
-              - name: leaf1
-                resources: {guaranteed: {vcore: 5}}
-                properties: {preemption.delay: 1s}
-              - name: leaf2
-                resources: {guaranteed: {vcore: 5}}
-                properties: {preemption.delay: 1s}
+              - name: parent
+%(parent)s                queues:
+                  - name: leaf1
+                    resources: {guaranteed: {vcore: 5}}
+                    properties: {preemption.delay: 1s}
+                  - name: leaf2
+                    resources: {guaranteed: {vcore: 5}}
+                    properties: {preemption.delay: 1s}
 """
 FIVE_CORES = {"vcore": 5_000}
+ZONE_A = {"kubernetes.io/label/zone": "a"}
 
 
-async def test_an_ask_blocked_only_by_its_parents_max_preempts_one_allocation_and_runs(
-    client: RecordingClient,
+async def _leaf1_runs_two(
+    client: RecordingClient, nodes: tuple[str, str], parent_max: bool = True, top: int = 100
 ) -> None:
-    """YuniKorn's TestPreemption shape with room on both nodes: only the parent's max blocks leaf2."""
-    await client.register(config=PARENT_MAX)
-    for name in ("n1", "n2"):
-        await client.add_node(name, {"vcore": 20_000})
+    """YuniKorn's TestPreemption shape on two roomy nodes (zone a): leaf1 runs 2 x 5 vcore, placed on
+    `nodes` (as an RM reports running tasks), and a max above leaf2 blocks its ask."""
+    parent = "                resources: {max: {vcore: 10}}\n" if parent_max else ""
+    await client.register(config=PARENT_MAX % {"parent": parent, "top": top})
+    await client.add_nodes(*(messages.node(n, {"vcore": 20_000}, attributes=ZONE_A) for n in ("n1", "n2")))
     await client.wait_nodes_answered(2)
-    await _apps(client, {"one": "root.parent.leaf1", "two": "root.parent.leaf2"})
+    await _apps(client, {"one": "root.top.parent.leaf1", "two": "root.top.parent.leaf2"})
     await client.asks(
-        messages.ask("one", f"one-{i}", FIVE_CORES, tags={"creationTime": str(LONG_AGO + i)})
-        for i in range(2)
+        messages.ask("one", f"one-{i}", FIVE_CORES, node_id=node, tags={"creationTime": str(LONG_AGO + i)})
+        for i, node in enumerate(nodes)
     )
-    await client.wait_allocations(2)
+    await client.wait_allocations(2)  # each reported allocation is confirmed
+
+
+async def _preempts_one_and_places(client: RecordingClient) -> None:
     await client.asks([messages.ask("two", "want", FIVE_CORES, tags={"creationTime": str(LONG_AGO + 5)})])
     await client.wait_for(lambda: bool(preempted(client)), timeout=15, what="a preemption")
     await confirm(client, preempted(client))
@@ -298,3 +305,37 @@ async def test_an_ask_blocked_only_by_its_parents_max_preempts_one_allocation_an
     await client.barrier()
     assert [r.allocationKey for r in preempted(client)] == ["one-1"]  # exactly one, the youngest
     assert sorted(client.seen.allocations) == ["one-0", "want"]
+
+
+async def test_an_ask_blocked_only_by_its_parents_max_preempts_one_allocation_on_one_node(
+    client: RecordingClient,
+) -> None:
+    await _leaf1_runs_two(client, ("n1", "n1"))
+    await _preempts_one_and_places(client)
+
+
+async def test_an_ask_blocked_only_by_its_parents_max_preempts_one_allocation_on_two_nodes(
+    client: RecordingClient,
+) -> None:
+    await _leaf1_runs_two(client, ("n1", "n2"))
+    await _preempts_one_and_places(client)
+
+
+async def test_an_ask_blocked_by_a_grandparents_max_preempts_below_it(client: RecordingClient) -> None:
+    await _leaf1_runs_two(client, ("n1", "n2"), parent_max=False, top=10)
+    await _preempts_one_and_places(client)
+
+
+async def test_no_preemption_when_no_node_would_admit_the_ask(client: RecordingClient, rest_url: str) -> None:
+    await _leaf1_runs_two(client, ("n1", "n2"))
+    picky = messages.ask(
+        "two", "picky", FIVE_CORES,
+        tags={"creationTime": str(LONG_AGO + 5), "pykorn.io/node-selector": '{"zone": "b"}'},
+    )  # fmt: skip
+    await client.asks([picky])
+    await left_pending(client, rest_url, "two", "picky")
+    assert preempted(client) == []
+    async with aiohttp.ClientSession() as session:
+        body = await get_json(session, f"{partition_url(rest_url, client.rm_id)}/application/two")
+    log = [entry["message"] for entry in (pending_request(body, "picky") or {})["allocationLog"]]
+    assert any(m.startswith("preemption tried, none possible: no plan") for m in log), log

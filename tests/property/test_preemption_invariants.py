@@ -5,7 +5,10 @@ After every step:
 - no queue was pushed below its guarantee by a preemption (checked the moment victims are chosen);
 - every preempted allocation was released to its RM exactly once, and its room stays counted as
   `preempting` on its queues until the RM confirms;
-- no node is over its capacity; no ask is allocated twice.
+- no node is over its capacity, no queue over its max; no ask is allocated twice.
+
+The second machine runs the same traffic under a parent with a max on two roomy nodes, so that the
+parent's max, not node room, is what blocks an ask and what preemption must make room under.
 """
 
 from __future__ import annotations
@@ -40,14 +43,40 @@ partitions:
 LEAVES = ("root.a", "root.b", "root.c")
 
 
+PARENT_MAX = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: p
+            resources: {max: {memory: 100}}
+            queues:
+              - name: a
+                resources: {guaranteed: {memory: 60}}
+                properties: {preemption.delay: 1ms}
+              - name: b
+                resources: {guaranteed: {memory: 40}}
+                properties: {preemption.delay: 1ms}
+              - name: c
+                properties: {preemption.delay: 1ms}
+"""
+
+
 class PreemptionMachine(RuleBasedStateMachine):
+    config = CONFIG
+    leaves = LEAVES
+    nodes = {"n0": 100}  # one node: the cluster fills quickly and preemption matters
+
     def __init__(self) -> None:
         super().__init__()
-        self.c = Cluster(CONFIG)
+        self.c = Cluster(self.config)
         self.apps: list[str] = []
         self.state: dict[tuple[str, str], str] = {}  # pending | allocated | preempting | gone
         self.counter = 0
-        self.c.node("n0", {"memory": 100})  # one node: the cluster fills quickly and preemption matters
+        for node_id, memory in self.nodes.items():
+            self.c.node(node_id, {"memory": memory})
         self.c.ctx.drain_results()
 
     def _sync(self) -> None:
@@ -73,11 +102,11 @@ class PreemptionMachine(RuleBasedStateMachine):
                 left = queue.allocated.get(name) - queue.preempting.get(name)
                 assert left >= guaranteed, f"{queue.full_name} pushed to {left} {name}, below {guaranteed}"
 
-    @rule(queue=st.sampled_from(LEAVES))
-    def add_app(self, queue: str) -> None:
+    @rule(queue=st.integers(0, len(LEAVES) - 1))
+    def add_app(self, queue: int) -> None:
         self.counter += 1
         app_id = f"app{self.counter}"
-        self.c.app(app_id, queue)
+        self.c.app(app_id, self.leaves[queue])
         self.apps.append(app_id)
         self._sync()
 
@@ -97,6 +126,21 @@ class PreemptionMachine(RuleBasedStateMachine):
         )  # fmt: skip
         self.c.ctx.apply(UpdateAllocations(self.c.rm_id, allocations=(ask,)))
         self.state[ask.ref] = "pending"
+        self._sync()
+
+    @precondition(lambda self: self.apps)
+    @rule(data=st.data(), count=st.integers(3, 6))
+    def a_burst_that_fills_a_queue(self, data: st.DataObject, count: int) -> None:
+        """Several asks of one application at once (that may not preempt): a queue taking the room
+        that the other queues' asks then want back."""
+        app_id = data.draw(st.sampled_from(self.apps))
+        asks = []
+        for _ in range(count):
+            self.counter += 1
+            asks.append(Allocation(f"k{self.counter}", app_id, self.c.pname(), Resource({"memory": 20}),
+                                   allow_preempt_other=False, allow_preempt_self=True))  # fmt: skip
+            self.state[asks[-1].ref] = "pending"
+        self.c.ctx.apply(UpdateAllocations(self.c.rm_id, allocations=tuple(asks)))
         self._sync()
 
     @rule(seconds=st.floats(0.0, 3.0))
@@ -150,10 +194,24 @@ class PreemptionMachine(RuleBasedStateMachine):
         assert releasing == {r for r, s in self.state.items() if s == "preempting"}
 
     @invariant()
-    def no_node_over_capacity(self) -> None:
+    def no_node_over_capacity_and_no_queue_over_its_max(self) -> None:
         for node in self.c.partition.nodes.values():
             assert (node.allocated + node.occupied).fits_in(node.capacity), node.node_id
+        for queue in self.c.partition.queues.values():
+            if queue.max is not None and queue.parent is not None:
+                assert queue.allocated.fits_in_limit(queue.max), queue.full_name
 
+
+class ParentMaxMachine(PreemptionMachine):
+    config = PARENT_MAX
+    leaves = ("root.p.a", "root.p.b", "root.p.c")
+    nodes = {"n0": 100, "n1": 100}  # room on the nodes: the parent's max is what blocks
+
+
+ParentMaxMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestParentMax = ParentMaxMachine.TestCase
 
 PreemptionMachine.TestCase.settings = settings(
     max_examples=200, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
