@@ -20,6 +20,7 @@ from rmclient import messages
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import get_json, partition_url, pending_request
 from tests.recording_client import RecordingClient
+from tests.unit.test_preemption import PARENT_MAX  # YuniKorn's TestPreemption queues, one max above
 
 SLOT = {"memory": 1_000, "vcore": 100}
 NODE4 = {"memory": 4_000, "vcore": 400}
@@ -257,25 +258,6 @@ async def test_a_queue_with_preemption_disabled_gives_no_victims(
     assert preempted(client) == []
 
 
-PARENT_MAX = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: top
-            resources: {max: {vcore: %(top)s}}
-            queues:
-              - name: parent
-%(parent)s                queues:
-                  - name: leaf1
-                    resources: {guaranteed: {vcore: 5}}
-                    properties: {preemption.delay: 1s}
-                  - name: leaf2
-                    resources: {guaranteed: {vcore: 5}}
-                    properties: {preemption.delay: 1s}
-"""
 FIVE_CORES = {"vcore": 5_000}
 ZONE_A = {"kubernetes.io/label/zone": "a"}
 
