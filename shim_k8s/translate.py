@@ -34,6 +34,7 @@ ATTR_TAINTS = "pykorn.io/taints"
 ATTR_HOSTNAME = "si/hostname"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
 PLACEHOLDER = "yunikorn.apache.org/placeholder"
+APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # an application tag: the core counts timeouts from it
 RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}
 
 
@@ -203,7 +204,7 @@ def application_request(
         request.executionTimeoutMilliSeconds = placeholder_timeout_seconds * 1000
         created = creation_time(pod)
         if created:
-            request.tags["yunikorn.apache.org/creationTime"] = str(created)
+            request.tags[APP_CREATION_TIME] = str(created)
     return request
 
 

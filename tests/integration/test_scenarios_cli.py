@@ -62,9 +62,7 @@ def test_the_demo_runs_reports_and_plots(tmp_path: Path) -> None:
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
 
 
-GANG_TIMEOUT = """\
-name: gang-timeout
-speed: 1
+ML_QUEUES = """\
 queues:
   partitions:
     - name: default
@@ -73,6 +71,14 @@ queues:
           submitacl: "*"
           queues:
             - name: ml
+"""
+GANG_TIMEOUT = (
+    """\
+name: gang-timeout
+speed: 1
+"""
+    + ML_QUEUES
+    + """\
 nodes:
   - {id: n1, resources: {memory: 4Gi, vcore: 4}}
 applications:
@@ -89,6 +95,7 @@ expect:
   - every_task_finished: true
   - no_rejections: true
 """
+)
 
 
 def test_a_gang_that_cannot_fit_times_out_and_its_tasks_then_run_alone(tmp_path: Path) -> None:
@@ -103,17 +110,13 @@ def test_a_gang_that_cannot_fit_times_out_and_its_tasks_then_run_alone(tmp_path:
     assert report["tasks"]["finished"] == 2
 
 
-GANG_NODE_GONE = """\
+GANG_NODE_GONE = (
+    """\
 name: gang-node-gone
 speed: 4
-queues:
-  partitions:
-    - name: default
-      queues:
-        - name: root
-          submitacl: "*"
-          queues:
-            - name: ml
+"""
+    + ML_QUEUES
+    + """\
 nodes:
   - {count: 2, prefix: node, resources: {memory: 4Gi, vcore: 2}}
 applications:
@@ -131,6 +134,7 @@ expect:
   - every_task_finished: true
   - no_rejections: true
 """
+)
 
 
 def test_placeholders_lost_with_their_node_are_not_confirmed_back(tmp_path: Path) -> None:

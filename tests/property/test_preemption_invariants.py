@@ -13,6 +13,8 @@ parent's max, not node room, is what blocks an ask and what preemption must make
 
 from __future__ import annotations
 
+import textwrap
+
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -43,25 +45,12 @@ partitions:
 LEAVES = ("root.a", "root.b", "root.c")
 
 
-PARENT_MAX = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: p
-            resources: {max: {memory: 100}}
-            queues:
-              - name: a
-                resources: {guaranteed: {memory: 60}}
-                properties: {preemption.delay: 1ms}
-              - name: b
-                resources: {guaranteed: {memory: 40}}
-                properties: {preemption.delay: 1ms}
-              - name: c
-                properties: {preemption.delay: 1ms}
-"""
+# The same three leaves under a parent with a max.
+_HEAD, _LEAVES = CONFIG.split("        queues:\n", 1)
+PARENT_MAX = (
+    _HEAD + "        queues:\n          - name: p\n            resources: {max: {memory: 100}}\n"
+    "            queues:\n" + textwrap.indent(_LEAVES, "    ")
+)
 
 
 class PreemptionMachine(RuleBasedStateMachine):
