@@ -87,7 +87,7 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
         if (
             not _may_allocate(partition, app, now)
             or partition.user_groups.resource_block(app, ask.resource) is not None
-            or not app.queue.fits_headroom(ask.resource, include_root=not ask.required_node)
+            or not app.queue.fits_headroom(ask.resource, not ask.required_node, ask.held)
         ):
             continue
         node = partition.nodes[node_id]
@@ -233,13 +233,17 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
         placed = False
         blocked = partition.user_groups.resource_block(app, ask.resource)
         if blocked is not None:
-            # A user's or group's limit is no reason to preempt anyone: the ask waits for its own work.
+            # Only that user's (group's) own allocations elsewhere can make room under its limit: the
+            # plan counts those alone for it (inter_queue).
             _note_user_limit(partition, ask, blocked, now)
+            if preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
+                preemption_attempts -= 1
+                inter_queue.preempt_for(partition, leaf, ask, now)
         elif ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
             ask.note_pending(f"reserved node {node_id}, waiting for room there", now)
         else:
-            if leaf.fits_headroom(ask.resource, include_root=not ask.required_node):
+            if leaf.fits_headroom(ask.resource, not ask.required_node, ask.held):
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
                 else:
@@ -311,13 +315,14 @@ def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now:
 
 
 def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:
-    found = leaf.headroom_shortfall(ask.resource, include_root=not ask.required_node)
+    found = leaf.headroom_shortfall(ask.resource, not ask.required_node, ask.held)
     if found is None:
         return
     queue, short = found
     limit = queue.max
     assert limit is not None  # a shortfall is always against a max
-    room = {k: max(0, limit[k] - queue.allocated.get(k)) for k in short}
+    used = queue.committed(ask.resource if ask.held else None) if queue.held else queue.allocated
+    room = {k: max(0, limit[k] - used.get(k)) for k in short}
     what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
     ask.note_pending(f"over {what}: asks {short}, room left {room}", now)
 

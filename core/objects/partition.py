@@ -346,6 +346,8 @@ class Partition:
                 app.gang.pending_real -= 1
             app.queue.remove_pending(ask.resource)
             self.reservations.release(ask.ref)
+            if ask.held:
+                self.drop_hold(ask)
             priority.update_application(app)
         return ask
 
@@ -433,10 +435,19 @@ class Partition:
             self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind)
         self.preemption.for_ask(ask.ref, victims)
         ask.preempting = True
+        if not ask.held:  # the headroom the victims free is the ask's until it is placed or removed
+            ask.held = True
+            self.applications[ask.application_id].queue.add_held(ask.resource)
         self.log.info(
             "preempting", applicationID=ask.application_id, allocationKey=ask.key,
             victims=[f"{v.application_id}/{v.key}" for v in victims],
         )  # fmt: skip
+
+    def drop_hold(self, ask: Allocation) -> None:
+        """Give back the headroom held for the ask (it was placed, went, or looks for victims again)."""
+        if ask.held:
+            ask.held = False
+            self.applications[ask.application_id].queue.remove_held(ask.resource)
 
     def _mark_victim(self, victim: Allocation, why: str, now: float, kind: PreemptionKind) -> None:
         self.preemption.chosen(victim, why, kind)

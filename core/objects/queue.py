@@ -62,6 +62,9 @@ class Queue:
         self.preempting = (
             Resource()
         )  # allocated, but being released by preemption (still counted in allocated)
+        # Headroom kept for preempting asks, this queue and below: the room their victims free is
+        # theirs, so another ask must fit both now and once they are all placed (see committed).
+        self.held = Resource()
         self.running_apps = 0  # applications counted against maxapplications, this queue and below
         # Quota enforcement (core.preemption.quota): when the timer started, the victims of a run in
         # progress, and the last run's outcome (for the REST API).
@@ -101,8 +104,9 @@ class Queue:
             if queue.max is None:
                 continue
             room = room if room is not None else {}
+            used = queue.committed() if queue.held else queue.allocated
             for name, limit in queue.max.items():
-                free = limit - queue.allocated.get(name)
+                free = limit - used.get(name)
                 room[name] = min(room[name], free) if name in room else free
         return Resource(room) if room is not None else None
 
@@ -117,17 +121,18 @@ class Queue:
                 out[name] = min(out[name], limit) if name in out else limit
         return Resource(out) if out is not None else None
 
-    def fits_headroom(self, resource: Resource, include_root: bool = True) -> bool:
+    def fits_headroom(self, resource: Resource, include_root: bool = True, own_hold: bool = False) -> bool:
         """Whether the ask fits under every max on the path, for the types the ask needs.
 
         Only the ask's types count: a queue over its max in memory (after a max was lowered) still
         takes an ask that needs no memory. Root's max is the cluster's capacity; an ask bound to one
-        node skips it (`include_root=False`), as its node's room is what decides.
+        node skips it (`include_root=False`), as its node's room is what decides. Headroom held for
+        preempting asks counts as used, except the ask's own (`own_hold`: it is in `held`).
         """
-        return self.headroom_shortfall(resource, include_root) is None
+        return self.headroom_shortfall(resource, include_root, own_hold) is None
 
     def headroom_shortfall(
-        self, resource: Resource, include_root: bool = True
+        self, resource: Resource, include_root: bool = True, own_hold: bool = False
     ) -> tuple[Queue, dict[str, int]] | None:
         """The nearest queue on the path whose max the ask would exceed, and the ask's quantities of
         the types that do not fit there; None when it fits everywhere (see fits_headroom)."""
@@ -137,15 +142,25 @@ class Queue:
             limit = queue.max
             if limit is None:
                 continue
-            allocated = queue.allocated
+            used = queue.committed(resource if own_hold else None) if queue.held else queue.allocated
             for name, want in resource.items():
-                if want > 0 and name in limit and allocated.get(name) + want > limit[name]:
+                if want > 0 and name in limit and used.get(name) + want > limit[name]:
                     short = {
                         k: v for k, v in resource.items()
-                        if v > 0 and k in limit and allocated.get(k) + v > limit[k]
+                        if v > 0 and k in limit and used.get(k) + v > limit[k]
                     }  # fmt: skip
                     return queue, short
         return None
+
+    def committed(self, own: Resource | None = None) -> Resource:
+        """What counts as used against this queue's max while asks are held: the allocations, plus
+        whatever of the held asks (but `own`, the asking one's) the victims being released here do
+        not free. So a new allocation fits now, with the victims still running, and also once they
+        are gone and the held asks placed."""
+        extra = self.held - self.preempting
+        if own is not None:
+            extra = extra - own
+        return self.allocated + {k: v for k, v in extra.items() if v > 0}
 
     def can_run_another_app(self) -> bool:
         """Whether maxapplications, here and on every ancestor, leaves room for one more running app."""
@@ -176,6 +191,20 @@ class Queue:
         queue: Queue | None = self
         while queue is not None:
             queue.preempting.sub_in_place(delta)
+            queue = queue.parent
+
+    def add_held(self, delta: Resource) -> None:
+        queue: Queue | None = self
+        while queue is not None:
+            queue.held.add_in_place(delta)
+            queue = queue.parent
+
+    def remove_held(self, delta: Resource) -> None:
+        queue: Queue | None = self
+        while queue is not None:
+            queue.held.sub_in_place(delta)
+            if queue.held.is_zero():
+                queue.held = Resource()  # empty again, so the headroom check skips it
             queue = queue.parent
 
     def add_pending(self, delta: Resource) -> None:

@@ -31,6 +31,9 @@ from core.objects.queue import Queue
 from core.preemption.ledger import PreemptionKind
 from core.preemption.victims import VictimKey, may_be_victim, victim_order
 from core.resources import Resource
+from core.ugm.tracker import Key as LimitKey
+
+BlockKey = str | LimitKey  # a queue on the ask's path (its max), or a user's or group's limit there
 
 
 def _lift(queue: Queue, value: int) -> int:
@@ -46,7 +49,8 @@ def _ask_frames(leaf: Queue, priority: int, ask: Resource) -> tuple[Queue, dict[
     value = priority
     while True:
         frames[queue.full_name] = value  # the ask's priority as seen inside this queue
-        exceeds_max = queue.max is not None and not (queue.allocated + ask).fits_in_limit(queue.max)
+        used = queue.committed() if queue.held else queue.allocated
+        exceeds_max = queue.max is not None and not (used + ask).fits_in_limit(queue.max)
         if queue.parent is None or queue.props.preemption_policy == PREEMPTION_FENCE or exceeds_max:
             return queue, frames
         value = _lift(queue, value)
@@ -145,16 +149,18 @@ def _guard(victim: Allocation, partition: Partition, taken: dict[str, Resource],
     return True
 
 
-def _headroom_shortfalls(leaf: Queue, root: Queue, ask: Resource) -> dict[str, dict[str, int]]:
+def _headroom_shortfalls(leaf: Queue, root: Queue, ask: Resource) -> dict[BlockKey, dict[str, int]]:
     """Per queue on the ask's path, from its leaf up to the fence root, whose max the ask would pass:
-    how much of each type must be freed below it (what is being preempted there counts as freed)."""
-    out: dict[str, dict[str, int]] = {}
+    how much of each type must be freed below it. What is being preempted there counts as freed, and
+    the asks held there (preempting, or placed once their victims are gone) as used."""
+    out: dict[BlockKey, dict[str, int]] = {}
     for queue in leaf.path_to_root():
         if queue.max is not None and queue.parent is not None:
             short = {}
             for name, want in ask.items():
                 if want > 0 and name in queue.max:
-                    over = queue.allocated.get(name) - queue.preempting.get(name) + want - queue.max[name]
+                    used = queue.allocated.get(name) - queue.preempting.get(name) + queue.held.get(name)
+                    over = used + want - queue.max[name]
                     if over > 0:
                         short[name] = over
             if short:
@@ -165,16 +171,17 @@ def _headroom_shortfalls(leaf: Queue, root: Queue, ask: Resource) -> dict[str, d
 
 
 class _Plan:
-    """Victims chosen for one node: what they free on it, and what is still short under each max."""
+    """Victims chosen for one node: what they free on it, and what is still short under each max and
+    user or group limit (a victim counts for a limit only when it is that user's or group's)."""
 
     def __init__(
-        self, partition: Partition, node: Node, ask: Allocation, shortfalls: dict[str, dict[str, int]]
+        self, partition: Partition, node: Node, ask: Allocation, shortfalls: dict[BlockKey, dict[str, int]]
     ):
         self.partition = partition
         self.node = node
         self.ask = ask
         self.free = node.available.copy()
-        self.short = {q: dict(s) for q, s in shortfalls.items()}
+        self.short = {key: dict(s) for key, s in shortfalls.items()}
         self.taken: dict[str, Resource] = {}
         self.chosen: list[Allocation] = []
         self.ids: set[int] = set()
@@ -188,12 +195,18 @@ class _Plan:
             for name, want in self.ask.resource.items()
         )
 
+    def _blocks_of(self, victim: Allocation) -> list[BlockKey]:
+        app = self.partition.applications[victim.application_id]
+        keys: list[BlockKey] = [q.full_name for q in app.queue.path_to_root()]
+        if self.partition.user_groups.table:
+            keys.extend(self.partition.user_groups.keys_of(app))
+        return keys
+
     def frees_headroom(self, victim: Allocation) -> bool:
-        paths = {q.full_name for q in self.partition.applications[victim.application_id].queue.path_to_root()}
         return any(
-            queue in paths and victim.resource.get(name) > 0
-            for queue, short in self.short.items()
-            for name, left in short.items()
+            victim.resource.get(name) > 0
+            for key in self._blocks_of(victim)
+            for name, left in self.short.get(key, {}).items()
             if left > 0
         )
 
@@ -204,7 +217,8 @@ class _Plan:
             self.free.add_in_place(victim.resource)
         for queue in self.partition.applications[victim.application_id].queue.path_to_root():
             self.taken.setdefault(queue.full_name, Resource()).add_in_place(victim.resource)
-            short = self.short.get(queue.full_name)
+        for key in self._blocks_of(victim):
+            short = self.short.get(key)
             if short:
                 for name in short:
                     short[name] -= victim.resource.get(name)
@@ -219,7 +233,7 @@ def _plan_node(
     ask: Allocation,
     on_node: list[Allocation],
     everywhere: list[Allocation],
-    shortfalls: dict[str, dict[str, int]],
+    shortfalls: dict[BlockKey, dict[str, int]],
     ask_path: set[str],
 ) -> list[Allocation] | None:
     plan = _Plan(partition, node, ask, shortfalls)
@@ -267,6 +281,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     When none could be, the ask says why (REST allocationLog) and an event records each new reason."""
     if ask.preempting:
         return False
+    partition.drop_hold(ask)  # from an earlier preemption: it looks again, with that room free
     if not _asking_side_allows(leaf, ask.resource):
         return _no_plan(partition, ask, now, "no queue on its path is below a guarantee it would stay within")
     root, frames = _ask_frames(leaf, ask.priority, ask.resource)
@@ -282,6 +297,10 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     for victim in candidates:
         by_node[victim.node_id].append(victim)
     shortfalls = _headroom_shortfalls(leaf, root, ask.resource)
+    app = partition.applications[ask.application_id]
+    if partition.user_groups.table:  # the user's and group's limits on the path, as victims of theirs free
+        for key, short in partition.user_groups.resource_shortfalls(app, ask.resource).items():
+            shortfalls[key] = short
     if shortfalls:  # a node with room now may be all the ask needs once the maxes allow it
         roomy = find_node(partition, ask)
         if roomy is not None:
@@ -312,7 +331,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
         return _no_plan(
             partition, ask, now,
             "no plan: taking victims would push their queues below their guarantees, or would still leave "
-            "no node that admits the ask with room under every max on its path",
+            "no node that admits the ask with room under every max and user or group limit on its path",
         )  # fmt: skip
     _, node, plan = best
     ask.preemption_reason, ask.preemption_count = "", 0  # it found a plan: an older "none" no longer holds

@@ -99,6 +99,28 @@ class UserGroupTracker:
                 return Block(check, wanted, room)
         return None
 
+    def resource_shortfalls(self, app: Application, resource: Resource) -> dict[Key, dict[str, int]]:
+        """Every limit on the path that `resource` more would exceed, with how much of each type must
+        be freed under it (by the same user's or group's allocations) for the ask to fit."""
+        link = self._links.get(app.app_id) or self._link(app)
+        out: dict[Key, dict[str, int]] = {}
+        for check in link.resource_checks:
+            limit = check.limit.max_resources
+            assert limit is not None
+            used = check.usage.resource
+            over = {
+                k: used.get(k) + v - limit[k] for k, v in resource.items() if v > 0 and k in limit
+            }  # fmt: skip
+            over = {k: v for k, v in over.items() if v > 0}
+            if over:
+                out[(check.kind, check.name, check.path)] = over
+        return out
+
+    def keys_of(self, app: Application) -> list[Key]:
+        """The limits `app`'s usage counts against (where a maxresources applies)."""
+        link = self._links.get(app.app_id) or self._link(app)
+        return [(c.kind, c.name, c.path) for c in link.resource_checks]
+
     def run_block(self, app: Application) -> Block | None:
         """The maxapplications limit that keeps a not yet running application from starting."""
         link = self._links.get(app.app_id) or self._link(app)

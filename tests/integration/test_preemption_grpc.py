@@ -20,7 +20,7 @@ from rmclient import messages
 from si.v1 import si_pb2
 from tests.integration.rest_helpers import get_json, partition_url, pending_request
 from tests.recording_client import RecordingClient
-from tests.unit.test_preemption import PARENT_MAX  # YuniKorn's TestPreemption queues, one max above
+from tests.unit.test_preemption import PARENT_MAX, USER_LIMIT  # PARENT_MAX: YuniKorn's TestPreemption queues
 
 SLOT = {"memory": 1_000, "vcore": 100}
 NODE4 = {"memory": 4_000, "vcore": 400}
@@ -321,3 +321,34 @@ async def test_no_preemption_when_no_node_would_admit_the_ask(client: RecordingC
         body = await get_json(session, f"{partition_url(rest_url, client.rm_id)}/application/two")
     log = [entry["message"] for entry in (pending_request(body, "picky") or {})["allocationLog"]]
     assert any(m.startswith("preemption tried, none possible: no plan") for m in log), log
+
+
+async def test_an_ask_over_its_users_limit_preempts_that_users_task_and_nobody_elses(
+    client: RecordingClient,
+) -> None:
+    await client.register(config=USER_LIMIT)  # alice may use 50 memory under root.tenants
+    await client.add_node("n1", {"memory": 200})  # roomy: only alice's limit blocks
+    await client.wait_nodes_answered(1)
+    apps = (("alice-batch", "root.tenants.batch", "alice"), ("bob-batch", "root.tenants.batch", "bob"),
+            ("alice-prod", "root.tenants.prod", "alice"))  # fmt: skip
+    await client.send_application_request(
+        si_pb2.ApplicationRequest(
+            rmID=client.rm_id, new=[messages.application(a, q, user=u) for a, q, u in apps]
+        )
+    )
+    await client.wait_apps_answered(len(apps))
+    ten = {"memory": 10}
+    await client.asks(  # alice's four first, then bob's four: bob's are the youngest
+        messages.ask(app, f"{app}-{i}", ten, tags={"creationTime": str(LONG_AGO + n * 4 + i)})
+        for n, app in enumerate(("alice-batch", "bob-batch"))
+        for i in range(4)
+    )
+    await client.wait_allocations(8)
+    await client.asks(
+        [messages.ask("alice-prod", "want", {"memory": 30}, tags={"creationTime": str(LONG_AGO + 9)})]
+    )
+    await client.wait_for(lambda: bool(preempted(client)), timeout=15, what="a preemption")
+    await client.barrier()
+    assert sorted(r.allocationKey for r in preempted(client)) == ["alice-batch-2", "alice-batch-3"]
+    await confirm(client, preempted(client))
+    await client.wait_for(lambda: "want" in client.seen.allocations, timeout=15, what="alice's ask placed")

@@ -5,7 +5,11 @@ After every step:
 - no queue was pushed below its guarantee by a preemption (checked the moment victims are chosen);
 - every preempted allocation was released to its RM exactly once, and its room stays counted as
   `preempting` on its queues until the RM confirms;
-- no node is over its capacity, no queue over its max; no ask is allocated twice.
+- no node is over its capacity, no queue over its max; no ask is allocated twice;
+- every preemption leads to its ask being placed: once no victim awaits its release, the next cycle
+  places every ask that preempted, whatever came meanwhile (new asks, bursts, finished tasks: the
+  node and the headroom its victims free are held for it). An ask may wait for another ask's victims
+  too, when their room is what it counts on under a shared max.
 
 The second machine runs the same traffic under a parent with a max on two roomy nodes, so that the
 parent's max, not node room, is what blocks an ask and what preemption must make room under.
@@ -15,9 +19,9 @@ from __future__ import annotations
 
 import textwrap
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from core.commands import ReleaseRequest, UpdateAllocations
 from core.objects.allocation import Allocation
@@ -79,6 +83,7 @@ class PreemptionMachine(RuleBasedStateMachine):
                 if rel.termination == Termination.PREEMPTED_BY_SCHEDULER:
                     assert self.state[ref] == "allocated", f"{ref} preempted while {self.state[ref]}"
                     self.state[ref] = "preempting"
+                    event("a victim chosen")
                     self._check_guarantee_kept(part.applications[ref[0]].allocations[ref[1]])
                 else:
                     assert self.state[ref] in ("allocated", "preempting")
@@ -90,6 +95,17 @@ class PreemptionMachine(RuleBasedStateMachine):
             if victim.resource.get(name) > 0:
                 left = queue.allocated.get(name) - queue.preempting.get(name)
                 assert left >= guaranteed, f"{queue.full_name} pushed to {left} {name}, below {guaranteed}"
+
+    @initialize(
+        busy=st.integers(0, len(LEAVES) - 1), tasks=st.integers(0, 10), want=st.sampled_from([0, 20, 40])
+    )
+    def start_with_one_busy_queue(self, busy: int, tasks: int, want: int) -> None:
+        """An application in every leaf, one of them running up to ten tasks of 10, and another leaf
+        asking for room (and allowed to preempt for it): preemption is a step or two away."""
+        for queue in range(len(self.leaves)):
+            self.add_app(queue)
+        self._add_asks(self.apps[busy], tasks, 10, preempts=False)
+        self._add_asks(self.apps[(busy + 1) % len(self.leaves)], want // 20, 20, preempts=True)
 
     @rule(queue=st.integers(0, len(LEAVES) - 1))
     def add_app(self, queue: int) -> None:
@@ -122,14 +138,17 @@ class PreemptionMachine(RuleBasedStateMachine):
     def a_burst_that_fills_a_queue(self, data: st.DataObject, count: int) -> None:
         """Several asks of one application at once (that may not preempt): a queue taking the room
         that the other queues' asks then want back."""
-        app_id = data.draw(st.sampled_from(self.apps))
+        self._add_asks(data.draw(st.sampled_from(self.apps)), count, 20, preempts=False)
+
+    def _add_asks(self, app_id: str, count: int, memory: int, preempts: bool) -> None:
         asks = []
         for _ in range(count):
             self.counter += 1
-            asks.append(Allocation(f"k{self.counter}", app_id, self.c.pname(), Resource({"memory": 20}),
-                                   allow_preempt_other=False, allow_preempt_self=True))  # fmt: skip
+            asks.append(Allocation(f"k{self.counter}", app_id, self.c.pname(), Resource({"memory": memory}),
+                                   allow_preempt_other=preempts, allow_preempt_self=True))  # fmt: skip
             self.state[asks[-1].ref] = "pending"
         self.c.ctx.apply(UpdateAllocations(self.c.rm_id, allocations=tuple(asks)))
+        self.c.schedule()
         self._sync()
 
     @rule(seconds=st.floats(0.0, 3.0))
@@ -138,8 +157,18 @@ class PreemptionMachine(RuleBasedStateMachine):
 
     @rule()
     def schedule(self) -> None:
+        settled = "preempting" not in self.state.values()
+        held = [
+            ask.ref for app in self.c.partition.applications.values() for ask in app.asks.values() if ask.held
+        ]
         self.c.schedule()
         self._sync()
+        if settled:
+            for ref in held:
+                assert self.state[ref] == "allocated", (
+                    f"{ref} preempted, its victims are gone, it is not placed"
+                )
+                event("a preempting ask placed once the victims were gone")
 
     @precondition(lambda self: any(s == "preempting" for s in self.state.values()))
     @rule(data=st.data())
@@ -152,6 +181,27 @@ class PreemptionMachine(RuleBasedStateMachine):
     def a_task_finishes(self, data: st.DataObject) -> None:
         ref = data.draw(st.sampled_from(sorted(r for r, s in self.state.items() if s == "allocated")))
         self._release(ref)
+
+    @precondition(lambda self: any(s == "preempting" for s in self.state.values()))
+    @rule(data=st.data(), memory=st.sampled_from([10, 20]))
+    def a_small_ask_while_victims_are_released(self, data: st.DataObject, memory: int) -> None:
+        """Room that is free now, with the victims still running, but is the preempting ask's once
+        they are gone: an ask arriving meanwhile must not take it."""
+        app_id = data.draw(st.sampled_from(self.apps))
+        self.counter += 1
+        ask = Allocation(f"k{self.counter}", app_id, self.c.pname(), Resource({"memory": memory}))
+        self.c.ctx.apply(UpdateAllocations(self.c.rm_id, allocations=(ask,)))
+        self.state[ask.ref] = "pending"
+        self.c.schedule()
+        self._sync()
+
+    @precondition(lambda self: any(s == "preempting" for s in self.state.values()))
+    @rule()
+    def rm_confirms_every_preemption_then_schedules(self) -> None:
+        """The RM catches up: every victim released, then a cycle (which must place what preempted)."""
+        for ref in sorted(r for r, s in self.state.items() if s == "preempting"):
+            self._release(ref)
+        self.schedule()
 
     def _release(self, ref: tuple[str, str]) -> None:
         self.c.ctx.apply(UpdateAllocations(self.c.rm_id, releases=(ReleaseRequest(self.c.pname(), *ref),)))
@@ -183,6 +233,16 @@ class PreemptionMachine(RuleBasedStateMachine):
         assert releasing == {r for r, s in self.state.items() if s == "preempting"}
 
     @invariant()
+    def held_is_what_the_pending_preempting_asks_hold(self) -> None:
+        part = self.c.partition
+        for queue in part.queues.values():
+            asks = (
+                ask for app in part.applications.values() if queue in app.queue.path_to_root()
+                for ask in app.asks.values() if ask.held
+            )  # fmt: skip
+            assert queue.held == sum_resources(a.resource for a in asks), queue.full_name
+
+    @invariant()
     def no_node_over_capacity_and_no_queue_over_its_max(self) -> None:
         for node in self.c.partition.nodes.values():
             assert (node.allocated + node.occupied).fits_in(node.capacity), node.node_id
@@ -198,7 +258,7 @@ class ParentMaxMachine(PreemptionMachine):
 
 
 ParentMaxMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=300, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestParentMax = ParentMaxMachine.TestCase
 

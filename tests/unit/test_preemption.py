@@ -158,8 +158,12 @@ def test_an_ordinary_reservation_gives_way_to_a_preempting_ask() -> None:
     allocations["c7"].allow_preempt_self = False  # the most preferred victim is then c6, on n1
     _ask(c, "a", "want", 20)  # below its guarantee: one victim on n1 or n2 makes room
     assert _run(c) == [("c", "c6")]  # the most preferred victim decides the node: the reserved n1
-    # The preempting ask holds n1; the waiting one reserved the other node in the same cycle.
-    assert c.partition.reservations == {("a", "want"): "n1", ("c", "waits"): "n2"}
+    # The preempting ask holds n1 and its room in the cluster: once c6 (10) is gone and the ask (20)
+    # placed, 10 is left, so the waiting ask (20) reserves no other node meanwhile.
+    assert c.partition.reservations == {("a", "want"): "n1"}
+    assert c.partition.root.held == Resource({"memory": 20})
+    reason = c.partition.applications["c"].asks["waits"].pending_reason
+    assert reason == "over the cluster's capacity: asks {'memory': 20}, room left {'memory': 10}"
 
 
 # (key, priority, allows preemption, originator), oldest first: one node full with five of 20.
@@ -269,6 +273,124 @@ def test_an_ask_blocked_by_a_grandparents_max_preempts_below_it() -> None:
     victims = _run(c)
     assert len(victims) == 1 and victims[0][0] == "one"
     assert _confirm_and_place(c, victims) == ["want"]
+
+
+HELD = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: p
+            resources: {max: {memory: 100}}
+            queues:
+              - name: a
+                resources: {guaranteed: {memory: 60}}
+                properties: {preemption.delay: 1s}
+              - name: c
+"""
+
+
+def test_the_room_a_preemption_frees_under_a_max_is_held_for_its_ask() -> None:
+    c = Cluster(HELD)
+    c.node("n1", {"memory": 200})  # roomy: only root.p's max blocks, and the node the ask reserves
+    c.node("n2", {"memory": 200})  # is not the only one with room
+    c.app("a", "root.p.a")
+    c.app("c", "root.p.c")
+    _fill(c, "c", 9)  # 90 of root.p's 100
+    c.schedule()
+    c.ctx.drain_results()
+    _ask(c, "a", "want", 20)
+    victims = _run(c)
+    assert victims == [("c", "c8")]  # 10 freed makes room for 20
+    p = c.partition.find_queue("root.p")
+    assert p is not None and p.held == Resource({"memory": 20})
+    # Another ask under root.p fits now (90 + 10), but not once the victim is gone and the held ask
+    # placed (80 + 20 + 10): it waits, and says how much room is really left.
+    sibling = _ask(c, "c", "sibling", 10)
+    sibling.allow_preempt_other = False
+    assert _run(c) == []
+    assert sibling.pending_reason == "over queue root.p's max: asks {'memory': 10}, room left {'memory': 0}"
+    assert _confirm_and_place(c, victims) == ["want"]
+    assert p.held == Resource() and p.allocated == Resource({"memory": 100})
+    assert "sibling" in c.partition.applications["c"].asks  # still pending: root.p is full
+
+
+def test_a_hold_goes_with_its_ask_when_the_ask_is_removed() -> None:
+    c = Cluster(HELD)
+    c.node("n1", {"memory": 200})
+    c.app("a", "root.p.a")
+    c.app("c", "root.p.c")
+    _fill(c, "c", 9)
+    c.schedule()
+    _ask(c, "a", "want", 20)
+    assert _run(c) == [("c", "c8")]
+    c.ctx.apply(UpdateAllocations(c.rm_id, releases=(ReleaseRequest(c.pname(), "a", "want"),)))
+    p = c.partition.find_queue("root.p")
+    assert p is not None and p.held == Resource()
+    sibling = _ask(c, "c", "sibling", 10)
+    c.schedule()
+    assert sibling.is_allocated  # the room is nobody's again
+
+
+USER_LIMIT = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: tenants
+            limits:
+              - limit: alice's share
+                users: [alice]
+                maxresources: {memory: 50}
+            queues:
+              - name: prod
+                resources: {guaranteed: {memory: 60}}
+                properties: {preemption.delay: 1s}
+              - name: batch
+"""
+
+
+def _user_limit_shape() -> Cluster:
+    """alice runs 40 in batch, bob 40: alice's limit of 50 under root.tenants blocks her ask in prod."""
+    c = Cluster(USER_LIMIT)
+    c.node("n1", {"memory": 200})  # roomy: only alice's limit blocks
+    c.app("alice-batch", "root.tenants.batch", user="alice")
+    c.app("bob-batch", "root.tenants.batch", user="bob")
+    c.app("alice-prod", "root.tenants.prod", user="alice")
+    _fill(c, "alice-batch", 4)
+    _fill(c, "bob-batch", 4)  # the youngest: the preferred victims, were they any use
+    c.schedule()
+    c.ctx.drain_results()
+    return c
+
+
+def test_an_ask_over_its_users_limit_preempts_only_that_users_allocations() -> None:
+    c = _user_limit_shape()
+    _ask(c, "alice-prod", "want", 30)  # 40 + 30 is 20 over alice's 50; bob's tasks free none of it
+    victims = _run(c)
+    assert victims == [("alice-batch", "alice-batch3"), ("alice-batch", "alice-batch2")]  # youngest first
+    assert _confirm_and_place(c, victims) == ["want"]
+    tenants = c.partition.user_groups.counters
+    assert {key[1]: usage.resource for key, usage in tenants.items()} == {"alice": Resource({"memory": 50})}
+
+
+def test_no_preemption_for_a_users_limit_when_only_other_users_could_give_way() -> None:
+    c = _user_limit_shape()
+    c.app("alice-more", "root.tenants.prod", user="alice")
+    _fill(c, "alice-more", 1)  # alice's 10 more in prod, where no victim is taken for prod's own ask
+    c.ctx.apply(UpdateAllocations(c.rm_id, releases=tuple(
+        ReleaseRequest(c.pname(), "alice-batch", f"alice-batch{i}") for i in range(4)
+    )))  # fmt: skip
+    _ask(c, "alice-prod", "want", 45)  # 10 + 45: over her 50, with only bob's tasks elsewhere
+    assert _run(c) == []
+    ask = c.partition.applications["alice-prod"].asks["want"]
+    assert ask.pending_reason.startswith("over user alice's limit in queue root.tenants")
+    assert ask.preemption_reason.startswith("preemption tried, none possible: no plan")
+    assert "user or group limit" in ask.preemption_reason
 
 
 def test_no_preemption_for_a_max_when_no_node_would_admit_the_ask() -> None:
