@@ -288,6 +288,10 @@ class K8sShim(ResponseHandler):
             )
         elif uid not in self.state.asked:
             self.state.asked.add(uid)
+            ignored = translate.ignored_placement(pod)
+            if ignored:
+                message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
+                await self.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
             await self.client.asks([translate.pod_ask(pod, priority, task_group=group)])
 
     # Gangs ------------------------------------------------------------------------------------

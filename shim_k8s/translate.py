@@ -30,6 +30,8 @@ META_POD_NAME = "kubernetes.io/meta/podName"
 TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
 TAG_NODE_SELECTOR = "pykorn.io/node-selector"
 TAG_TOLERATIONS = "pykorn.io/tolerations"
+TAG_NODE_AFFINITY = "pykorn.io/node-affinity"
+TAG_HOST_PORTS = "pykorn.io/host-ports"
 ATTR_TAINTS = "pykorn.io/taints"
 ATTR_HOSTNAME = "si/hostname"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
@@ -144,10 +146,54 @@ def pod_tags(pod: Mapping[str, Any]) -> dict[str, str]:
         tags[TAG_NODE_SELECTOR] = json.dumps(spec["nodeSelector"], sort_keys=True)
     if spec.get("tolerations"):
         tags[TAG_TOLERATIONS] = json.dumps(spec["tolerations"], sort_keys=True)
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
+    if node_affinity:
+        tags[TAG_NODE_AFFINITY] = json.dumps(node_affinity, sort_keys=True)
+    ports = host_ports(spec)
+    if ports:
+        tags[TAG_HOST_PORTS] = json.dumps(ports, sort_keys=True)
     node = required_node(pod)
     if node:
         tags[TAG_REQUIRED_NODE] = node
     return tags
+
+
+def host_ports(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The container ports with a hostPort, as Kubernetes' NodePorts plugin collects them: every
+    container's, and those of sidecars (init containers with restartPolicy Always), which run beside
+    them."""
+    containers = list(spec.get("containers") or [])
+    containers += [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    out = []
+    for container in containers:
+        for port in container.get("ports") or []:
+            if port.get("hostPort"):
+                out.append({
+                    "hostPort": port["hostPort"], "protocol": port.get("protocol") or "TCP",
+                    "hostIP": port.get("hostIP") or "0.0.0.0",
+                })  # fmt: skip
+    return out
+
+
+# Placement fields the core does not evaluate yet: (where in the pod spec, what the user should know).
+_NOT_YET = (
+    ("podAffinity", "pod affinity"),
+    ("podAntiAffinity", "pod anti-affinity"),
+)
+
+
+def ignored_placement(pod: Mapping[str, Any]) -> list[str]:
+    """What in the pod would constrain its placement and is not honoured: each is reported on the pod
+    (an event), never dropped without a word."""
+    spec = pod.get("spec") or {}
+    affinity = spec.get("affinity") or {}
+    out = [f"{what} (spec.affinity.{field})" for field, what in _NOT_YET if affinity.get(field)]
+    if spec.get("topologySpreadConstraints"):
+        out.append("topology spread constraints (spec.topologySpreadConstraints)")
+    claims = [v.get("name", "") for v in spec.get("volumes") or [] if v.get("persistentVolumeClaim")]
+    if claims:
+        out.append(f"the node affinity of persistent volumes (volumes {', '.join(claims)})")
+    return out
 
 
 def pod_ask(

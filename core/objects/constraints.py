@@ -1,4 +1,5 @@
-"""Placement constraints the core evaluates itself: required node, node selector, taints and tolerations.
+"""Placement constraints the core evaluates itself: required node, node selector, node affinity, taints
+and tolerations, host ports.
 
 YuniKorn asks its shim to run these checks (a predicate callback per node). Here they travel with
 the data instead, so nothing waits on a round trip:
@@ -9,6 +10,9 @@ the data instead, so nothing waits on a round trip:
 - an ask's node selector is the tag `pykorn.io/node-selector`, a JSON object of label -> value;
 - an ask's tolerations are the tag `pykorn.io/tolerations`, a JSON list of
   {"key", "operator", "value", "effect"} with Kubernetes' meaning;
+- an ask's node affinity is the tag `pykorn.io/node-affinity`, the pod's `spec.affinity.nodeAffinity`
+  as Kubernetes serves it (see node_affinity);
+- an ask's host ports are the tag `pykorn.io/host-ports` (see host_ports);
 - a required node (a DaemonSet pod) is the tag `yunikorn.apache.org/requiredNode`.
 
 Malformed JSON is refused when the ask or node arrives (see `parse_*`), never at scheduling time.
@@ -18,12 +22,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from core.objects.host_ports import HostPort, HostPortError, parse_host_ports
+from core.objects.node_affinity import AffinityError, NodeAffinity, parse_node_affinity
 
 LABEL_PREFIX = "kubernetes.io/label/"
 ATTR_TAINTS = "pykorn.io/taints"
 TAG_NODE_SELECTOR = "pykorn.io/node-selector"
 TAG_TOLERATIONS = "pykorn.io/tolerations"
+TAG_NODE_AFFINITY = "pykorn.io/node-affinity"
+TAG_HOST_PORTS = "pykorn.io/host-ports"
 
 # Effects that keep an untolerating pod off a node; PreferNoSchedule is only a preference.
 _HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -60,16 +69,29 @@ class AskConstraints:
     required_node: str = ""
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    node_affinity: NodeAffinity | None = None
+    host_ports: tuple[HostPort, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not (self.required_node or self.node_selector or self.tolerations)
+        return not (
+            self.required_node
+            or self.node_selector
+            or self.tolerations
+            or self.node_affinity
+            or self.host_ports
+        )
 
 
 @dataclass(frozen=True)
 class NodeTraits:
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[Taint, ...] = ()
+    label_map: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.labels and not self.label_map:
+            object.__setattr__(self, "label_map", dict(self.labels))
 
 
 NO_CONSTRAINTS = AskConstraints()
@@ -98,7 +120,24 @@ def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> As
         if not isinstance(raw, list):
             raise ConstraintError(f"tag {TAG_TOLERATIONS} must be a JSON list of tolerations")
         tolerations = tuple(_toleration(item) for item in raw)
-    return AskConstraints(tags.get(required_node_tag, ""), selector, tolerations)
+    affinity = None
+    if TAG_NODE_AFFINITY in tags:
+        raw = _json(tags[TAG_NODE_AFFINITY], f"tag {TAG_NODE_AFFINITY}")
+        try:
+            affinity = parse_node_affinity(raw, f"tag {TAG_NODE_AFFINITY}")
+        except AffinityError as exc:
+            raise ConstraintError(str(exc)) from None
+        if affinity.required is None and not affinity.preferred:
+            affinity = None
+    ports: tuple[HostPort, ...] = ()
+    if TAG_HOST_PORTS in tags:
+        try:
+            ports = parse_host_ports(
+                _json(tags[TAG_HOST_PORTS], f"tag {TAG_HOST_PORTS}"), f"tag {TAG_HOST_PORTS}"
+            )
+        except HostPortError as exc:
+            raise ConstraintError(str(exc)) from None
+    return AskConstraints(tags.get(required_node_tag, ""), selector, tolerations, affinity, ports)
 
 
 def _toleration(item: object) -> Toleration:
@@ -131,13 +170,16 @@ def parse_node_traits(attributes: Mapping[str, str]) -> NodeTraits:
 
 
 def node_admits(node_id: str, traits: NodeTraits, ask: AskConstraints) -> bool:
-    """Whether an ask with these constraints may run on this node (room aside)."""
+    """Whether an ask with these constraints may run on this node, by the node's own traits (room and
+    what runs there aside: host ports are checked against the node, see node_fit)."""
     if ask.required_node and ask.required_node != node_id:
         return False
     if ask.node_selector:
-        labels = dict(traits.labels)
+        labels = traits.label_map
         if any(labels.get(k) != v for k, v in ask.node_selector):
             return False
+    if ask.node_affinity is not None and not ask.node_affinity.admits(node_id, traits.label_map):
+        return False
     for taint in traits.taints:
         if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in ask.tolerations):
             return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.objects.allocation import Allocation
 from core.objects.constraints import NO_TRAITS, NodeTraits
+from core.objects.host_ports import PortsInUse
 from core.resources import Resource
 
 DEFAULT_WEIGHTS = {"vcore": 1.0, "memory": 1.0}
@@ -18,6 +19,7 @@ class Node:
         "capacity",
         "node_id",
         "occupied",
+        "ports",
         "reservations",
         "schedulable",
         "traits",
@@ -42,6 +44,7 @@ class Node:
         self._available = capacity.copy()
         self.traits: NodeTraits = NO_TRAITS
         self.reservations: set[tuple[str, str]] = set()  # asks (app, key) holding this node
+        self.ports = PortsInUse()  # host ports of the pods here, ours and foreign
 
     @property
     def available(self) -> Resource:
@@ -61,6 +64,8 @@ class Node:
         self.allocations[alloc.key] = alloc
         (self.occupied if alloc.foreign else self.allocated).add_in_place(alloc.resource)
         self._available.sub_in_place(alloc.resource)
+        if alloc.constraints.host_ports:
+            self.ports.add(alloc.constraints.host_ports)
 
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)
@@ -68,6 +73,8 @@ class Node:
             return None
         (self.occupied if alloc.foreign else self.allocated).sub_in_place(alloc.resource)
         self._available.add_in_place(alloc.resource)
+        if alloc.constraints.host_ports:
+            self.ports.remove(alloc.constraints.host_ports)
         return alloc
 
     def set_capacity(self, capacity: Resource) -> None:

@@ -287,6 +287,12 @@ class Partition:
         if alloc.key in self.foreign:
             raise Rejection(f"foreign allocation {alloc.key} already exists on node {alloc.node_id}")
         node = self.node(alloc.node_id)
+        try:  # its host ports count; a malformed tag must not lose the room it occupies
+            alloc.constraints = parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)
+        except ConstraintError as exc:
+            self.log.warning(
+                "foreign allocation constraints ignored", allocationKey=alloc.key, reason=str(exc)
+            )
         self.foreign[alloc.key] = alloc
         node.add_allocation(alloc)
         self.node_index.update(node)

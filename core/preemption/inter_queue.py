@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from core.config.properties import PREEMPTION_DISABLED, PREEMPTION_FENCE
-from core.node_fit import find_node
+from core.node_fit import admits, find_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
-from core.objects.constraints import node_admits
 from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
@@ -313,7 +312,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
             continue
         if not _reservations_give_way(partition, node, ask):
             continue
-        if not ask.constraints.is_empty and not node_admits(node.node_id, node.traits, ask.constraints):
+        if not admits(node, ask):
             continue
         plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path)
         if plan is None:

@@ -303,3 +303,34 @@ async def test_a_burst_of_thousands_of_pods_is_bound_every_one_exactly_once(
     finally:
         stop.set()
         await asyncio.wait_for(shim, 10)
+
+
+async def test_node_affinity_and_host_ports_are_honoured_and_pod_affinity_is_reported(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    for name, zone in (("n1", "a"), ("n2", "b"), ("n3", "b")):
+        labelled = node(name, memory="8Gi")
+        labelled["metadata"]["labels"] = {"zone": zone}
+        await api.put("nodes", labelled)
+    in_b = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}}  # fmt: skip
+    exporter = {"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}},
+                "ports": [{"containerPort": 9100, "hostPort": 9100}]}  # fmt: skip
+    for i in range(3):  # zone b has two nodes, and each node one port 9100: the third waits
+        await api.put("pods", pod(f"exporter-{i}", affinity=in_b, containers=[exporter]))
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    spread = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    await api.put("pods", pod("web-0", affinity=spread))
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: len(api.bindings) == 3, "two exporters and the web pod bound")
+        await _left_pending(rest_url, rm_id, ["exporter-2"])  # looked at, and left pending
+        bound = dict(api.bindings)
+        assert "exporter-2" not in bound
+        assert sorted(n for p, n in bound.items() if p.startswith("exporter")) == ["n2", "n3"]
+        await _until(
+            lambda: any(
+                e["reason"] == "PlacementConstraintsIgnored" and e["involvedObject"]["name"] == "web-0"
+                and "pod anti-affinity" in e["message"] for e in api.events
+            ),
+            "the event naming what is not honoured",
+        )  # fmt: skip

@@ -117,3 +117,46 @@ def test_a_bad_quantity_is_a_translation_error() -> None:
     with pytest.raises(t.TranslationError) as err:
         t.pod_request(pod)
     assert "resource memory" in str(err.value)
+
+
+def test_node_affinity_travels_as_the_pod_spec_has_it() -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}]}}}  # fmt: skip
+    tags = t.pod_tags(_pod(affinity=affinity))
+    assert json.loads(tags[t.TAG_NODE_AFFINITY]) == affinity["nodeAffinity"]
+    assert t.TAG_NODE_AFFINITY not in t.pod_tags(_pod())
+
+
+def test_host_ports_of_containers_and_sidecars_with_kubernetes_defaults() -> None:
+    pod = _pod()
+    pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81}]
+    pod["spec"]["initContainers"] = [
+        {"name": "side", "restartPolicy": "Always",
+         "ports": [{"containerPort": 53, "hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1"}]},
+        {"name": "init", "ports": [{"containerPort": 9, "hostPort": 9}]},  # done before the pod runs
+    ]  # fmt: skip
+    assert json.loads(t.pod_tags(pod)[t.TAG_HOST_PORTS]) == [
+        {"hostPort": 8080, "protocol": "TCP", "hostIP": "0.0.0.0"},
+        {"hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1"},
+    ]
+    assert t.TAG_HOST_PORTS not in t.pod_tags(_pod())
+
+
+def test_placement_fields_not_yet_honoured_are_named() -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    pod = _pod(
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+        volumes=[
+            {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
+            {"name": "tmp", "emptyDir": {}},
+        ],
+    )
+    assert t.ignored_placement(pod) == [
+        "pod anti-affinity (spec.affinity.podAntiAffinity)",
+        "topology spread constraints (spec.topologySpreadConstraints)",
+        "the node affinity of persistent volumes (volumes data)",
+    ]
+    assert t.ignored_placement(_pod(nodeSelector={"zone": "a"})) == []
