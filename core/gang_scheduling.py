@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from core.node_fit import admits, find_node
+from core.node_fit import admits_now, find_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
@@ -48,7 +48,7 @@ def _replace_for(partition: Partition, app: Application, now: float) -> int:
         if ph is None:
             continue
         node = partition.nodes.get(ph.node_id)
-        if node is not None and admits(node, ask):
+        if node is not None and admits_now(partition, node, ask):
             target = node.node_id
         else:
             other = find_node(partition, ask)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from core.objects.allocation import Allocation
-from core.objects.constraints import node_admits
+from core.objects.constraints import NO_CONSTRAINTS, node_admits
 from core.objects.node import Node
 from core.objects.node_affinity import NodeAffinity
 from core.objects.partition import Partition
+from core.objects.pod_rules import AskPodRules
 
 
 def admits(node: Node, ask: Allocation) -> bool:
@@ -26,21 +27,37 @@ def find_node(partition: Partition, ask: Allocation) -> Node | None:
 
     An ask with preferred node affinity takes the node with the highest preference score among
     those, the policy order breaking ties: the first node with the full score ends the search."""
-    affinity = ask.constraints.node_affinity
+    constraints = ask.constraints
+    pod_rules = partition.pod_rules
+    rules = pod_rules.for_ask(ask) if constraints is not NO_CONSTRAINTS or pod_rules.anti_terms else None
+    affinity = constraints.node_affinity
     if affinity is not None and affinity.preferred:
-        return _preferred_node(partition, ask, affinity)
+        return _preferred_node(partition, ask, affinity, rules)
     for node in partition.node_index:
-        if node.schedulable and not node.reservations and node.fits(ask.resource) and admits(node, ask):
-            return node
+        if node.schedulable and not node.reservations and node.fits(ask.resource) and admits(node, ask):  # noqa: SIM102
+            if rules is None or rules.admits(node):
+                return node
     return None
 
 
-def _preferred_node(partition: Partition, ask: Allocation, affinity: NodeAffinity) -> Node | None:
+def admits_now(partition: Partition, node: Node, ask: Allocation) -> bool:
+    """`admits`, and the pod rules (inter-pod affinity) against the pods placed now: for one node."""
+    if not admits(node, ask):
+        return False
+    rules = partition.pod_rules.for_ask(ask)
+    return rules is None or rules.admits(node)
+
+
+def _preferred_node(
+    partition: Partition, ask: Allocation, affinity: NodeAffinity, rules: AskPodRules | None
+) -> Node | None:
     full = sum(weight for weight, _ in affinity.preferred)
     best: Node | None = None
     best_score = -1
     for node in partition.node_index:
         if node.schedulable and not node.reservations and node.fits(ask.resource) and admits(node, ask):
+            if rules is not None and not rules.admits(node):
+                continue
             score = affinity.score(node.node_id, node.traits.label_map)
             if score == full:
                 return node

@@ -13,7 +13,7 @@ from bisect import bisect_left, insort
 from operator import itemgetter
 
 from core.gang_scheduling import held_reason, replace_placeholders
-from core.node_fit import admits, find_node
+from core.node_fit import admits, admits_now, find_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
@@ -63,10 +63,11 @@ def _fit_score(ask: Allocation, node: Node) -> float:
 def _reserve_candidate(partition: Partition, ask: Allocation) -> Node | None:
     best: Node | None = None
     best_score = 0.0
+    rules = partition.pod_rules.for_ask(ask)
     for node in partition.node_index:
         if not node.schedulable or node.reservations or not node.fits_capacity(ask.resource):
             continue
-        if not admits(node, ask):
+        if not admits(node, ask) or (rules is not None and not rules.admits(node)):
             continue
         score = _fit_score(ask, node)
         if best is None or score < best_score:
@@ -91,7 +92,7 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
         ):
             continue
         node = partition.nodes[node_id]
-        if node.fits(ask.resource) and admits(node, ask):
+        if node.fits(ask.resource) and admits_now(partition, node, ask):
             partition.reservations.release(ref)
             partition.allocate(ask, node, now)
             made.append(ask)
@@ -118,7 +119,7 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
         other_ask = other.asks.get(ref[1]) if other is not None else None
         if other_ask is None or not other_ask.required_node:
             partition.reservations.release(ref)
-    if node.fits(ask.resource) and admits(node, ask):
+    if node.fits(ask.resource) and admits_now(partition, node, ask):
         partition.allocate(ask, node, now)
         return True
     if node.fits_capacity(ask.resource):  # as YuniKorn's node.Reserve: never for what cannot fit

@@ -32,6 +32,8 @@ TAG_NODE_SELECTOR = "pykorn.io/node-selector"
 TAG_TOLERATIONS = "pykorn.io/tolerations"
 TAG_NODE_AFFINITY = "pykorn.io/node-affinity"
 TAG_HOST_PORTS = "pykorn.io/host-ports"
+TAG_POD_AFFINITY = "pykorn.io/pod-affinity"
+TAG_POD_ANTI_AFFINITY = "pykorn.io/pod-anti-affinity"
 ATTR_TAINTS = "pykorn.io/taints"
 ATTR_HOSTNAME = "si/hostname"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
@@ -146,9 +148,13 @@ def pod_tags(pod: Mapping[str, Any]) -> dict[str, str]:
         tags[TAG_NODE_SELECTOR] = json.dumps(spec["nodeSelector"], sort_keys=True)
     if spec.get("tolerations"):
         tags[TAG_TOLERATIONS] = json.dumps(spec["tolerations"], sort_keys=True)
-    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity")
-    if node_affinity:
-        tags[TAG_NODE_AFFINITY] = json.dumps(node_affinity, sort_keys=True)
+    affinity = spec.get("affinity") or {}
+    for field, tag in (
+        ("nodeAffinity", TAG_NODE_AFFINITY), ("podAffinity", TAG_POD_AFFINITY),
+        ("podAntiAffinity", TAG_POD_ANTI_AFFINITY),
+    ):  # fmt: skip
+        if affinity.get(field):
+            tags[tag] = json.dumps(affinity[field], sort_keys=True)
     ports = host_ports(spec)
     if ports:
         tags[TAG_HOST_PORTS] = json.dumps(ports, sort_keys=True)
@@ -177,9 +183,10 @@ def host_ports(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 # Placement fields the core does not evaluate yet: (where in the pod spec, what the user should know).
 _NOT_YET = (
-    ("podAffinity", "pod affinity"),
-    ("podAntiAffinity", "pod anti-affinity"),
+    ("podAffinity", "preferred pod affinity"),
+    ("podAntiAffinity", "preferred pod anti-affinity"),
 )
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def ignored_placement(pod: Mapping[str, Any]) -> list[str]:
@@ -187,7 +194,11 @@ def ignored_placement(pod: Mapping[str, Any]) -> list[str]:
     (an event), never dropped without a word."""
     spec = pod.get("spec") or {}
     affinity = spec.get("affinity") or {}
-    out = [f"{what} (spec.affinity.{field})" for field, what in _NOT_YET if affinity.get(field)]
+    out = [
+        f"{what} (spec.affinity.{field}.{PREFERRED})"
+        for field, what in _NOT_YET
+        if (affinity.get(field) or {}).get(PREFERRED)
+    ]
     if spec.get("topologySpreadConstraints"):
         out.append("topology spread constraints (spec.topologySpreadConstraints)")
     claims = [v.get("name", "") for v in spec.get("volumes") or [] if v.get("persistentVolumeClaim")]

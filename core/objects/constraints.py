@@ -26,6 +26,14 @@ from dataclasses import dataclass, field
 
 from core.objects.host_ports import HostPort, HostPortError, parse_host_ports
 from core.objects.node_affinity import AffinityError, NodeAffinity, parse_node_affinity
+from core.objects.pod_affinity import (
+    TAG_POD_AFFINITY,
+    TAG_POD_ANTI_AFFINITY,
+    PodAffinity,
+    PodAffinityError,
+    parse_pod_affinity,
+    pod_identity,
+)
 
 LABEL_PREFIX = "kubernetes.io/label/"
 ATTR_TAINTS = "pykorn.io/taints"
@@ -71,16 +79,21 @@ class AskConstraints:
     tolerations: tuple[Toleration, ...] = ()
     node_affinity: NodeAffinity | None = None
     host_ports: tuple[HostPort, ...] = ()
+    pod_affinity: PodAffinity | None = None  # checked against the partition's pods (pod_rules)
+    pod_anti_affinity: PodAffinity | None = None
+    # No constraint the node's own traits and ports decide (pod rules are checked beside them); set
+    # once, as it is read for every node an ask is tried on.
+    is_empty: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def is_empty(self) -> bool:
-        return not (
+    def __post_init__(self) -> None:
+        empty = not (
             self.required_node
             or self.node_selector
             or self.tolerations
             or self.node_affinity
             or self.host_ports
         )
+        object.__setattr__(self, "is_empty", empty)
 
 
 @dataclass(frozen=True)
@@ -105,7 +118,21 @@ def _json(text: str, what: str) -> object:
         raise ConstraintError(f"{what} is not valid JSON: {exc.msg} at position {exc.pos}") from None
 
 
+_CONSTRAINT_TAGS = frozenset(
+    {
+        TAG_NODE_SELECTOR,
+        TAG_TOLERATIONS,
+        TAG_NODE_AFFINITY,
+        TAG_HOST_PORTS,
+        TAG_POD_AFFINITY,
+        TAG_POD_ANTI_AFFINITY,
+    }
+)
+
+
 def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
+    if required_node_tag not in tags and _CONSTRAINT_TAGS.isdisjoint(tags):
+        return NO_CONSTRAINTS  # most asks: nothing to parse, one shared object
     selector: tuple[tuple[str, str], ...] = ()
     if TAG_NODE_SELECTOR in tags:
         raw = _json(tags[TAG_NODE_SELECTOR], f"tag {TAG_NODE_SELECTOR}")
@@ -137,7 +164,21 @@ def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> As
             )
         except HostPortError as exc:
             raise ConstraintError(str(exc)) from None
-    return AskConstraints(tags.get(required_node_tag, ""), selector, tolerations, affinity, ports)
+    pod_rules: list[PodAffinity | None] = []
+    for tag in (TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY):
+        rules = None
+        if tag in tags:
+            try:
+                rules = parse_pod_affinity(_json(tags[tag], f"tag {tag}"), f"tag {tag}", *pod_identity(tags))
+            except PodAffinityError as exc:
+                raise ConstraintError(str(exc)) from None
+            if not rules.required and not rules.preferred:
+                rules = None
+        pod_rules.append(rules)
+    constraints = AskConstraints(
+        tags.get(required_node_tag, ""), selector, tolerations, affinity, ports, pod_rules[0], pod_rules[1]
+    )
+    return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints  # one object for the many without
 
 
 def _toleration(item: object) -> Toleration:

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from core.objects.allocation import Allocation
-from core.objects.constraints import NO_TRAITS, NodeTraits
+from core.objects.constraints import NO_CONSTRAINTS, NO_TRAITS, NodeTraits
 from core.objects.host_ports import PortsInUse
 from core.resources import Resource
+
+
+class PodWatcher(Protocol):
+    """Told of every pod placed on or removed from a node (the partition's pod rules index)."""
+
+    counting: bool  # whether every pod counts (selectors registered), or only those with constraints
+
+    def placed(self, alloc: Allocation, node: Node) -> None: ...
+
+    def removed(self, alloc: Allocation, node: Node) -> None: ...
+
 
 DEFAULT_WEIGHTS = {"vcore": 1.0, "memory": 1.0}
 
@@ -23,6 +36,7 @@ class Node:
         "reservations",
         "schedulable",
         "traits",
+        "watcher",
     )
 
     def __init__(
@@ -45,6 +59,7 @@ class Node:
         self.traits: NodeTraits = NO_TRAITS
         self.reservations: set[tuple[str, str]] = set()  # asks (app, key) holding this node
         self.ports = PortsInUse()  # host ports of the pods here, ours and foreign
+        self.watcher: PodWatcher | None = None
 
     @property
     def available(self) -> Resource:
@@ -64,8 +79,12 @@ class Node:
         self.allocations[alloc.key] = alloc
         (self.occupied if alloc.foreign else self.allocated).add_in_place(alloc.resource)
         self._available.sub_in_place(alloc.resource)
-        if alloc.constraints.host_ports:
-            self.ports.add(alloc.constraints.host_ports)
+        constraints = alloc.constraints
+        if constraints is not NO_CONSTRAINTS and constraints.host_ports:
+            self.ports.add(constraints.host_ports)
+        watcher = self.watcher
+        if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
+            watcher.placed(alloc, self)
 
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)
@@ -73,8 +92,12 @@ class Node:
             return None
         (self.occupied if alloc.foreign else self.allocated).sub_in_place(alloc.resource)
         self._available.add_in_place(alloc.resource)
-        if alloc.constraints.host_ports:
-            self.ports.remove(alloc.constraints.host_ports)
+        constraints = alloc.constraints
+        if constraints is not NO_CONSTRAINTS and constraints.host_ports:
+            self.ports.remove(constraints.host_ports)
+        watcher = self.watcher
+        if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
+            watcher.removed(alloc, self)
         return alloc
 
     def set_capacity(self, capacity: Resource) -> None:

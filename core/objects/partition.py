@@ -26,6 +26,7 @@ from core.objects.gang import Gang
 from core.objects.node import Node
 from core.objects.partition_gang import PartitionGangs
 from core.objects.partition_key import PartitionKey
+from core.objects.pod_rules import PodRules
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
 from core.objects.rejected_apps import RejectedApplication, RejectedApplications
@@ -68,6 +69,7 @@ class Partition:
         self.foreign: dict[str, Allocation] = {}
         self.reservations = Reservations(self.nodes, self.log)
         self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
+        self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally
         self.user_groups = UserGroupTracker(limit_table(config.root))  # usage and limits per user, group
         self.total_capacity: Resource = ZERO
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
@@ -122,6 +124,7 @@ class Partition:
             raise Rejection(f"node {node_id} is already registered in partition {self.name}")
         node = Node(node_id, capacity, attributes, schedulable)
         node.traits = _traits(node_id, attributes)
+        node.watcher = self.pod_rules
         self.nodes[node_id] = node
         self.node_index.add(node)
         self.total_capacity = self.total_capacity + capacity
@@ -137,8 +140,12 @@ class Partition:
     def update_node(self, node_id: str, capacity: Resource | None, attributes: dict[str, str] | None) -> Node:
         node = self.node(node_id)
         if attributes:
-            node.traits = _traits(node_id, attributes)
+            traits = _traits(node_id, attributes)
+            relabelled = traits.labels != node.traits.labels
+            node.traits = traits
             node.attributes = dict(attributes)
+            if relabelled and node.allocations:
+                self.pod_rules.relabelled()  # its pods' topology domains moved
         if capacity is not None:
             self.total_capacity = self.total_capacity - node.capacity + capacity
             self._room_changed()

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from core.config.properties import PREEMPTION_DISABLED, PREEMPTION_FENCE
-from core.node_fit import admits, find_node
+from core.node_fit import admits_now, find_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.node import Node
@@ -312,7 +312,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
             continue
         if not _reservations_give_way(partition, node, ask):
             continue
-        if not admits(node, ask):
+        if not admits_now(partition, node, ask):
             continue
         plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path)
         if plan is None:

@@ -305,12 +305,12 @@ async def test_a_burst_of_thousands_of_pods_is_bound_every_one_exactly_once(
         await asyncio.wait_for(shim, 10)
 
 
-async def test_node_affinity_and_host_ports_are_honoured_and_pod_affinity_is_reported(
+async def test_node_affinity_host_ports_and_pod_anti_affinity_are_honoured_and_the_rest_reported(
     api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
 ) -> None:
     for name, zone in (("n1", "a"), ("n2", "b"), ("n3", "b")):
         labelled = node(name, memory="8Gi")
-        labelled["metadata"]["labels"] = {"zone": zone}
+        labelled["metadata"]["labels"] = {"zone": zone, "kubernetes.io/hostname": name}
         await api.put("nodes", labelled)
     in_b = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}}  # fmt: skip
@@ -319,18 +319,25 @@ async def test_node_affinity_and_host_ports_are_honoured_and_pod_affinity_is_rep
     for i in range(3):  # zone b has two nodes, and each node one port 9100: the third waits
         await api.put("pods", pod(f"exporter-{i}", affinity=in_b, containers=[exporter]))
     term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
-    spread = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-    await api.put("pods", pod("web-0", affinity=spread))
+    one_per_node = {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term],
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}],
+    }}  # fmt: skip
+    for i in range(4):  # three nodes: the fourth replica waits
+        web = pod(f"web-{i}", affinity=one_per_node)
+        web["metadata"]["labels"] = {"app": "web"}
+        await api.put("pods", web)
     async with shim_running(api, core_address, rm_id):
-        await _until(lambda: len(api.bindings) == 3, "two exporters and the web pod bound")
-        await _left_pending(rest_url, rm_id, ["exporter-2"])  # looked at, and left pending
+        await _until(lambda: len(api.bindings) == 5, "two exporters and three web pods bound")
+        await _left_pending(rest_url, rm_id, ["exporter-2", "web-3"])  # looked at, and left pending
         bound = dict(api.bindings)
-        assert "exporter-2" not in bound
+        assert "exporter-2" not in bound and "web-3" not in bound
         assert sorted(n for p, n in bound.items() if p.startswith("exporter")) == ["n2", "n3"]
+        assert sorted(n for p, n in bound.items() if p.startswith("web")) == ["n1", "n2", "n3"]
         await _until(
             lambda: any(
                 e["reason"] == "PlacementConstraintsIgnored" and e["involvedObject"]["name"] == "web-0"
-                and "pod anti-affinity" in e["message"] for e in api.events
+                and "preferred pod anti-affinity" in e["message"] for e in api.events
             ),
             "the event naming what is not honoured",
         )  # fmt: skip

@@ -145,7 +145,12 @@ def test_host_ports_of_containers_and_sidecars_with_kubernetes_defaults() -> Non
 def test_placement_fields_not_yet_honoured_are_named() -> None:
     term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
     pod = _pod(
-        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        affinity={
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [term],
+                t.PREFERRED: [{"weight": 5, "podAffinityTerm": term}],
+            }
+        },
         topologySpreadConstraints=[
             {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
         ],
@@ -155,8 +160,14 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
         ],
     )
     assert t.ignored_placement(pod) == [
-        "pod anti-affinity (spec.affinity.podAntiAffinity)",
+        f"preferred pod anti-affinity (spec.affinity.podAntiAffinity.{t.PREFERRED})",
         "topology spread constraints (spec.topologySpreadConstraints)",
         "the node affinity of persistent volumes (volumes data)",
     ]
     assert t.ignored_placement(_pod(nodeSelector={"zone": "a"})) == []
+    required_only = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    assert t.ignored_placement(_pod(affinity=required_only)) == []  # honoured by the core
+    assert (
+        json.loads(t.pod_tags(_pod(affinity=required_only))[t.TAG_POD_ANTI_AFFINITY])
+        == required_only["podAntiAffinity"]
+    )

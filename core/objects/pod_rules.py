@@ -1,0 +1,160 @@
+"""Required inter-pod affinity and anti-affinity over a partition, kept up to date as pods come and go.
+
+Kubernetes' InterPodAffinity filter, with its three rules:
+- the ask's anti-affinity: no node in a domain (its value of the term's topologyKey) that holds a pod
+  the term selects; a node without the key is not in any domain and passes;
+- the ask's affinity: the node has every term's topologyKey, and its domain holds a pod that every
+  term selects (counted per pod matching all terms, as Kubernetes does); when no such pod exists
+  anywhere and the ask matches its own terms, it may start the group on any node with the keys;
+- placed pods' anti-affinity (the symmetric rule): no node in the domain of a placed pod whose
+  required anti-affinity term selects the ask.
+
+What this costs: per selector an ask uses, the matching pods per domain, counted once over the
+partition when first used and then moved by every placement and release (a check per registered
+selector); per anti-affinity term of placed pods, the domains that hold them. An ask then costs a
+lookup per term per node. Pods of other schedulers (foreign) count like ours.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from core.objects.allocation import Allocation
+from core.objects.node import Node
+from core.objects.pod_affinity import PodAffinityTerm, PodSelector, pod_identity
+
+Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
+CountKey = tuple[Selectors, str]  # (selectors, topologyKey)
+
+
+def _selects(selectors: Selectors, namespace: str, labels: Mapping[str, str]) -> bool:
+    return all(s.matches(namespace, labels) for s in selectors)
+
+
+class PodRules:
+    """The partition's index; `for_ask` gives the rules one ask is held to, for one search."""
+
+    def __init__(self, nodes: Mapping[str, Node]) -> None:
+        self._nodes = nodes
+        self._counts: dict[CountKey, Counter[str]] = {}  # registered selectors -> domain -> pods
+        self.counting = False  # whether any selector is registered: then every pod placed counts
+        self.anti_terms: dict[PodAffinityTerm, Counter[str]] = {}  # placed pods' terms -> domain -> pods
+
+    # Upkeep -------------------------------------------------------------------------------------
+    def placed(self, alloc: Allocation, node: Node) -> None:
+        self._move(alloc, node, 1)
+
+    def removed(self, alloc: Allocation, node: Node) -> None:
+        self._move(alloc, node, -1)
+
+    def _move(self, alloc: Allocation, node: Node, step: int) -> None:
+        labels = node.traits.label_map
+        if self._counts:
+            namespace, pod_labels = pod_identity(alloc.tags)
+            for (selectors, key), counts in self._counts.items():
+                domain = labels.get(key)
+                if domain is not None and _selects(selectors, namespace, pod_labels):
+                    _bump(counts, domain, step)
+        anti = alloc.constraints.pod_anti_affinity
+        if anti is not None:
+            for term in anti.required:
+                domain = labels.get(term.topology_key)
+                if domain is not None:
+                    _bump(self.anti_terms.setdefault(term, Counter()), domain, step)
+                    if not self.anti_terms[term]:
+                        del self.anti_terms[term]
+
+    def relabelled(self) -> None:
+        """A node's labels changed: its pods' domains did. Counted afresh when next needed."""
+        self._counts.clear()
+        self.counting = False
+        self.anti_terms.clear()
+        for node in self._nodes.values():
+            for alloc in node.allocations.values():
+                anti = alloc.constraints.pod_anti_affinity
+                if anti is not None:
+                    for term in anti.required:
+                        domain = node.traits.label_map.get(term.topology_key)
+                        if domain is not None:
+                            self.anti_terms.setdefault(term, Counter())[domain] += 1
+
+    def _count(self, selectors: Selectors, key: str) -> Counter[str]:
+        counts = self._counts.get((selectors, key))
+        if counts is None:
+            counts = self._counts[(selectors, key)] = Counter()
+            self.counting = True
+            for node in self._nodes.values():
+                domain = node.traits.label_map.get(key)
+                if domain is None:
+                    continue
+                for alloc in node.allocations.values():
+                    if _selects(selectors, *pod_identity(alloc.tags)):
+                        counts[domain] += 1
+        return counts
+
+    # Checks -------------------------------------------------------------------------------------
+    def for_ask(self, ask: Allocation) -> AskPodRules | None:
+        """The rules `ask` is held to now; None when none applies (the common case, at no cost)."""
+        constraints = ask.constraints
+        if not self.anti_terms and constraints.pod_affinity is None and constraints.pod_anti_affinity is None:
+            return None
+        namespace, labels = pod_identity(ask.tags)
+        forbidden: list[tuple[str, Counter[str]]] = [
+            (term.topology_key, counts)
+            for term, counts in self.anti_terms.items()
+            if term.selector.matches(namespace, labels)
+        ]
+        anti = constraints.pod_anti_affinity
+        if anti is not None:
+            forbidden += [(t.topology_key, self._count((t.selector,), t.topology_key)) for t in anti.required]
+        needed: list[tuple[str, Counter[str]]] = []
+        first_of_group = False
+        affinity = constraints.pod_affinity
+        if affinity is not None and affinity.required:
+            selectors = tuple(t.selector for t in affinity.required)
+            needed = [(t.topology_key, self._count(selectors, t.topology_key)) for t in affinity.required]
+            first_of_group = not any(counts for _, counts in needed) and _selects(
+                selectors, namespace, labels
+            )
+        if not forbidden and not needed:
+            return None
+        return AskPodRules(forbidden, needed, first_of_group)
+
+
+class AskPodRules:
+    """One ask's pod rules for one search: a few lookups per node."""
+
+    __slots__ = ("first_of_group", "forbidden", "needed")
+
+    def __init__(
+        self,
+        forbidden: list[tuple[str, Counter[str]]],
+        needed: list[tuple[str, Counter[str]]],
+        first_of_group: bool,
+    ) -> None:
+        self.forbidden = forbidden
+        self.needed = needed
+        self.first_of_group = first_of_group
+
+    def admits(self, node: Node) -> bool:
+        labels = node.traits.label_map
+        for key, counts in self.forbidden:
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) > 0:
+                return False
+        for key, counts in self.needed:
+            domain = labels.get(key)
+            if domain is None:
+                return False
+            if not self.first_of_group and counts.get(domain, 0) <= 0:
+                return False
+        return True
+
+
+def _bump(counts: Counter[str], domain: str, step: int) -> None:
+    value = counts.get(domain, 0) + step
+    if value > 0:
+        counts[domain] = value
+    else:
+        counts.pop(domain, None)

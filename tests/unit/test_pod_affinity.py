@@ -1,0 +1,152 @@
+"""Required inter-pod affinity and anti-affinity, with Kubernetes' semantics, in a cluster: the examples
+of Kubernetes' "Assigning Pods to Nodes" page, the symmetric rule, namespaces, foreign pods, and counts
+that follow pods and node labels as they change."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
+from core.objects.allocation import TAG_FOREIGN, Allocation
+from core.objects.constraints import LABEL_PREFIX
+from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY
+from core.resources import Resource
+from tests.unit.domain_helpers import Cluster
+
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _node(c: Cluster, name: str, zone: str, action: NodeAction = NodeAction.CREATE) -> None:
+    attributes = {LABEL_PREFIX + HOST: name, LABEL_PREFIX + ZONE: zone}
+    capacity = Resource({"memory": 100}) if action == NodeAction.CREATE else None
+    c.ctx.apply(UpdateNodes(c.rm_id, (NodeChange(name, action, c.pname(), attributes, capacity),)))
+
+
+def _term(key: str, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": labels}, "topologyKey": key, **extra}
+
+
+def _required(*terms: dict[str, Any]) -> str:
+    return json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": list(terms)})
+
+
+def _pod_tags(labels: dict[str, str], namespace: str = "shop", **rules: str) -> dict[str, str]:
+    tags = {TAG_NAMESPACE: namespace, **{LABEL_PREFIX + k: v for k, v in labels.items()}}
+    if "affinity" in rules:
+        tags[TAG_POD_AFFINITY] = rules["affinity"]
+    if "anti" in rules:
+        tags[TAG_POD_ANTI_AFFINITY] = rules["anti"]
+    return tags
+
+
+def _ask(c: Cluster, key: str, tags: dict[str, str], app: str = "app") -> None:
+    alloc = Allocation(key, app, c.pname(), Resource({"memory": 10}), tags=tags)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(alloc,)))
+
+
+def _placed(c: Cluster) -> dict[str, str]:
+    c.schedule()
+    return {a.key: a.node_id for b in c.ctx.drain_results() for a in b.new_allocations}
+
+
+def _cluster(*zones: str) -> Cluster:
+    c = Cluster()
+    for i, zone in enumerate(zones):
+        _node(c, f"n{i + 1}", zone)
+    c.app("app")
+    c.ctx.drain_results()
+    return c
+
+
+def test_the_documented_cache_and_web_example_puts_one_of_each_per_node() -> None:
+    # redis-cache: app=store, anti-affinity to app=store by hostname; web-store: app=web-store,
+    # anti-affinity to app=web-store and affinity to app=store, both by hostname.
+    c = _cluster("a", "a", "b")
+    store = _pod_tags({"app": "store"}, anti=_required(_term(HOST, {"app": "store"})))
+    for i in range(4):
+        _ask(c, f"store-{i}", store)
+    placed = _placed(c)
+    assert sorted(placed.values()) == ["n1", "n2", "n3"]  # one per node; the fourth waits
+    assert c.partition.applications["app"].asks["store-3"].pending_reason.startswith("no node")
+    web = _pod_tags(
+        {"app": "web-store"},
+        anti=_required(_term(HOST, {"app": "web-store"})),
+        affinity=_required(_term(HOST, {"app": "store"})),
+    )
+    for i in range(3):
+        _ask(c, f"web-{i}", web)
+    assert sorted(_placed(c).values()) == ["n1", "n2", "n3"]
+
+
+def test_a_placed_pods_anti_affinity_keeps_matching_pods_out_of_its_domain() -> None:
+    c = _cluster("a", "a", "b")
+    _ask(c, "loner", _pod_tags({"app": "db"}, anti=_required(_term(ZONE, {"app": "web"}))))
+    loner = _placed(c)["loner"]
+    zone_of = {"n1": "a", "n2": "a", "n3": "b"}
+    for i in range(3):
+        _ask(c, f"web-{i}", _pod_tags({"app": "web"}))  # no rules of their own
+    assert {zone_of[n] for n in _placed(c).values()} == {"a", "b"} - {zone_of[loner]}
+    _ask(c, "other-ns", _pod_tags({"app": "web"}, namespace="elsewhere"))  # the term's namespace is shop
+    assert "other-ns" in _placed(c)
+
+
+def test_affinity_follows_the_first_pod_of_its_group_and_waits_for_one_it_does_not_match() -> None:
+    c = _cluster("a", "b", "c")
+    together = _pod_tags({"app": "etl"}, affinity=_required(_term(ZONE, {"app": "etl"})))
+    _ask(c, "etl-0", together)  # matches its own term and no pod matches yet: may start the group
+    first = _placed(c)["etl-0"]
+    for i in range(1, 4):
+        _ask(c, f"etl-{i}", together)
+    assert set(_placed(c).values()) == {first}  # the zone of the first: each node is its own zone here
+    _ask(c, "follower", _pod_tags({"app": "x"}, affinity=_required(_term(ZONE, {"app": "cache"}))))
+    assert _placed(c) == {}  # nothing matches, and it does not match itself: it waits
+
+
+def test_foreign_pods_count_and_a_release_frees_the_domain() -> None:
+    c = _cluster("a", "b")
+    foreign = Allocation(
+        "kube-web", "", c.pname(), Resource({"memory": 1}), node_id="n1", foreign=True,
+        tags={TAG_FOREIGN: "default", **_pod_tags({"app": "web"})},
+    )  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(foreign,)))
+    spread = _pod_tags({"app": "web"}, anti=_required(_term(HOST, {"app": "web"})))
+    _ask(c, "web-0", spread)
+    _ask(c, "web-1", spread)
+    assert _placed(c) == {"web-0": "n2"}  # n1 holds the other scheduler's web pod
+    c.ctx.apply(UpdateAllocations(c.rm_id, releases=(ReleaseRequest(c.pname(), "", "kube-web"),)))
+    assert _placed(c) == {"web-1": "n1"}
+
+
+def test_counts_follow_a_node_moving_to_another_zone() -> None:
+    c = _cluster("a", "b")
+    db = Allocation(
+        "db", "app", c.pname(), Resource({"memory": 10}), node_id="n1", tags=_pod_tags({"app": "db"})
+    )
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(db,)))  # runs on n1, in zone a
+    away = _pod_tags({"app": "web"}, anti=_required(_term(ZONE, {"app": "db"})))
+    _ask(c, "away-0", away)
+    assert _placed(c) == {"db": "n1", "away-0": "n2"}  # zone b: counted per zone from now on
+    _node(c, "n1", "b", NodeAction.UPDATE)  # the db's node moves to zone b: so does the db
+    _ask(c, "away-1", away)
+    assert _placed(c) == {}  # both nodes are in the db's zone now
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        (_required({"labelSelector": {}, "topologyKey": ""}), "topologyKey"),
+        (_required(_term(ZONE, {}, namespaceSelector={"matchLabels": {"team": "a"}})), "namespaceSelector"),
+        (_required({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]},
+                    "topologyKey": ZONE}), "at least one value"),
+    ],
+)  # fmt: skip
+def test_what_cannot_be_evaluated_is_refused_with_why(rules: str, message: str) -> None:
+    c = _cluster("a")
+    _ask(c, "bad", _pod_tags({"app": "x"}, anti=rules))
+    c.schedule()
+    rejected = [r.reason for b in c.ctx.drain_results() for r in b.rejected_allocations]
+    assert len(rejected) == 1 and message in rejected[0]
