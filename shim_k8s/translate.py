@@ -34,6 +34,7 @@ TAG_NODE_AFFINITY = "pykorn.io/node-affinity"
 TAG_HOST_PORTS = "pykorn.io/host-ports"
 TAG_POD_AFFINITY = "pykorn.io/pod-affinity"
 TAG_POD_ANTI_AFFINITY = "pykorn.io/pod-anti-affinity"
+TAG_TOPOLOGY_SPREAD = "pykorn.io/topology-spread"
 ATTR_TAINTS = "pykorn.io/taints"
 ATTR_HOSTNAME = "si/hostname"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
@@ -155,6 +156,8 @@ def pod_tags(pod: Mapping[str, Any]) -> dict[str, str]:
     ):  # fmt: skip
         if affinity.get(field):
             tags[tag] = json.dumps(affinity[field], sort_keys=True)
+    if spec.get("topologySpreadConstraints"):
+        tags[TAG_TOPOLOGY_SPREAD] = json.dumps(spec["topologySpreadConstraints"], sort_keys=True)
     ports = host_ports(spec)
     if ports:
         tags[TAG_HOST_PORTS] = json.dumps(ports, sort_keys=True)
@@ -199,8 +202,14 @@ def ignored_placement(pod: Mapping[str, Any]) -> list[str]:
         for field, what in _NOT_YET
         if (affinity.get(field) or {}).get(PREFERRED)
     ]
-    if spec.get("topologySpreadConstraints"):
-        out.append("topology spread constraints (spec.topologySpreadConstraints)")
+    anyway = [
+        str(c.get("topologyKey", ""))
+        for c in spec.get("topologySpreadConstraints") or []
+        if c.get("whenUnsatisfiable") == "ScheduleAnyway"
+    ]
+    if anyway:
+        keys = ", ".join(anyway)
+        out.append(f"topology spread constraints with whenUnsatisfiable ScheduleAnyway (topologyKey {keys})")
     claims = [v.get("name", "") for v in spec.get("volumes") or [] if v.get("persistentVolumeClaim")]
     if claims:
         out.append(f"the node affinity of persistent volumes (volumes {', '.join(claims)})")

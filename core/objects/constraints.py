@@ -34,6 +34,7 @@ from core.objects.pod_affinity import (
     parse_pod_affinity,
     pod_identity,
 )
+from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD, SpreadConstraint, SpreadError, parse_spread
 
 LABEL_PREFIX = "kubernetes.io/label/"
 ATTR_TAINTS = "pykorn.io/taints"
@@ -81,6 +82,7 @@ class AskConstraints:
     host_ports: tuple[HostPort, ...] = ()
     pod_affinity: PodAffinity | None = None  # checked against the partition's pods (pod_rules)
     pod_anti_affinity: PodAffinity | None = None
+    spread: tuple[SpreadConstraint, ...] = ()  # topology spread, checked with the pod rules
     # No constraint the node's own traits and ports decide (pod rules are checked beside them); set
     # once, as it is read for every node an ask is tried on.
     is_empty: bool = field(init=False, compare=False, repr=False)
@@ -126,6 +128,7 @@ _CONSTRAINT_TAGS = frozenset(
         TAG_HOST_PORTS,
         TAG_POD_AFFINITY,
         TAG_POD_ANTI_AFFINITY,
+        TAG_TOPOLOGY_SPREAD,
     }
 )
 
@@ -175,8 +178,22 @@ def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> As
             if not rules.required and not rules.preferred:
                 rules = None
         pod_rules.append(rules)
+    spread: tuple[SpreadConstraint, ...] = ()
+    if TAG_TOPOLOGY_SPREAD in tags:
+        raw = _json(tags[TAG_TOPOLOGY_SPREAD], f"tag {TAG_TOPOLOGY_SPREAD}")
+        try:
+            spread = parse_spread(raw, f"tag {TAG_TOPOLOGY_SPREAD}", *pod_identity(tags))
+        except SpreadError as exc:
+            raise ConstraintError(str(exc)) from None
     constraints = AskConstraints(
-        tags.get(required_node_tag, ""), selector, tolerations, affinity, ports, pod_rules[0], pod_rules[1]
+        tags.get(required_node_tag, ""),
+        selector,
+        tolerations,
+        affinity,
+        ports,
+        pod_rules[0],
+        pod_rules[1],
+        spread,
     )
     return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints  # one object for the many without
 
@@ -225,3 +242,35 @@ def node_admits(node_id: str, traits: NodeTraits, ask: AskConstraints) -> bool:
         if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in ask.tolerations):
             return False
     return True
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """The nodes a topology spread constraint counts: those passing the pod's node selector and
+    required node affinity (nodeAffinityPolicy Honor) and, with nodeTaintsPolicy Honor, whose taints
+    it tolerates."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    node_affinity: NodeAffinity | None = None  # only the required terms
+    tolerations: tuple[Toleration, ...] | None = None  # None: taints are not looked at
+
+    @staticmethod
+    def of(ask: AskConstraints, honor_affinity: bool, honor_taints: bool) -> NodeFilter:
+        affinity = None
+        if honor_affinity and ask.node_affinity is not None and ask.node_affinity.required is not None:
+            affinity = NodeAffinity(ask.node_affinity.required)
+        return NodeFilter(
+            ask.node_selector if honor_affinity else (), affinity, ask.tolerations if honor_taints else None
+        )
+
+    def admits(self, node_id: str, traits: NodeTraits) -> bool:
+        labels = traits.label_map
+        if any(labels.get(k) != v for k, v in self.node_selector):
+            return False
+        if self.node_affinity is not None and not self.node_affinity.admits(node_id, labels):
+            return False
+        if self.tolerations is not None:
+            for taint in traits.taints:
+                if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in self.tolerations):
+                    return False
+        return True

@@ -126,6 +126,7 @@ class Partition:
         node.traits = _traits(node_id, attributes)
         node.watcher = self.pod_rules
         self.nodes[node_id] = node
+        self.pod_rules.node_added(node)
         self.node_index.add(node)
         self.total_capacity = self.total_capacity + capacity
         self._room_changed()
@@ -141,10 +142,10 @@ class Partition:
         node = self.node(node_id)
         if attributes:
             traits = _traits(node_id, attributes)
-            relabelled = traits.labels != node.traits.labels
+            relabelled = traits != node.traits  # labels or taints: which nodes the pod rules count
             node.traits = traits
             node.attributes = dict(attributes)
-            if relabelled and node.allocations:
+            if relabelled:
                 self.pod_rules.relabelled()  # its pods' topology domains moved
         if capacity is not None:
             self.total_capacity = self.total_capacity - node.capacity + capacity
@@ -173,6 +174,7 @@ class Partition:
                 continue
             self._unallocate(alloc, now)
             released.append(alloc)
+        self.pod_rules.node_removed(node)
         del self.nodes[node_id]
         self.node_index.remove(node_id)
         self.total_capacity = self.total_capacity - node.capacity

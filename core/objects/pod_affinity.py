@@ -132,7 +132,7 @@ def _term(raw: object, where: str, namespace: str, labels: Mapping[str, str]) ->
     selector = raw.get("labelSelector")
     requirements: list[LabelRequirement] = []
     if selector is not None:
-        requirements = _selector(selector, f"{where}.labelSelector")
+        requirements = parse_label_selector(selector, f"{where}.labelSelector")
     for field, operator in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
         for label in raw.get(field) or []:
             if label in labels:  # the pod's own value joins the selector
@@ -140,7 +140,8 @@ def _term(raw: object, where: str, namespace: str, labels: Mapping[str, str]) ->
     return PodAffinityTerm(PodSelector(namespaces, tuple(requirements), selector is None), key)
 
 
-def _selector(raw: object, where: str) -> list[LabelRequirement]:
+def parse_label_selector(raw: object, where: str) -> list[LabelRequirement]:
+    """A Kubernetes LabelSelector (matchLabels and matchExpressions), as requirements all must meet."""
     if not isinstance(raw, dict):
         raise PodAffinityError(f"{where} must be an object")
     out = [

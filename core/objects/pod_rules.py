@@ -1,4 +1,5 @@
-"""Required inter-pod affinity and anti-affinity over a partition, kept up to date as pods come and go.
+"""Required inter-pod affinity and anti-affinity, and topology spread, over a partition, kept up to
+date as pods and nodes come and go.
 
 Kubernetes' InterPodAffinity filter, with its three rules:
 - the ask's anti-affinity: no node in a domain (its value of the term's topologyKey) that holds a pod
@@ -13,6 +14,10 @@ What this costs: per selector an ask uses, the matching pods per domain, counted
 partition when first used and then moved by every placement and release (a check per registered
 selector); per anti-affinity term of placed pods, the domains that hold them. An ask then costs a
 lookup per term per node. Pods of other schedulers (foreign) count like ours.
+
+Topology spread (DoNotSchedule; see topology_spread): per constraint selector, topology key and node
+filter, the pods per domain on the eligible nodes and the smallest count, kept the same way; a node
+passes when its domain's count stays within maxSkew of the smallest.
 """
 
 from __future__ import annotations
@@ -21,11 +26,36 @@ from collections import Counter
 from collections.abc import Mapping
 
 from core.objects.allocation import Allocation
+from core.objects.constraints import NodeFilter
 from core.objects.node import Node
 from core.objects.pod_affinity import PodAffinityTerm, PodSelector, pod_identity
+from core.objects.topology_spread import DO_NOT_SCHEDULE, DomainCounts, SpreadConstraint
 
 Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
 CountKey = tuple[Selectors, str]  # (selectors, topologyKey)
+SpreadKey = tuple[PodSelector, str, NodeFilter]  # (selector, topologyKey, the nodes counted)
+
+
+class _Spread:
+    """One spread registration: its eligible nodes and their domains' counts."""
+
+    __slots__ = ("counts", "eligible", "filter", "key", "selector")
+
+    def __init__(self, selector: PodSelector, key: str, node_filter: NodeFilter) -> None:
+        self.selector, self.key, self.filter = selector, key, node_filter
+        self.eligible: set[str] = set()
+        self.counts = DomainCounts()
+
+    def node_added(self, node: Node) -> None:
+        domain = node.traits.label_map.get(self.key)
+        if domain is not None and self.filter.admits(node.node_id, node.traits):
+            self.eligible.add(node.node_id)
+            self.counts.add_node(domain)
+
+    def node_removed(self, node: Node) -> None:
+        if node.node_id in self.eligible:
+            self.eligible.discard(node.node_id)
+            self.counts.remove_node(node.traits.label_map[self.key])
 
 
 def _selects(selectors: Selectors, namespace: str, labels: Mapping[str, str]) -> bool:
@@ -38,6 +68,7 @@ class PodRules:
     def __init__(self, nodes: Mapping[str, Node]) -> None:
         self._nodes = nodes
         self._counts: dict[CountKey, Counter[str]] = {}  # registered selectors -> domain -> pods
+        self._spread: dict[SpreadKey, _Spread] = {}
         self.counting = False  # whether any selector is registered: then every pod placed counts
         self.anti_terms: dict[PodAffinityTerm, Counter[str]] = {}  # placed pods' terms -> domain -> pods
 
@@ -50,12 +81,15 @@ class PodRules:
 
     def _move(self, alloc: Allocation, node: Node, step: int) -> None:
         labels = node.traits.label_map
-        if self._counts:
+        if self.counting:
             namespace, pod_labels = pod_identity(alloc.tags)
             for (selectors, key), counts in self._counts.items():
                 domain = labels.get(key)
                 if domain is not None and _selects(selectors, namespace, pod_labels):
                     _bump(counts, domain, step)
+            for spread in self._spread.values():
+                if node.node_id in spread.eligible and spread.selector.matches(namespace, pod_labels):
+                    spread.counts.move(labels[spread.key], step)
         anti = alloc.constraints.pod_anti_affinity
         if anti is not None:
             for term in anti.required:
@@ -65,9 +99,19 @@ class PodRules:
                     if not self.anti_terms[term]:
                         del self.anti_terms[term]
 
+    def node_added(self, node: Node) -> None:
+        for spread in self._spread.values():
+            spread.node_added(node)
+
+    def node_removed(self, node: Node) -> None:
+        for spread in self._spread.values():
+            spread.node_removed(node)
+
     def relabelled(self) -> None:
-        """A node's labels changed: its pods' domains did. Counted afresh when next needed."""
+        """A node's labels (or taints) changed: its pods' domains did, and which nodes a spread counts.
+        Counted afresh when next needed."""
         self._counts.clear()
+        self._spread.clear()
         self.counting = False
         self.anti_terms.clear()
         for node in self._nodes.values():
@@ -93,11 +137,31 @@ class PodRules:
                         counts[domain] += 1
         return counts
 
+    def _spread_counts(self, constraint: SpreadConstraint, node_filter: NodeFilter) -> DomainCounts:
+        key = (constraint.selector, constraint.topology_key, node_filter)
+        spread = self._spread.get(key)
+        if spread is None:
+            spread = self._spread[key] = _Spread(constraint.selector, constraint.topology_key, node_filter)
+            self.counting = True
+            for node in self._nodes.values():
+                spread.node_added(node)
+                if node.node_id in spread.eligible:
+                    domain = node.traits.label_map[constraint.topology_key]
+                    for alloc in node.allocations.values():
+                        if constraint.selector.matches(*pod_identity(alloc.tags)):
+                            spread.counts.move(domain, 1)
+        return spread.counts
+
     # Checks -------------------------------------------------------------------------------------
     def for_ask(self, ask: Allocation) -> AskPodRules | None:
         """The rules `ask` is held to now; None when none applies (the common case, at no cost)."""
         constraints = ask.constraints
-        if not self.anti_terms and constraints.pod_affinity is None and constraints.pod_anti_affinity is None:
+        if (
+            not self.anti_terms
+            and constraints.pod_affinity is None
+            and constraints.pod_anti_affinity is None
+            and not constraints.spread
+        ):
             return None
         namespace, labels = pod_identity(ask.tags)
         forbidden: list[tuple[str, Counter[str]]] = [
@@ -117,25 +181,36 @@ class PodRules:
             first_of_group = not any(counts for _, counts in needed) and _selects(
                 selectors, namespace, labels
             )
-        if not forbidden and not needed:
+        spread: list[tuple[str, Counter[str], int]] = []
+        for constraint in constraints.spread:
+            if constraint.when_unsatisfiable != DO_NOT_SCHEDULE:
+                continue
+            node_filter = NodeFilter.of(constraints, constraint.honor_affinity, constraint.honor_taints)
+            counts = self._spread_counts(constraint, node_filter)
+            itself = 1 if constraint.selector.matches(namespace, labels) else 0
+            most = constraint.max_skew + counts.minimum(constraint.min_domains) - itself
+            spread.append((constraint.topology_key, counts.pods, most))
+        if not forbidden and not needed and not spread:
             return None
-        return AskPodRules(forbidden, needed, first_of_group)
+        return AskPodRules(forbidden, needed, first_of_group, spread)
 
 
 class AskPodRules:
     """One ask's pod rules for one search: a few lookups per node."""
 
-    __slots__ = ("first_of_group", "forbidden", "needed")
+    __slots__ = ("first_of_group", "forbidden", "needed", "spread")
 
     def __init__(
         self,
         forbidden: list[tuple[str, Counter[str]]],
         needed: list[tuple[str, Counter[str]]],
         first_of_group: bool,
+        spread: list[tuple[str, Counter[str], int]],
     ) -> None:
         self.forbidden = forbidden
         self.needed = needed
         self.first_of_group = first_of_group
+        self.spread = spread  # (topologyKey, pods per domain, the most a domain may hold before this pod)
 
     def admits(self, node: Node) -> bool:
         labels = node.traits.label_map
@@ -148,6 +223,10 @@ class AskPodRules:
             if domain is None:
                 return False
             if not self.first_of_group and counts.get(domain, 0) <= 0:
+                return False
+        for key, pods, most in self.spread:
+            domain = labels.get(key)
+            if domain is None or pods.get(domain, 0) > most:
                 return False
         return True
 

@@ -152,7 +152,8 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
             }
         },
         topologySpreadConstraints=[
-            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+            {"maxSkew": 2, "topologyKey": "rack", "whenUnsatisfiable": "ScheduleAnyway"},
         ],
         volumes=[
             {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
@@ -161,10 +162,11 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
     )
     assert t.ignored_placement(pod) == [
         f"preferred pod anti-affinity (spec.affinity.podAntiAffinity.{t.PREFERRED})",
-        "topology spread constraints (spec.topologySpreadConstraints)",
+        "topology spread constraints with whenUnsatisfiable ScheduleAnyway (topologyKey rack)",
         "the node affinity of persistent volumes (volumes data)",
     ]
     assert t.ignored_placement(_pod(nodeSelector={"zone": "a"})) == []
+    assert json.loads(t.pod_tags(pod)[t.TAG_TOPOLOGY_SPREAD])[0]["topologyKey"] == "zone"
     required_only = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     assert t.ignored_placement(_pod(affinity=required_only)) == []  # honoured by the core
     assert (
