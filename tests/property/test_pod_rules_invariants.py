@@ -69,7 +69,9 @@ class PodRulesMachine(RuleBasedStateMachine):
         ns=st.sampled_from(NAMESPACES),
         anti=st.none() | st.tuples(st.sampled_from(APPS), st.sampled_from(KEYS), st.booleans()),
         affinity=st.none() | st.tuples(st.sampled_from(APPS), st.sampled_from(KEYS)),
-        spread=st.none() | st.tuples(st.sampled_from(APPS), st.sampled_from(KEYS), st.integers(1, 2), st.integers(1, 4)),
+        spread=st.none() | st.tuples(
+            st.sampled_from(APPS), st.sampled_from(KEYS), st.integers(1, 2), st.integers(1, 4)
+        ),
     )  # fmt: skip
     def add_pod(
         self,
