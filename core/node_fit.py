@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from core.objects.allocation import Allocation
-from core.objects.constraints import NO_CONSTRAINTS, node_admits
+from core.objects.constraints import NO_CONSTRAINTS, node_admits, node_refusal
 from core.objects.node import Node
 from core.objects.node_affinity import NodeAffinity
 from core.objects.partition import Partition
@@ -64,3 +66,41 @@ def _preferred_node(
             if score > best_score:
                 best, best_score = node, score
     return best
+
+
+def why_no_node(partition: Partition, ask: Allocation) -> str:
+    """Per node, the first thing that keeps the ask off it, tallied as Kubernetes' scheduler words it:
+    "0/5 nodes are available: 3 pod anti-affinity, 2 insufficient memory". One pass over the nodes:
+    run only now and then for an ask that stays pending (see scheduling)."""
+    rules = partition.pod_rules.for_ask(ask)
+    tally: Counter[str] = Counter()
+    for node in partition.node_index:
+        why = _refusal(node, ask, rules)
+        if why:
+            tally[why] += 1
+    total = len(partition.nodes)
+    parts = ", ".join(
+        f"{count} {why}" for why, count in sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    return f"0/{total} nodes are available: {parts}" if parts else f"0/{total} nodes are available"
+
+
+def _refusal(node: Node, ask: Allocation, rules: AskPodRules | None) -> str:
+    if not node.schedulable:
+        return "unschedulable"
+    if node.reservations and ask.ref not in node.reservations:
+        return "reserved for another ask"
+    constraints = ask.constraints
+    why = node_refusal(node.node_id, node.traits, constraints)
+    if why:
+        return why
+    if constraints.host_ports and node.ports.conflict(constraints.host_ports) is not None:
+        return "didn't have free ports for the requested pod ports"
+    if rules is not None:
+        why = rules.refusal(node)
+        if why:
+            return why
+    for name, want in ask.resource.items():
+        if want > 0 and node.available.get(name) < want:
+            return f"insufficient {name}"
+    return ""

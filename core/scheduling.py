@@ -13,7 +13,7 @@ from bisect import bisect_left, insort
 from operator import itemgetter
 
 from core.gang_scheduling import held_reason, replace_placeholders
-from core.node_fit import admits, admits_now, find_node
+from core.node_fit import admits, admits_now, find_node, why_no_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
@@ -27,6 +27,7 @@ from core.ugm.tracker import Block
 
 RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
 MAX_PREEMPTION_ATTEMPTS = 10  # asks that may look for victims in one cycle, as YuniKorn
+TALLY_EVERY = 10.0  # seconds between two node-by-node tallies of why an ask finds no node (a full pass)
 
 
 def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
@@ -334,7 +335,8 @@ def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
     elif ask.ref in partition.reservations:
         message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
     else:
-        message = "no node has room for it" + (
-            " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
-        )
+        if now - ask.tallied_at >= TALLY_EVERY:
+            ask.no_node_tally, ask.tallied_at = why_no_node(partition, ask), now
+        where = " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
+        message = f"no node has room for it{where} ({ask.no_node_tally})"
     ask.note_pending(message, now)

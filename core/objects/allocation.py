@@ -50,6 +50,9 @@ class Allocation:
     pending_reason: str = ""
     reason_time: float = 0.0
     reason_count: int = 0
+    # Why no node takes it, node by node (node_fit.why_no_node), and when that was last worked out.
+    no_node_tally: str = ""
+    tallied_at: float = float("-inf")
     # Why preemption, tried for this ask, found no plan: the latest reason, when, and how often.
     preemption_reason: str = ""
     preemption_time: float = 0.0

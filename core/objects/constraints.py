@@ -227,6 +227,21 @@ def parse_node_traits(attributes: Mapping[str, str]) -> NodeTraits:
     return NodeTraits(labels, taints)
 
 
+def node_refusal(node_id: str, traits: NodeTraits, ask: AskConstraints) -> str:
+    """Why the node's own traits keep this ask off ("" when they do not): the rule, in the words of
+    Kubernetes' scheduler, for the pending reason's per-node tally."""
+    if ask.required_node and ask.required_node != node_id:
+        return "not the required node"
+    if ask.node_selector and any(traits.label_map.get(k) != v for k, v in ask.node_selector):
+        return "didn't match the node selector"
+    if ask.node_affinity is not None and not ask.node_affinity.admits(node_id, traits.label_map):
+        return "didn't match node affinity"
+    for taint in traits.taints:
+        if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in ask.tolerations):
+            return "had untolerated taints"
+    return ""
+
+
 def node_admits(node_id: str, traits: NodeTraits, ask: AskConstraints) -> bool:
     """Whether an ask with these constraints may run on this node, by the node's own traits (room and
     what runs there aside: host ports are checked against the node, see node_fit)."""

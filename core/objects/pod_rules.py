@@ -230,6 +230,21 @@ class AskPodRules:
                 return False
         return True
 
+    def refusal(self, node: Node) -> str:
+        """Which rule keeps the ask off `node` ("" when none does), for the pending reason."""
+        labels = node.traits.label_map
+        if any(labels.get(k) is not None and counts.get(labels[k], 0) > 0 for k, counts in self.forbidden):
+            return "pod anti-affinity"
+        for key, counts in self.needed:
+            domain = labels.get(key)
+            if domain is None or (not self.first_of_group and counts.get(domain, 0) <= 0):
+                return "pod affinity"
+        for key, pods, most in self.spread:
+            domain = labels.get(key)
+            if domain is None or pods.get(domain, 0) > most:
+                return "topology spread constraints"
+        return ""
+
 
 def _bump(counts: Counter[str], domain: str, step: int) -> None:
     value = counts.get(domain, 0) + step

@@ -71,7 +71,10 @@ def test_the_documented_cache_and_web_example_puts_one_of_each_per_node() -> Non
         _ask(c, f"store-{i}", store)
     placed = _placed(c)
     assert sorted(placed.values()) == ["n1", "n2", "n3"]  # one per node; the fourth waits
-    assert c.partition.applications["app"].asks["store-3"].pending_reason.startswith("no node")
+    reason = c.partition.applications["app"].asks["store-3"].pending_reason
+    assert (
+        reason == "no node has room for it that it may run on (0/3 nodes are available: 3 pod anti-affinity)"
+    )
     web = _pod_tags(
         {"app": "web-store"},
         anti=_required(_term(HOST, {"app": "web-store"})),

@@ -110,6 +110,10 @@ def test_min_domains_counts_missing_domains_as_empty() -> None:
         _ask(c, f"new-{i}", _tags(_spread(ZONE, minDomains=3)))
     # Two zones of the three wanted: the minimum is 0, so a zone may hold at most maxSkew (1).
     assert sorted(_placed(c).values()) == ["a1", "b1"]
+    reasons = {a.pending_reason for a in c.partition.applications["app"].asks.values()}
+    assert reasons == {
+        "no node has room for it that it may run on (0/2 nodes are available: 2 topology spread constraints)"
+    }
 
 
 def test_node_affinity_policy_decides_which_domains_count() -> None:
