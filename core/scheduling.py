@@ -229,7 +229,7 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
             break
         leaf, app, ask = found
         if ask.task_group and _waits_for_placeholder(app, ask):
-            ask.note_pending(held_reason(app, ask), now)
+            _pending(partition, ask, held_reason(app, ask), now)
             cycle.tried(app)
             continue
         placed = False
@@ -243,7 +243,7 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
                 inter_queue.preempt_for(partition, leaf, ask, now)
         elif ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
-            ask.note_pending(f"reserved node {node_id}, waiting for room there", now)
+            _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now)
         else:
             if leaf.fits_headroom(ask.resource, not ask.required_node, ask.held):
                 if ask.required_node:
@@ -253,7 +253,7 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
                 if not placed:
                     _note_no_room(partition, ask, now)
             else:
-                _note_headroom(leaf, ask, now)
+                _note_headroom(partition, leaf, ask, now)
             # Preemption is tried when no node had room, and also when the headroom check failed:
             # a full cluster is exactly when a queue below its guarantee needs it.
             if not placed and preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
@@ -295,6 +295,13 @@ def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
 
 
 # Pending reasons ("why is this pending?"), kept on the ask for the REST API --------------------------
+def _pending(partition: Partition, ask: Allocation, why: str, now: float) -> None:
+    """Note why the ask waits; a REQUEST event when that changes (the RM shows it on the task)."""
+    if why != ask.pending_reason:
+        partition.events.append(partition_events.ask_pending(partition.rm_id, ask, why, now))
+    ask.note_pending(why, now)
+
+
 def _note_app_limit(partition: Partition, app: Application, cycle: _Cycle) -> None:
     ask = cycle.next_ask(app)
     if ask is not None:
@@ -304,9 +311,8 @@ def _note_app_limit(partition: Partition, app: Application, cycle: _Cycle) -> No
             where = f"queue {full[0].full_name} runs its maxapplications ({full[0].max_applications})"
         elif (blocked := partition.user_groups.run_block(app)) is not None:
             where = blocked.describe()
-        ask.note_pending(
-            f"application {app.app_id} may not start yet: {where or 'application limit'}", cycle.now
-        )
+        why = f"application {app.app_id} may not start yet: {where or 'application limit'}"
+        _pending(partition, ask, why, cycle.now)
 
 
 def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now: float) -> None:
@@ -316,7 +322,7 @@ def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now:
     ask.note_pending(why, now)
 
 
-def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:
+def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> None:
     found = leaf.headroom_shortfall(ask.resource, not ask.required_node, ask.held)
     if found is None:
         return
@@ -326,7 +332,7 @@ def _note_headroom(leaf: Queue, ask: Allocation, now: float) -> None:
     used = queue.committed(ask.resource if ask.held else None) if queue.held else queue.allocated
     room = {k: max(0, limit[k] - used.get(k)) for k in short}
     what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
-    ask.note_pending(f"over {what}: asks {short}, room left {room}", now)
+    _pending(partition, ask, f"over {what}: asks {short}, room left {room}", now)
 
 
 def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
@@ -339,4 +345,4 @@ def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
             ask.no_node_tally, ask.tallied_at = why_no_node(partition, ask), now
         where = " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
         message = f"no node has room for it{where} ({ask.no_node_tally})"
-    ask.note_pending(message, now)
+    _pending(partition, ask, message, now)

@@ -116,6 +116,19 @@ class Kube:
             if exc.status != 404:
                 raise
 
+    async def set_unschedulable(self, pod: PodLike, message: str) -> None:
+        """PodScheduled=False with reason Unschedulable and the core's pending reason (a strategic
+        merge of the pod's status conditions, by type); best effort, as kube-scheduler's."""
+        meta = pod["metadata"]
+        now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+                     "lastTransitionTime": now}  # fmt: skip
+        with contextlib.suppress(client.ApiException):
+            await asyncio.to_thread(
+                self.core.patch_namespaced_pod_status, meta["name"], meta["namespace"],
+                {"status": {"conditions": [condition]}}, _preload_content=False,
+            )  # fmt: skip
+
     async def record_event(self, obj: PodLike, reason: str, message: str, warning: bool = False) -> None:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or self.namespace

@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
+import grpc
 import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
@@ -17,11 +18,12 @@ from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube, api_client
 from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
+from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
-Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer
+Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("pending", uid, why)
 _CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
 _STOP: Item = ("stop", "", {})
 
@@ -52,11 +54,16 @@ async def run_shim(
         placeholder_image=placeholder_image,
     )
     stopping = asyncio.create_task(_forward_stop(stop, items))
+    pending: asyncio.Task[None] | None = None
     try:
         functions = kube.list_functions()
         lists = {kind: await asyncio.to_thread(Kube.list_raw, func) for kind, func in functions.items()}
-        configmap = _configmap(lists["configmaps"][0])
-        await shim.sync(lists["nodes"][0], lists["pods"][0], lists["priorityclasses"][0], configmap)
+        shim.load(lists["priorityclasses"][0], _configmap(lists["configmaps"][0]))
+        await client.register(config=shim.config)
+        # Followed from before anything is sent, so no pending reason of ours comes before it.
+        first = await client.stream_events(types=[si_pb2.EventRecord.REQUEST])
+        pending = asyncio.create_task(_follow_pending(client, first, items, stop))
+        await shim.resend(lists["nodes"][0], lists["pods"][0])
         log.info("synced with the core", rmID=rm_id, nodes=len(lists["nodes"][0]), pods=len(lists["pods"][0]))
         informers = [
             Informer(kind, func, lambda k, e, o: items.put_nowait((k, e, o)), loop)
@@ -71,7 +78,38 @@ async def run_shim(
                 informer.stop()
     finally:
         stopping.cancel()
+        if pending is not None:
+            pending.cancel()
         await client.close()
+
+
+PENDING_PREFIX = "is pending: "
+PENDING_RETRY = 1.0  # seconds between attempts to follow the core's events again after the stream ends
+_STREAM_ENDS: tuple[type[BaseException], ...] = (grpc.aio.AioRpcError, *SEND_ERRORS)
+EventCall = grpc.aio.UnaryStreamCall[si_pb2.EventStreamRequest, si_pb2.EventStreamResponse]
+
+
+async def _follow_pending(
+    client: SchedulerClient, call: EventCall | None, items: asyncio.Queue[Item], stop: asyncio.Event
+) -> None:
+    """The core's REQUEST events saying why an ask waits, into the main loop as ("pending", uid, reason):
+    the shim shows them on the pods. The stream ends with the core; it is followed again once back,
+    from the oldest event the core holds (a new core numbers its events afresh): the shim patches a pod
+    only when its reason differs from the one it last set, so the latest reason is what stays."""
+    while not stop.is_set():
+        try:
+            if call is None:
+                call = await client.stream_events(0, [si_pb2.EventRecord.REQUEST])
+            async for response in call:
+                event = response.event
+                _, found, reason = event.message.partition(PENDING_PREFIX)
+                if found and event.objectID:
+                    items.put_nowait(("pending", event.objectID, {"reason": reason}))
+        except _STREAM_ENDS as exc:
+            log.debug("event stream ended", rmID=client.rm_id, error=repr(exc))
+        call = None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), PENDING_RETRY)
 
 
 async def _forward_stop(stop: asyncio.Event, items: asyncio.Queue[Item]) -> None:
@@ -98,6 +136,8 @@ async def _follow(
         try:
             if kind in handlers:
                 await handlers[kind](event, obj)
+            elif kind == "pending":
+                await shim.on_pending(event, obj["reason"])
             await shim.process_core()
         except SEND_ERRORS as exc:
             # The core went away mid-request; the event is not lost: the re-sync sends the

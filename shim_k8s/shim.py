@@ -51,6 +51,8 @@ class KubeActions(Protocol):
 
     async def delete_pod(self, pod: Obj) -> None: ...  # a placeholder the core released; gone already is fine
 
+    async def set_unschedulable(self, pod: Obj, message: str) -> None: ...  # PodScheduled: False
+
 
 def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
@@ -67,6 +69,7 @@ class _State:
     foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
+    unschedulable: dict[str, str] = field(default_factory=dict)  # pod UID -> the reason last patched
 
 
 @dataclass
@@ -346,9 +349,22 @@ class K8sShim(ResponseHandler):
         )  # fmt: skip
         return ""
 
+    async def on_pending(self, uid: str, reason: str) -> None:
+        """The core says why an ask of ours still waits: the pod's PodScheduled condition says so, as
+        kube-scheduler's does (reason Unschedulable: the cluster autoscaler's signal). The API server
+        sets the condition to True when the pod is bound."""
+        pod = self.state.pods.get(uid)
+        if pod is None or uid not in self.state.asked or uid in self.state.bound_by_us or _node_of(pod):
+            return
+        if self.state.unschedulable.get(uid) == reason:
+            return
+        self.state.unschedulable[uid] = reason
+        await self.kube.set_unschedulable(pod, reason)
+
     async def _pod_gone(self, pod: Obj) -> None:
         uid = _key(pod)
         self.state.pods.pop(uid, None)
+        self.state.unschedulable.pop(uid, None)
         self.state.waiting_for_class.pop(uid, None)
         if uid in self.state.foreign:
             self.state.foreign.discard(uid)

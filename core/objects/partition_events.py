@@ -86,6 +86,16 @@ def ask_over_limit(rm_id: str, ask: Allocation, why: str, now: float) -> Event:
     )  # fmt: skip
 
 
+def ask_pending(rm_id: str, ask: Allocation, why: str, now: float) -> Event:
+    """Why an ask is still pending, each time that changes: an RM shows it on the task (the Kubernetes
+    shim as the pod's PodScheduled=False, Unschedulable condition)."""
+    return Event(
+        rm_id, EventType.REQUEST, ask.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE,
+        f"Request '{ask.key}' is pending: {why}", now,
+        reference_id=ask.application_id, resource=ask.resource.as_dict(),
+    )  # fmt: skip
+
+
 def app_runnable(rm_id: str, app_id: str, queue: str, runnable: bool, why: str, now: float) -> Event:
     """An Accepted application held by a user's or group's maxapplications, or free to run again."""
     detail = ChangeDetail.APP_RUNNABLE_QUOTA if runnable else ChangeDetail.APP_CANNOTRUN_QUOTA

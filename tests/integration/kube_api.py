@@ -37,6 +37,7 @@ class FakeKubeAPI:
         self.changed = asyncio.Condition()
         self.expired_before = 0  # watches from an older resource version get 410
         self.bindings: list[tuple[str, str]] = []
+        self.status_patches: list[tuple[str, Obj]] = []  # (pod name, the patch)
         self.evictions: list[str] = []
         self.events: list[Obj] = []
         self.created: list[Obj] = []  # pods created through the API, as stored
@@ -93,6 +94,7 @@ class FakeKubeAPI:
         app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
         app.router.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
         app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
+        app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}/status", self._patch_status)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
@@ -157,6 +159,8 @@ class FakeKubeAPI:
             return web.json_response({"kind": "Status", "code": 409, "message": "already bound"}, status=409)
         pod = copy.deepcopy(pod)
         pod["spec"]["nodeName"] = body["target"]["name"]
+        # As the API server's binding does: the pod is scheduled.
+        _merge_conditions(pod, [{"type": "PodScheduled", "status": "True"}])
         self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
         await self.put("pods", pod)
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
@@ -193,7 +197,35 @@ class FakeKubeAPI:
         await self.delete("pods", pod)
         return web.json_response(pod, status=200)
 
+    async def _patch_status(self, request: web.Request) -> web.Response:
+        """A strategic merge patch of the pod's status: conditions merge by type, as Kubernetes does."""
+        patch = await request.json()
+        pod = self.get("pods", request.match_info["name"])
+        if pod is None:
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        pod = copy.deepcopy(pod)
+        _merge_conditions(pod, (patch.get("status") or {}).get("conditions") or [])
+        self.status_patches.append((pod["metadata"]["name"], patch))
+        await self.put("pods", pod)
+        return web.json_response(pod, status=200)
+
     async def _event(self, request: web.Request) -> web.Response:
         event = await request.json()
         self.events.append(event)
         return web.json_response(event, status=201)
+
+
+def _merge_conditions(pod: Obj, conditions: list[Obj]) -> None:
+    status = pod.setdefault("status", {})
+    merged = {c["type"]: c for c in status.get("conditions") or []}
+    for condition in conditions:
+        merged[condition["type"]] = {**merged.get(condition["type"], {}), **condition}
+    status["conditions"] = list(merged.values())
+
+
+def condition(pod: Obj | None, kind: str) -> Obj | None:
+    """The pod's status condition of that type, or None."""
+    for found in ((pod or {}).get("status") or {}).get("conditions") or []:
+        if found.get("type") == kind:
+            return found
+    return None

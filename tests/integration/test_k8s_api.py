@@ -14,7 +14,7 @@ import pytest
 
 from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
-from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.kube_api import FakeKubeAPI, Obj, condition
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_shim import configmap, daemonset_pod, node, pod
 
@@ -341,3 +341,27 @@ async def test_node_affinity_host_ports_and_pod_anti_affinity_are_honoured_and_t
             ),
             "the event naming what is not honoured",
         )  # fmt: skip
+
+
+async def test_an_unschedulable_pod_says_why_in_its_condition_until_it_is_bound(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    for name in ("small-1", "small-2"):  # 4Gi in all, 2Gi a node: the cluster has room, no node has
+        await api.put("nodes", node(name, memory="2Gi"))
+    await api.put("pods", pod("big", memory="3Gi"))
+    async with shim_running(api, core_address, rm_id):
+
+        def unschedulable() -> Obj | None:
+            found = condition(api.get("pods", "big"), "PodScheduled")
+            return found if found is not None and found["status"] == "False" else None
+
+        await _until(unschedulable, "PodScheduled=False on the pod")
+        found = unschedulable()
+        assert found is not None and found["reason"] == "Unschedulable"
+        assert found["message"] == "no node has room for it (0/2 nodes are available: 2 insufficient memory)"
+        patches = len(api.status_patches)
+        await api.put("nodes", node("large", memory="8Gi"))
+        await _until(lambda: ("big", "large") in api.bindings, "the pod bound once a node has room")
+        scheduled = condition(api.get("pods", "big"), "PodScheduled")
+        assert scheduled is not None and scheduled["status"] == "True"  # set by the binding, as the API does
+        assert len(api.status_patches) == patches  # nothing patched after the binding

@@ -43,6 +43,7 @@ class MemoryKube:
         self.fail_binding: set[str] = set()
         self.created: list[dict[str, Any]] = []  # pods the shim created (placeholders)
         self.deleted: list[str] = []
+        self.unschedulable: list[tuple[str, str]] = []  # (pod name, message) as patched
 
     async def bind(self, pod: Mapping[str, Any], node: str) -> None:
         name = pod["metadata"]["name"]
@@ -71,6 +72,9 @@ class MemoryKube:
         self.deleted.append(pod["metadata"]["name"])
         assert self.shim is not None
         await self.shim.on_pod("DELETED", pod)
+
+    async def set_unschedulable(self, pod: Mapping[str, Any], message: str) -> None:
+        self.unschedulable.append((pod["metadata"]["name"], message))
 
     async def record_event(
         self, obj: Mapping[str, Any], reason: str, message: str, warning: bool = False
