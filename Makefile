@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_scale
 	$(BIN)/python -m benchmarks.bench_latency
 	$(BIN)/python -m benchmarks.bench_gang
+	$(BIN)/python -m benchmarks.bench_constraints
 
 ## proto: regenerate the committed stubs from proto/si/v1/si.proto.
 proto: $(STAMP)

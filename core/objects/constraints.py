@@ -133,9 +133,37 @@ _CONSTRAINT_TAGS = frozenset(
 )
 
 
+_ORDERED_TAGS = tuple(sorted(_CONSTRAINT_TAGS))
+
+
 def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
     if required_node_tag not in tags and _CONSTRAINT_TAGS.isdisjoint(tags):
         return NO_CONSTRAINTS  # most asks: nothing to parse, one shared object
+    # The pods of one workload carry the same rules: parsed once, shared (the result is immutable).
+    # What the rules may depend on beside their own text: the pod's namespace and labels.
+    namespace, labels = pod_identity(tags)
+    key = (
+        tags.get(required_node_tag, ""), tuple(tags.get(t) for t in _ORDERED_TAGS), namespace,
+        tuple(sorted(labels.items())),
+    )  # fmt: skip
+    return _parse_cached(key, required_node_tag, tags)
+
+
+def _parse_cached(key: tuple[object, ...], required_node_tag: str, tags: Mapping[str, str]) -> AskConstraints:
+    found = _PARSED.get(key)
+    if found is None:
+        found = _parse(tags, required_node_tag)
+        if len(_PARSED) >= _PARSED_KEPT:
+            del _PARSED[next(iter(_PARSED))]  # the oldest: workloads come and go
+        _PARSED[key] = found
+    return found
+
+
+_PARSED: dict[tuple[object, ...], AskConstraints] = {}
+_PARSED_KEPT = 4096
+
+
+def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
     selector: tuple[tuple[str, str], ...] = ()
     if TAG_NODE_SELECTOR in tags:
         raw = _json(tags[TAG_NODE_SELECTOR], f"tag {TAG_NODE_SELECTOR}")

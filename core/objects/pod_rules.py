@@ -58,6 +58,14 @@ class _Spread:
             self.counts.remove_node(node.traits.label_map[self.key])
 
 
+def identity_of(alloc: Allocation) -> tuple[str, dict[str, str]]:
+    """The pod's namespace and labels, read from its tags once."""
+    found = alloc.identity
+    if found is None:
+        found = alloc.identity = pod_identity(alloc.tags)
+    return found
+
+
 def _selects(selectors: Selectors, namespace: str, labels: Mapping[str, str]) -> bool:
     return all(s.matches(namespace, labels) for s in selectors)
 
@@ -82,7 +90,7 @@ class PodRules:
     def _move(self, alloc: Allocation, node: Node, step: int) -> None:
         labels = node.traits.label_map
         if self.counting:
-            namespace, pod_labels = pod_identity(alloc.tags)
+            namespace, pod_labels = identity_of(alloc)
             for (selectors, key), counts in self._counts.items():
                 domain = labels.get(key)
                 if domain is not None and _selects(selectors, namespace, pod_labels):
@@ -133,7 +141,7 @@ class PodRules:
                 if domain is None:
                     continue
                 for alloc in node.allocations.values():
-                    if _selects(selectors, *pod_identity(alloc.tags)):
+                    if _selects(selectors, *identity_of(alloc)):
                         counts[domain] += 1
         return counts
 
@@ -148,7 +156,7 @@ class PodRules:
                 if node.node_id in spread.eligible:
                     domain = node.traits.label_map[constraint.topology_key]
                     for alloc in node.allocations.values():
-                        if constraint.selector.matches(*pod_identity(alloc.tags)):
+                        if constraint.selector.matches(*identity_of(alloc)):
                             spread.counts.move(domain, 1)
         return spread.counts
 
@@ -163,7 +171,7 @@ class PodRules:
             and not constraints.spread
         ):
             return None
-        namespace, labels = pod_identity(ask.tags)
+        namespace, labels = identity_of(ask)
         forbidden: list[tuple[str, Counter[str]]] = [
             (term.topology_key, counts)
             for term, counts in self.anti_terms.items()
