@@ -50,6 +50,7 @@ NODE = {"vcore": 4000, "memory": 32 * 2**30, "pods": 110}
 POD = {"vcore": 100, "memory": 100 * 2**20, "pods": 1}
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 LABEL = "kubernetes.io/label/"
+CREATED = 1_700_000_000  # the pods' creationTime, Unix seconds
 
 Tags = dict[str, str]
 
@@ -72,8 +73,9 @@ ANTI = _pod({"color": "green"}, podAntiAffinity={
     "requiredDuringSchedulingIgnoredDuringExecution": [_term({"color": "green"}, HOST)]})  # fmt: skip
 AFFINITY = _pod({"color": "blue"}, podAffinity={
     "requiredDuringSchedulingIgnoredDuringExecution": [_term({"color": "blue"}, ZONE)]})  # fmt: skip
+IN_ZONES = {"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}
 NODE_AFFINITY = _pod({"app": "na"}, nodeAffinity={"requiredDuringSchedulingIgnoredDuringExecution": {
-    "nodeSelectorTerms": [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}]}})  # fmt: skip
+    "nodeSelectorTerms": [{"matchExpressions": [IN_ZONES]}]}})  # fmt: skip
 SPREAD = _pod({"foo": ""}, spread=[{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
                                      "labelSelector": {"matchLabels": {"foo": ""}}}])  # fmt: skip
 PREFERRED = _pod({"color": "red"}, podAntiAffinity={"preferredDuringSchedulingIgnoredDuringExecution": [
@@ -119,7 +121,7 @@ async def run(name: str, nodes: int) -> float:
 
             def batch(start: int, count: int) -> si_pb2.AllocationRequest:
                 return si_pb2.AllocationRequest(rmID=client.rm_id, allocations=[
-                    messages.ask("perf", f"pod-{i}", POD, tags={**shape.pod(i), "creationTime": str(1_700_000_000 + i)})
+                    messages.ask("perf", f"pod-{i}", POD, tags={**shape.pod(i), "creationTime": str(CREATED + i)})
                     for i in range(start, start + count)
                 ])  # fmt: skip
 
