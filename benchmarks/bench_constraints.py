@@ -120,10 +120,13 @@ async def run(name: str, nodes: int) -> float:
             await client.wait_apps_answered(1)
 
             def batch(start: int, count: int) -> si_pb2.AllocationRequest:
-                return si_pb2.AllocationRequest(rmID=client.rm_id, allocations=[
-                    messages.ask("perf", f"pod-{i}", POD, tags={**shape.pod(i), "creationTime": str(CREATED + i)})
+                asks = [
+                    messages.ask(
+                        "perf", f"pod-{i}", POD, tags={**shape.pod(i), "creationTime": str(CREATED + i)}
+                    )
                     for i in range(start, start + count)
-                ])  # fmt: skip
+                ]
+                return si_pb2.AllocationRequest(rmID=client.rm_id, allocations=asks)
 
             await client.send_allocation_request(batch(0, shape.init))
             await client.wait_allocations(shape.init, timeout=600)
@@ -138,9 +141,8 @@ async def run(name: str, nodes: int) -> float:
 
 async def main_async(shapes: list[str], nodes: int, repeat: int) -> None:
     out = sys.stdout
-    out.write(
-        f"{'shape':<36} {'nodes':>6} {'init':>6} {'measured':>9} {'median pods/s':>14} {'min':>8} {'max':>8}\n"
-    )
+    header = f"{'shape':<36} {'nodes':>6} {'init':>6} {'measured':>9} {'median pods/s':>14}"
+    out.write(f"{header} {'min':>8} {'max':>8}\n")
     for name in shapes:
         rates = sorted([await run(name, nodes) for _ in range(repeat)])
         shape = SHAPES[name]
