@@ -8,6 +8,7 @@ configuration does not have, a node event naming an unknown node, an invalid que
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,16 @@ from core.config import ConfigError, load_config
 from core.config.properties import parse_duration
 from core.config.schema import QueueConfig
 from core.config.yaml_reader import Problem, YamlReader, line_of
+from core.objects.allocation import TAG_REQUIRED_NODE
+from core.objects.constraints import (
+    LABEL_PREFIX,
+    TAG_NODE_AFFINITY,
+    TAG_NODE_SELECTOR,
+    ConstraintError,
+    parse_ask_constraints,
+)
+from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY
+from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD
 from core.resources import Resource, ResourceError, parse_quantity
 from shim_fake.scenario.model import (
     AppSpec,
@@ -39,18 +50,28 @@ _TOP = frozenset(
      "events", "expect"}
 )  # fmt: skip
 _REPORT = frozenset({"resource", "sample_interval"})
-_NODE = frozenset({"id", "count", "prefix", "resources", "attributes"})
+_NODE = frozenset({"id", "count", "prefix", "resources", "attributes", "labels"})
 _APP = frozenset({"id", "queue", "arrival", "user", "groups", "tags", "restart", "tasks", "gang"})
 _TASK = frozenset(
     {"name", "count", "resources", "priority", "duration", "arrival", "preemption", "originator", "tags",
-     "taskGroup"}
+     "taskGroup", "labels", "namespace", "nodeSelector", "affinity", "topologySpreadConstraints"}
 )  # fmt: skip
+# Kubernetes pod fields a task may carry, as the Kubernetes shim sends them (tag -> pod field).
+_POD_FIELDS = {
+    "nodeSelector": (TAG_NODE_SELECTOR, dict),
+    "topologySpreadConstraints": (TAG_TOPOLOGY_SPREAD, list),
+}
+_AFFINITY_FIELDS = {
+    "nodeAffinity": TAG_NODE_AFFINITY,
+    "podAffinity": TAG_POD_AFFINITY,
+    "podAntiAffinity": TAG_POD_ANTI_AFFINITY,
+}
 _GANG = frozenset({"style", "timeout", "taskGroups"})
 _GANG_GROUP = frozenset({"name", "minMember", "resources"})
 _GANG_STYLES = ("Soft", "Hard")
 _PREEMPTION = frozenset({"allow_preempt_self", "allow_preempt_other"})
 _EVENT = frozenset({"at", "queues", "queues_file", "node"})
-_NODE_EVENT = frozenset({"action", "id", "ids", "count", "prefix", "resources", "attributes"})
+_NODE_EVENT = frozenset({"action", "id", "ids", "count", "prefix", "resources", "attributes", "labels"})
 _NODE_ACTIONS = frozenset({"add", "drain", "undrain", "decommission"})
 UNTIL_STOPPED = "until stopped"
 
@@ -231,6 +252,10 @@ class _Builder:
         if resources is None:
             return []
         attributes = self._string_map(fields.get("attributes"), f"{path}.attributes")
+        labels = tuple(
+            (LABEL_PREFIX + k, v) for k, v in self._string_map(fields.get("labels"), f"{path}.labels")
+        )
+        attributes = labels + attributes
         if "id" in fields:
             node_id = self.r.string(fields["id"], f"{path}.id")
             return [NodeSpec(node_id, resources, attributes)] if node_id else []
@@ -405,7 +430,7 @@ class _Builder:
             allow_preempt_self=preempt_self,
             allow_preempt_other=preempt_other,
             originator=originator,
-            tags=self._string_map(fields.get("tags"), f"{path}.tags"),
+            tags=self._pod_tags(fields, path) + self._string_map(fields.get("tags"), f"{path}.tags"),
             line=line_of(item),
             task_group=self.r.string(fields["taskGroup"], f"{path}.taskGroup") or ""
             if "taskGroup" in fields
@@ -455,6 +480,8 @@ class _Builder:
                 f"{path}.action", fields.get("action", node), f"action must be one of {sorted(_NODE_ACTIONS)}"
             )
             return None
+        if action != "add" and "labels" in fields:
+            self.r.error(f"{path}.labels", fields["labels"], f"labels are for nodes added, not for {action}")
         if action == "add":
             specs = self._node_specs_from(fields, node, path)
             return NodeEvent(at, action, tuple(specs), line_of(node)) if specs else None
@@ -587,6 +614,37 @@ class _Builder:
             return None
         return Resource(values)
 
+    def _pod_tags(self, fields: dict[str, Node], path: str) -> tuple[tuple[str, str], ...]:
+        """A task's Kubernetes fields (labels, namespace, nodeSelector, affinity,
+        topologySpreadConstraints) as the tags the Kubernetes shim would send, checked by the core's
+        own parser so that a mistake is reported here, with its path."""
+        tags = [(LABEL_PREFIX + k, v) for k, v in self._string_map(fields.get("labels"), f"{path}.labels")]
+        if "namespace" in fields:
+            tags.append((TAG_NAMESPACE, self.r.string(fields["namespace"], f"{path}.namespace") or "default"))
+        for field, (tag, kind) in _POD_FIELDS.items():
+            if field in fields:
+                value = _plain(fields[field])
+                if not isinstance(value, kind):
+                    self.r.error(
+                        f"{path}.{field}", fields[field], f"must be a {'mapping' if kind is dict else 'list'}"
+                    )
+                    continue
+                tags.append((tag, json.dumps(value, sort_keys=True)))
+        if "affinity" in fields:
+            affinity = _plain(fields["affinity"])
+            if not isinstance(affinity, dict) or not set(affinity) <= set(_AFFINITY_FIELDS):
+                self.r.error(
+                    f"{path}.affinity", fields["affinity"], f"must be a mapping of {sorted(_AFFINITY_FIELDS)}"
+                )
+            else:
+                tags += [(_AFFINITY_FIELDS[k], json.dumps(v, sort_keys=True)) for k, v in affinity.items()]
+        if tags:
+            try:
+                parse_ask_constraints(dict(tags), TAG_REQUIRED_NODE)
+            except ConstraintError as exc:
+                self.r.error(path, fields.get("affinity") or next(iter(fields.values())), str(exc))
+        return tuple(tags)
+
     def _string_map(self, node: Node | None, path: str) -> tuple[tuple[str, str], ...]:
         if node is None:
             return ()
@@ -613,3 +671,8 @@ class _Builder:
 
     def _time(self, node: Node | None, path: str) -> float | None:
         return self._duration(node, path) if node is not None else None
+
+
+def _plain(node: Node) -> Any:
+    """A YAML subtree as plain Python values (for Kubernetes objects passed on as JSON)."""
+    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)

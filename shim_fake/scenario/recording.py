@@ -73,6 +73,7 @@ class Recording:
         self.tasks: list[Task] = []  # the scenario's own tasks
         self.placeholders: list[Task] = []  # the gangs' placeholders, made by the runner
         self.placeholder_samples: list[tuple[float, dict[str, int]]] = []  # their usage, per queue
+        self.placements: dict[str, list[str]] = {}  # task (app/name) -> the nodes it ran on, in order
 
     # During the run ---------------------------------------------------------------------------
     def sample(self, now: float, running: Iterable[Task]) -> None:
@@ -90,6 +91,7 @@ class Recording:
         self.placeholder_samples.append((now, held))
 
     def allocated(self, now: float, task: Task) -> None:
+        self.placements.setdefault(task.ident, []).append(task.node_id)
         for queue in _ancestors(task.app.queue):
             self.allocations[queue] += 1
             self.waits[queue].append(task.waits[-1])

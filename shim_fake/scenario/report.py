@@ -21,6 +21,7 @@ def build_report(
         "resource": rec.resource,
         "tasks": rec.task_summary(),
         "gangs": rec.gang_summary(),
+        "placements": rec.placements,
         "queues": {q: rec.queue_summary(q) for q in rec.queues},
         "expectations": [o.as_dict() for o in outcomes],
         "all_expectations_met": all(o.met for o in outcomes),

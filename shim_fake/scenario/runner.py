@@ -536,6 +536,9 @@ def _placeholder_group(group: GangGroup) -> TaskGroup:
     )  # fmt: skip
 
 
+HOSTNAME_LABEL = "kubernetes.io/label/kubernetes.io/hostname"
+
+
 def _node_info(
     node_id: str,
     resources: Resource | None,
@@ -543,4 +546,9 @@ def _node_info(
     action: si_pb2.NodeInfo.ActionFromRM = si_pb2.NodeInfo.CREATE,
 ) -> si_pb2.NodeInfo:
     capacity = resources.as_dict() if resources is not None else None
-    return messages.node(node_id, capacity, action=action, attributes=dict(attributes))
+    labelled = dict(attributes)
+    if action in (si_pb2.NodeInfo.CREATE, si_pb2.NodeInfo.CREATE_DRAIN):
+        # Every node is labelled with its name, as Kubernetes labels its nodes: a topology key for
+        # rules. Only when the node is described whole: other actions send no attributes, keeping them.
+        labelled = {HOSTNAME_LABEL: node_id, **labelled}
+    return messages.node(node_id, capacity, action=action, attributes=labelled)
