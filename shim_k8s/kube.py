@@ -44,6 +44,7 @@ class Kube:
         self.core = client.CoreV1Api(api)
         self.scheduling = client.SchedulingV1Api(api)
         self.policy = client.PolicyV1Api(api)
+        self.storage = client.StorageV1Api(api)
         self.namespace = namespace
 
     # Lists: (items, resourceVersion) ----------------------------------------------------------
@@ -53,6 +54,9 @@ class Kube:
             "pods": self.core.list_pod_for_all_namespaces,
             "priorityclasses": self.scheduling.list_priority_class,
             "configmaps": lambda **kw: self.core.list_namespaced_config_map(self.namespace, **kw),
+            "persistentvolumeclaims": self.core.list_persistent_volume_claim_for_all_namespaces,
+            "persistentvolumes": self.core.list_persistent_volume,
+            "storageclasses": self.storage.list_storage_class,
         }
 
     @staticmethod

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import grpc
@@ -22,6 +23,7 @@ from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
+VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
 Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("pending", uid, why)
 _CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
@@ -59,6 +61,9 @@ async def run_shim(
         functions = kube.list_functions()
         lists = {kind: await asyncio.to_thread(Kube.list_raw, func) for kind, func in functions.items()}
         shim.load(lists["priorityclasses"][0], _configmap(lists["configmaps"][0]))
+        for kind in VOLUME_KINDS:  # before the pods: whether a pod may be asked for depends on them
+            for obj in lists[kind][0]:
+                shim.volumes.update(kind, "ADDED", obj)
         await client.register(config=shim.config)
         # Followed from before anything is sent, so no pending reason of ours comes before it.
         first = await client.stream_events(types=[si_pb2.EventRecord.REQUEST])
@@ -121,11 +126,12 @@ async def _follow(
     shim: K8sShim, informers: list[Informer], items: asyncio.Queue[Item], stop: asyncio.Event
 ) -> None:
     """Hand each informer event to the shim and carry out what the core decides, until stopped."""
-    handlers = {
+    handlers: dict[str, Callable[[str, Obj], Awaitable[None]]] = {
         "nodes": shim.on_node,
         "pods": shim.on_pod,
         "priorityclasses": shim.on_priority_class,
         "configmaps": shim.on_configmap,
+        **{kind: partial(shim.on_volume_object, kind) for kind in VOLUME_KINDS},
     }
     client = shim.client
     while not stop.is_set():

@@ -23,6 +23,7 @@ import structlog
 from rmclient.client import ResponseHandler, SchedulerClient
 from shim_k8s import task_groups, translate
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
+from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
@@ -68,6 +69,7 @@ class _State:
     bound_by_us: set[str] = field(default_factory=set)
     foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
+    waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # pods whose volumes are not ready
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
     unschedulable: dict[str, str] = field(default_factory=dict)  # pod UID -> the reason last patched
 
@@ -98,6 +100,7 @@ class K8sShim(ResponseHandler):
         self.scheduler_name = scheduler_name
         self.placeholder_image = placeholder_image
         self.priorities = PriorityResolver()
+        self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
         self.state = _State()
         self.config = ""
         self._wake = wake
@@ -290,12 +293,18 @@ class K8sShim(ResponseHandler):
                 [translate.bound_pod_allocation(pod, priority, ours=True, task_group=group)]
             )
         elif uid not in self.state.asked:
+            why, volume_terms = self.volumes.placement(pod)
+            if why:
+                await self._wait_for_volumes(pod, why)
+                return
             self.state.asked.add(uid)
             ignored = translate.ignored_placement(pod)
             if ignored:
                 message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
                 await self.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
-            await self.client.asks([translate.pod_ask(pod, priority, task_group=group)])
+            await self.client.asks(
+                [translate.pod_ask(pod, priority, task_group=group, volume_terms=volume_terms)]
+            )
 
     # Gangs ------------------------------------------------------------------------------------
     async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:
@@ -349,6 +358,24 @@ class K8sShim(ResponseHandler):
         )  # fmt: skip
         return ""
 
+    async def on_volume_object(self, kind: str, event: str, obj: Obj) -> None:
+        """A claim, volume or storage class changed: the pods that waited for their volumes look again."""
+        self.volumes.update(kind, event, obj)
+        for pod in list(self.state.waiting_for_volumes.values()):
+            self.state.waiting_for_volumes.pop(_key(pod), None)
+            await self._add_pod(pod)
+
+    async def _wait_for_volumes(self, pod: Obj, why: str) -> None:
+        """Not asked for: placed blindly, it could land where its volume cannot be. Says why, once per
+        reason: an event, and the PodScheduled condition."""
+        uid = _key(pod)
+        self.state.waiting_for_volumes[uid] = pod
+        if self.state.unschedulable.get(uid) == why:
+            return
+        self.state.unschedulable[uid] = why
+        await self.kube.record_event(pod, "VolumesNotReady", why, warning=True)
+        await self.kube.set_unschedulable(pod, why)
+
     async def on_pending(self, uid: str, reason: str) -> None:
         """The core says why an ask of ours still waits: the pod's PodScheduled condition says so, as
         kube-scheduler's does (reason Unschedulable: the cluster autoscaler's signal). The API server
@@ -366,6 +393,7 @@ class K8sShim(ResponseHandler):
         self.state.pods.pop(uid, None)
         self.state.unschedulable.pop(uid, None)
         self.state.waiting_for_class.pop(uid, None)
+        self.state.waiting_for_volumes.pop(uid, None)
         if uid in self.state.foreign:
             self.state.foreign.discard(uid)
             await self.client.release("", uid)

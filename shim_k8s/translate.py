@@ -16,6 +16,7 @@ from typing import Any
 
 from core.resources import ResourceError, parse_quantity
 from shim_k8s.priority import PodPriority
+from shim_k8s.volumes import with_volume_terms
 from si.v1 import si_pb2
 
 APP_ID_KEY = "yunikorn.apache.org/app-id"
@@ -137,7 +138,9 @@ def required_node(pod: Mapping[str, Any]) -> str:
     return ""
 
 
-def pod_tags(pod: Mapping[str, Any]) -> dict[str, str]:
+def pod_tags(pod: Mapping[str, Any], volume_terms: list[list[Any]] | None = None) -> dict[str, str]:
+    """The ask's tags; `volume_terms`: the required node selector terms of the pod's bound volumes
+    (shim_k8s.volumes), ANDed into its node affinity."""
     meta, spec = _meta(pod), pod.get("spec") or {}
     tags = {META_NAMESPACE: meta.get("namespace", "default"), META_POD_NAME: meta.get("name", "")}
     for key, value in (meta.get("labels") or {}).items():
@@ -149,7 +152,9 @@ def pod_tags(pod: Mapping[str, Any]) -> dict[str, str]:
         tags[TAG_NODE_SELECTOR] = json.dumps(spec["nodeSelector"], sort_keys=True)
     if spec.get("tolerations"):
         tags[TAG_TOLERATIONS] = json.dumps(spec["tolerations"], sort_keys=True)
-    affinity = spec.get("affinity") or {}
+    affinity = dict(spec.get("affinity") or {})
+    if volume_terms:
+        affinity["nodeAffinity"] = with_volume_terms(affinity.get("nodeAffinity"), volume_terms)
     for field, tag in (
         ("nodeAffinity", TAG_NODE_AFFINITY), ("podAffinity", TAG_POD_AFFINITY),
         ("podAntiAffinity", TAG_POD_ANTI_AFFINITY),
@@ -210,14 +215,15 @@ def ignored_placement(pod: Mapping[str, Any]) -> list[str]:
     if anyway:
         keys = ", ".join(anyway)
         out.append(f"topology spread constraints with whenUnsatisfiable ScheduleAnyway (topologyKey {keys})")
-    claims = [v.get("name", "") for v in spec.get("volumes") or [] if v.get("persistentVolumeClaim")]
-    if claims:
-        out.append(f"the node affinity of persistent volumes (volumes {', '.join(claims)})")
     return out
 
 
 def pod_ask(
-    pod: Mapping[str, Any], priority: PodPriority, app_id: str | None = None, task_group: str | None = None
+    pod: Mapping[str, Any],
+    priority: PodPriority,
+    app_id: str | None = None,
+    task_group: str | None = None,
+    volume_terms: list[list[Any]] | None = None,
 ) -> si_pb2.Allocation:
     """A pending pod as an ask (its UID is the allocation key); a gang member names its task group
     (`task_group` overrides the annotation), a placeholder pod says so."""
@@ -226,7 +232,7 @@ def pod_ask(
         allocationKey=_meta(pod).get("uid", ""),
         applicationID=application_id(pod) if app_id is None else app_id,
         resourcePerAlloc=_si_resource(pod_request(pod)),
-        allocationTags=pod_tags(pod),
+        allocationTags=pod_tags(pod, volume_terms),
         priority=priority.value,
         preemptionPolicy=si_pb2.PreemptionPolicy(
             allowPreemptSelf=priority.allow_preempt_self, allowPreemptOther=priority.allow_preempt_other

@@ -24,6 +24,9 @@ KINDS = {
     "pods": "PodList",
     "priorityclasses": "PriorityClassList",
     "configmaps": "ConfigMapList",
+    "persistentvolumeclaims": "PersistentVolumeClaimList",
+    "persistentvolumes": "PersistentVolumeList",
+    "storageclasses": "StorageClassList",
 }
 
 
@@ -89,6 +92,9 @@ class FakeKubeAPI:
             "/apis/scheduling.k8s.io/v1/priorityclasses", self._list_or_watch("priorityclasses")
         )
         app.router.add_get("/api/v1/namespaces/{ns}/configmaps", self._list_or_watch("configmaps"))
+        app.router.add_get("/api/v1/persistentvolumeclaims", self._list_or_watch("persistentvolumeclaims"))
+        app.router.add_get("/api/v1/persistentvolumes", self._list_or_watch("persistentvolumes"))
+        app.router.add_get("/apis/storage.k8s.io/v1/storageclasses", self._list_or_watch("storageclasses"))
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
         app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)

@@ -365,3 +365,48 @@ async def test_an_unschedulable_pod_says_why_in_its_condition_until_it_is_bound(
         scheduled = condition(api.get("pods", "big"), "PodScheduled")
         assert scheduled is not None and scheduled["status"] == "True"  # set by the binding, as the API does
         assert len(api.status_patches) == patches  # nothing patched after the binding
+
+
+async def test_a_pod_goes_where_its_volume_is_and_waits_while_its_claim_is_unbound(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    for name, zone in (("n1", "a"), ("n2", "b")):
+        labelled = node(name, memory="8Gi")
+        labelled["metadata"]["labels"] = {"zone": zone}
+        await api.put("nodes", labelled)
+    in_b = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "zone", "operator": "In", "values": ["b"]}]}]}}  # fmt: skip
+    await api.put(
+        "persistentvolumes", {"metadata": {"name": "pv-b", "uid": "pv-b"}, "spec": {"nodeAffinity": in_b}}
+    )
+    await api.put(
+        "storageclasses",
+        {"metadata": {"name": "local", "uid": "sc"}, "volumeBindingMode": "WaitForFirstConsumer"},
+    )
+    await api.put("persistentvolumeclaims", {"metadata": {"name": "bound", "namespace": "shop", "uid": "c1"},
+                                             "spec": {"volumeName": "pv-b"}})  # fmt: skip
+    await api.put("persistentvolumeclaims", {"metadata": {"name": "later", "namespace": "shop", "uid": "c2"},
+                                             "spec": {"storageClassName": "local"}})  # fmt: skip
+    for name, claim in (("db-0", "bound"), ("db-1", "later")):
+        await api.put(
+            "pods", pod(name, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}])
+        )
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: ("db-0", "n2") in api.bindings, "the pod bound on its volume's node")
+
+        def waiting() -> Obj | None:
+            found = condition(api.get("pods", "db-1"), "PodScheduled")
+            return found if found is not None and found["status"] == "False" else None
+
+        await _until(waiting, "the pod with the unbound claim marked unschedulable")
+        found = waiting()
+        assert found is not None and "binds WaitForFirstConsumer" in found["message"]
+        assert any(
+            e["reason"] == "VolumesNotReady" and e["involvedObject"]["name"] == "db-1" for e in api.events
+        )
+        assert all(p != "db-1" for p, _ in api.bindings)
+        # An operator binds the claim to the volume: the pod is asked for, and goes to zone b.
+        bound = {"metadata": {"name": "later", "namespace": "shop", "uid": "c2"},
+                 "spec": {"storageClassName": "local", "volumeName": "pv-b"}}  # fmt: skip
+        await api.put("persistentvolumeclaims", bound)
+        await _until(lambda: ("db-1", "n2") in api.bindings, "the pod bound once its claim is")

@@ -163,7 +163,6 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
     assert t.ignored_placement(pod) == [
         f"preferred pod anti-affinity (spec.affinity.podAntiAffinity.{t.PREFERRED})",
         "topology spread constraints with whenUnsatisfiable ScheduleAnyway (topologyKey rack)",
-        "the node affinity of persistent volumes (volumes data)",
     ]
     assert t.ignored_placement(_pod(nodeSelector={"zone": "a"})) == []
     assert json.loads(t.pod_tags(pod)[t.TAG_TOPOLOGY_SPREAD])[0]["topologyKey"] == "zone"

@@ -1,0 +1,126 @@
+"""A pod's volumes and where they let it run, as Kubernetes' VolumeBinding plugin sees it.
+
+The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. For a pending pod:
+- a claim that is bound: its PersistentVolume's `spec.nodeAffinity.required` joins the pod's required
+  node affinity (ANDed with the pod's own terms), so the core places the pod only where the volume is;
+- a claim that is missing, not bound yet (Immediate binding: the volume controller binds it), or
+  unbound in a StorageClass with `volumeBindingMode: WaitForFirstConsumer` (which needs the scheduler
+  to pick the volume and node together, and pykorn does not bind volumes): the pod waits, with the
+  reason, and is never placed blindly;
+- a generic ephemeral volume is the claim `<pod>-<volume>` that Kubernetes creates for it;
+- volume kinds that place no constraint on the node (emptyDir, configMap, secret, downwardAPI,
+  projected, hostPath, nfs, image, and inline CSI ephemeral volumes) need nothing; any other kind (the
+  in-tree cloud disks, whose zone and attach limits pykorn does not check) makes the pod wait, naming
+  the kind.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = Mapping[str, Any]
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+NEUTRAL_KINDS = frozenset(
+    {"name", "emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "nfs", "image", "csi"}
+)
+
+
+@dataclass
+class Volumes:
+    claims: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (namespace, name) -> claim
+    volumes: dict[str, Obj] = field(default_factory=dict)  # name -> PersistentVolume
+    classes: dict[str, Obj] = field(default_factory=dict)  # name -> StorageClass
+
+    def update(self, kind: str, event: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name", "")
+        store: dict[Any, Obj]  # one of the three, by key
+        key: Any
+        if kind == "persistentvolumeclaims":
+            store, key = self.claims, (meta.get("namespace", "default"), name)
+        elif kind == "persistentvolumes":
+            store, key = self.volumes, name
+        else:
+            store, key = self.classes, name
+        if event == "DELETED":
+            store.pop(key, None)
+        else:
+            store[key] = obj
+
+    def placement(self, pod: Obj) -> tuple[str, list[list[Obj]]]:
+        """("", the required node selector terms of each bound volume) when the pod may be asked for;
+        (why it waits, []) when it may not be placed yet."""
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        namespace = meta.get("namespace", "default")
+        terms: list[list[Obj]] = []
+        for volume in spec.get("volumes") or []:
+            name = volume.get("name", "")
+            if "persistentVolumeClaim" in volume:
+                claim_name = (volume["persistentVolumeClaim"] or {}).get("claimName", "")
+            elif "ephemeral" in volume:
+                claim_name = f"{meta.get('name', '')}-{name}"  # the claim Kubernetes makes for it
+            else:
+                other = sorted(set(volume) - NEUTRAL_KINDS)
+                if other:
+                    return f"volume {name} is of a kind pykorn does not place by ({', '.join(other)})", []
+                continue
+            why, volume_terms = self._claim(namespace, claim_name)
+            if why:
+                return why, []
+            if volume_terms:
+                terms.append(volume_terms)
+        return "", terms
+
+    def _claim(self, namespace: str, name: str) -> tuple[str, list[Obj]]:
+        claim = self.claims.get((namespace, name))
+        if claim is None:
+            return f"persistentvolumeclaim {name} not found", []
+        bound_to = (claim.get("spec") or {}).get("volumeName", "")
+        if not bound_to:
+            sc_name = (claim.get("spec") or {}).get("storageClassName") or self._default_class()
+            storage_class = self.classes.get(sc_name or "")
+            if (
+                storage_class is not None
+                and storage_class.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
+            ):
+                return (
+                    f"persistentvolumeclaim {name} is unbound and its StorageClass {sc_name} binds "
+                    f"{WAIT_FOR_FIRST_CONSUMER}: pykorn does not choose volumes for pods; bind it first"
+                ), []
+            return f"persistentvolumeclaim {name} is not bound yet", []
+        volume = self.volumes.get(bound_to)
+        if volume is None:
+            return f"persistentvolume {bound_to} of claim {name} not found", []
+        required = ((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
+        return "", list(required.get("nodeSelectorTerms") or [])
+
+    def _default_class(self) -> str:
+        for name, storage_class in self.classes.items():
+            if ((storage_class.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS) == "true":
+                return name
+        return ""
+
+
+def with_volume_terms(node_affinity: Obj | None, volume_terms: Sequence[Sequence[Obj]]) -> Obj | None:
+    """The pod's nodeAffinity with each volume's required terms ANDed in: every combination of one of
+    the pod's terms and one term per volume, their requirements joined (terms are ORed, requirements
+    inside a term ANDed, so this is the same rule)."""
+    if not volume_terms:
+        return node_affinity
+    affinity = dict(node_affinity or {})
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    pod_terms = required.get("nodeSelectorTerms") or [{}]  # no term of its own: no requirement to add
+    merged: list[dict[str, Any]] = []
+    for combination in itertools.product(pod_terms, *volume_terms):
+        term: dict[str, Any] = {}
+        for part in combination:
+            for key in ("matchExpressions", "matchFields"):
+                if part.get(key):
+                    term.setdefault(key, []).extend(part[key])
+        merged.append(term)
+    affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": merged}
+    return affinity
