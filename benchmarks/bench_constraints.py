@@ -16,7 +16,7 @@ JSON, namespace and labels).
   (5,000 + 5,000).
 - SchedulingNodeAffinity: required node affinity on a label every node has (5,000 + 10,000).
 - TopologySpreading: maxSkew 1 over 3 zones, DoNotSchedule (5,000 + 2,000).
-- SchedulingPreferredPodAntiAffinity: preferred anti-affinity by hostname (accepted, not scored yet).
+- SchedulingPreferredPodAntiAffinity: preferred anti-affinity by hostname (scored over the nodes).
 - MixedSchedulingBasePod: the base, anti-affinity, affinity and preferred pods in turn (1,000 + 5,000).
 """
 

@@ -209,6 +209,10 @@ class K8sShim(ResponseHandler):
             await self._add_foreign(pod)  # arrived already on a node: we did not place it
         elif known is None:
             await self._add_pod(pod)
+        elif uid in self.state.waiting_for_volumes and not _node_of(pod):
+            # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
+            self.state.waiting_for_volumes.pop(uid, None)
+            await self._add_pod(pod)
         elif not _node_of(known) and bound_elsewhere:
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
             if uid in self.state.asked:
@@ -293,7 +297,10 @@ class K8sShim(ResponseHandler):
                 [translate.bound_pod_allocation(pod, priority, ours=True, task_group=group)]
             )
         elif uid not in self.state.asked:
+            gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
             why, volume_terms = self.volumes.placement(pod)
+            if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
+                why = f"waiting for its scheduling gates to be removed: {', '.join(gates)}"
             if why:
                 await self._wait_for_volumes(pod, why)
                 return
@@ -373,7 +380,10 @@ class K8sShim(ResponseHandler):
         if self.state.unschedulable.get(uid) == why:
             return
         self.state.unschedulable[uid] = why
-        await self.kube.record_event(pod, "VolumesNotReady", why, warning=True)
+        reason = (
+            "SchedulingGated" if why.startswith("waiting for its scheduling gates") else "VolumesNotReady"
+        )
+        await self.kube.record_event(pod, reason, why, warning=True)
         await self.kube.set_unschedulable(pod, why)
 
     async def on_pending(self, uid: str, reason: str) -> None:

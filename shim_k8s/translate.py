@@ -189,32 +189,16 @@ def host_ports(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-# Placement fields the core does not evaluate yet: (where in the pod spec, what the user should know).
-_NOT_YET = (
-    ("podAffinity", "preferred pod affinity"),
-    ("podAntiAffinity", "preferred pod anti-affinity"),
-)
-PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-
-
 def ignored_placement(pod: Mapping[str, Any]) -> list[str]:
     """What in the pod would constrain its placement and is not honoured: each is reported on the pod
     (an event), never dropped without a word."""
     spec = pod.get("spec") or {}
-    affinity = spec.get("affinity") or {}
-    out = [
-        f"{what} (spec.affinity.{field}.{PREFERRED})"
-        for field, what in _NOT_YET
-        if (affinity.get(field) or {}).get(PREFERRED)
-    ]
-    anyway = [
-        str(c.get("topologyKey", ""))
-        for c in spec.get("topologySpreadConstraints") or []
-        if c.get("whenUnsatisfiable") == "ScheduleAnyway"
-    ]
-    if anyway:
-        keys = ", ".join(anyway)
-        out.append(f"topology spread constraints with whenUnsatisfiable ScheduleAnyway (topologyKey {keys})")
+    out = []
+    if spec.get("resourceClaims"):
+        names = ", ".join(str(c.get("name", "")) for c in spec["resourceClaims"])
+        out.append(f"dynamic resource claims (spec.resourceClaims: {names})")
+    if spec.get("runtimeClassName"):
+        out.append(f"the RuntimeClass's scheduling rules (spec.runtimeClassName {spec['runtimeClassName']})")
     return out
 
 

@@ -190,23 +190,72 @@ class PodRules:
                 selectors, namespace, labels
             )
         spread: list[tuple[str, Counter[str], int]] = []
+        uneven: list[tuple[str, Counter[str], int]] = []  # ScheduleAnyway: scored, not required
         for constraint in constraints.spread:
-            if constraint.when_unsatisfiable != DO_NOT_SCHEDULE:
-                continue
             node_filter = NodeFilter.of(constraints, constraint.honor_affinity, constraint.honor_taints)
             counts = self._spread_counts(constraint, node_filter)
             itself = 1 if constraint.selector.matches(namespace, labels) else 0
             most = constraint.max_skew + counts.minimum(constraint.min_domains) - itself
-            spread.append((constraint.topology_key, counts.pods, most))
-        if not forbidden and not needed and not spread:
+            hard = constraint.when_unsatisfiable == DO_NOT_SCHEDULE
+            (spread if hard else uneven).append((constraint.topology_key, counts.pods, most))
+        liked = [
+            (t.topology_key, self._count((t.selector,), t.topology_key), w)
+            for w, t in (affinity.preferred if affinity is not None else ())
+        ]
+        disliked = [
+            (t.topology_key, self._count((t.selector,), t.topology_key), w)
+            for w, t in (anti.preferred if anti is not None else ())
+        ]
+        if not (forbidden or needed or spread or uneven or liked or disliked):
             return None
-        return AskPodRules(forbidden, needed, first_of_group, spread)
+        rules = AskPodRules(forbidden, needed, first_of_group, spread)
+        if uneven or liked or disliked:
+            rules.preferences = Preferences(liked, disliked, uneven)
+        return rules
+
+
+class Preferences:
+    """What an ask prefers, as a score per node (higher is better; see score)."""
+
+    __slots__ = ("best", "disliked", "liked", "uneven")
+
+    def __init__(
+        self,
+        liked: list[tuple[str, Counter[str], int]],
+        disliked: list[tuple[str, Counter[str], int]],
+        uneven: list[tuple[str, Counter[str], int]],
+    ) -> None:
+        self.liked = liked  # preferred affinity: (topologyKey, matching pods per domain, weight)
+        self.disliked = disliked  # preferred anti-affinity, the same
+        self.uneven = uneven  # ScheduleAnyway spread: (topologyKey, pods per domain, most within maxSkew)
+        self.best = sum(weight for _, _, weight in liked)  # no node can score more
+
+    def score(self, node: Node) -> int:
+        """+weight for a preferred-affinity term whose domain holds a pod it selects, -weight for such a
+        preferred-anti-affinity term, and -100 per pod a ScheduleAnyway constraint's domain holds beyond
+        its maxSkew (a node without the key counts as beyond it by one)."""
+        labels = node.traits.label_map
+        score = 0
+        for key, counts, weight in self.liked:
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) > 0:
+                score += weight
+        for key, counts, weight in self.disliked:
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) > 0:
+                score -= weight
+        for key, pods, most in self.uneven:
+            domain = labels.get(key)
+            over = pods.get(domain, 0) - most if domain is not None else 1
+            if over > 0:
+                score -= 100 * over
+        return score
 
 
 class AskPodRules:
     """One ask's pod rules for one search: a few lookups per node."""
 
-    __slots__ = ("first_of_group", "forbidden", "needed", "spread")
+    __slots__ = ("first_of_group", "forbidden", "needed", "preferences", "spread")
 
     def __init__(
         self,
@@ -219,6 +268,7 @@ class AskPodRules:
         self.needed = needed
         self.first_of_group = first_of_group
         self.spread = spread  # (topologyKey, pods per domain, the most a domain may hold before this pod)
+        self.preferences: Preferences | None = None
 
     def admits(self, node: Node) -> bool:
         labels = node.traits.label_map

@@ -12,7 +12,7 @@ serves them. With Kubernetes' PodTopologySpread semantics, for `whenUnsatisfiabl
   most `maxSkew`, where `min` is the smallest count over the eligible domains, or 0 while there are
   fewer than `minDomains` of them; a node without the `topologyKey` label does not pass.
 
-`ScheduleAnyway` constraints are parsed and kept, and score nothing yet.
+`ScheduleAnyway` constraints score nodes instead (pod_rules.Preferences): a preference, never a filter.
 """
 
 from __future__ import annotations

@@ -327,8 +327,9 @@ async def test_node_affinity_host_ports_and_pod_anti_affinity_are_honoured_and_t
         web = pod(f"web-{i}", affinity=one_per_node)
         web["metadata"]["labels"] = {"app": "web"}
         await api.put("pods", web)
+    await api.put("pods", pod("kata", runtimeClassName="kata"))
     async with shim_running(api, core_address, rm_id):
-        await _until(lambda: len(api.bindings) == 5, "two exporters and three web pods bound")
+        await _until(lambda: len(api.bindings) == 6, "two exporters, three web pods and kata bound")
         await _left_pending(rest_url, rm_id, ["exporter-2", "web-3"])  # looked at, and left pending
         bound = dict(api.bindings)
         assert "exporter-2" not in bound and "web-3" not in bound
@@ -336,11 +337,13 @@ async def test_node_affinity_host_ports_and_pod_anti_affinity_are_honoured_and_t
         assert sorted(n for p, n in bound.items() if p.startswith("web")) == ["n1", "n2", "n3"]
         await _until(
             lambda: any(
-                e["reason"] == "PlacementConstraintsIgnored" and e["involvedObject"]["name"] == "web-0"
-                and "preferred pod anti-affinity" in e["message"] for e in api.events
+                e["reason"] == "PlacementConstraintsIgnored" and e["involvedObject"]["name"] == "kata"
+                and "spec.runtimeClassName kata" in e["message"] for e in api.events
             ),
             "the event naming what is not honoured",
         )  # fmt: skip
+        assert not any(e["involvedObject"]["name"].startswith("web") for e in api.events
+                       if e["reason"] == "PlacementConstraintsIgnored")  # fmt: skip
 
 
 async def test_an_unschedulable_pod_says_why_in_its_condition_until_it_is_bound(
@@ -410,3 +413,18 @@ async def test_a_pod_goes_where_its_volume_is_and_waits_while_its_claim_is_unbou
                  "spec": {"storageClassName": "local", "volumeName": "pv-b"}}  # fmt: skip
         await api.put("persistentvolumeclaims", bound)
         await _until(lambda: ("db-1", "n2") in api.bindings, "the pod bound once its claim is")
+
+
+async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="8Gi"))
+    await api.put("pods", pod("gated", schedulingGates=[{"name": "example.com/quota"}]))
+    async with shim_running(api, core_address, rm_id):
+        await _until(
+            lambda: any(e["reason"] == "SchedulingGated" for e in api.events), "the event naming the gate"
+        )
+        assert not api.bindings
+        ungated = pod("gated")  # the gate's owner removes it: the pod is asked for and bound
+        await api.put("pods", ungated)
+        await _until(lambda: ("gated", "n1") in api.bindings, "the pod bound once ungated")

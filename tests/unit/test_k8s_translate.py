@@ -148,7 +148,7 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
         affinity={
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [term],
-                t.PREFERRED: [{"weight": 5, "podAffinityTerm": term}],
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "podAffinityTerm": term}],
             }
         },
         topologySpreadConstraints=[
@@ -160,9 +160,11 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
             {"name": "tmp", "emptyDir": {}},
         ],
     )
-    assert t.ignored_placement(pod) == [
-        f"preferred pod anti-affinity (spec.affinity.podAntiAffinity.{t.PREFERRED})",
-        "topology spread constraints with whenUnsatisfiable ScheduleAnyway (topologyKey rack)",
+    assert t.ignored_placement(pod) == []  # every one of these is honoured by the core or the shim
+    gpu = _pod(resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-0"}], runtimeClassName="kata")
+    assert t.ignored_placement(gpu) == [
+        "dynamic resource claims (spec.resourceClaims: gpu)",
+        "the RuntimeClass's scheduling rules (spec.runtimeClassName kata)",
     ]
     assert t.ignored_placement(_pod(nodeSelector={"zone": "a"})) == []
     assert json.loads(t.pod_tags(pod)[t.TAG_TOPOLOGY_SPREAD])[0]["topologyKey"] == "zone"

@@ -153,3 +153,63 @@ def test_what_cannot_be_evaluated_is_refused_with_why(rules: str, message: str) 
     c.schedule()
     rejected = [r.reason for b in c.ctx.drain_results() for r in b.rejected_allocations]
     assert len(rejected) == 1 and message in rejected[0]
+
+
+BINPACKING = """
+partitions:
+  - name: default
+    nodesortpolicy: {type: binpacking}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: default
+"""
+
+
+def _packing_cluster(*zones: str) -> Cluster:
+    """Binpacking: without preferences, every pod would go to the fullest node that fits."""
+    c = Cluster(BINPACKING)
+    for i, zone in enumerate(zones):
+        _node(c, f"n{i + 1}", zone)
+    c.app("app", "root.default")
+    c.ctx.drain_results()
+    return c
+
+
+def _preferred(*terms: tuple[int, dict[str, Any]]) -> str:
+    preferred = [{"weight": w, "podAffinityTerm": t} for w, t in terms]
+    return json.dumps({"preferredDuringSchedulingIgnoredDuringExecution": preferred})
+
+
+def test_preferred_anti_affinity_spreads_pods_that_would_otherwise_pack_and_never_leaves_one_pending() -> (
+    None
+):
+    c = _packing_cluster("a", "b", "c")
+    soft = _pod_tags({"app": "web"}, anti=_preferred((50, _term(HOST, {"app": "web"}))))
+    for i in range(4):
+        _ask(c, f"web-{i}", soft)
+    placed = _placed(c)
+    assert len(placed) == 4  # a preference: the fourth still runs, on a node that already has one
+    assert sorted(set(placed.values())) == ["n1", "n2", "n3"]
+
+
+def test_preferred_affinity_draws_a_pod_to_the_domain_of_the_pods_it_likes() -> None:
+    c = _packing_cluster("a", "b", "c")
+    _ask(c, "cache", _pod_tags({"app": "cache"}))
+    cache_node = _placed(c)["cache"]
+    other = "n2" if cache_node != "n2" else "n3"
+    c.ask("app", "fill", {"memory": 50}, node_id=other)  # the fullest node: binpacking's first choice
+    _placed(c)
+    near = _pod_tags({"app": "web"}, affinity=_preferred((10, _term(ZONE, {"app": "cache"}))))
+    _ask(c, "web", near)
+    assert _placed(c) == {"web": cache_node}
+
+
+def test_a_scored_search_looks_at_as_many_feasible_nodes_as_kube_scheduler() -> None:
+    from core.node_fit import nodes_to_score
+
+    assert nodes_to_score(50) == 100  # small clusters: every node
+    assert nodes_to_score(1_000) == 420  # 50 % - 8 %
+    assert nodes_to_score(5_000) == 500  # 50 % - 40 %
+    assert nodes_to_score(10_000) == 500  # never below 5 %

@@ -46,6 +46,16 @@ EXPECTED_EXAMPLES: dict[str, tuple[dict[str, tuple[str, float, list[tuple[str, i
         ["every_task_finished", "queue_usage_at_least", "queue_usage_at_least"],
         "vcore",
     ),
+    "placement-constraints.yaml": (
+        {
+            "web": ("root.apps", 0.0, [("web", 6, 20.0)]),
+            "cache": ("root.apps", 0.0, [("cache", 4, 20.0)]),
+            "workers": ("root.apps", 0.0, [("worker", 9, 20.0)]),
+        },
+        6, [], [],
+        ["every_task_ran", "no_rejections"],
+        "memory",
+    ),
     "user-limits.yaml": (
         {
             "ann-job": ("root.shared", 0.0, [("t", 12, 6.0)]),

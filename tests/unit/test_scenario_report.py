@@ -416,7 +416,7 @@ def test_expectations_as_loaded_are_checked(scenario: Scenario) -> None:
 
 REPORT_KEYS = {
     "scenario", "description", "speed", "scenario_seconds", "real_seconds", "resource", "tasks", "queues",
-    "expectations", "all_expectations_met", "events", "rejections", "timeline", "gangs",
+    "expectations", "all_expectations_met", "events", "rejections", "timeline", "gangs", "placements",
 }  # fmt: skip
 QUEUE_KEYS = {"guaranteed", "max", "guaranteed_history", "max_history", "usage", "allocations", "preemptions",
               "wait_p50", "wait_p99"}  # fmt: skip

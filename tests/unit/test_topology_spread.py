@@ -16,6 +16,7 @@ from core.objects.pod_affinity import TAG_NAMESPACE
 from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD, DomainCounts
 from core.resources import Resource
 from tests.unit.domain_helpers import Cluster
+from tests.unit.test_pod_affinity import BINPACKING
 
 ZONE = "zone"
 HOST = "node"
@@ -178,3 +179,18 @@ def test_domain_counts_keep_the_minimum_through_any_moves() -> None:
     del expected["c"]
     assert counts.minimum(1) == min(expected.values())
     assert counts.minimum(3) == 0  # fewer domains than wanted
+
+
+def test_schedule_anyway_spreads_when_it_can_and_places_when_it_cannot() -> None:
+    c = Cluster(BINPACKING)
+    for name, zone in {"a1": "A", "b1": "B", "c1": "C"}.items():
+        attributes = {LABEL_PREFIX + ZONE: zone, LABEL_PREFIX + HOST: name}
+        change = NodeChange(name, NodeAction.CREATE, c.pname(), attributes, Resource({"memory": 1000}))
+        c.ctx.apply(UpdateNodes(c.rm_id, (change,)))
+    c.app("app", "root.default")
+    c.ctx.drain_results()
+    soft = _spread(ZONE, whenUnsatisfiable="ScheduleAnyway", minDomains=1)
+    for i in range(6):
+        _ask(c, f"new-{i}", _tags(soft))
+    placed = _placed(c)
+    assert sorted(Counter(placed.values()).values()) == [2, 2, 2]  # binpacking alone would stack them
