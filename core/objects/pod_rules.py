@@ -23,7 +23,7 @@ passes when its domain's count stays within maxSkew of the smallest.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from core.objects.allocation import Allocation
 from core.objects.constraints import NodeFilter
@@ -172,11 +172,8 @@ class PodRules:
         ):
             return None
         namespace, labels = identity_of(ask)
-        forbidden: list[tuple[str, Counter[str]]] = [
-            (term.topology_key, counts)
-            for term, counts in self.anti_terms.items()
-            if term.selector.matches(namespace, labels)
-        ]
+        theirs = [term for term in self.anti_terms if term.selector.matches(namespace, labels)]
+        forbidden: list[tuple[str, Counter[str]]] = [(t.topology_key, self.anti_terms[t]) for t in theirs]
         anti = constraints.pod_anti_affinity
         if anti is not None:
             forbidden += [(t.topology_key, self._count((t.selector,), t.topology_key)) for t in anti.required]
@@ -209,6 +206,9 @@ class PodRules:
         if not (forbidden or needed or spread or uneven or liked or disliked):
             return None
         rules = AskPodRules(forbidden, needed, first_of_group, spread)
+        rules.repellers = [(t.topology_key, _carries(t)) for t in theirs]
+        if anti is not None:
+            rules.repellers += [(t.topology_key, _selected_by(t.selector)) for t in anti.required]
         if uneven or liked or disliked:
             rules.preferences = Preferences(liked, disliked, uneven)
         return rules
@@ -255,7 +255,7 @@ class Preferences:
 class AskPodRules:
     """One ask's pod rules for one search: a few lookups per node."""
 
-    __slots__ = ("first_of_group", "forbidden", "needed", "preferences", "spread")
+    __slots__ = ("first_of_group", "forbidden", "needed", "preferences", "repellers", "spread")
 
     def __init__(
         self,
@@ -269,6 +269,35 @@ class AskPodRules:
         self.first_of_group = first_of_group
         self.spread = spread  # (topologyKey, pods per domain, the most a domain may hold before this pod)
         self.preferences: Preferences | None = None
+        # For preemption: per anti-affinity rule, its topology key and which placed pods it is about.
+        self.repellers: list[tuple[str, Callable[[Allocation], bool]]] = []
+
+    def only_repelled(self, node: Node) -> bool:
+        """Whether the node fails only anti-affinity (its own or placed pods'): removing the pods
+        behind that can make it pass, which removing pods never does for affinity or spread."""
+        labels = node.traits.label_map
+        for key, counts in self.needed:
+            domain = labels.get(key)
+            if domain is None or (not self.first_of_group and counts.get(domain, 0) <= 0):
+                return False
+        return all(
+            labels.get(key) is not None and pods.get(labels[key], 0) <= most
+            for key, pods, most in self.spread
+        )
+
+    def repelling(self, node: Node, nodes: Iterable[Node]) -> list[Allocation]:
+        """The placed pods that keep the ask off `node` by anti-affinity: in its domain of each rule's
+        key, those the rule is about."""
+        labels = node.traits.label_map
+        out: list[Allocation] = []
+        for key, about in self.repellers:
+            domain = labels.get(key)
+            if domain is None:
+                continue
+            for other in nodes:
+                if other.traits.label_map.get(key) == domain:
+                    out += [a for a in other.allocations.values() if about(a) and a not in out]
+        return out
 
     def admits(self, node: Node) -> bool:
         labels = node.traits.label_map
@@ -302,6 +331,20 @@ class AskPodRules:
             if domain is None or pods.get(domain, 0) > most:
                 return "topology spread constraints"
         return ""
+
+
+def _carries(term: PodAffinityTerm) -> Callable[[Allocation], bool]:
+    """A placed pod whose own required anti-affinity has this term."""
+
+    def about(alloc: Allocation) -> bool:
+        anti = alloc.constraints.pod_anti_affinity
+        return anti is not None and term in anti.required
+
+    return about
+
+
+def _selected_by(selector: PodSelector) -> Callable[[Allocation], bool]:
+    return lambda alloc: selector.matches(*identity_of(alloc))
 
 
 def _bump(counts: Counter[str], domain: str, step: int) -> None:

@@ -14,6 +14,9 @@
    there are taken until the ask fits the node, then more (that node's first, then any) until it
    fits under every max; the node needing the fewest (then the least) wins, and the ask reserves it.
    No such node, or maxes that victims cannot bring down: no preemption.
+5. The pod rules (Kubernetes' inter-pod affinity): a node kept off only by anti-affinity counts the
+   pods behind that rule as victims that must all go (and may); affinity and spread are not fixed
+   by preempting, so such nodes are not candidates.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from core.config.properties import PREEMPTION_DISABLED, PREEMPTION_FENCE
-from core.node_fit import admits_now, find_node
+from core.node_fit import admits, find_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.objects.partition import Partition
+from core.objects.pod_rules import AskPodRules
 from core.objects.queue import Queue
 from core.preemption.ledger import PreemptionKind
 from core.preemption.victims import VictimKey, may_be_victim, victim_order
@@ -234,8 +238,13 @@ def _plan_node(
     everywhere: list[Allocation],
     shortfalls: dict[BlockKey, dict[str, int]],
     ask_path: set[str],
+    repelling: list[Allocation],
 ) -> list[Allocation] | None:
     plan = _Plan(partition, node, ask, shortfalls)
+    for victim in repelling:  # the pods whose anti-affinity rule keeps the ask off the node: all must go
+        if not _guard(victim, partition, plan.taken, ask_path):
+            return None
+        plan.take(victim)
     for victim in sorted(on_node, key=victim_order):  # room on the node first
         if not plan.node_short():
             break
@@ -252,6 +261,22 @@ def _plan_node(
             if plan.frees_headroom(victim) and _guard(victim, partition, plan.taken, ask_path):
                 plan.take(victim)
     return plan.chosen if plan.chosen and plan.complete() else None
+
+
+def _repelling(
+    partition: Partition, node: Node, ask: Allocation, rules: AskPodRules | None, candidate_ids: set[int]
+) -> list[Allocation] | None:
+    """The victims the pod rules demand on this node: none when they admit the ask; the pods behind
+    an anti-affinity rule that keeps it off, when every one of them may be a victim; None when the
+    rules keep it off whatever is preempted (affinity, spread, or a pod that may not be taken)."""
+    if rules is None or rules.admits(node):
+        return []
+    if not rules.only_repelled(node):
+        return None
+    pods = rules.repelling(node, partition.nodes.values())
+    if not pods or any(id(p) not in candidate_ids for p in pods):
+        return None
+    return sorted(pods, key=victim_order)
 
 
 def _reservations_give_way(partition: Partition, node: Node, ask: Allocation) -> bool:
@@ -305,6 +330,8 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
         if roomy is not None:
             by_node.setdefault(roomy.node_id, [])
     ask_path = {q.full_name for q in leaf.path_to_root()}
+    rules = partition.pod_rules.for_ask(ask)
+    candidate_ids = {id(v) for v in candidates}
     best: tuple[tuple[int, int, list[VictimKey], str], Node, list[Allocation]] | None = None
     for node_id, victims in by_node.items():
         node = partition.nodes.get(node_id)
@@ -312,9 +339,12 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
             continue
         if not _reservations_give_way(partition, node, ask):
             continue
-        if not admits_now(partition, node, ask):
+        if not admits(node, ask):
             continue
-        plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path)
+        repelling = _repelling(partition, node, ask, rules, candidate_ids)
+        if repelling is None:
+            continue
+        plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path, repelling)
         if plan is None:
             continue
         # Fewest victims, then the least taken, then the most preferred victims, then the node's name.

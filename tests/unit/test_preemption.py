@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from core.commands import ReleaseRequest, UpdateAllocations
+import json
+
+from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
-from core.objects.constraints import TAG_NODE_SELECTOR
+from core.objects.constraints import LABEL_PREFIX, TAG_NODE_SELECTOR
+from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_ANTI_AFFINITY
 from core.resources import Resource
 from core.results import Termination
 from core.state import ask_info
 from tests.unit.domain_helpers import Cluster
 
+HOST = "kubernetes.io/hostname"
 TENANTS = """
 partitions:
   - name: default
@@ -459,3 +463,49 @@ partitions:
                 resources: {guaranteed: {memory: 50}}
                 properties: {preemption.delay: 1s}
 """
+
+
+def test_pods_behind_an_anti_affinity_rule_are_preempted_when_that_is_what_keeps_the_ask_off() -> None:
+    c = Cluster(TENANTS % {"offset": 0})
+    for node in ("n1", "n2"):  # roomy: only the anti-affinity keeps the ask off both
+        change = NodeChange(
+            node, NodeAction.CREATE, c.pname(), {LABEL_PREFIX + HOST: node}, Resource({"memory": 100})
+        )
+        c.ctx.apply(UpdateNodes(c.rm_id, (change,)))
+    c.app("a", "root.a")
+    c.app("c", "root.c")
+    web = {TAG_NAMESPACE: "shop", LABEL_PREFIX + "app": "web"}
+    for i, node in enumerate(("n1", "n2")):
+        running = Allocation(f"web-{i}", "c", c.pname(), Resource({"memory": 10}), node_id=node, tags=web,
+                             allow_preempt_self=True, create_time=float(i))  # fmt: skip
+        c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(running,)))
+    away = json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST}]})  # fmt: skip
+    ask = Allocation("loner", "a", c.pname(), Resource({"memory": 20}), allow_preempt_other=True,
+                     tags={TAG_NAMESPACE: "shop", TAG_POD_ANTI_AFFINITY: away})  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    c.ctx.drain_results()
+    victims = _run(c)
+    assert len(victims) == 1 and victims[0][0] == "c"  # one node's web pod: that node then admits it
+    freed = c.partition.applications["c"].allocations[victims[0][1]].node_id
+    assert _confirm_and_place(c, victims) == ["loner"]
+    assert c.partition.applications["a"].allocations["loner"].node_id == freed
+
+
+def test_no_preemption_when_a_pod_behind_the_rule_may_not_be_taken() -> None:
+    c = Cluster(TENANTS % {"offset": 0})
+    change = NodeChange(
+        "n1", NodeAction.CREATE, c.pname(), {LABEL_PREFIX + HOST: "n1"}, Resource({"memory": 100})
+    )
+    c.ctx.apply(UpdateNodes(c.rm_id, (change,)))
+    c.app("a", "root.a")
+    c.app("c", "root.c")
+    web = {TAG_NAMESPACE: "shop", LABEL_PREFIX + "app": "web"}
+    kept = Allocation("web-0", "c", c.pname(), Resource({"memory": 10}), node_id="n1", tags=web, priority=9)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(kept,)))  # outranks the ask: never a victim
+    away = json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST}]})  # fmt: skip
+    ask = Allocation("loner", "a", c.pname(), Resource({"memory": 20}), allow_preempt_other=True,
+                     tags={TAG_NAMESPACE: "shop", TAG_POD_ANTI_AFFINITY: away})  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    assert _run(c) == []
