@@ -296,18 +296,24 @@ partitions:
 """
 
 
-def test_the_room_a_preemption_frees_under_a_max_is_held_for_its_ask() -> None:
+def _held_shape() -> tuple[Cluster, list[tuple[str, str]]]:
+    """root.c runs 90 of root.p's 100 on roomy nodes; root.a's ask of 20 preempts one task of 10."""
     c = Cluster(HELD)
     c.node("n1", {"memory": 200})  # roomy: only root.p's max blocks, and the node the ask reserves
     c.node("n2", {"memory": 200})  # is not the only one with room
     c.app("a", "root.p.a")
     c.app("c", "root.p.c")
-    _fill(c, "c", 9)  # 90 of root.p's 100
+    _fill(c, "c", 9)
     c.schedule()
     c.ctx.drain_results()
     _ask(c, "a", "want", 20)
     victims = _run(c)
     assert victims == [("c", "c8")]  # 10 freed makes room for 20
+    return c, victims
+
+
+def test_the_room_a_preemption_frees_under_a_max_is_held_for_its_ask() -> None:
+    c, victims = _held_shape()
     p = c.partition.find_queue("root.p")
     assert p is not None and p.held == Resource({"memory": 20})
     # Another ask under root.p fits now (90 + 10), but not once the victim is gone and the held ask
@@ -322,14 +328,7 @@ def test_the_room_a_preemption_frees_under_a_max_is_held_for_its_ask() -> None:
 
 
 def test_a_hold_goes_with_its_ask_when_the_ask_is_removed() -> None:
-    c = Cluster(HELD)
-    c.node("n1", {"memory": 200})
-    c.app("a", "root.p.a")
-    c.app("c", "root.p.c")
-    _fill(c, "c", 9)
-    c.schedule()
-    _ask(c, "a", "want", 20)
-    assert _run(c) == [("c", "c8")]
+    c, _ = _held_shape()
     c.ctx.apply(UpdateAllocations(c.rm_id, releases=(ReleaseRequest(c.pname(), "a", "want"),)))
     p = c.partition.find_queue("root.p")
     assert p is not None and p.held == Resource()
@@ -465,9 +464,14 @@ partitions:
 """
 
 
-def test_pods_behind_an_anti_affinity_rule_are_preempted_when_that_is_what_keeps_the_ask_off() -> None:
+AWAY_FROM_WEB = json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST}]})  # fmt: skip
+
+
+def _web_on(nodes: tuple[str, ...], priority: int = 0) -> Cluster:
+    """A web pod of root.c on each of `nodes` (roomy), and root.a's ask that keeps away from web pods."""
     c = Cluster(TENANTS % {"offset": 0})
-    for node in ("n1", "n2"):  # roomy: only the anti-affinity keeps the ask off both
+    for node in nodes:
         change = NodeChange(
             node, NodeAction.CREATE, c.pname(), {LABEL_PREFIX + HOST: node}, Resource({"memory": 100})
         )
@@ -475,16 +479,19 @@ def test_pods_behind_an_anti_affinity_rule_are_preempted_when_that_is_what_keeps
     c.app("a", "root.a")
     c.app("c", "root.c")
     web = {TAG_NAMESPACE: "shop", LABEL_PREFIX + "app": "web"}
-    for i, node in enumerate(("n1", "n2")):
+    for i, node in enumerate(nodes):
         running = Allocation(f"web-{i}", "c", c.pname(), Resource({"memory": 10}), node_id=node, tags=web,
-                             allow_preempt_self=True, create_time=float(i))  # fmt: skip
+                             priority=priority, allow_preempt_self=True)  # fmt: skip
         c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(running,)))
-    away = json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST}]})  # fmt: skip
     ask = Allocation("loner", "a", c.pname(), Resource({"memory": 20}), allow_preempt_other=True,
-                     tags={TAG_NAMESPACE: "shop", TAG_POD_ANTI_AFFINITY: away})  # fmt: skip
+                     tags={TAG_NAMESPACE: "shop", TAG_POD_ANTI_AFFINITY: AWAY_FROM_WEB})  # fmt: skip
     c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
     c.ctx.drain_results()
+    return c
+
+
+def test_pods_behind_an_anti_affinity_rule_are_preempted_when_that_is_what_keeps_the_ask_off() -> None:
+    c = _web_on(("n1", "n2"))  # roomy: only the anti-affinity keeps the ask off both
     victims = _run(c)
     assert len(victims) == 1 and victims[0][0] == "c"  # one node's web pod: that node then admits it
     freed = c.partition.applications["c"].allocations[victims[0][1]].node_id
@@ -493,19 +500,5 @@ def test_pods_behind_an_anti_affinity_rule_are_preempted_when_that_is_what_keeps
 
 
 def test_no_preemption_when_a_pod_behind_the_rule_may_not_be_taken() -> None:
-    c = Cluster(TENANTS % {"offset": 0})
-    change = NodeChange(
-        "n1", NodeAction.CREATE, c.pname(), {LABEL_PREFIX + HOST: "n1"}, Resource({"memory": 100})
-    )
-    c.ctx.apply(UpdateNodes(c.rm_id, (change,)))
-    c.app("a", "root.a")
-    c.app("c", "root.c")
-    web = {TAG_NAMESPACE: "shop", LABEL_PREFIX + "app": "web"}
-    kept = Allocation("web-0", "c", c.pname(), Resource({"memory": 10}), node_id="n1", tags=web, priority=9)
-    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(kept,)))  # outranks the ask: never a victim
-    away = json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST}]})  # fmt: skip
-    ask = Allocation("loner", "a", c.pname(), Resource({"memory": 20}), allow_preempt_other=True,
-                     tags={TAG_NAMESPACE: "shop", TAG_POD_ANTI_AFFINITY: away})  # fmt: skip
-    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    c = _web_on(("n1",), priority=9)  # the web pod outranks the ask: never a victim
     assert _run(c) == []
