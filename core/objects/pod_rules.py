@@ -77,6 +77,7 @@ class PodRules:
         self._nodes = nodes
         self._counts: dict[CountKey, Counter[str]] = {}  # registered selectors -> domain -> pods
         self._spread: dict[SpreadKey, _Spread] = {}
+        self._layout: dict[str, tuple[int, int]] = {}  # topology key -> (nodes without it, domains)
         self.counting = False  # whether any selector is registered: then every pod placed counts
         self.anti_terms: dict[PodAffinityTerm, Counter[str]] = {}  # placed pods' terms -> domain -> pods
 
@@ -108,18 +109,31 @@ class PodRules:
                         del self.anti_terms[term]
 
     def node_added(self, node: Node) -> None:
+        self._layout.clear()
         for spread in self._spread.values():
             spread.node_added(node)
 
     def node_removed(self, node: Node) -> None:
+        self._layout.clear()
         for spread in self._spread.values():
             spread.node_removed(node)
+
+    def layout(self, key: str) -> tuple[int, int]:
+        """For a topology key: how many nodes lack it, and how many domains it has (cached until the
+        nodes change)."""
+        found = self._layout.get(key)
+        if found is None:
+            domains = {n.traits.label_map.get(key) for n in self._nodes.values()}
+            missing = sum(1 for n in self._nodes.values() if key not in n.traits.label_map)
+            found = self._layout[key] = (missing, len(domains - {None}))
+        return found
 
     def relabelled(self) -> None:
         """A node's labels (or taints) changed: its pods' domains did, and which nodes a spread counts.
         Counted afresh when next needed."""
         self._counts.clear()
         self._spread.clear()
+        self._layout.clear()
         self.counting = False
         self.anti_terms.clear()
         for node in self._nodes.values():
@@ -211,6 +225,13 @@ class PodRules:
             rules.repellers += [(t.topology_key, _selected_by(t.selector)) for t in anti.required]
         if uneven or liked or disliked:
             rules.preferences = Preferences(liked, disliked, uneven)
+            # A disliked term every node is caught by (each has the key, each domain holds a selected
+            # pod) costs every node its weight: the best score is that much lower, so the search can
+            # still stop at the first node that reaches it instead of scoring every feasible node.
+            for key, holding, weight in disliked:
+                missing, domains = self.layout(key)
+                if missing == 0 and len(holding) >= domains:
+                    rules.preferences.best -= weight
         return rules
 
 
