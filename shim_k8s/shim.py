@@ -69,7 +69,7 @@ class _State:
     bound_by_us: set[str] = field(default_factory=set)
     foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
-    waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # pods whose volumes are not ready
+    waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
     unschedulable: dict[str, str] = field(default_factory=dict)  # pod UID -> the reason last patched
 
@@ -298,11 +298,13 @@ class K8sShim(ResponseHandler):
             )
         elif uid not in self.state.asked:
             gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
-            why, volume_terms = self.volumes.placement(pod)
             if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
                 why = f"waiting for its scheduling gates to be removed: {', '.join(gates)}"
+                await self._wait(pod, "SchedulingGated", why)
+                return
+            why, volume_terms = self.volumes.placement(pod)
             if why:
-                await self._wait_for_volumes(pod, why)
+                await self._wait(pod, "VolumesNotReady", why)
                 return
             self.state.asked.add(uid)
             ignored = translate.ignored_placement(pod)
@@ -372,18 +374,15 @@ class K8sShim(ResponseHandler):
             self.state.waiting_for_volumes.pop(_key(pod), None)
             await self._add_pod(pod)
 
-    async def _wait_for_volumes(self, pod: Obj, why: str) -> None:
-        """Not asked for: placed blindly, it could land where its volume cannot be. Says why, once per
-        reason: an event, and the PodScheduled condition."""
+    async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
+        """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
+        volume cannot be). Says why, once per reason: an event, and the PodScheduled condition."""
         uid = _key(pod)
         self.state.waiting_for_volumes[uid] = pod
         if self.state.unschedulable.get(uid) == why:
             return
         self.state.unschedulable[uid] = why
-        reason = (
-            "SchedulingGated" if why.startswith("waiting for its scheduling gates") else "VolumesNotReady"
-        )
-        await self.kube.record_event(pod, reason, why, warning=True)
+        await self.kube.record_event(pod, event_reason, why, warning=True)
         await self.kube.set_unschedulable(pod, why)
 
     async def on_pending(self, uid: str, reason: str) -> None:

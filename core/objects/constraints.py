@@ -264,27 +264,23 @@ def node_refusal(node_id: str, traits: NodeTraits, ask: AskConstraints) -> str:
         return "didn't match the node selector"
     if ask.node_affinity is not None and not ask.node_affinity.admits(node_id, traits.label_map):
         return "didn't match node affinity"
-    for taint in traits.taints:
-        if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in ask.tolerations):
-            return "had untolerated taints"
+    if _untolerated(traits, ask.tolerations):
+        return "had untolerated taints"
     return ""
 
 
 def node_admits(node_id: str, traits: NodeTraits, ask: AskConstraints) -> bool:
     """Whether an ask with these constraints may run on this node, by the node's own traits (room and
     what runs there aside: host ports are checked against the node, see node_fit)."""
-    if ask.required_node and ask.required_node != node_id:
-        return False
-    if ask.node_selector:
-        labels = traits.label_map
-        if any(labels.get(k) != v for k, v in ask.node_selector):
-            return False
-    if ask.node_affinity is not None and not ask.node_affinity.admits(node_id, traits.label_map):
-        return False
-    for taint in traits.taints:
-        if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in ask.tolerations):
-            return False
-    return True
+    return not node_refusal(node_id, traits, ask)
+
+
+def _untolerated(traits: NodeTraits, tolerations: tuple[Toleration, ...]) -> bool:
+    """Whether the node has a taint that keeps pods off (NoSchedule, NoExecute) and none tolerates."""
+    return any(
+        taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in tolerations)
+        for taint in traits.taints
+    )
 
 
 @dataclass(frozen=True)
@@ -312,8 +308,4 @@ class NodeFilter:
             return False
         if self.node_affinity is not None and not self.node_affinity.admits(node_id, labels):
             return False
-        if self.tolerations is not None:
-            for taint in traits.taints:
-                if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in self.tolerations):
-                    return False
-        return True
+        return self.tolerations is None or not _untolerated(traits, self.tolerations)

@@ -321,28 +321,15 @@ class AskPodRules:
         return out
 
     def admits(self, node: Node) -> bool:
-        labels = node.traits.label_map
-        for key, counts in self.forbidden:
-            domain = labels.get(key)
-            if domain is not None and counts.get(domain, 0) > 0:
-                return False
-        for key, counts in self.needed:
-            domain = labels.get(key)
-            if domain is None:
-                return False
-            if not self.first_of_group and counts.get(domain, 0) <= 0:
-                return False
-        for key, pods, most in self.spread:
-            domain = labels.get(key)
-            if domain is None or pods.get(domain, 0) > most:
-                return False
-        return True
+        return not self.refusal(node)
 
     def refusal(self, node: Node) -> str:
         """Which rule keeps the ask off `node` ("" when none does), for the pending reason."""
         labels = node.traits.label_map
-        if any(labels.get(k) is not None and counts.get(labels[k], 0) > 0 for k, counts in self.forbidden):
-            return "pod anti-affinity"
+        for key, counts in self.forbidden:
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) > 0:
+                return "pod anti-affinity"
         for key, counts in self.needed:
             domain = labels.get(key)
             if domain is None or (not self.first_of_group and counts.get(domain, 0) <= 0):
