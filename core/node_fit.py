@@ -31,7 +31,7 @@ def find_node(partition: Partition, ask: Allocation) -> Node | None:
     those, the policy order breaking ties: the first node with the full score ends the search."""
     constraints = ask.constraints
     pod_rules = partition.pod_rules
-    rules = pod_rules.for_ask(ask) if constraints is not NO_CONSTRAINTS or pod_rules.anti_terms else None
+    rules = pod_rules.for_ask(ask) if constraints is not NO_CONSTRAINTS or pod_rules.carried else None
     affinity = constraints.node_affinity
     if (affinity is not None and affinity.preferred) or (rules is not None and rules.preferences is not None):
         return _preferred_node(partition, ask, affinity, rules)

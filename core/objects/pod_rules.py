@@ -15,6 +15,11 @@ partition when first used and then moved by every placement and release (a check
 selector); per anti-affinity term of placed pods, the domains that hold them. An ask then costs a
 lookup per term per node. Pods of other schedulers (foreign) count like ours.
 
+Placed pods' preferences count too, as kube-scheduler's InterPodAffinity score counts them: a
+placed pod's preferred affinity term that selects the ask adds its weight on the nodes of its
+domain, a preferred anti-affinity term takes it away, and a required affinity term adds 1
+(kube-scheduler's hardPodAffinityWeight).
+
 Topology spread (DoNotSchedule; see topology_spread): per constraint selector, topology key and node
 filter, the pods per domain on the eligible nodes and the smallest count, kept the same way; a node
 passes when its domain's count stays within maxSkew of the smallest.
@@ -23,7 +28,8 @@ passes when its domain's count stays within maxSkew of the smallest.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from core.objects.allocation import Allocation
 from core.objects.constraints import NodeFilter
@@ -34,6 +40,9 @@ from core.objects.topology_spread import DO_NOT_SCHEDULE, DomainCounts, SpreadCo
 Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
 CountKey = tuple[Selectors, str]  # (selectors, topologyKey)
 SpreadKey = tuple[PodSelector, str, NodeFilter]  # (selector, topologyKey, the nodes counted)
+HARD_AFFINITY_WEIGHT = (
+    1  # kube-scheduler's hardPodAffinityWeight: a placed pod's required affinity, as a score
+)
 
 
 class _Spread:
@@ -58,6 +67,9 @@ class _Spread:
             self.counts.remove_node(node.traits.label_map[self.key])
 
 
+_SpreadSource = tuple[_Spread, SpreadConstraint, int]  # registration, constraint, 1 when the ask counts
+
+
 def identity_of(alloc: Allocation) -> tuple[str, dict[str, str]]:
     """The pod's namespace and labels, read from its tags once."""
     found = alloc.identity
@@ -80,6 +92,9 @@ class PodRules:
         self._layout: dict[str, tuple[int, int]] = {}  # topology key -> (nodes without it, domains)
         self.counting = False  # whether any selector is registered: then every pod placed counts
         self.anti_terms: dict[PodAffinityTerm, Counter[str]] = {}  # placed pods' terms -> domain -> pods
+        # Placed pods' preferences (see the module's doc): (term, weight) -> domain -> pods carrying it.
+        self.liked_terms: dict[tuple[PodAffinityTerm, int], Counter[str]] = {}
+        self.disliked_terms: dict[tuple[PodAffinityTerm, int], Counter[str]] = {}
 
     # Upkeep -------------------------------------------------------------------------------------
     def placed(self, alloc: Allocation, node: Node) -> None:
@@ -99,14 +114,25 @@ class PodRules:
             for spread in self._spread.values():
                 if node.node_id in spread.eligible and spread.selector.matches(namespace, pod_labels):
                     spread.counts.move(labels[spread.key], step)
+        constraints = alloc.constraints
+        if constraints.pod_anti_affinity is not None or constraints.pod_affinity is not None:
+            self._carry(alloc, labels, step)
+
+    def _carry(self, alloc: Allocation, labels: Mapping[str, str], step: int) -> None:
+        """Count the terms a placed pod carries (its required anti-affinity, its preferences) in their
+        domains on its node."""
         anti = alloc.constraints.pod_anti_affinity
+        affinity = alloc.constraints.pod_affinity
         if anti is not None:
             for term in anti.required:
-                domain = labels.get(term.topology_key)
-                if domain is not None:
-                    _bump(self.anti_terms.setdefault(term, Counter()), domain, step)
-                    if not self.anti_terms[term]:
-                        del self.anti_terms[term]
+                _carry_term(self.anti_terms, term, term, labels, step)
+            for weight, term in anti.preferred:
+                _carry_term(self.disliked_terms, (term, weight), term, labels, step)
+        if affinity is not None:
+            for weight, term in affinity.preferred:
+                _carry_term(self.liked_terms, (term, weight), term, labels, step)
+            for term in affinity.required:
+                _carry_term(self.liked_terms, (term, HARD_AFFINITY_WEIGHT), term, labels, step)
 
     def node_added(self, node: Node) -> None:
         self._layout.clear()
@@ -136,14 +162,20 @@ class PodRules:
         self._layout.clear()
         self.counting = False
         self.anti_terms.clear()
+        self.liked_terms.clear()
+        self.disliked_terms.clear()
         for node in self._nodes.values():
             for alloc in node.allocations.values():
-                anti = alloc.constraints.pod_anti_affinity
-                if anti is not None:
-                    for term in anti.required:
-                        domain = node.traits.label_map.get(term.topology_key)
-                        if domain is not None:
-                            self.anti_terms.setdefault(term, Counter())[domain] += 1
+                if (
+                    alloc.constraints.pod_anti_affinity is not None
+                    or alloc.constraints.pod_affinity is not None
+                ):
+                    self._carry(alloc, node.traits.label_map, 1)
+
+    @property
+    def carried(self) -> bool:
+        """Whether a placed pod carries a term that may concern any ask (then every ask is checked)."""
+        return bool(self.anti_terms or self.liked_terms or self.disliked_terms)
 
     def _count(self, selectors: Selectors, key: str) -> Counter[str]:
         counts = self._counts.get((selectors, key))
@@ -159,7 +191,7 @@ class PodRules:
                         counts[domain] += 1
         return counts
 
-    def _spread_counts(self, constraint: SpreadConstraint, node_filter: NodeFilter) -> DomainCounts:
+    def _spread_registration(self, constraint: SpreadConstraint, node_filter: NodeFilter) -> _Spread:
         key = (constraint.selector, constraint.topology_key, node_filter)
         spread = self._spread.get(key)
         if spread is None:
@@ -172,14 +204,14 @@ class PodRules:
                     for alloc in node.allocations.values():
                         if constraint.selector.matches(*identity_of(alloc)):
                             spread.counts.move(domain, 1)
-        return spread.counts
+        return spread
 
     # Checks -------------------------------------------------------------------------------------
     def for_ask(self, ask: Allocation) -> AskPodRules | None:
         """The rules `ask` is held to now; None when none applies (the common case, at no cost)."""
         constraints = ask.constraints
         if (
-            not self.anti_terms
+            not self.carried
             and constraints.pod_affinity is None
             and constraints.pod_anti_affinity is None
             and not constraints.spread
@@ -194,6 +226,7 @@ class PodRules:
         needed: list[tuple[str, Counter[str]]] = []
         first_of_group = False
         affinity = constraints.pod_affinity
+        selectors: Selectors = ()
         if affinity is not None and affinity.required:
             selectors = tuple(t.selector for t in affinity.required)
             needed = [(t.topology_key, self._count(selectors, t.topology_key)) for t in affinity.required]
@@ -201,14 +234,19 @@ class PodRules:
                 selectors, namespace, labels
             )
         spread: list[tuple[str, Counter[str], int]] = []
+        spread_sources: list[_SpreadSource] = []
         uneven: list[tuple[str, Counter[str], int]] = []  # ScheduleAnyway: scored, not required
         for constraint in constraints.spread:
             node_filter = NodeFilter.of(constraints, constraint.honor_affinity, constraint.honor_taints)
-            counts = self._spread_counts(constraint, node_filter)
+            registration = self._spread_registration(constraint, node_filter)
+            counts = registration.counts
             itself = 1 if constraint.selector.matches(namespace, labels) else 0
             most = constraint.max_skew + counts.minimum(constraint.min_domains) - itself
-            hard = constraint.when_unsatisfiable == DO_NOT_SCHEDULE
-            (spread if hard else uneven).append((constraint.topology_key, counts.pods, most))
+            if constraint.when_unsatisfiable == DO_NOT_SCHEDULE:
+                spread.append((constraint.topology_key, counts.pods, most))
+                spread_sources.append((registration, constraint, itself))
+            else:
+                uneven.append((constraint.topology_key, counts.pods, most))
         liked = [
             (t.topology_key, self._count((t.selector,), t.topology_key), w)
             for w, t in (affinity.preferred if affinity is not None else ())
@@ -217,12 +255,25 @@ class PodRules:
             (t.topology_key, self._count((t.selector,), t.topology_key), w)
             for w, t in (anti.preferred if anti is not None else ())
         ]
+        # Placed pods' preferences that select the ask: present in a domain or not, as the ask's own.
+        liked += [
+            (t.topology_key, c, w)
+            for (t, w), c in self.liked_terms.items()
+            if t.selector.matches(namespace, labels)
+        ]
+        disliked += [
+            (t.topology_key, c, w)
+            for (t, w), c in self.disliked_terms.items()
+            if t.selector.matches(namespace, labels)
+        ]
         if not (forbidden or needed or spread or uneven or liked or disliked):
             return None
         rules = AskPodRules(forbidden, needed, first_of_group, spread)
         rules.repellers = [(t.topology_key, _carries(t)) for t in theirs]
         if anti is not None:
             rules.repellers += [(t.topology_key, _selected_by(t.selector)) for t in anti.required]
+        rules.needed_selectors = selectors
+        rules.spread_sources = spread_sources
         if uneven or liked or disliked:
             rules.preferences = Preferences(liked, disliked, uneven)
             # A disliked term every node is caught by (each has the key, each domain holds a selected
@@ -276,7 +327,10 @@ class Preferences:
 class AskPodRules:
     """One ask's pod rules for one search: a few lookups per node."""
 
-    __slots__ = ("first_of_group", "forbidden", "needed", "preferences", "repellers", "spread")
+    __slots__ = (
+        "_by_domain", "first_of_group", "forbidden", "needed", "needed_selectors", "preferences",
+        "repellers", "spread", "spread_sources",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -290,35 +344,13 @@ class AskPodRules:
         self.first_of_group = first_of_group
         self.spread = spread  # (topologyKey, pods per domain, the most a domain may hold before this pod)
         self.preferences: Preferences | None = None
-        # For preemption: per anti-affinity rule, its topology key and which placed pods it is about.
+        # For preemption, each parallel to the list it explains: per anti-affinity rule (forbidden),
+        # its topology key and which placed pods it is about; the affinity terms' selectors (needed);
+        # per spread constraint, its registration, the constraint and whether the ask counts itself.
         self.repellers: list[tuple[str, Callable[[Allocation], bool]]] = []
-
-    def only_repelled(self, node: Node) -> bool:
-        """Whether the node fails only anti-affinity (its own or placed pods'): removing the pods
-        behind that can make it pass, which removing pods never does for affinity or spread."""
-        labels = node.traits.label_map
-        for key, counts in self.needed:
-            domain = labels.get(key)
-            if domain is None or (not self.first_of_group and counts.get(domain, 0) <= 0):
-                return False
-        return all(
-            labels.get(key) is not None and pods.get(labels[key], 0) <= most
-            for key, pods, most in self.spread
-        )
-
-    def repelling(self, node: Node, nodes: Iterable[Node]) -> list[Allocation]:
-        """The placed pods that keep the ask off `node` by anti-affinity: in its domain of each rule's
-        key, those the rule is about."""
-        labels = node.traits.label_map
-        out: list[Allocation] = []
-        for key, about in self.repellers:
-            domain = labels.get(key)
-            if domain is None:
-                continue
-            for other in nodes:
-                if other.traits.label_map.get(key) == domain:
-                    out += [a for a in other.allocations.values() if about(a) and a not in out]
-        return out
+        self.needed_selectors: Selectors = ()
+        self.spread_sources: list[_SpreadSource] = []
+        self._by_domain: dict[str, dict[str, list[Node]]] = {}
 
     def admits(self, node: Node) -> bool:
         return not self.refusal(node)
@@ -340,6 +372,117 @@ class AskPodRules:
                 return "topology spread constraints"
         return ""
 
+    # Preemption ---------------------------------------------------------------------------------
+    def victims_for(
+        self,
+        node: Node,
+        nodes: Mapping[str, Node],
+        takeable: Callable[[Allocation], bool],
+        order: Callable[[Allocation], Any],
+    ) -> list[Allocation] | None:
+        """The placed pods that must go for the rules to admit the ask on `node`, in `order`: every
+        pod behind an anti-affinity rule that keeps it off, and the fewest pods a spread constraint
+        selects in the node's domain that bring it within maxSkew. None when no takeable pods can
+        (affinity and a node outside a spread's domains never pass by removing pods), or when taking
+        them would break another rule (a spread's smallest domain, an affinity's only match)."""
+        if self.admits(node):
+            return []
+        labels = node.traits.label_map
+        chosen: dict[int, Allocation] = {}
+        for (key, counts), (_, about) in zip(self.forbidden, self.repellers, strict=True):
+            domain = labels.get(key)
+            if domain is None or counts.get(domain, 0) <= 0:
+                continue
+            for pod in self._pods_in(nodes, key, domain):
+                if about(pod):
+                    if not takeable(pod):
+                        return None
+                    chosen[id(pod)] = pod
+        for (key, pods, most), (registration, _, _) in zip(self.spread, self.spread_sources, strict=True):
+            domain = labels.get(key)
+            if domain is None:
+                return None
+            selected = [
+                p for p in self._pods_in(nodes, key, domain, registration.eligible) if _in(registration, p)
+            ]
+            excess = pods.get(domain, 0) - most - sum(1 for p in selected if id(p) in chosen)
+            for pod in sorted((p for p in selected if id(p) not in chosen and takeable(p)), key=order):
+                if excess <= 0:
+                    break
+                chosen[id(pod)] = pod
+                excess -= 1
+            if excess > 0:
+                return None
+        victims = sorted(chosen.values(), key=order)
+        return victims if self.admits_without(node, victims, nodes) else None
+
+    def admits_without(self, node: Node, victims: list[Allocation], nodes: Mapping[str, Node]) -> bool:
+        """Whether the rules admit the ask on `node` once `victims` are gone: the counts less the
+        victims each rule counts, and a spread's smallest domain recomputed when a victim was in it."""
+        labels = node.traits.label_map
+
+        def gone(
+            key: str, domain: str, about: Callable[[Allocation], bool], eligible: set[str] | None = None
+        ) -> int:
+            return sum(
+                1
+                for v in victims
+                if (eligible is None or v.node_id in eligible)
+                and v.node_id in nodes
+                and nodes[v.node_id].traits.label_map.get(key) == domain
+                and about(v)
+            )
+
+        for (key, counts), (_, about) in zip(self.forbidden, self.repellers, strict=True):
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) - gone(key, domain, about) > 0:
+                return False
+        for key, counts in self.needed:
+            domain = labels.get(key)
+            if domain is None:
+                return False
+            left = counts.get(domain, 0) - gone(key, domain, _selected_by_all(self.needed_selectors))
+            if not self.first_of_group and left <= 0:
+                return False
+        for (key, pods, _), (registration, constraint, itself) in zip(
+            self.spread, self.spread_sources, strict=True
+        ):
+            domain = labels.get(key)
+            if domain is None:
+                return False
+            remaining = Counter(pods)
+            for victim in victims:
+                victim_node = nodes.get(victim.node_id)
+                if (
+                    victim_node is not None
+                    and victim.node_id in registration.eligible
+                    and _in(registration, victim)
+                ):
+                    remaining[victim_node.traits.label_map[key]] -= 1
+            domains = registration.counts.nodes
+            lowest = 0 if len(domains) < constraint.min_domains else min(remaining[d] for d in domains)
+            if remaining[domain] > constraint.max_skew + lowest - itself:
+                return False
+        return True
+
+    def _pods_in(
+        self, nodes: Mapping[str, Node], key: str, domain: str, eligible: set[str] | None = None
+    ) -> list[Allocation]:
+        """The pods on the nodes of one domain (on `eligible` nodes only, when given)."""
+        by_domain = self._by_domain.get(key)
+        if by_domain is None:  # once per search: a preemption looks at several nodes
+            by_domain = self._by_domain[key] = {}
+            for other in nodes.values():
+                value = other.traits.label_map.get(key)
+                if value is not None:
+                    by_domain.setdefault(value, []).append(other)
+        return [
+            pod
+            for other in by_domain.get(domain, ())
+            if eligible is None or other.node_id in eligible
+            for pod in other.allocations.values()
+        ]
+
 
 def _carries(term: PodAffinityTerm) -> Callable[[Allocation], bool]:
     """A placed pod whose own required anti-affinity has this term."""
@@ -353,6 +496,28 @@ def _carries(term: PodAffinityTerm) -> Callable[[Allocation], bool]:
 
 def _selected_by(selector: PodSelector) -> Callable[[Allocation], bool]:
     return lambda alloc: selector.matches(*identity_of(alloc))
+
+
+def _selected_by_all(selectors: Selectors) -> Callable[[Allocation], bool]:
+    return lambda alloc: _selects(selectors, *identity_of(alloc))
+
+
+def _in(registration: _Spread, alloc: Allocation) -> bool:
+    return registration.selector.matches(*identity_of(alloc))
+
+
+def _carry_term(
+    carried: dict[Any, Counter[str]], key: Any, term: PodAffinityTerm, labels: Mapping[str, str], step: int
+) -> None:
+    """Move one carried term's count (under `key`) in its domain on a pod's node (a node without the
+    term's topology key: none)."""
+    domain = labels.get(term.topology_key)
+    if domain is None:
+        return
+    counts = carried.setdefault(key, Counter())
+    _bump(counts, domain, step)
+    if not counts:
+        del carried[key]
 
 
 def _bump(counts: Counter[str], domain: str, step: int) -> None:

@@ -238,10 +238,10 @@ def _plan_node(
     everywhere: list[Allocation],
     shortfalls: dict[BlockKey, dict[str, int]],
     ask_path: set[str],
-    repelling: list[Allocation],
+    demanded: list[Allocation],
 ) -> list[Allocation] | None:
     plan = _Plan(partition, node, ask, shortfalls)
-    for victim in repelling:  # the pods whose anti-affinity rule keeps the ask off the node: all must go
+    for victim in demanded:  # the pods the pod rules need gone (anti-affinity, spread): all must go
         if not _guard(victim, partition, plan.taken, ask_path):
             return None
         plan.take(victim)
@@ -263,20 +263,15 @@ def _plan_node(
     return plan.chosen if plan.chosen and plan.complete() else None
 
 
-def _repelling(
-    partition: Partition, node: Node, ask: Allocation, rules: AskPodRules | None, candidate_ids: set[int]
+def _rule_victims(
+    partition: Partition, node: Node, rules: AskPodRules | None, candidate_ids: set[int]
 ) -> list[Allocation] | None:
     """The victims the pod rules demand on this node: none when they admit the ask; the pods behind
-    an anti-affinity rule that keeps it off, when every one of them may be a victim; None when the
-    rules keep it off whatever is preempted (affinity, spread, or a pod that may not be taken)."""
-    if rules is None or rules.admits(node):
+    an anti-affinity rule that keeps it off and the pods a spread constraint counts beyond its
+    maxSkew, when they may be victims; None when the rules keep it off whatever is preempted."""
+    if rules is None:
         return []
-    if not rules.only_repelled(node):
-        return None
-    pods = rules.repelling(node, partition.nodes.values())
-    if not pods or any(id(p) not in candidate_ids for p in pods):
-        return None
-    return sorted(pods, key=victim_order)
+    return rules.victims_for(node, partition.nodes, lambda pod: id(pod) in candidate_ids, victim_order)
 
 
 def _reservations_give_way(partition: Partition, node: Node, ask: Allocation) -> bool:
@@ -341,10 +336,10 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
             continue
         if not admits(node, ask):
             continue
-        repelling = _repelling(partition, node, ask, rules, candidate_ids)
-        if repelling is None:
+        demanded = _rule_victims(partition, node, rules, candidate_ids)
+        if demanded is None:
             continue
-        plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path, repelling)
+        plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path, demanded)
         if plan is None:
             continue
         # Fewest victims, then the least taken, then the most preferred victims, then the node's name.

@@ -2,7 +2,9 @@
 affinity and anti-affinity (with the symmetric rule) and topology spread (DoNotSchedule).
 
 Random pods (labels, namespace, and any of those rules), pods of another scheduler, releases, node
-label changes (a node moving zone) and scheduling. Each placement the core makes is checked, by brute
+label changes (a node moving zone), scheduling, and preemptions: urgent pods of a queue below its
+guarantee preempt, the RM confirms victims late and in any order. Each placement the core makes is
+checked, by brute
 force over a model of the pods placed before it and the nodes' labels at that moment, against every
 required rule: no placed pod violates a rule given the pods placed before it.
 """
@@ -13,7 +15,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
@@ -23,7 +25,21 @@ from core.objects.constraints import LABEL_PREFIX
 from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY
 from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD
 from core.resources import Resource
+from core.results import Termination
 from tests.unit.domain_helpers import Cluster
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: default
+          - name: urgent
+            resources: {guaranteed: {memory: 1000}}
+            properties: {preemption.delay: 1ms}
+"""
 
 NODES = ("n0", "n1", "n2", "n3", "n4")
 ZONES = ("z0", "z1", "z2")
@@ -44,16 +60,19 @@ def _matches(term: dict[str, Any], owner_ns: str, pod: Pod) -> bool:
 class PodRulesMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.c = Cluster()
+        self.c = Cluster(CONFIG)
         self.zone = {n: ZONES[i % len(ZONES)] for i, n in enumerate(NODES)}
-        for node in NODES:
+        for node in NODES:  # room for three pods each: preemption happens
             change = NodeChange(
-                node, NodeAction.CREATE, self.c.pname(), self._attrs(node), Resource({"memory": 100})
+                node, NodeAction.CREATE, self.c.pname(), self._attrs(node), Resource({"memory": 30})
             )
             self.c.ctx.apply(UpdateNodes(self.c.rm_id, (change,)))
-        self.c.app("app")
+        self.c.app("app", "root.default")
+        self.c.app("urgent", "root.urgent")
         self.pods: dict[str, Pod] = {}  # every pod sent, by key
+        self.app_of: dict[str, str] = {}  # key -> application ("" for another scheduler's pods)
         self.placed: dict[str, str] = {}  # key -> node, in placement order
+        self.victims: set[str] = set()  # preempted, not yet released by the RM
         self.counter = 0
         self.c.ctx.drain_results()
 
@@ -75,6 +94,34 @@ class PodRulesMachine(RuleBasedStateMachine):
     )  # fmt: skip
     def add_pod(
         self,
+        app: str,
+        ns: str,
+        anti: tuple[str, str, bool] | None,
+        affinity: tuple[str, str] | None,
+        spread: tuple[str, str, int, int] | None,
+    ) -> None:
+        self._send("app", app, ns, anti, affinity, spread)
+
+    @rule(
+        app=st.sampled_from(APPS),
+        ns=st.sampled_from(NAMESPACES),
+        anti=st.none() | st.tuples(st.sampled_from(APPS), st.sampled_from(KEYS), st.booleans()),
+        spread=st.none() | st.tuples(
+            st.sampled_from(APPS), st.sampled_from(KEYS), st.integers(1, 2), st.integers(1, 4)
+        ),
+    )  # fmt: skip
+    def an_urgent_pod_preempts(
+        self, app: str, ns: str, anti: tuple[str, str, bool] | None, spread: tuple[str, str, int, int] | None
+    ) -> None:
+        """A pod of the queue below its guarantee, allowed to preempt: victims for room, for its
+        anti-affinity and for its spread, when the other pods may be taken."""
+        self._send("urgent", app, ns, anti, None, spread)
+        self.c.clock.advance(1.0)
+        self.schedule()
+
+    def _send(
+        self,
+        application: str,
         app: str,
         ns: str,
         anti: tuple[str, str, bool] | None,
@@ -110,7 +157,12 @@ class PodRulesMachine(RuleBasedStateMachine):
             pod["spread"] = [constraint]
             tags[TAG_TOPOLOGY_SPREAD] = json.dumps([constraint])
         self.pods[key] = pod
-        ask = Allocation(key, "app", self.c.pname(), Resource({"memory": 10}), tags=tags)
+        self.app_of[key] = application
+        urgent = application == "urgent"
+        ask = Allocation(
+            key, application, self.c.pname(), Resource({"memory": 10}), tags=tags,
+            allow_preempt_self=not urgent, allow_preempt_other=urgent,
+        )  # fmt: skip
         self.c.ctx.apply(UpdateAllocations(self.c.rm_id, allocations=(ask,)))
         self._sync()
 
@@ -119,6 +171,7 @@ class PodRulesMachine(RuleBasedStateMachine):
         self.counter += 1
         key = f"f{self.counter}"
         self.pods[key] = {"ns": ns, "labels": {"app": app}, "anti": [], "affinity": [], "spread": []}
+        self.app_of[key] = ""
         tags = {TAG_FOREIGN: "default", TAG_NAMESPACE: ns, LABEL_PREFIX + "app": app}
         pod = Allocation(
             key, "", self.c.pname(), Resource({"memory": 1}), node_id=node, tags=tags, foreign=True
@@ -134,12 +187,19 @@ class PodRulesMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.placed)
     @rule(data=st.data())
     def a_pod_goes(self, data: st.DataObject) -> None:
-        key = data.draw(st.sampled_from(sorted(self.placed)))
-        app = "" if key.startswith("f") else "app"
-        self.c.ctx.apply(
-            UpdateAllocations(self.c.rm_id, releases=(ReleaseRequest(self.c.pname(), app, key),))
-        )
+        self._release(data.draw(st.sampled_from(sorted(self.placed))))
+
+    @precondition(lambda self: self.victims)
+    @rule(data=st.data())
+    def the_rm_releases_a_victim(self, data: st.DataObject) -> None:
+        self._release(data.draw(st.sampled_from(sorted(self.victims))))
+        self.schedule()
+
+    def _release(self, key: str) -> None:
+        release = ReleaseRequest(self.c.pname(), self.app_of[key], key)
+        self.c.ctx.apply(UpdateAllocations(self.c.rm_id, releases=(release,)))
         del self.placed[key]
+        self.victims.discard(key)
         self._sync()
 
     @rule(node=st.sampled_from(NODES), zone=st.sampled_from(ZONES))
@@ -153,8 +213,15 @@ class PodRulesMachine(RuleBasedStateMachine):
         for batch in self.c.ctx.drain_results():
             for alloc in batch.new_allocations:
                 assert alloc.key not in self.placed, f"{alloc.key} placed twice"
-                self._check(alloc.key, alloc.node_id)
+                self._check(alloc.key, alloc.node_id)  # victims not yet released still count
                 self.placed[alloc.key] = alloc.node_id
+                if self.app_of[alloc.key] == "urgent":
+                    event("an urgent pod placed")
+            for released in batch.released:
+                if released.termination == Termination.PREEMPTED_BY_SCHEDULER:
+                    assert released.key in self.placed, f"{released.key} preempted while not running"
+                    self.victims.add(released.key)
+                    event("a victim chosen")
 
     def _check(self, key: str, node: str) -> None:
         pod = self.pods[key]

@@ -206,6 +206,34 @@ def test_preferred_affinity_draws_a_pod_to_the_domain_of_the_pods_it_likes() -> 
     assert _placed(c) == {"web": cache_node}
 
 
+def test_a_placed_pods_preferred_anti_affinity_keeps_the_pods_it_dislikes_away_when_it_can() -> None:
+    c = _packing_cluster("a", "b")
+    dislikes_web = _pod_tags({"app": "db"}, anti=_preferred((80, _term(HOST, {"app": "web"}))))
+    _ask(c, "db", dislikes_web)
+    db_node = _placed(c)["db"]  # binpacking would put the next pod beside it, on the fullest node
+    _ask(c, "web", _pod_tags({"app": "web"}))  # no rule of its own: the placed pod's preference counts
+    assert _placed(c)["web"] != db_node
+    _ask(c, "batch", _pod_tags({"app": "batch"}))  # not selected by the db pod's term: packs beside it
+    assert _placed(c)["batch"] == db_node  # the node the tie falls to in policy order, as without rules
+
+
+def test_a_placed_pods_affinity_draws_the_pods_it_selects_into_its_domain() -> None:
+    for rules in (
+        _preferred((10, _term(ZONE, {"tier": "front"}))),  # its weight
+        _required(_term(ZONE, {"tier": "front"})),  # kube-scheduler's hardPodAffinityWeight, 1
+    ):
+        c = _packing_cluster("a", "b", "c")
+        _ask(c, "cache", _pod_tags({"app": "cache", "tier": "front"}, affinity=rules))
+        cache_node = _placed(c)["cache"]  # the first of its group, for the required term
+        fullest = "n3" if cache_node != "n3" else "n2"
+        c.ask("app", "fill", {"memory": 50}, node_id=fullest)  # binpacking's first choice from now on
+        _placed(c)
+        _ask(c, "web", _pod_tags({"app": "web", "tier": "front"}))  # no rule of its own
+        assert _placed(c) == {"web": cache_node}, rules
+        _ask(c, "batch", _pod_tags({"app": "batch"}))  # not selected by the cache pod's term: packs
+        assert _placed(c) == {"batch": fullest}, rules
+
+
 def test_a_scored_search_looks_at_as_many_feasible_nodes_as_kube_scheduler() -> None:
     from core.node_fit import nodes_to_score
 

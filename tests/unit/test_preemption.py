@@ -8,6 +8,7 @@ from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocati
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
 from core.objects.constraints import LABEL_PREFIX, TAG_NODE_SELECTOR
 from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_ANTI_AFFINITY
+from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD
 from core.resources import Resource
 from core.results import Termination
 from core.state import ask_info
@@ -502,3 +503,54 @@ def test_pods_behind_an_anti_affinity_rule_are_preempted_when_that_is_what_keeps
 def test_no_preemption_when_a_pod_behind_the_rule_may_not_be_taken() -> None:
     c = _web_on(("n1",), priority=9)  # the web pod outranks the ask: never a victim
     assert _run(c) == []
+
+
+ZONE = "topology.kubernetes.io/zone"
+SPREAD_WEB = json.dumps([{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                          "labelSelector": {"matchLabels": {"app": "web"}}}])  # fmt: skip
+
+
+def _zones_with_web_in_one(web_priority: int = 0) -> Cluster:
+    """z1: n1, roomy, with two web pods of root.c; z2: n2, full with root.b at its guarantee (never a
+    victim). root.a's web pod spreads over the zones with maxSkew 1: only n1 has room, and z1 is
+    already two ahead."""
+    c = Cluster(TENANTS % {"offset": 0})
+    for node, zone, memory in (("n1", "z1", 100), ("n2", "z2", 40)):
+        labels = {LABEL_PREFIX + HOST: node, LABEL_PREFIX + ZONE: zone}
+        c.ctx.apply(UpdateNodes(c.rm_id, (NodeChange(node, NodeAction.CREATE, c.pname(), labels,
+                                                       Resource({"memory": memory})),)))  # fmt: skip
+    for app, queue in (("a", "root.a"), ("b", "root.b"), ("c", "root.c")):
+        c.app(app, queue)
+    web = {TAG_NAMESPACE: "shop", LABEL_PREFIX + "app": "web"}
+    running = [
+        Allocation(f"web-{i}", "c", c.pname(), Resource({"memory": 10}), node_id="n1", tags=web,
+                   priority=web_priority, allow_preempt_self=True)
+        for i in range(2)
+    ] + [
+        Allocation(f"b-{i}", "b", c.pname(), Resource({"memory": 10}), node_id="n2", allow_preempt_self=True)
+        for i in range(4)
+    ]  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=tuple(running)))
+    ask = Allocation("spread", "a", c.pname(), Resource({"memory": 20}), allow_preempt_other=True,
+                     tags={**web, TAG_TOPOLOGY_SPREAD: SPREAD_WEB})  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    c.ctx.drain_results()
+    return c
+
+
+def test_pods_a_spread_counts_are_preempted_when_that_brings_the_domain_within_max_skew() -> None:
+    c = _zones_with_web_in_one()
+    c.schedule()
+    assert [a.key for b in c.ctx.drain_results() for a in b.new_allocations] == []  # z1 is 2 ahead of z2
+    victims = _run(c)
+    # With the ask, z1 may hold at most 1 more than z2 (0): both web pods go, and nothing of root.b.
+    assert sorted(victims) == [("c", "web-0"), ("c", "web-1")]
+    assert _confirm_and_place(c, victims) == ["spread"]
+    assert c.partition.applications["a"].allocations["spread"].node_id == "n1"
+
+
+def test_no_preemption_for_a_spread_when_its_pods_may_not_be_taken() -> None:
+    c = _zones_with_web_in_one(web_priority=9)  # the web pods outrank the ask
+    assert _run(c) == []
+    reason = c.partition.applications["a"].asks["spread"].preemption_reason
+    assert reason.startswith("preemption tried, none possible")
