@@ -57,6 +57,7 @@ class Kube:
             "persistentvolumeclaims": self.core.list_persistent_volume_claim_for_all_namespaces,
             "persistentvolumes": self.core.list_persistent_volume,
             "storageclasses": self.storage.list_storage_class,
+            "namespaces": self.core.list_namespace,
         }
 
     @staticmethod

@@ -101,6 +101,7 @@ class K8sShim(ResponseHandler):
         self.placeholder_image = placeholder_image
         self.priorities = PriorityResolver()
         self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
+        self.namespaces: dict[str, Obj] = {}  # by name, from the namespace informer; kept the same way
         self.state = _State()
         self.config = ""
         self._wake = wake
@@ -232,7 +233,23 @@ class K8sShim(ResponseHandler):
         priority = PodPriority(
             0, allow_preempt_other=False, allow_preempt_self=False
         )  # never scheduled by us
-        await self.client.asks([translate.bound_pod_allocation(pod, priority, ours=False)])
+        labels = self._namespace_labels(pod)
+        await self.client.asks(
+            [translate.bound_pod_allocation(pod, priority, ours=False, namespace_labels=labels)]
+        )
+
+    def on_namespace(self, event: str, namespace: Obj) -> None:
+        """Namespaces' labels go on their pods' asks (pod affinity terms' namespaceSelector matches
+        them). A pod already sent keeps the labels it was sent with."""
+        name = (namespace.get("metadata") or {}).get("name", "")
+        if event == "DELETED":
+            self.namespaces.pop(name, None)
+        else:
+            self.namespaces[name] = namespace
+
+    def _namespace_labels(self, pod: Obj) -> Mapping[str, str]:
+        found = self.namespaces.get((pod.get("metadata") or {}).get("namespace", "default"))
+        return ((found or {}).get("metadata") or {}).get("labels") or {}
 
     async def on_priority_class(self, event: str, pc: Obj) -> None:
         if event == "DELETED":
@@ -293,9 +310,10 @@ class K8sShim(ResponseHandler):
         group = await self._task_group_of(pod, app_id)
         if _node_of(pod):
             self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
-            await self.client.asks(
-                [translate.bound_pod_allocation(pod, priority, ours=True, task_group=group)]
+            alloc = translate.bound_pod_allocation(
+                pod, priority, ours=True, task_group=group, namespace_labels=self._namespace_labels(pod)
             )
+            await self.client.asks([alloc])
         elif uid not in self.state.asked:
             gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
             if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
@@ -311,9 +329,11 @@ class K8sShim(ResponseHandler):
             if ignored:
                 message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
                 await self.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
-            await self.client.asks(
-                [translate.pod_ask(pod, priority, task_group=group, volume_terms=volume_terms)]
-            )
+            ask = translate.pod_ask(
+                pod, priority, task_group=group, volume_terms=volume_terms,
+                namespace_labels=self._namespace_labels(pod),
+            )  # fmt: skip
+            await self.client.asks([ask])
 
     # Gangs ------------------------------------------------------------------------------------
     async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:

@@ -26,6 +26,7 @@ QUEUE_LABEL = "queue"
 USER_INFO = "yunikorn.apache.org/user.info"
 DEFAULT_USER = "nobody"
 LABEL_PREFIX = "kubernetes.io/label/"
+NAMESPACE_LABEL_TAG_PREFIX = "pykorn.io/namespace-label/"
 META_NAMESPACE = "kubernetes.io/meta/namespace"
 META_POD_NAME = "kubernetes.io/meta/podName"
 TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
@@ -138,13 +139,20 @@ def required_node(pod: Mapping[str, Any]) -> str:
     return ""
 
 
-def pod_tags(pod: Mapping[str, Any], volume_terms: list[list[Any]] | None = None) -> dict[str, str]:
+def pod_tags(
+    pod: Mapping[str, Any],
+    volume_terms: list[list[Any]] | None = None,
+    namespace_labels: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """The ask's tags; `volume_terms`: the required node selector terms of the pod's bound volumes
-    (shim_k8s.volumes), ANDed into its node affinity."""
+    (shim_k8s.volumes), ANDed into its node affinity; `namespace_labels`: its namespace's labels, which
+    pod (anti-)affinity terms' namespaceSelector match."""
     meta, spec = _meta(pod), pod.get("spec") or {}
     tags = {META_NAMESPACE: meta.get("namespace", "default"), META_POD_NAME: meta.get("name", "")}
     for key, value in (meta.get("labels") or {}).items():
         tags[LABEL_PREFIX + key] = str(value)
+    for key, value in (namespace_labels or {}).items():
+        tags[NAMESPACE_LABEL_TAG_PREFIX + key] = str(value)
     created = creation_time(pod)
     if created:
         tags["creationTime"] = str(created)
@@ -208,6 +216,7 @@ def pod_ask(
     app_id: str | None = None,
     task_group: str | None = None,
     volume_terms: list[list[Any]] | None = None,
+    namespace_labels: Mapping[str, str] | None = None,
 ) -> si_pb2.Allocation:
     """A pending pod as an ask (its UID is the allocation key); a gang member names its task group
     (`task_group` overrides the annotation), a placeholder pod says so."""
@@ -216,7 +225,7 @@ def pod_ask(
         allocationKey=_meta(pod).get("uid", ""),
         applicationID=application_id(pod) if app_id is None else app_id,
         resourcePerAlloc=_si_resource(pod_request(pod)),
-        allocationTags=pod_tags(pod, volume_terms),
+        allocationTags=pod_tags(pod, volume_terms, namespace_labels),
         priority=priority.value,
         preemptionPolicy=si_pb2.PreemptionPolicy(
             allowPreemptSelf=priority.allow_preempt_self, allowPreemptOther=priority.allow_preempt_other
@@ -227,10 +236,17 @@ def pod_ask(
 
 
 def bound_pod_allocation(
-    pod: Mapping[str, Any], priority: PodPriority, ours: bool, task_group: str | None = None
+    pod: Mapping[str, Any],
+    priority: PodPriority,
+    ours: bool,
+    task_group: str | None = None,
+    namespace_labels: Mapping[str, str] | None = None,
 ) -> si_pb2.Allocation:
     """A pod already on a node: an existing allocation of ours, or a foreign one occupying the node."""
-    alloc = pod_ask(pod, priority, app_id=None if ours else "", task_group=task_group if ours else "")
+    alloc = pod_ask(
+        pod, priority, app_id=None if ours else "", task_group=task_group if ours else "",
+        namespace_labels=namespace_labels,
+    )  # fmt: skip
     alloc.nodeID = (pod.get("spec") or {}).get("nodeName", "")
     if not ours:
         alloc.allocationTags["foreign"] = "default"

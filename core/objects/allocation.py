@@ -51,7 +51,7 @@ class Allocation:
     reason_time: float = 0.0
     reason_count: int = 0
     # Its namespace and labels (from the tags), once the pod rules first needed them.
-    identity: tuple[str, dict[str, str]] | None = None
+    identity: tuple[str, dict[str, str], dict[str, str]] | None = None
     # Why no node takes it, node by node (node_fit.why_no_node), and when that was last worked out.
     no_node_tally: str = ""
     tallied_at: float = float("-inf")

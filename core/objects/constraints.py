@@ -141,7 +141,7 @@ def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> As
         return NO_CONSTRAINTS  # most asks: nothing to parse, one shared object
     # The pods of one workload carry the same rules: parsed once, shared (the result is immutable).
     # What the rules may depend on beside their own text: the pod's namespace and labels.
-    namespace, labels = pod_identity(tags)
+    namespace, labels, _ = pod_identity(tags)  # the namespace's labels count when matching, not here
     key = (
         tags.get(required_node_tag, ""), tuple(tags.get(t) for t in _ORDERED_TAGS), namespace,
         tuple(sorted(labels.items())),
@@ -200,7 +200,9 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
         rules = None
         if tag in tags:
             try:
-                rules = parse_pod_affinity(_json(tags[tag], f"tag {tag}"), f"tag {tag}", *pod_identity(tags))
+                rules = parse_pod_affinity(
+                    _json(tags[tag], f"tag {tag}"), f"tag {tag}", *pod_identity(tags)[:2]
+                )
             except PodAffinityError as exc:
                 raise ConstraintError(str(exc)) from None
             if not rules.required and not rules.preferred:
@@ -210,7 +212,7 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
     if TAG_TOPOLOGY_SPREAD in tags:
         raw = _json(tags[TAG_TOPOLOGY_SPREAD], f"tag {TAG_TOPOLOGY_SPREAD}")
         try:
-            spread = parse_spread(raw, f"tag {TAG_TOPOLOGY_SPREAD}", *pod_identity(tags))
+            spread = parse_spread(raw, f"tag {TAG_TOPOLOGY_SPREAD}", *pod_identity(tags)[:2])
         except SpreadError as exc:
             raise ConstraintError(str(exc)) from None
     constraints = AskConstraints(

@@ -8,9 +8,10 @@ empty `namespaceSelector`: every namespace) and whose labels match its `labelSel
 nothing), grouped by `topologyKey` (the node label whose value is the domain). `matchLabelKeys` and
 `mismatchLabelKeys` add the pod's own values of those labels to the selector, as Kubernetes does.
 
-A pod's namespace and labels are its tags `kubernetes.io/meta/namespace` and `kubernetes.io/label/*`.
-A `namespaceSelector` that is not empty needs the namespaces' labels, which the core does not hold:
-such a term is refused with why.
+A pod's namespace and labels are its tags `kubernetes.io/meta/namespace` and `kubernetes.io/label/*`,
+its namespace's labels the tags `pykorn.io/namespace-label/*` (the Kubernetes shim sends them from
+its namespace informer). A term's `namespaces` and `namespaceSelector` add up, as in Kubernetes: it
+selects pods in a listed namespace or in a namespace whose labels the selector matches.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ TAG_POD_AFFINITY = "pykorn.io/pod-affinity"
 TAG_POD_ANTI_AFFINITY = "pykorn.io/pod-anti-affinity"
 TAG_NAMESPACE = "kubernetes.io/meta/namespace"
 LABEL_TAG_PREFIX = "kubernetes.io/label/"
+NAMESPACE_LABEL_TAG_PREFIX = "pykorn.io/namespace-label/"
+Identity = tuple[str, dict[str, str], dict[str, str]]  # a pod's namespace, its labels, its namespace's labels
+_NO_LABELS: dict[str, str] = {}
 _OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
@@ -48,17 +52,23 @@ class LabelRequirement:
 
 @dataclass(frozen=True)
 class PodSelector:
-    """Which pods a term selects: namespaces (None: all) and label requirements (all must hold)."""
+    """Which pods a term selects: namespaces (None: all), or else namespaces whose labels meet the
+    namespace requirements (None: no namespaceSelector), and label requirements (all must hold)."""
 
     namespaces: frozenset[str] | None
     requirements: tuple[LabelRequirement, ...]
     selects_nothing: bool = False  # a term without a labelSelector
+    namespace_requirements: tuple[LabelRequirement, ...] | None = None
 
-    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+    def matches(
+        self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] = _NO_LABELS
+    ) -> bool:
         if self.selects_nothing:
             return False
         if self.namespaces is not None and namespace not in self.namespaces:
-            return False
+            wanted = self.namespace_requirements
+            if wanted is None or not all(r.matches(namespace_labels) for r in wanted):
+                return False
         return all(r.matches(labels) for r in self.requirements)
 
 
@@ -76,10 +86,16 @@ class PodAffinity:
     preferred: tuple[tuple[int, PodAffinityTerm], ...] = ()
 
 
-def pod_identity(tags: Mapping[str, str]) -> tuple[str, dict[str, str]]:
-    """A pod's namespace and labels, from its tags."""
-    labels = {k[len(LABEL_TAG_PREFIX) :]: v for k, v in tags.items() if k.startswith(LABEL_TAG_PREFIX)}
-    return tags.get(TAG_NAMESPACE, "default"), labels
+def pod_identity(tags: Mapping[str, str]) -> Identity:
+    """A pod's namespace, labels and namespace's labels, from its tags."""
+    labels: dict[str, str] = {}
+    namespace_labels: dict[str, str] = {}
+    for key, value in tags.items():
+        if key.startswith(LABEL_TAG_PREFIX):
+            labels[key[len(LABEL_TAG_PREFIX) :]] = value
+        elif key.startswith(NAMESPACE_LABEL_TAG_PREFIX):
+            namespace_labels[key[len(NAMESPACE_LABEL_TAG_PREFIX) :]] = value
+    return tags.get(TAG_NAMESPACE, "default"), labels, namespace_labels or _NO_LABELS
 
 
 def parse_pod_affinity(raw: object, where: str, namespace: str, labels: Mapping[str, str]) -> PodAffinity:
@@ -120,13 +136,11 @@ def _term(raw: object, where: str, namespace: str, labels: Mapping[str, str]) ->
         raise PodAffinityError(f"{where}.topologyKey must be a non-empty string")
     namespaces: frozenset[str] | None = frozenset(str(n) for n in raw.get("namespaces") or [])
     ns_selector = raw.get("namespaceSelector")
+    namespace_requirements: tuple[LabelRequirement, ...] | None = None
     if ns_selector is not None:
-        if ns_selector != {}:
-            raise PodAffinityError(
-                f"{where}.namespaceSelector: only an empty selector (every namespace) is supported; "
-                "list the namespaces in `namespaces` instead"
-            )
-        namespaces = None
+        namespace_requirements = tuple(parse_label_selector(ns_selector, f"{where}.namespaceSelector"))
+        if not namespace_requirements:
+            namespaces = None  # an empty selector: every namespace
     elif not namespaces:
         namespaces = frozenset({namespace})
     selector = raw.get("labelSelector")
@@ -137,7 +151,8 @@ def _term(raw: object, where: str, namespace: str, labels: Mapping[str, str]) ->
         for label in raw.get(field) or []:
             if label in labels:  # the pod's own value joins the selector
                 requirements.append(LabelRequirement(str(label), operator, frozenset({labels[label]})))
-    return PodAffinityTerm(PodSelector(namespaces, tuple(requirements), selector is None), key)
+    pods = PodSelector(namespaces, tuple(requirements), selector is None, namespace_requirements)
+    return PodAffinityTerm(pods, key)
 
 
 def parse_label_selector(raw: object, where: str) -> list[LabelRequirement]:

@@ -34,7 +34,7 @@ from typing import Any
 from core.objects.allocation import Allocation
 from core.objects.constraints import NodeFilter
 from core.objects.node import Node
-from core.objects.pod_affinity import PodAffinityTerm, PodSelector, pod_identity
+from core.objects.pod_affinity import Identity, PodAffinityTerm, PodSelector, pod_identity
 from core.objects.topology_spread import DO_NOT_SCHEDULE, DomainCounts, SpreadConstraint
 
 Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
@@ -70,16 +70,18 @@ class _Spread:
 _SpreadSource = tuple[_Spread, SpreadConstraint, int]  # registration, constraint, 1 when the ask counts
 
 
-def identity_of(alloc: Allocation) -> tuple[str, dict[str, str]]:
-    """The pod's namespace and labels, read from its tags once."""
+def identity_of(alloc: Allocation) -> Identity:
+    """The pod's namespace, labels and namespace's labels, read from its tags once."""
     found = alloc.identity
     if found is None:
         found = alloc.identity = pod_identity(alloc.tags)
     return found
 
 
-def _selects(selectors: Selectors, namespace: str, labels: Mapping[str, str]) -> bool:
-    return all(s.matches(namespace, labels) for s in selectors)
+def _selects(
+    selectors: Selectors, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]
+) -> bool:
+    return all(s.matches(namespace, labels, namespace_labels) for s in selectors)
 
 
 class PodRules:
@@ -106,13 +108,13 @@ class PodRules:
     def _move(self, alloc: Allocation, node: Node, step: int) -> None:
         labels = node.traits.label_map
         if self.counting:
-            namespace, pod_labels = identity_of(alloc)
+            identity = identity_of(alloc)
             for (selectors, key), counts in self._counts.items():
                 domain = labels.get(key)
-                if domain is not None and _selects(selectors, namespace, pod_labels):
+                if domain is not None and _selects(selectors, *identity):
                     _bump(counts, domain, step)
             for spread in self._spread.values():
-                if node.node_id in spread.eligible and spread.selector.matches(namespace, pod_labels):
+                if node.node_id in spread.eligible and spread.selector.matches(*identity):
                     spread.counts.move(labels[spread.key], step)
         constraints = alloc.constraints
         if constraints.pod_anti_affinity is not None or constraints.pod_affinity is not None:
@@ -217,8 +219,8 @@ class PodRules:
             and not constraints.spread
         ):
             return None
-        namespace, labels = identity_of(ask)
-        theirs = [term for term in self.anti_terms if term.selector.matches(namespace, labels)]
+        identity = identity_of(ask)
+        theirs = [term for term in self.anti_terms if term.selector.matches(*identity)]
         forbidden: list[tuple[str, Counter[str]]] = [(t.topology_key, self.anti_terms[t]) for t in theirs]
         anti = constraints.pod_anti_affinity
         if anti is not None:
@@ -230,9 +232,7 @@ class PodRules:
         if affinity is not None and affinity.required:
             selectors = tuple(t.selector for t in affinity.required)
             needed = [(t.topology_key, self._count(selectors, t.topology_key)) for t in affinity.required]
-            first_of_group = not any(counts for _, counts in needed) and _selects(
-                selectors, namespace, labels
-            )
+            first_of_group = not any(counts for _, counts in needed) and _selects(selectors, *identity)
         spread: list[tuple[str, Counter[str], int]] = []
         spread_sources: list[_SpreadSource] = []
         uneven: list[tuple[str, Counter[str], int]] = []  # ScheduleAnyway: scored, not required
@@ -240,7 +240,7 @@ class PodRules:
             node_filter = NodeFilter.of(constraints, constraint.honor_affinity, constraint.honor_taints)
             registration = self._spread_registration(constraint, node_filter)
             counts = registration.counts
-            itself = 1 if constraint.selector.matches(namespace, labels) else 0
+            itself = 1 if constraint.selector.matches(*identity) else 0
             most = constraint.max_skew + counts.minimum(constraint.min_domains) - itself
             if constraint.when_unsatisfiable == DO_NOT_SCHEDULE:
                 spread.append((constraint.topology_key, counts.pods, most))
@@ -257,14 +257,12 @@ class PodRules:
         ]
         # Placed pods' preferences that select the ask: present in a domain or not, as the ask's own.
         liked += [
-            (t.topology_key, c, w)
-            for (t, w), c in self.liked_terms.items()
-            if t.selector.matches(namespace, labels)
+            (t.topology_key, c, w) for (t, w), c in self.liked_terms.items() if t.selector.matches(*identity)
         ]
         disliked += [
             (t.topology_key, c, w)
             for (t, w), c in self.disliked_terms.items()
-            if t.selector.matches(namespace, labels)
+            if t.selector.matches(*identity)
         ]
         if not (forbidden or needed or spread or uneven or liked or disliked):
             return None

@@ -27,6 +27,7 @@ KINDS = {
     "persistentvolumeclaims": "PersistentVolumeClaimList",
     "persistentvolumes": "PersistentVolumeList",
     "storageclasses": "StorageClassList",
+    "namespaces": "NamespaceList",
 }
 
 
@@ -87,6 +88,7 @@ class FakeKubeAPI:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_get("/api/v1/nodes", self._list_or_watch("nodes"))
+        app.router.add_get("/api/v1/namespaces", self._list_or_watch("namespaces"))
         app.router.add_get("/api/v1/pods", self._list_or_watch("pods"))
         app.router.add_get(
             "/apis/scheduling.k8s.io/v1/priorityclasses", self._list_or_watch("priorityclasses")

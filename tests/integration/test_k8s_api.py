@@ -346,6 +346,31 @@ async def test_node_affinity_host_ports_and_pod_anti_affinity_are_honoured_and_t
                        if e["reason"] == "PlacementConstraintsIgnored")  # fmt: skip
 
 
+async def test_a_namespace_selector_matches_the_labels_of_the_pods_namespaces(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    for name in ("n1", "n2", "n3"):
+        labelled = node(name, memory="8Gi")
+        labelled["metadata"]["labels"] = {"kubernetes.io/hostname": name}
+        await api.put("nodes", labelled)
+    for name, team in (("cart", "payments"), ("blog", "content")):
+        await api.put("namespaces", {"metadata": {"name": name, "labels": {"team": team}}})
+    # A web pod of another scheduler in each namespace, on n1 (cart) and n2 (blog).
+    for name, namespace, where in (("cart-web", "cart", "n1"), ("blog-web", "blog", "n2")):
+        web = pod(name, namespace=namespace, scheduler="default-scheduler", node_name=where)
+        web["metadata"]["labels"] = {"app": "web"}
+        await api.put("pods", web)
+    away = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname",
+        "namespaceSelector": {"matchLabels": {"team": "payments"}}}]}}  # fmt: skip
+    for i in range(6):
+        await api.put("pods", pod(f"audit-{i}", namespace="ops", affinity=away))
+    async with shim_running(api, core_address, rm_id):
+        # Kept off n1 only: blog's web pod is in a namespace of another team.
+        await _until(lambda: len(api.bindings) == 6, "every audit pod bound")
+        assert {n for _, n in api.bindings} == {"n2", "n3"}
+
+
 async def test_an_unschedulable_pod_says_why_in_its_condition_until_it_is_bound(
     api: FakeKubeAPI, core_address: str, rm_id: str
 ) -> None:

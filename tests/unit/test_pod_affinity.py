@@ -12,7 +12,12 @@ import pytest
 from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from core.objects.allocation import TAG_FOREIGN, Allocation
 from core.objects.constraints import LABEL_PREFIX
-from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY
+from core.objects.pod_affinity import (
+    NAMESPACE_LABEL_TAG_PREFIX,
+    TAG_NAMESPACE,
+    TAG_POD_AFFINITY,
+    TAG_POD_ANTI_AFFINITY,
+)
 from core.resources import Resource
 from tests.unit.domain_helpers import Cluster
 
@@ -34,8 +39,14 @@ def _required(*terms: dict[str, Any]) -> str:
     return json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": list(terms)})
 
 
-def _pod_tags(labels: dict[str, str], namespace: str = "shop", **rules: str) -> dict[str, str]:
+def _pod_tags(
+    labels: dict[str, str],
+    namespace: str = "shop",
+    namespace_labels: dict[str, str] | None = None,
+    **rules: str,
+) -> dict[str, str]:
     tags = {TAG_NAMESPACE: namespace, **{LABEL_PREFIX + k: v for k, v in labels.items()}}
+    tags.update({NAMESPACE_LABEL_TAG_PREFIX + k: v for k, v in (namespace_labels or {}).items()})
     if "affinity" in rules:
         tags[TAG_POD_AFFINITY] = rules["affinity"]
     if "anti" in rules:
@@ -97,6 +108,21 @@ def test_a_placed_pods_anti_affinity_keeps_matching_pods_out_of_its_domain() -> 
     assert "other-ns" in _placed(c)
 
 
+def test_a_namespace_selector_selects_pods_by_their_namespaces_labels_and_adds_to_the_listed_ones() -> None:
+    c = _cluster("a", "b", "c")
+    for key, namespace, team in (("web-a", "shop", "a"), ("web-b", "cart", "b"), ("web-c", "misc", "")):
+        _ask(c, key, _pod_tags({"app": "web"}, namespace, {"team": team} if team else {}))
+    where = _placed(c)
+    away = _required(_term(HOST, {"app": "web"}, namespaces=["misc"],
+                           namespaceSelector={"matchLabels": {"team": "b"}}))  # fmt: skip
+    _ask(c, "loner", _pod_tags({"app": "db"}, namespace="ops", anti=away))
+    # Kept away from cart (team b, by the selector) and misc (listed); shop's pod is not selected.
+    assert _placed(c) == {"loner": where["web-a"]}
+    everywhere = _required(_term(HOST, {"app": "web"}, namespaceSelector={}))
+    _ask(c, "hermit", _pod_tags({"app": "db"}, namespace="ops", anti=everywhere))
+    assert _placed(c) == {}  # an empty selector: every namespace, so every node holds a web pod
+
+
 def test_affinity_follows_the_first_pod_of_its_group_and_waits_for_one_it_does_not_match() -> None:
     c = _cluster("a", "b", "c")
     together = _pod_tags({"app": "etl"}, affinity=_required(_term(ZONE, {"app": "etl"})))
@@ -142,7 +168,8 @@ def test_counts_follow_a_node_moving_to_another_zone() -> None:
     ("rules", "message"),
     [
         (_required({"labelSelector": {}, "topologyKey": ""}), "topologyKey"),
-        (_required(_term(ZONE, {}, namespaceSelector={"matchLabels": {"team": "a"}})), "namespaceSelector"),
+        (_required(_term(ZONE, {}, namespaceSelector={"matchExpressions": [{"key": "team"}]})),
+         "namespaceSelector.matchExpressions[0].operator"),
         (_required({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]},
                     "topologyKey": ZONE}), "at least one value"),
     ],
