@@ -191,6 +191,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--placeholder-image", default="registry.k8s.io/pause:3.7",
         help="the image of gang placeholder pods (default registry.k8s.io/pause:3.7, as YuniKorn)",
     )  # fmt: skip
+    k8s.add_argument(
+        "--kube-qps",
+        type=float,
+        default=1000.0,
+        help="requests a second to the API server, as YuniKorn's kubernetes.qps (default 1000)",
+    )
+    k8s.add_argument(
+        "--kube-burst",
+        type=int,
+        default=1000,
+        help="requests above the rate allowed at once, as YuniKorn's kubernetes.burst (default 1000)",
+    )
+    k8s.add_argument("--kube-in-flight", type=int, default=64,
+                     help="requests to the API server in flight at once (default 64)")  # fmt: skip
     _add_client_tls_flags(k8s)
     _add_logging_flags(k8s)
 
@@ -233,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return validate_file(args.file, sys.stdout)
     if args.command == "k8s":
-        from shim_k8s.main import run_shim
+        from shim_k8s.main import ApiLimits, run_shim
 
         configure_logging(args.log_level, _json_flag(args.log_format))
         tls = _client_tls(args)
@@ -247,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.rm_id,
                     tls=tls,
                     placeholder_image=args.placeholder_image,
+                    limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight),
                 )
             )
         return 0

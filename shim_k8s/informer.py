@@ -1,26 +1,28 @@
-"""List + watch informers: a thread per resource kind feeds (event, object) pairs to the event loop.
+"""List + watch informers: a task per resource kind feeds (event, object) pairs to the shim's loop.
 
-After the initial list a watch runs from its resourceVersion; when the API answers 410 Gone (the
-version is too old) or a watch ends (the resync period), the informer lists again and reports what
-changed since, as ADDED/MODIFIED/DELETED, so the shim never misses an object.
+After the initial list a watch runs from its resourceVersion. When the server ends a watch (its
+timeout), the informer watches again from the last version it saw, as client-go's reflector does;
+only when the API answers 410 Gone (the version is too old) or the watch fails does it list again and
+report what changed since, as ADDED/MODIFIED/DELETED, so the shim never misses an object.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
 import structlog
-from kubernetes import client, watch
 
-from shim_k8s.kube import Kube
+from shim_k8s.kube_http import ApiError, KubeHTTP
 
 log = structlog.get_logger("pykorn.k8s.informer")
 
 Obj = dict[str, Any]
 Deliver = Callable[[str, str, Obj], None]  # (kind, event type, object)
+WATCH_SECONDS = 300  # how long the server keeps one watch open before the informer opens the next
+RETRY_SECONDS = 1.0
 
 
 def _key(obj: Obj) -> str:
@@ -32,79 +34,77 @@ class Informer:
     def __init__(
         self,
         kind: str,
-        list_func: Callable[..., Any],
+        path: str,
+        http: KubeHTTP,
         deliver: Deliver,
-        loop: asyncio.AbstractEventLoop,
-        resync_seconds: int = 300,
+        watch_seconds: int = WATCH_SECONDS,
     ) -> None:
         self.kind = kind
-        self.list_func = list_func
+        self.path = path
+        self.http = http
         self.deliver = deliver
-        self.loop = loop
-        self.resync_seconds = resync_seconds
+        self.watch_seconds = watch_seconds
         self.known: dict[str, Obj] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"informer-{kind}", daemon=True)
-        self._watch: watch.Watch | None = None
+        self.relists = 0  # lists after the first, for the tests and the logs
+        self._rv = ""
+        self._task: asyncio.Task[None] | None = None
 
     def start(self, items: list[Obj], resource_version: str) -> None:
         self.known = {_key(o): o for o in items}
         self._rv = resource_version
-        self._thread.start()
+        self._task = asyncio.create_task(self._run(), name=f"informer-{self.kind}")
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._watch is not None:
-            self._watch.stop()
+        if self._task is not None:
+            self._task.cancel()
 
-    def _emit(self, event: str, obj: Obj) -> None:
-        self.loop.call_soon_threadsafe(self.deliver, self.kind, event, obj)
-
-    def _relist(self) -> None:
-        items, self._rv = Kube.list_raw(self.list_func)
+    async def _relist(self) -> None:
+        items, self._rv = await self.http.list(self.path)
+        self.relists += 1
         current = {_key(o): o for o in items}
         for key, obj in current.items():
             if self.known.get(key) != obj:
-                self._emit("MODIFIED" if key in self.known else "ADDED", obj)
+                self.deliver(self.kind, "MODIFIED" if key in self.known else "ADDED", obj)
         for key, obj in self.known.items():
             if key not in current:
-                self._emit("DELETED", obj)
+                self.deliver(self.kind, "DELETED", obj)
         self.known = current
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    async def _watch(self) -> None:
+        async for event in self.http.watch(self.path, self._rv, self.watch_seconds):
+            kind, obj = event.get("type", ""), event.get("object") or {}
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind == "BOOKMARK":
+                self._rv = rv or self._rv
+                continue
+            if kind == "DELETED":
+                self.known.pop(_key(obj), None)
+            else:
+                self.known[_key(obj)] = obj
+            self._rv = rv or self._rv
+            self.deliver(self.kind, kind, obj)
+
+    async def _run(self) -> None:
+        while True:
             try:
-                # "object": keep the JSON as served; the shim reads dicts, not the client's models.
-                self._watch = watch.Watch(return_type="object")
-                for event in self._watch.stream(
-                    self.list_func, resource_version=self._rv, timeout_seconds=self.resync_seconds
-                ):
-                    obj = event["raw_object"]
-                    if event["type"] == "DELETED":
-                        self.known.pop(_key(obj), None)
-                    else:
-                        self.known[_key(obj)] = obj
-                    self._rv = (obj.get("metadata") or {}).get("resourceVersion", self._rv)
-                    self._emit(event["type"], obj)
-                    if self._stop.is_set():
-                        return
-                if not self._stop.is_set():
-                    self._relist()  # the watch ended: resync
-            except client.ApiException as exc:
-                if self._stop.is_set():
-                    return
+                await self._watch()  # ended by the server: watch again from where it stopped
+            except ApiError as exc:
                 if exc.status == 410:
                     log.info("watch expired, listing again", kind=self.kind)
                 else:
                     log.warning("watch failed, listing again", kind=self.kind, status=exc.status)
-                    self._stop.wait(1.0)
-                try:
-                    self._relist()
-                except Exception:
-                    log.exception("list failed", kind=self.kind)
-                    self._stop.wait(1.0)
-            except Exception:
-                if self._stop.is_set():
-                    return
-                log.exception("informer failed", kind=self.kind)
-                self._stop.wait(1.0)
+                    await asyncio.sleep(RETRY_SECONDS)
+                await self._relist_until_done()
+            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                log.warning("watch broke, listing again", kind=self.kind, error=repr(exc))
+                await asyncio.sleep(RETRY_SECONDS)
+                await self._relist_until_done()
+
+    async def _relist_until_done(self) -> None:
+        while True:
+            try:
+                await self._relist()
+                return
+            except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                log.warning("list failed", kind=self.kind, error=repr(exc))
+                await asyncio.sleep(RETRY_SECONDS)

@@ -1,153 +1,163 @@
-"""The Kubernetes API through the official `kubernetes` client.
+"""The Kubernetes API as the shim uses it: the collections it lists and watches, and KubeActions
+(bindings, evictions, placeholder pods, status conditions, events) over `KubeHTTP`.
 
-The client is synchronous; every call runs in a worker thread so the shim's event loop stays free.
-Objects read stay plain dicts (what the API serves, read as raw JSON), which is what
-shim_k8s.translate reads; what the shim writes (bindings, evictions, events) is built as the client's
-typed models, which it serialises to the same JSON.
+Objects read stay plain dicts (what the API serves), which is what shim_k8s.translate reads; what the
+shim writes is the API's own JSON (core/v1 Binding, policy/v1 Eviction, core/v1 Event).
+
+Events never wait in front of a binding: `record_event` queues them, and a few senders of their own
+post them (bounded; when the queue is full an event is dropped and counted, as client-go's event
+broadcaster drops them, with a warning that says how many).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
+from urllib.parse import quote
 
-from kubernetes import client, config
+import aiohttp
+import structlog
 
+from shim_k8s.kube_http import ApiError, KubeHTTP
 from shim_k8s.shim import BindError
+
+log = structlog.get_logger("pykorn.k8s")
 
 Obj = dict[str, Any]  # an object as the API serves it (decoded JSON)
 PodLike = Mapping[str, Any]
+EVENT_QUEUE = 10_000  # events waiting to be posted; beyond this they are dropped and counted
+EVENT_SENDERS = 4
+BIND_ATTEMPTS = 3  # a binding that fails on the connection (not an answer) is tried again
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError)
 
 
-def api_client(kubeconfig: str | None = None, host: str | None = None) -> client.ApiClient:
-    """From a kubeconfig file, the in-cluster service account, or (tests) a plain host URL."""
-    if host is not None:
-        configuration = client.Configuration()
-        configuration.host = host
-        return client.ApiClient(configuration)
-    if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig)
-    else:
-        config.load_incluster_config()
-    return client.ApiClient()
+def collection_paths(namespace: str) -> dict[str, str]:
+    """What the shim lists and watches, by kind."""
+    return {
+        "nodes": "/api/v1/nodes",
+        "pods": "/api/v1/pods",
+        "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
+        "configmaps": f"/api/v1/namespaces/{quote(namespace)}/configmaps",
+        "persistentvolumeclaims": "/api/v1/persistentvolumeclaims",
+        "persistentvolumes": "/api/v1/persistentvolumes",
+        "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
+        "namespaces": "/api/v1/namespaces",
+    }
+
+
+def _pod_path(pod: PodLike, sub: str = "") -> str:
+    meta = pod["metadata"]
+    path = f"/api/v1/namespaces/{quote(meta['namespace'])}/pods/{quote(meta['name'])}"
+    return f"{path}/{sub}" if sub else path
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 class Kube:
-    """Lists, binding, eviction, placeholder pods and events; KubeActions for the shim."""
+    """KubeActions for the shim, over one KubeHTTP."""
 
-    def __init__(self, api: client.ApiClient, namespace: str = "yunikorn") -> None:
-        self.api = api
-        self.core = client.CoreV1Api(api)
-        self.scheduling = client.SchedulingV1Api(api)
-        self.policy = client.PolicyV1Api(api)
-        self.storage = client.StorageV1Api(api)
+    def __init__(self, http: KubeHTTP, namespace: str = "yunikorn") -> None:
+        self.http = http
         self.namespace = namespace
+        self.paths = collection_paths(namespace)
+        self._events: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue(EVENT_QUEUE)
+        self._senders: list[asyncio.Task[None]] = []
+        self.events_dropped = 0
 
-    # Lists: (items, resourceVersion) ----------------------------------------------------------
-    def list_functions(self) -> dict[str, Callable[..., Any]]:
-        return {
-            "nodes": self.core.list_node,
-            "pods": self.core.list_pod_for_all_namespaces,
-            "priorityclasses": self.scheduling.list_priority_class,
-            "configmaps": lambda **kw: self.core.list_namespaced_config_map(self.namespace, **kw),
-            "persistentvolumeclaims": self.core.list_persistent_volume_claim_for_all_namespaces,
-            "persistentvolumes": self.core.list_persistent_volume,
-            "storageclasses": self.storage.list_storage_class,
-            "namespaces": self.core.list_namespace,
-        }
-
-    @staticmethod
-    def list_raw(func: Callable[..., Any]) -> tuple[list[Obj], str]:
-        response = func(_preload_content=False)
-        body = json.loads(response.data)
-        return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
+    async def close(self) -> None:
+        """Post what events are queued (for a moment at most), then stop the senders."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._events.join(), 2.0)
+        for sender in self._senders:
+            sender.cancel()
+        await asyncio.gather(*self._senders, return_exceptions=True)
 
     # KubeActions ------------------------------------------------------------------------------
     async def bind(self, pod: PodLike, node: str) -> None:
         meta = pod["metadata"]
-        body = client.V1Binding(
-            metadata=client.V1ObjectMeta(
-                name=meta["name"], namespace=meta["namespace"], uid=meta.get("uid", "")
-            ),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
-        )
-        try:
-            await asyncio.to_thread(
-                self.core.create_namespaced_pod_binding,
-                meta["name"],
-                meta["namespace"],
-                body,
-                _preload_content=False,
-            )
-        except client.ApiException as exc:
-            raise BindError(f"{exc.status} {exc.reason}") from None
+        body = {
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }  # fmt: skip
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            try:
+                await self.http.request("POST", _pod_path(pod, "binding"), body)
+                return
+            except ApiError as exc:
+                raise BindError(f"{exc.status} {exc.reason}") from None
+            except TRANSPORT_ERRORS as exc:  # no answer: it may not have reached the server
+                if attempt == BIND_ATTEMPTS:
+                    raise BindError(f"no answer from the API server: {exc!r}") from None
+                await asyncio.sleep(0.1 * attempt)
 
     async def evict(self, pod: PodLike, reason: str) -> None:
         meta = pod["metadata"]
-        body = client.V1Eviction(
-            api_version="policy/v1",
-            kind="Eviction",
-            metadata=client.V1ObjectMeta(name=meta["name"], namespace=meta["namespace"]),
-        )
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}  # fmt: skip
         try:
-            await asyncio.to_thread(
-                self.core.create_namespaced_pod_eviction, meta["name"], meta["namespace"], body,
-                _preload_content=False,
-            )  # fmt: skip
-        except client.ApiException as exc:
+            await self.http.request("POST", _pod_path(pod, "eviction"), body)
+        except ApiError as exc:
             if exc.status != 404:  # already gone is fine
                 raise
 
     async def create_pod(self, pod: PodLike) -> None:
         """Create a pod (a placeholder); the informer brings it back like any other pod."""
         namespace = pod["metadata"]["namespace"]
-        # The client sends a dict body as it is (sanitize_for_serialization), the pod's JSON unchanged.
-        body = cast(client.V1Pod, dict(pod))
-        await asyncio.to_thread(self.core.create_namespaced_pod, namespace, body, _preload_content=False)
+        await self.http.request("POST", f"/api/v1/namespaces/{quote(namespace)}/pods", dict(pod))
 
     async def delete_pod(self, pod: PodLike) -> None:
         """Delete a pod at once (a placeholder has nothing to shut down); already gone is fine."""
-        meta = pod["metadata"]
         try:
-            await asyncio.to_thread(
-                self.core.delete_namespaced_pod, meta["name"], meta["namespace"],
-                grace_period_seconds=0, _preload_content=False,
-            )  # fmt: skip
-        except client.ApiException as exc:
+            await self.http.request("DELETE", _pod_path(pod), params={"gracePeriodSeconds": "0"})
+        except ApiError as exc:
             if exc.status != 404:
                 raise
 
     async def set_unschedulable(self, pod: PodLike, message: str) -> None:
         """PodScheduled=False with reason Unschedulable and the core's pending reason (a strategic
         merge of the pod's status conditions, by type); best effort, as kube-scheduler's."""
-        meta = pod["metadata"]
-        now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
-                     "lastTransitionTime": now}  # fmt: skip
-        with contextlib.suppress(client.ApiException):
-            await asyncio.to_thread(
-                self.core.patch_namespaced_pod_status, meta["name"], meta["namespace"],
-                {"status": {"conditions": [condition]}}, _preload_content=False,
+                     "lastTransitionTime": _now()}  # fmt: skip
+        with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):
+            await self.http.request(
+                "PATCH", _pod_path(pod, "status"), {"status": {"conditions": [condition]}},
+                content_type="application/strategic-merge-patch+json",
             )  # fmt: skip
 
     async def record_event(self, obj: PodLike, reason: str, message: str, warning: bool = False) -> None:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or self.namespace
-        now = datetime.now(UTC).replace(microsecond=0)
-        body = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(generate_name=f"{meta.get('name', 'pykorn')}.", namespace=namespace),
-            involved_object=client.V1ObjectReference(
-                kind=obj.get("kind", "Pod"), name=meta.get("name", ""), namespace=namespace,
-                uid=meta.get("uid", ""),
-            ),
-            reason=reason, message=message, type="Warning" if warning else "Normal",
-            source=client.V1EventSource(component="pykorn"), first_timestamp=now, last_timestamp=now, count=1,
-        )  # fmt: skip
-        with contextlib.suppress(client.ApiException):  # events are best effort
-            await asyncio.to_thread(
-                self.core.create_namespaced_event, namespace, body, _preload_content=False
-            )
+        now = _now()
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name', 'pykorn')}.", "namespace": namespace},
+            "involvedObject": {"kind": obj.get("kind", "Pod"), "name": meta.get("name", ""),
+                               "namespace": namespace, "uid": meta.get("uid", "")},
+            "reason": reason, "message": message, "type": "Warning" if warning else "Normal",
+            "source": {"component": "pykorn"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }  # fmt: skip
+        if not self._senders:
+            self._senders = [asyncio.create_task(self._send_events()) for _ in range(EVENT_SENDERS)]
+        try:
+            self._events.put_nowait((namespace, body))
+        except asyncio.QueueFull:
+            self.events_dropped += 1
+            if self.events_dropped % 1000 == 1:
+                log.warning(
+                    "events dropped: the API is not taking them fast enough", dropped=self.events_dropped
+                )
+
+    async def _send_events(self) -> None:
+        while True:
+            namespace, body = await self._events.get()
+            try:
+                with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):  # events are best effort
+                    await self.http.request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body)
+            finally:
+                self._events.task_done()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -16,7 +17,8 @@ from rmclient.client import SEND_ERRORS, SchedulerClient
 from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s.informer import Informer
-from shim_k8s.kube import Kube, api_client
+from shim_k8s.kube import Kube
+from shim_k8s.kube_http import DEFAULT_BURST, DEFAULT_IN_FLIGHT, DEFAULT_QPS, KubeHTTP, cluster_access
 from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from si.v1 import si_pb2
@@ -28,6 +30,18 @@ BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that 
 Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("pending", uid, why)
 _CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
 _STOP: Item = ("stop", "", {})
+BATCH_ITEMS = 2_000  # informer events handled before the asks they made are sent and decisions started
+STOP_GRACE = 5.0  # seconds the decisions under way may take to finish when the shim stops
+
+
+@dataclass(frozen=True)
+class ApiLimits:
+    """How hard the shim may drive the API server: YuniKorn's kubernetes.qps and kubernetes.burst, and
+    how many requests may be in flight at once."""
+
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    in_flight: int = DEFAULT_IN_FLIGHT
 
 
 async def run_shim(
@@ -40,10 +54,11 @@ async def run_shim(
     stop: asyncio.Event | None = None,
     tls: ClientTLS | None = None,
     placeholder_image: str = DEFAULT_PLACEHOLDER_IMAGE,
+    limits: ApiLimits = ApiLimits(),
 ) -> None:
     stop = stop or asyncio.Event()
-    kube = Kube(api_client(kubeconfig, host), namespace)
-    loop = asyncio.get_running_loop()
+    http = KubeHTTP(cluster_access(kubeconfig, host), limits.qps, limits.burst, limits.in_flight)
+    kube = Kube(http, namespace)
     # One queue wakes the loop: informer events, and a word that the core sent something.
     items: asyncio.Queue[Item] = asyncio.Queue()
     client = SchedulerClient(core_address, rm_id, tls=tls)
@@ -57,9 +72,11 @@ async def run_shim(
     )
     stopping = asyncio.create_task(_forward_stop(stop, items))
     pending: asyncio.Task[None] | None = None
+    informers: list[Informer] = []
     try:
-        functions = kube.list_functions()
-        lists = {kind: await asyncio.to_thread(Kube.list_raw, func) for kind, func in functions.items()}
+        kinds = list(kube.paths)
+        listed = await asyncio.gather(*(http.list(kube.paths[kind]) for kind in kinds))
+        lists = dict(zip(kinds, listed, strict=True))
         shim.load(lists["priorityclasses"][0], _configmap(lists["configmaps"][0]))
         for kind in VOLUME_KINDS:  # before the pods: whether a pod may be asked for depends on them
             for obj in lists[kind][0]:
@@ -73,20 +90,22 @@ async def run_shim(
         await shim.resend(lists["nodes"][0], lists["pods"][0])
         log.info("synced with the core", rmID=rm_id, nodes=len(lists["nodes"][0]), pods=len(lists["pods"][0]))
         informers = [
-            Informer(kind, func, lambda k, e, o: items.put_nowait((k, e, o)), loop)
-            for kind, func in functions.items()
+            Informer(kind, path, http, lambda k, e, o: items.put_nowait((k, e, o)))
+            for kind, path in kube.paths.items()
         ]
         for informer in informers:
             informer.start(*lists[informer.kind])
-        try:
-            await _follow(shim, informers, items, stop)
-        finally:
-            for informer in informers:
-                informer.stop()
+        await _follow(shim, informers, items, stop)
     finally:
+        for informer in informers:
+            informer.stop()
         stopping.cancel()
         if pending is not None:
             pending.cancel()
+        with contextlib.suppress(TimeoutError, *SEND_ERRORS):
+            await asyncio.wait_for(shim.carry_out(), STOP_GRACE)  # bindings under way finish
+        await kube.close()
+        await http.close()
         await client.close()
 
 
@@ -127,7 +146,8 @@ async def _forward_stop(stop: asyncio.Event, items: asyncio.Queue[Item]) -> None
 async def _follow(
     shim: K8sShim, informers: list[Informer], items: asyncio.Queue[Item], stop: asyncio.Event
 ) -> None:
-    """Hand each informer event to the shim and carry out what the core decides, until stopped."""
+    """Hand informer events to the shim and start what the core decides, until stopped. What is
+    queued is taken in one go (up to BATCH_ITEMS): the asks it makes go to the core in one request."""
     handlers: dict[str, Callable[[str, Obj], Awaitable[None]]] = {
         "nodes": shim.on_node,
         "pods": shim.on_pod,
@@ -141,12 +161,16 @@ async def _follow(
         if client.lost is not None:
             await _resync_after_core_loss(shim, informers, stop)
             continue
-        kind, event, obj = await items.get()
+        batch = [await items.get()]
+        while len(batch) < BATCH_ITEMS and not items.empty():
+            batch.append(items.get_nowait())
         try:
-            if kind in handlers:
-                await handlers[kind](event, obj)
-            elif kind == "pending":
-                await shim.on_pending(event, obj["reason"])
+            async with shim.batch():
+                for kind, event, obj in batch:
+                    if kind in handlers:
+                        await handlers[kind](event, obj)
+                    elif kind == "pending":
+                        await shim.on_pending(event, obj["reason"])
             await shim.process_core()
         except SEND_ERRORS as exc:
             # The core went away mid-request; the event is not lost: the re-sync sends the
@@ -160,7 +184,7 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
     client = shim.client
     log.warning("lost the core; reconnecting", rmID=client.rm_id, error=client.lost)
     with contextlib.suppress(*SEND_ERRORS):
-        await shim.process_core()  # what the old core decided before it went, as far as it goes
+        await shim.carry_out()  # what the old core decided before it went, as far as it goes
 
     async def resend() -> None:
         current = {i.kind: list(i.known.values()) for i in informers}

@@ -8,19 +8,28 @@ fails goes back to the core as a release with the reason. `sync` lists what exis
 core's state, which is how a start and a core restart are handled.
 
 The shim is a handler of the RM client: each decision the core sends is queued as it arrives and
-carried out exactly once by `process_core`, however many arrive while earlier ones are being bound.
+carried out exactly once, however many arrive while earlier ones are being bound. `process_core`
+starts each as a task of its own (the HTTP layer bounds how many requests are in flight); a pod's
+decisions run one after the other, in the order the core sent them.
+
+Inside `batch()` (the main loop, around what the informers delivered at once) asks are gathered and
+sent in one request at the end; anything that must not overtake them (a release, a node change, an
+application) sends them first.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import structlog
 
-from rmclient.client import ResponseHandler, SchedulerClient
+from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
 from shim_k8s import task_groups, translate
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.volumes import Volumes
@@ -30,6 +39,7 @@ log = structlog.get_logger("pykorn.k8s")
 
 CONFIGMAP_NAME = "yunikorn-configs"
 CONFIGMAP_KEY = "queues.yaml"
+ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
 Obj = Mapping[str, Any]
 # What the core decided, in arrival order: bind an allocation, evict a victim, report a rejection.
 Decision = si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.RejectedAllocation
@@ -106,6 +116,10 @@ class K8sShim(ResponseHandler):
         self.config = ""
         self._wake = wake
         self._decisions: deque[Decision] = deque()
+        self._running: dict[str, asyncio.Task[None]] = {}  # per pod: its latest decision being carried out
+        self._background: set[asyncio.Task[None]] = set()  # status patches
+        self._outbox: list[si_pb2.Allocation] = []  # asks gathered in a batch
+        self._batching = 0
         self._apps_answered: set[str] = set()
         self._nodes_answered = 0
 
@@ -127,6 +141,29 @@ class K8sShim(ResponseHandler):
     def on_stream_closed(self, stream: str, error: str | None) -> None:
         if self._wake is not None:
             self._wake()
+
+    # Asks, in batches --------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
+        """Gather the asks made inside, and send them in one request at the end."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+        if not self._batching:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Send the asks gathered so far."""
+        if self._outbox:
+            asks, self._outbox = self._outbox, []
+            await self.client.asks(asks)
+
+    async def _send_ask(self, ask: si_pb2.Allocation) -> None:
+        self._outbox.append(ask)
+        if not self._batching or len(self._outbox) >= ASK_BATCH:
+            await self.flush()
 
     async def _until_answered(self, done: Callable[[], bool], what: str) -> None:
         """Until `done`; ConnectionError when the core goes away first (the re-sync sends it again)."""
@@ -159,6 +196,7 @@ class K8sShim(ResponseHandler):
         """After registering: tell a core that knows nothing of this RM everything that exists."""
         self.state = _State()
         self._decisions.clear()  # decisions of a core that is gone; the new one decides afresh
+        self._outbox.clear()
         node_list = list(nodes)
         for node in node_list:
             self.state.nodes[node["metadata"]["name"]] = node
@@ -177,11 +215,13 @@ class K8sShim(ResponseHandler):
         pending = [p for p in pod_list if not _node_of(p)]
         for pod in bound:  # running pods first: the core counts them before it places anything
             await self._add_pod(pod, with_placeholders)
-        for pod in pending:
-            await self._add_pod(pod, with_placeholders)
+        async with self.batch():
+            for pod in pending:
+                await self._add_pod(pod, with_placeholders)
 
     # Informer events --------------------------------------------------------------------------
     async def on_node(self, event: str, node: Obj) -> None:
+        await self.flush()  # pods sent already on this node must not arrive after it is gone
         name = node["metadata"]["name"]
         known = self.state.nodes.get(name)
         if event == "DELETED":
@@ -218,6 +258,7 @@ class K8sShim(ResponseHandler):
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
             if uid in self.state.asked:
                 self.state.asked.discard(uid)
+                await self.flush()
                 await self.client.release(
                     translate.application_id(pod), uid, message="bound by another scheduler"
                 )
@@ -234,8 +275,8 @@ class K8sShim(ResponseHandler):
             0, allow_preempt_other=False, allow_preempt_self=False
         )  # never scheduled by us
         labels = self._namespace_labels(pod)
-        await self.client.asks(
-            [translate.bound_pod_allocation(pod, priority, ours=False, namespace_labels=labels)]
+        await self._send_ask(
+            translate.bound_pod_allocation(pod, priority, ours=False, namespace_labels=labels)
         )
 
     def on_namespace(self, event: str, namespace: Obj) -> None:
@@ -302,6 +343,7 @@ class K8sShim(ResponseHandler):
                     pod, gang_size=task_groups.gang_size(list(gang.groups.values())),
                     gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
                 )  # fmt: skip
+            await self.flush()  # what came before it first: the order the informers saw
             await self.client.add_applications(request)
             # Before its first ask: the asks travel on another stream and must not overtake it.
             await self._until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
@@ -313,7 +355,7 @@ class K8sShim(ResponseHandler):
             alloc = translate.bound_pod_allocation(
                 pod, priority, ours=True, task_group=group, namespace_labels=self._namespace_labels(pod)
             )
-            await self.client.asks([alloc])
+            await self._send_ask(alloc)
         elif uid not in self.state.asked:
             gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
             if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
@@ -333,7 +375,7 @@ class K8sShim(ResponseHandler):
                 pod, priority, task_group=group, volume_terms=volume_terms,
                 namespace_labels=self._namespace_labels(pod),
             )  # fmt: skip
-            await self.client.asks([ask])
+            await self._send_ask(ask)
 
     # Gangs ------------------------------------------------------------------------------------
     async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:
@@ -362,12 +404,14 @@ class K8sShim(ResponseHandler):
         are asked for like any pod of ours."""
         gang.placeholders_exist = True
         queue = translate.queue_name(originator)
-        for group in gang.groups.values():
-            for _ in range(group.min_member):
-                placeholder = task_groups.placeholder_pod(
-                    originator, app_id, queue, group, self.placeholder_image, self.scheduler_name
-                )
-                await self.kube.create_pod(placeholder)
+        placeholders = [
+            task_groups.placeholder_pod(
+                originator, app_id, queue, group, self.placeholder_image, self.scheduler_name
+            )
+            for group in gang.groups.values()
+            for _ in range(group.min_member)
+        ]
+        await asyncio.gather(*(self.kube.create_pod(p) for p in placeholders))
         log.info("placeholders created", applicationID=app_id,
                  placeholders=sum(g.min_member for g in gang.groups.values()))  # fmt: skip
 
@@ -403,7 +447,7 @@ class K8sShim(ResponseHandler):
             return
         self.state.unschedulable[uid] = why
         await self.kube.record_event(pod, event_reason, why, warning=True)
-        await self.kube.set_unschedulable(pod, why)
+        self._in_background(self.kube.set_unschedulable(pod, why))
 
     async def on_pending(self, uid: str, reason: str) -> None:
         """The core says why an ask of ours still waits: the pod's PodScheduled condition says so, as
@@ -415,7 +459,13 @@ class K8sShim(ResponseHandler):
         if self.state.unschedulable.get(uid) == reason:
             return
         self.state.unschedulable[uid] = reason
-        await self.kube.set_unschedulable(pod, reason)
+        self._in_background(self.kube.set_unschedulable(pod, reason))
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """A write nothing waits for (a status patch): the loop goes on meanwhile."""
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _pod_gone(self, pod: Obj) -> None:
         uid = _key(pod)
@@ -423,6 +473,7 @@ class K8sShim(ResponseHandler):
         self.state.unschedulable.pop(uid, None)
         self.state.waiting_for_class.pop(uid, None)
         self.state.waiting_for_volumes.pop(uid, None)
+        await self.flush()  # its ask, if it waits in the batch, goes before its release
         if uid in self.state.foreign:
             self.state.foreign.discard(uid)
             await self.client.release("", uid)
@@ -436,23 +487,57 @@ class K8sShim(ResponseHandler):
     def has_decisions(self) -> bool:
         return bool(self._decisions)
 
-    async def process_core(self) -> None:
-        """Carry out what the core decided, in order, each decision once: bind, evict, report.
+    @property
+    def carrying_out(self) -> int:
+        """Decisions started and not done yet."""
+        return len(self._running)
 
-        Decisions that arrive while one is carried out are carried out in the same call."""
+    async def process_core(self) -> None:
+        """Start carrying out what the core decided, each decision once: bind, evict, report. Each
+        runs as a task; a pod's next decision waits for its previous one."""
         while self._decisions:
             decision = self._decisions.popleft()
-            if isinstance(decision, si_pb2.Allocation):
-                await self._bind(decision)
-            elif isinstance(decision, si_pb2.AllocationRelease):
-                if decision.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
-                    await self._evict(decision)
-                else:
-                    await self._gang_release(decision)
+            key = decision.allocationKey
+            task = asyncio.create_task(self._carry_out(decision, self._running.get(key)))
+            self._running[key] = task
+            task.add_done_callback(partial(self._carried_out, key))
+
+    async def carry_out(self) -> None:
+        """Start what the core decided and wait until all of it, and the writes behind it, is done."""
+        while True:
+            await self.process_core()
+            running = [*self._running.values(), *self._background]
+            if not running:
+                return
+            await asyncio.wait(running)
+
+    def _carried_out(self, key: str, task: asyncio.Task[None]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+        if task.cancelled():
+            return
+        error = task.exception()
+        if isinstance(error, SEND_ERRORS):  # telling the core failed: it went away; the re-sync repairs
+            self.client.connection_lost(repr(error))
+            if self._wake is not None:
+                self._wake()
+        elif error is not None:
+            log.error("carrying out a decision failed", allocationKey=key, error=repr(error))
+
+    async def _carry_out(self, decision: Decision, before: asyncio.Task[None] | None) -> None:
+        if before is not None:
+            await asyncio.wait([before])  # the same pod's earlier decision first
+        if isinstance(decision, si_pb2.Allocation):
+            await self._bind(decision)
+        elif isinstance(decision, si_pb2.AllocationRelease):
+            if decision.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
+                await self._evict(decision)
             else:
-                pod = self.state.pods.get(decision.allocationKey)
-                if pod is not None:
-                    await self.kube.record_event(pod, "SchedulingRejected", decision.reason, warning=True)
+                await self._gang_release(decision)
+        else:
+            pod = self.state.pods.get(decision.allocationKey)
+            if pod is not None:
+                await self.kube.record_event(pod, "SchedulingRejected", decision.reason, warning=True)
 
     async def _bind(self, alloc: si_pb2.Allocation) -> None:
         uid = alloc.allocationKey
@@ -467,6 +552,7 @@ class K8sShim(ResponseHandler):
             self.state.bound_by_us.discard(uid)
             self.state.asked.discard(uid)
             reason = f"binding to {alloc.nodeID} failed: {exc}"
+            await self.flush()
             await self.client.release(alloc.applicationID, uid, message=reason)
             await self.kube.record_event(pod, "BindingFailed", reason, True)
             return
@@ -493,6 +579,7 @@ class K8sShim(ResponseHandler):
             self.state.bound_by_us.discard(uid)  # its DELETED event then sends nothing more
             await self.kube.delete_pod(pod)
             if held_room:
+                await self.flush()
                 await self.client.release_many(
                     [(release.applicationID, uid)], termination=release.terminationType
                 )

@@ -52,14 +52,21 @@ class FakeKubeAPI:
 
     # Test-side changes ------------------------------------------------------------------------
     async def put(self, kind: str, obj: Obj) -> None:
-        key = self._key(obj)
-        event = "MODIFIED" if key in self.objects[kind] else "ADDED"
-        await self._record(kind, event, obj)
+        async with self.changed:
+            self._put(kind, obj)
 
     async def delete(self, kind: str, obj: Obj) -> None:
+        async with self.changed:
+            self._delete(kind, obj)
+
+    def _put(self, kind: str, obj: Obj) -> None:
+        key = self._key(obj)
+        self._record(kind, "MODIFIED" if key in self.objects[kind] else "ADDED", obj)
+
+    def _delete(self, kind: str, obj: Obj) -> None:
         if self.objects[kind].pop(self._key(obj), None) is not None:
             self.by_name[kind].pop(obj["metadata"]["name"], None)
-            await self._record(kind, "DELETED", obj, store=False)
+            self._record(kind, "DELETED", obj, store=False)
 
     def expire_watches(self) -> None:
         self.expired_before = self.rv + 1
@@ -72,17 +79,18 @@ class FakeKubeAPI:
     def _key(obj: Obj) -> str:
         return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
-    async def _record(self, kind: str, event: str, obj: Obj, store: bool = True) -> None:
-        async with self.changed:
-            self.rv += 1
-            obj = copy.deepcopy(obj)
-            obj["metadata"]["resourceVersion"] = str(self.rv)
-            if store:
-                self.objects[kind][self._key(obj)] = obj
-                self.by_name[kind][obj["metadata"]["name"]] = self._key(obj)
-            self.history[kind].append((self.rv, event, obj))
-            self.history_rvs[kind].append(self.rv)
-            self.changed.notify_all()
+    def _record(self, kind: str, event: str, obj: Obj, store: bool = True) -> None:
+        """Under `changed`: each change is atomic, as on a real API server (a read, the change and
+        its write never interleave with another request's)."""
+        self.rv += 1
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        if store:
+            self.objects[kind][self._key(obj)] = obj
+            self.by_name[kind][obj["metadata"]["name"]] = self._key(obj)
+        self.history[kind].append((self.rv, event, obj))
+        self.history_rvs[kind].append(self.rv)
+        self.changed.notify_all()
 
     # HTTP -------------------------------------------------------------------------------------
     async def start(self) -> str:
@@ -140,45 +148,58 @@ class FakeKubeAPI:
                                                 "code": 410}}  # fmt: skip
             await response.write((json.dumps(gone) + "\n").encode())
             return response
-        deadline = asyncio.get_running_loop().time() + min(float(request.query.get("timeoutSeconds") or 5), 5)
+        # Open as long as asked (a real server's default is minutes), not cut short: the shim re-watches
+        # from its last version when one ends, as it would against a real server.
+        deadline = asyncio.get_running_loop().time() + float(request.query.get("timeoutSeconds") or 300)
         sent = since
         history, rvs = self.history[kind], self.history_rvs[kind]
-        while True:
-            for rv, event, obj in history[bisect.bisect_right(rvs, sent) :]:
-                await response.write((json.dumps({"type": event, "object": obj}) + "\n").encode())
-                sent = rv
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                return response
-            async with self.changed:
-                if self._closing:  # looked at under the lock: stop() cannot notify in between
+        try:
+            while True:
+                news = history[bisect.bisect_right(rvs, sent) :]
+                if news:  # what changed since the last write, in one write
+                    lines = [json.dumps({"type": event, "object": obj}) + "\n" for _, event, obj in news]
+                    await response.write("".join(lines).encode())
+                    sent = news[-1][0]
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
                     return response
-                try:
-                    await asyncio.wait_for(self.changed.wait(), remaining)
-                except TimeoutError:
-                    return response
+                async with self.changed:
+                    if self._closing:  # looked at under the lock: stop() cannot notify in between
+                        return response
+                    if rvs and rvs[-1] > sent:
+                        continue  # changed while writing: no need to wait
+                    try:
+                        await asyncio.wait_for(self.changed.wait(), remaining)
+                    except TimeoutError:
+                        return response
+        except ConnectionResetError:  # the client went away (an informer stopping)
+            return response
 
     async def _bind(self, request: web.Request) -> web.Response:
         body = await request.json()
-        pod = self.get("pods", request.match_info["name"])
-        if pod is None:
-            return web.json_response({"kind": "Status", "code": 404, "message": "not found"}, status=404)
-        if pod["spec"].get("nodeName"):
-            return web.json_response({"kind": "Status", "code": 409, "message": "already bound"}, status=409)
-        pod = copy.deepcopy(pod)
-        pod["spec"]["nodeName"] = body["target"]["name"]
-        # As the API server's binding does: the pod is scheduled.
-        _merge_conditions(pod, [{"type": "PodScheduled", "status": "True"}])
-        self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
-        await self.put("pods", pod)
+        async with self.changed:
+            pod = self.get("pods", request.match_info["name"])
+            if pod is None:
+                return web.json_response({"kind": "Status", "code": 404, "message": "not found"}, status=404)
+            if pod["spec"].get("nodeName"):
+                return web.json_response(
+                    {"kind": "Status", "code": 409, "message": "already bound"}, status=409
+                )
+            pod = copy.deepcopy(pod)
+            pod["spec"]["nodeName"] = body["target"]["name"]
+            # As the API server's binding does: the pod is scheduled.
+            _merge_conditions(pod, [{"type": "PodScheduled", "status": "True"}])
+            self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
+            self._put("pods", pod)
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
     async def _evict(self, request: web.Request) -> web.Response:
-        pod = self.get("pods", request.match_info["name"])
-        if pod is None:
-            return web.json_response({"kind": "Status", "code": 404}, status=404)
-        self.evictions.append(pod["metadata"]["name"])
-        await self.delete("pods", pod)
+        async with self.changed:
+            pod = self.get("pods", request.match_info["name"])
+            if pod is None:
+                return web.json_response({"kind": "Status", "code": 404}, status=404)
+            self.evictions.append(pod["metadata"]["name"])
+            self._delete("pods", pod)
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
     async def _create_pod(self, request: web.Request) -> web.Response:
@@ -191,30 +212,37 @@ class FakeKubeAPI:
         meta.setdefault("creationTimestamp", "2026-11-23T10:00:00Z")
         pod.setdefault("spec", {}).setdefault("nodeName", "")
         pod["status"] = {"phase": "Pending"}
-        await self.put("pods", pod)
+        async with self.changed:
+            if self.get("pods", meta["name"]) is not None:
+                return web.json_response(
+                    {"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409
+                )
+            self._put("pods", pod)
         stored = self.get("pods", meta["name"])
         assert stored is not None
         self.created.append(stored)
         return web.json_response(stored, status=201)
 
     async def _delete_pod(self, request: web.Request) -> web.Response:
-        pod = self.get("pods", request.match_info["name"])
-        if pod is None:
-            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
-        self.deleted.append(pod["metadata"]["name"])
-        await self.delete("pods", pod)
+        async with self.changed:
+            pod = self.get("pods", request.match_info["name"])
+            if pod is None:
+                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+            self.deleted.append(pod["metadata"]["name"])
+            self._delete("pods", pod)
         return web.json_response(pod, status=200)
 
     async def _patch_status(self, request: web.Request) -> web.Response:
         """A strategic merge patch of the pod's status: conditions merge by type, as Kubernetes does."""
         patch = await request.json()
-        pod = self.get("pods", request.match_info["name"])
-        if pod is None:
-            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
-        pod = copy.deepcopy(pod)
-        _merge_conditions(pod, (patch.get("status") or {}).get("conditions") or [])
-        self.status_patches.append((pod["metadata"]["name"], patch))
-        await self.put("pods", pod)
+        async with self.changed:
+            pod = self.get("pods", request.match_info["name"])
+            if pod is None:
+                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+            pod = copy.deepcopy(pod)
+            _merge_conditions(pod, (patch.get("status") or {}).get("conditions") or [])
+            self.status_patches.append((pod["metadata"]["name"], patch))
+            self._put("pods", pod)
         return web.json_response(pod, status=200)
 
     async def _event(self, request: web.Request) -> web.Response:

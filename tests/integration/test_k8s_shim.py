@@ -155,17 +155,17 @@ async def settle(
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            await shim.process_core()
+            await shim.carry_out()
             if until():
                 break
             await client.wait_for(
                 lambda: shim.has_decisions or bool(until()), deadline - loop.time(), what or "a condition"
             )
-    await shim.process_core()
+    await shim.carry_out()
     while True:
         decided = _decided(client)
         await client.barrier()
-        await shim.process_core()  # the probes' answers are decisions about no pod: nothing is done
+        await shim.carry_out()  # the probes' answers are decisions about no pod: nothing is done
         if _decided(client) == decided:
             return
 

@@ -1,0 +1,209 @@
+"""The Kubernetes API over aiohttp: pooled keep-alive connections, a bounded number of requests in
+flight, client-side rate limits, each response decoded once.
+
+Why not the official client: it is synchronous, so every call needs a worker thread; its
+`_preload_content=False` responses must be read and released by hand or the connection never returns to
+the pool; and its watch decodes every event twice and encodes it once. Measured on the HTTP emulation
+(benchmarks/RESULTS.md, "Kubernetes shim"), the shim spent most of its CPU inside it. The official
+client still reads kubeconfig files and the in-cluster service account (`cluster_access`), whose
+host, credentials and certificates this client then uses, so authentication stays what Kubernetes
+users configure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import structlog
+from kubernetes import client, config
+
+log = structlog.get_logger("pykorn.k8s.http")
+
+Obj = dict[str, Any]
+# YuniKorn's defaults for kubernetes.qps and kubernetes.burst.
+DEFAULT_QPS = 1000.0
+DEFAULT_BURST = 1000
+DEFAULT_IN_FLIGHT = 64  # requests at once, over as many pooled connections
+
+
+class ApiError(RuntimeError):
+    """A request the API server answered with an error status."""
+
+    def __init__(self, status: int, reason: str, body: str = "") -> None:
+        super().__init__(f"{status} {reason}")
+        self.status, self.reason, self.body = status, reason, body
+
+
+@dataclass
+class ClusterAccess:
+    """Where the API server is and how to prove who we are."""
+
+    host: str
+    ssl_context: ssl.SSLContext | bool = False  # False: plain HTTP (tests) or no verification
+    configuration: client.Configuration | None = None  # for bearer tokens that refresh
+
+    def authorization(self) -> str | None:
+        cfg = self.configuration
+        if cfg is None:
+            return None
+        if cfg.refresh_api_key_hook is not None:  # in-cluster and exec credentials expire
+            cfg.refresh_api_key_hook(cfg)
+        return cfg.get_api_key_with_prefix("authorization") or None
+
+
+def cluster_access(kubeconfig: str | None = None, host: str | None = None) -> ClusterAccess:
+    """From a kubeconfig file, the in-cluster service account, or (tests) a plain host URL."""
+    if host is not None:
+        return ClusterAccess(host.rstrip("/"))
+    cfg = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        config.load_incluster_config(client_configuration=cfg)
+    context: ssl.SSLContext | bool = False
+    if cfg.host.startswith("https"):
+        context = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+        if cfg.cert_file:
+            context.load_cert_chain(cfg.cert_file, cfg.key_file)
+        if not cfg.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+    return ClusterAccess(cfg.host.rstrip("/"), context, cfg)
+
+
+@dataclass
+class RateLimiter:
+    """A token bucket as client-go's: `qps` tokens a second, up to `burst` saved."""
+
+    qps: float
+    burst: int
+    _tokens: float = field(init=False)
+    _last: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._tokens = float(self.burst)
+        self._last = time.monotonic()
+
+    async def acquire(self) -> None:
+        while True:
+            now = time.monotonic()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return
+            await asyncio.sleep((1.0 - self._tokens) / self.qps)
+
+
+class KubeHTTP:
+    """Requests to one API server. Writes share the in-flight bound and the rate limit; watches hold
+    their own connection for as long as they stream."""
+
+    def __init__(
+        self,
+        access: ClusterAccess,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+        in_flight: int = DEFAULT_IN_FLIGHT,
+    ) -> None:
+        self.access = access
+        self.limiter = RateLimiter(qps, burst)
+        self._slots = asyncio.Semaphore(in_flight)
+        self._in_flight = in_flight
+        self._session: aiohttp.ClientSession | None = None
+        self.requests = 0  # sent, for the benchmarks and the metrics
+        self.in_flight_peak = 0
+        self._busy = 0
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            # Pooled: one connection per request in flight, plus the watches, kept alive.
+            connector = aiohttp.TCPConnector(limit=0, ssl=self.access.ssl_context, keepalive_timeout=60)
+            self._session = aiohttp.ClientSession(
+                connector=connector, json_serialize=json.dumps, timeout=aiohttp.ClientTimeout(total=None)
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _headers(self, content_type: str = "application/json") -> dict[str, str]:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        token = self.access.authorization()
+        if token:
+            headers["Authorization"] = token
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+        timeout: float = 30.0,
+    ) -> Obj:
+        """One request under the rate limit and the in-flight bound; the decoded answer, or ApiError."""
+        await self.limiter.acquire()
+        async with self._slots:
+            self._busy += 1
+            self.in_flight_peak = max(self.in_flight_peak, self._busy)
+            self.requests += 1
+            try:
+                async with self._open().request(
+                    method, self.access.host + path, data=json.dumps(body) if body is not None else None,
+                    params=params, headers=self._headers(content_type),
+                    timeout=aiohttp.ClientTimeout(total=timeout),
+                ) as response:  # fmt: skip
+                    text = await response.text()
+                    if response.status >= 400:
+                        raise ApiError(response.status, _reason(text, response.reason or ""), text)
+                    return json.loads(text) if text else {}
+            finally:
+                self._busy -= 1
+
+    async def list(self, path: str) -> tuple[list[Obj], str]:
+        """Every object at a collection path, and the list's resourceVersion to watch from."""
+        body = await self.request("GET", path, timeout=120.0)
+        return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
+
+    async def watch(self, path: str, resource_version: str, timeout_seconds: int) -> AsyncIterator[Obj]:
+        """The watch events from `resource_version` (each `{"type", "object"}`), decoded once, until the
+        server ends the watch; an ERROR event (410 Gone) raises ApiError."""
+        params = {
+            "watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }  # fmt: skip
+        async with self._open().get(
+            self.access.host + path, params=params, headers=self._headers(),
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30),
+        ) as response:  # fmt: skip
+            if response.status >= 400:
+                text = await response.text()
+                raise ApiError(response.status, _reason(text, response.reason or ""), text)
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise ApiError(int(status.get("code") or 500), str(status.get("message", "")))
+                yield event
+
+
+def _reason(text: str, fallback: str) -> str:
+    """The API's Status message when the body is one."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return fallback
+    return str(body.get("message") or body.get("reason") or fallback) if isinstance(body, dict) else fallback
