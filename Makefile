@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_latency
 	$(BIN)/python -m benchmarks.bench_gang
 	$(BIN)/python -m benchmarks.bench_constraints
+	$(BIN)/python -m benchmarks.bench_k8s
 
 ## proto: regenerate the committed stubs from proto/si/v1/si.proto.
 proto: $(STAMP)

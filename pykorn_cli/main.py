@@ -194,14 +194,16 @@ def build_parser() -> argparse.ArgumentParser:
     k8s.add_argument(
         "--kube-qps",
         type=float,
-        default=1000.0,
-        help="requests a second to the API server, as YuniKorn's kubernetes.qps (default 1000)",
+        default=5000.0,
+        help="requests a second to the API server (events apart), as YuniKorn's kubernetes.qps "
+        "(default 5000; YuniKorn's is 1000)",
     )
     k8s.add_argument(
         "--kube-burst",
         type=int,
-        default=1000,
-        help="requests above the rate allowed at once, as YuniKorn's kubernetes.burst (default 1000)",
+        default=10000,
+        help="requests above the rate allowed at once, as YuniKorn's kubernetes.burst "
+        "(default 10000; YuniKorn's is 1000)",
     )
     k8s.add_argument("--kube-in-flight", type=int, default=64,
                      help="requests to the API server in flight at once (default 64)")  # fmt: skip

@@ -158,6 +158,7 @@ class Kube:
             namespace, body = await self._events.get()
             try:
                 with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):  # events are best effort
-                    await self.http.request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body)
+                    path = f"/api/v1/namespaces/{quote(namespace)}/events"
+                    await self.http.request("POST", path, body, event=True)
             finally:
                 self._events.task_done()

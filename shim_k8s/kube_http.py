@@ -27,9 +27,10 @@ from kubernetes import client, config
 log = structlog.get_logger("pykorn.k8s.http")
 
 Obj = dict[str, Any]
-# YuniKorn's defaults for kubernetes.qps and kubernetes.burst.
-DEFAULT_QPS = 1000.0
-DEFAULT_BURST = 1000
+# Generous, as a scheduler's client should be that binds thousands of pods a second (YuniKorn's own
+# kubernetes.qps and kubernetes.burst default to 1,000 each; kube-scheduler's to 50 and 100).
+DEFAULT_QPS = 5000.0
+DEFAULT_BURST = 10000
 DEFAULT_IN_FLIGHT = 64  # requests at once, over as many pooled connections
 
 
@@ -115,6 +116,9 @@ class KubeHTTP:
     ) -> None:
         self.access = access
         self.limiter = RateLimiter(qps, burst)
+        # Events have a limit of their own, as kube-scheduler's event client does: a flood of them
+        # never takes the rate that bindings need.
+        self.event_limiter = RateLimiter(qps, burst)
         self._slots = asyncio.Semaphore(in_flight)
         self._in_flight = in_flight
         self._session: aiohttp.ClientSession | None = None
@@ -151,9 +155,11 @@ class KubeHTTP:
         params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
         timeout: float = 30.0,
+        event: bool = False,
     ) -> Obj:
-        """One request under the rate limit and the in-flight bound; the decoded answer, or ApiError."""
-        await self.limiter.acquire()
+        """One request under the rate limit (events': `event`) and the in-flight bound; the decoded
+        answer, or ApiError."""
+        await (self.event_limiter if event else self.limiter).acquire()
         async with self._slots:
             self._busy += 1
             self.in_flight_peak = max(self.in_flight_peak, self._busy)

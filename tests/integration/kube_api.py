@@ -5,15 +5,21 @@ resource versions; pods/binding, pods/eviction, events, and creating and deletin
 `expire_watches()` makes the next watches answer 410 Gone, as a real API server does when a resource
 version is too old. `stop()` ends the open watches at once (as an API server going away does), so
 stopping does not wait out their timeouts.
+
+Run on its own (`python -m tests.integration.kube_api --port-file F`) for the benchmarks, it also
+serves `/emulator/*`: make nodes and pending pods in bulk (at once or at a rate) and read when each
+pod was made and bound, by the emulation's own clock.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import bisect
-import copy
 import json
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -41,6 +47,8 @@ class FakeKubeAPI:
         self.changed = asyncio.Condition()
         self.expired_before = 0  # watches from an older resource version get 410
         self.bindings: list[tuple[str, str]] = []
+        self.made_at: dict[str, float] = {}  # pod name -> when /emulator/pods made it (monotonic)
+        self.bound_at: dict[str, float] = {}  # pod name -> when it was bound
         self.status_patches: list[tuple[str, Obj]] = []  # (pod name, the patch)
         self.evictions: list[str] = []
         self.events: list[Obj] = []
@@ -53,13 +61,15 @@ class FakeKubeAPI:
     # Test-side changes ------------------------------------------------------------------------
     async def put(self, kind: str, obj: Obj) -> None:
         async with self.changed:
-            self._put(kind, obj)
+            self._put(kind, json.loads(json.dumps(obj)))  # a copy: the caller may change its object
 
     async def delete(self, kind: str, obj: Obj) -> None:
         async with self.changed:
-            self._delete(kind, obj)
+            self._delete(kind, json.loads(json.dumps(obj)))
 
     def _put(self, kind: str, obj: Obj) -> None:
+        """Store `obj`, which is the emulation's own from now on (stored objects are never changed in
+        place: a change stores a new object)."""
         key = self._key(obj)
         self._record(kind, "MODIFIED" if key in self.objects[kind] else "ADDED", obj)
 
@@ -83,8 +93,7 @@ class FakeKubeAPI:
         """Under `changed`: each change is atomic, as on a real API server (a read, the change and
         its write never interleave with another request's)."""
         self.rv += 1
-        obj = copy.deepcopy(obj)
-        obj["metadata"]["resourceVersion"] = str(self.rv)
+        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
         if store:
             self.objects[kind][self._key(obj)] = obj
             self.by_name[kind][obj["metadata"]["name"]] = self._key(obj)
@@ -111,6 +120,9 @@ class FakeKubeAPI:
         app.router.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
         app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
         app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}/status", self._patch_status)
+        app.router.add_post("/emulator/nodes", self._make_nodes)
+        app.router.add_post("/emulator/pods", self._make_pods)
+        app.router.add_get("/emulator/times", self._times)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
@@ -185,11 +197,12 @@ class FakeKubeAPI:
                 return web.json_response(
                     {"kind": "Status", "code": 409, "message": "already bound"}, status=409
                 )
-            pod = copy.deepcopy(pod)
-            pod["spec"]["nodeName"] = body["target"]["name"]
+            pod = {**pod, "spec": {**pod["spec"], "nodeName": body["target"]["name"]},
+                   "status": dict(pod.get("status") or {})}  # fmt: skip
             # As the API server's binding does: the pod is scheduled.
             _merge_conditions(pod, [{"type": "PodScheduled", "status": "True"}])
             self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
+            self.bound_at[pod["metadata"]["name"]] = time.monotonic()
             self._put("pods", pod)
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
@@ -239,7 +252,7 @@ class FakeKubeAPI:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:
                 return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
-            pod = copy.deepcopy(pod)
+            pod = {**pod, "status": dict(pod.get("status") or {})}
             _merge_conditions(pod, (patch.get("status") or {}).get("conditions") or [])
             self.status_patches.append((pod["metadata"]["name"], patch))
             self._put("pods", pod)
@@ -249,6 +262,62 @@ class FakeKubeAPI:
         event = await request.json()
         self.events.append(event)
         return web.json_response(event, status=201)
+
+    # Bulk set-up and timings, for the benchmarks -------------------------------------------------
+    async def _make_nodes(self, request: web.Request) -> web.Response:
+        spec = await request.json()
+        async with self.changed:
+            for i in range(int(spec["count"])):
+                name = f"{spec.get('prefix', 'node')}-{i}"
+                allocatable = {"cpu": str(spec.get("cpu", "4")), "memory": spec.get("memory", "32Gi"),
+                               "pods": str(spec.get("pods", 110))}  # fmt: skip
+                labels = {"kubernetes.io/hostname": name}
+                meta = {"name": name, "uid": f"uid-{name}", "labels": labels}
+                self._put("nodes", {"metadata": meta, "status": {"allocatable": allocatable}})
+        return web.json_response({"nodes": len(self.objects["nodes"])})
+
+    async def _make_pods(self, request: web.Request) -> web.Response:
+        """`count` pending pods of `scheduler`, spread over `apps` applications: all at once, or `rate` a
+        second (made in steps of a millisecond's worth); answers when the last is made."""
+        spec = await request.json()
+        count, prefix, rate = int(spec["count"]), spec.get("prefix", "pod"), float(spec.get("rate") or 0)
+        start = time.monotonic()
+        for i in range(count):
+            if rate:
+                due = start + i / rate
+                if due > time.monotonic():
+                    await asyncio.sleep(due - time.monotonic())
+            name = f"{prefix}-{i}"
+            pod = {
+                "metadata": {"name": name, "namespace": spec.get("namespace", "bench"), "uid": f"uid-{name}",
+                             "labels": {"applicationId": f"{prefix}-app-{i % int(spec.get('apps', 10))}"},
+                             "creationTimestamp": "2026-11-23T10:00:00Z"},
+                "spec": {"schedulerName": spec.get("scheduler", "yunikorn"), "nodeName": "", "containers": [
+                    {"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]},
+                "status": {"phase": "Pending"},
+            }  # fmt: skip
+            async with self.changed:
+                self._put("pods", pod)
+                self.made_at[name] = time.monotonic()
+        return web.json_response({"made": count})
+
+    async def _times(self, request: web.Request) -> web.Response:
+        """For the pods made by /emulator/pods with `prefix`: how many are bound; with `full`, per pod
+        [made, bound or null] in seconds."""
+        prefix = request.query.get("prefix", "") + "-"
+        made = [n for n in self.made_at if n.startswith(prefix)]
+        body: Obj = {"made": len(made), "bound": sum(1 for n in made if n in self.bound_at)}
+        if request.query.get("full"):
+            body["times"] = {n: [self.made_at[n], self.bound_at.get(n)] for n in made}
+        return web.json_response(body)
+
+
+async def serve(port_file: Path) -> None:
+    """The emulation on its own, until killed; its port written to `port_file` once it serves."""
+    api = FakeKubeAPI()
+    await api.start()
+    port_file.write_text(str(api.port))
+    await asyncio.Event().wait()
 
 
 def _merge_conditions(pod: Obj, conditions: list[Obj]) -> None:
@@ -265,3 +334,9 @@ def condition(pod: Obj | None, kind: str) -> Obj | None:
         if found.get("type") == kind:
             return found
     return None
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="the Kubernetes API emulation, on its own")
+    parser.add_argument("--port-file", type=Path, required=True)
+    asyncio.run(serve(parser.parse_args().port_file))

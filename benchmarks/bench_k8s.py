@@ -1,0 +1,211 @@
+"""The Kubernetes shim end to end: pods made in the API emulation, bound by `pykorn k8s` through a real
+core, each in its own process (emulation, core, shim), timed by the emulation's clock.
+
+- ceiling: how many bindings a second the emulation itself takes from a trivial client (64 requests
+  in flight over keep-alive connections, no scheduling): the most any shim could show on it;
+- burst: N pending pods made at once on 500 and on 5,000 nodes; pods/s from the first pod made to the
+  last bound;
+- latency: pods made at a steady rate (1,000 a second for 10 s on 500 nodes); p50 and p99 of each
+  pod's time from being made to being bound.
+
+    python -m benchmarks.bench_k8s                    # all of it
+    python -m benchmarks.bench_k8s --pods 2000 --skip-latency
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from urllib.parse import quote
+
+import aiohttp
+
+from rmclient.core_process import CoreProcess
+
+RM_ID = "bench"
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: emulation, cluster: {server: "http://127.0.0.1:%(port)d"}}]
+users: [{name: bench, user: {}}]
+contexts: [{name: bench, context: {cluster: emulation, user: bench}}]
+current-context: bench
+"""
+
+
+@contextlib.asynccontextmanager
+async def emulation() -> AsyncIterator[str]:
+    """The API emulation in a process of its own; its URL."""
+    with tempfile.TemporaryDirectory(prefix="pykorn-emulation-") as tmp:
+        port_file = Path(tmp, "port")
+        process = subprocess.Popen(  # noqa: ASYNC220 - started once, not waited on here
+            [sys.executable, "-m", "tests.integration.kube_api", "--port-file", str(port_file)]
+        )
+        try:
+            while not port_file.exists() or not port_file.read_text():
+                if process.poll() is not None:
+                    raise RuntimeError("the emulation exited on startup")
+                await asyncio.sleep(0.05)
+            yield f"http://127.0.0.1:{int(port_file.read_text())}"
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+@contextlib.asynccontextmanager
+async def shim(api: str, core: CoreProcess) -> AsyncIterator[None]:
+    """`pykorn k8s` against the emulation and the core, until the core has its nodes."""
+    with tempfile.TemporaryDirectory(prefix="pykorn-shim-") as tmp:
+        kubeconfig = Path(tmp, "kubeconfig")
+        kubeconfig.write_text(KUBECONFIG % {"port": int(api.rsplit(":", 1)[1])})
+        log = open(Path(tmp, "shim.log"), "wb")  # noqa: SIM115 - closed below
+        command = [sys.executable, "-m", "pykorn_cli", "k8s", "--core", core.address, "--kubeconfig",
+                   str(kubeconfig), "--rm-id", RM_ID, "--log-level", "warning"]  # fmt: skip
+        process = subprocess.Popen(  # noqa: ASYNC220 - started once, not waited on here
+            command,
+            stdout=log, stderr=log,
+        )  # fmt: skip
+        try:
+            yield
+        finally:
+            process.terminate()
+            process.wait(10)
+            log.close()
+
+
+async def _post(session: aiohttp.ClientSession, url: str, body: Mapping[str, object]) -> dict[str, object]:
+    async with session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=600)) as response:
+        response.raise_for_status()
+        result: dict[str, object] = await response.json()
+        return result
+
+
+async def _until_bound(
+    session: aiohttp.ClientSession, api: str, prefix: str, count: int
+) -> list[list[float]]:
+    """Until every pod of `prefix` is bound (the count looked at every 100 ms); their (made, bound)
+    times."""
+    deadline = time.monotonic() + 900
+    url = f"{api}/emulator/times"
+    while True:
+        async with session.get(url, params={"prefix": prefix}) as response:
+            bound = (await response.json())["bound"]
+        if bound >= count:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{bound} of {count} pods bound")
+        await asyncio.sleep(0.1)
+    async with session.get(url, params={"prefix": prefix, "full": "1"}) as response:
+        times = (await response.json())["times"]
+    return [[made, done] for made, done in times.values()]
+
+
+async def _until_nodes(session: aiohttp.ClientSession, core: CoreProcess, nodes: int) -> None:
+    url = f"{core.rest_url}/ws/v1/partition/{quote(f'[{RM_ID}]default', safe='')}/nodes"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        with contextlib.suppress(aiohttp.ClientError):
+            async with session.get(url) as response:
+                if response.status == 200 and len(await response.json()) >= nodes:
+                    return
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"the core did not get {nodes} nodes")
+
+
+async def ceiling(pods: int) -> float:
+    """Bindings a second a trivial client gets from the emulation: no scheduling, no watch."""
+    async with emulation() as api, aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+        await _post(session, f"{api}/emulator/nodes", {"count": 500})
+        await _post(
+            session, f"{api}/emulator/pods", {"count": pods, "prefix": "trivial", "scheduler": "none"}
+        )
+        slots = asyncio.Semaphore(64)
+
+        async def bind(i: int) -> None:
+            body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": f"trivial-{i}"},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": f"node-{i % 500}"}}  # fmt: skip
+            async with slots:
+                await _post(session, f"{api}/api/v1/namespaces/bench/pods/trivial-{i}/binding", body)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(bind(i) for i in range(pods)))
+        return pods / (time.perf_counter() - start)
+
+
+async def burst(nodes: int, pods: int) -> float:
+    """Pods/s from the first pod made to the last bound, `pods` made at once."""
+    async with emulation() as api, aiohttp.ClientSession() as session:
+        await _post(session, f"{api}/emulator/nodes", {"count": nodes})
+        core = CoreProcess()
+        await core.start()
+        try:
+            async with shim(api, core):
+                await _until_nodes(session, core, nodes)
+                await _post(session, f"{api}/emulator/pods", {"count": pods, "prefix": "burst"})
+                bound = await _until_bound(session, api, "burst", pods)
+        finally:
+            await core.stop()
+    first = min(made for made, _ in bound)
+    last = max(done for _, done in bound)
+    return pods / (last - first)
+
+
+async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float, float]:
+    """p50 and p99 of made-to-bound, in ms, at `rate` pods a second; and the rate bound."""
+    pods = int(rate * seconds)
+    async with emulation() as api, aiohttp.ClientSession() as session:
+        await _post(session, f"{api}/emulator/nodes", {"count": nodes})
+        core = CoreProcess()
+        await core.start()
+        try:
+            async with shim(api, core):
+                await _until_nodes(session, core, nodes)
+                await _post(
+                    session, f"{api}/emulator/pods", {"count": pods, "prefix": "steady", "rate": rate}
+                )
+                bound = await _until_bound(session, api, "steady", pods)
+        finally:
+            await core.stop()
+    waits = sorted((done - made) * 1000 for made, done in bound)
+    p50 = statistics.median(waits)
+    p99 = waits[min(len(waits) - 1, int(len(waits) * 0.99))]
+    span = max(done for _, done in bound) - min(made for made, _ in bound)
+    return p50, p99, pods / span
+
+
+async def main_async(pods: int, node_counts: list[int], skip_latency: bool) -> None:
+    out = sys.stdout
+    top = await ceiling(pods)
+    out.write(f"{'emulation ceiling (trivial client, 64 in flight)':52} {top:10,.0f} bindings/s\n")
+    out.flush()
+    for nodes in node_counts:
+        rate = await burst(nodes, pods)
+        out.write(f"{f'burst of {pods:,} pods on {nodes:,} nodes':52} {rate:10,.0f} pods/s"
+                  f"   {rate / top:4.0%} of the ceiling\n")  # fmt: skip
+        out.flush()
+    if not skip_latency:
+        p50, p99, achieved = await latency(500, 1000.0, 10.0)
+        out.write(f"{'1,000 pods/s for 10 s on 500 nodes, made to bound':52} p50 {p50:6.0f} ms"
+                  f"   p99 {p99:6.0f} ms   ({achieved:,.0f} pods/s)\n")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[500, 5_000])
+    parser.add_argument("--skip-latency", action="store_true")
+    args = parser.parse_args()
+    asyncio.run(main_async(args.pods, args.nodes, args.skip_latency))
+
+
+if __name__ == "__main__":
+    main()
