@@ -277,10 +277,10 @@ async def test_a_burst_of_thousands_of_pods_is_bound_every_one_exactly_once(
 ) -> None:
     """A scheduler starting on a backlog of ten jobs: the core allocates far faster than the API binds,
     so most allocations arrive while earlier pods are being bound. Every pod ends up bound, none twice."""
-    nodes, backlog, later = 100, 1_600, 400
+    nodes, backlog, later = 500, 8_000, 2_000  # issue 20: 10,000 pods on 500 nodes
 
     def job_pod(name: str, job: int) -> dict[str, Any]:
-        member = pod(name, memory="256Mi")
+        member = pod(name, memory="100Mi")
         member["metadata"]["labels"] = {"applicationId": f"job-{job}"}
         return member
 
@@ -296,7 +296,7 @@ async def test_a_burst_of_thousands_of_pods_is_bound_every_one_exactly_once(
         for i in range(later):  # and more arrive through the watch meanwhile
             await api.put("pods", job_pod(f"later-{i:04d}", i % 10))
         total = backlog + later
-        await _until(lambda: len(api.bindings) >= total, f"all {total} pods to be bound", timeout=90)
+        await _until(lambda: len(api.bindings) >= total, f"all {total} pods to be bound", timeout=300)
         names = [name for name, _ in api.bindings]
         assert len(names) == len(set(names)) == total  # each once
         assert all(p["spec"]["nodeName"] for p in api.objects["pods"].values())
