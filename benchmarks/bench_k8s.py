@@ -139,8 +139,9 @@ async def ceiling(pods: int) -> float:
         return pods / (time.perf_counter() - start)
 
 
-async def burst(nodes: int, pods: int) -> float:
-    """Pods/s from the first pod made to the last bound, `pods` made at once."""
+async def _scheduled(nodes: int, pods: Mapping[str, object]) -> list[list[float]]:
+    """A fresh emulation with `nodes`, a core and the shim; the pods made as `pods` says (count, prefix,
+    rate); their (made, bound) times once all are bound."""
     async with emulation() as api, aiohttp.ClientSession() as session:
         await _post(session, f"{api}/emulator/nodes", {"count": nodes})
         core = CoreProcess()
@@ -148,31 +149,22 @@ async def burst(nodes: int, pods: int) -> float:
         try:
             async with shim(api, core):
                 await _until_nodes(session, core, nodes)
-                await _post(session, f"{api}/emulator/pods", {"count": pods, "prefix": "burst"})
-                bound = await _until_bound(session, api, "burst", pods)
+                await _post(session, f"{api}/emulator/pods", pods)
+                return await _until_bound(session, api, str(pods["prefix"]), int(str(pods["count"])))
         finally:
             await core.stop()
-    first = min(made for made, _ in bound)
-    last = max(done for _, done in bound)
-    return pods / (last - first)
+
+
+async def burst(nodes: int, pods: int) -> float:
+    """Pods/s from the first pod made to the last bound, `pods` made at once."""
+    bound = await _scheduled(nodes, {"count": pods, "prefix": "burst"})
+    return pods / (max(done for _, done in bound) - min(made for made, _ in bound))
 
 
 async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float, float]:
     """p50 and p99 of made-to-bound, in ms, at `rate` pods a second; and the rate bound."""
     pods = int(rate * seconds)
-    async with emulation() as api, aiohttp.ClientSession() as session:
-        await _post(session, f"{api}/emulator/nodes", {"count": nodes})
-        core = CoreProcess()
-        await core.start()
-        try:
-            async with shim(api, core):
-                await _until_nodes(session, core, nodes)
-                await _post(
-                    session, f"{api}/emulator/pods", {"count": pods, "prefix": "steady", "rate": rate}
-                )
-                bound = await _until_bound(session, api, "steady", pods)
-        finally:
-            await core.stop()
+    bound = await _scheduled(nodes, {"count": pods, "prefix": "steady", "rate": rate})
     waits = sorted((done - made) * 1000 for made, done in bound)
     p50 = statistics.median(waits)
     p99 = waits[min(len(waits) - 1, int(len(waits) * 0.99))]
