@@ -82,7 +82,7 @@ async def run_shim(
             for obj in lists[kind][0]:
                 shim.volumes.update(kind, "ADDED", obj)
         for obj in lists["namespaces"][0]:  # before the pods too: their labels go on the pods' asks
-            shim.on_namespace("ADDED", obj)
+            await shim.on_namespace("ADDED", obj)
         await client.register(config=shim.config)
         # Followed from before anything is sent, so no pending reason of ours comes before it.
         first = await client.stream_events(types=[si_pb2.EventRecord.REQUEST])
@@ -153,7 +153,7 @@ async def _follow(
         "pods": shim.on_pod,
         "priorityclasses": shim.on_priority_class,
         "configmaps": shim.on_configmap,
-        "namespaces": _sync_handler(shim.on_namespace),
+        "namespaces": shim.on_namespace,
         **{kind: partial(shim.on_volume_object, kind) for kind in VOLUME_KINDS},
     }
     client = shim.client
@@ -197,13 +197,6 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
 
     if await reconnect(client, config, resend, BACKOFF, stop) is not None:
         log.info("core back; state sent again", rmID=client.rm_id)
-
-
-def _sync_handler(handle: Callable[[str, Obj], None]) -> Callable[[str, Obj], Awaitable[None]]:
-    async def run(event: str, obj: Obj) -> None:
-        handle(event, obj)
-
-    return run
 
 
 def _configmap(configmaps: Sequence[Obj]) -> Obj | None:

@@ -279,7 +279,7 @@ class K8sShim(ResponseHandler):
             translate.bound_pod_allocation(pod, priority, ours=False, namespace_labels=labels)
         )
 
-    def on_namespace(self, event: str, namespace: Obj) -> None:
+    async def on_namespace(self, event: str, namespace: Obj) -> None:
         """Namespaces' labels go on their pods' asks (pod affinity terms' namespaceSelector matches
         them). A pod already sent keeps the labels it was sent with."""
         name = (namespace.get("metadata") or {}).get("name", "")

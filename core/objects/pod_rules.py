@@ -40,9 +40,8 @@ from core.objects.topology_spread import DO_NOT_SCHEDULE, DomainCounts, SpreadCo
 Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
 CountKey = tuple[Selectors, str]  # (selectors, topologyKey)
 SpreadKey = tuple[PodSelector, str, NodeFilter]  # (selector, topologyKey, the nodes counted)
-HARD_AFFINITY_WEIGHT = (
-    1  # kube-scheduler's hardPodAffinityWeight: a placed pod's required affinity, as a score
-)
+# kube-scheduler's hardPodAffinityWeight: what a placed pod's required affinity term scores.
+HARD_AFFINITY_WEIGHT = 1
 
 
 class _Spread:
@@ -116,15 +115,15 @@ class PodRules:
             for spread in self._spread.values():
                 if node.node_id in spread.eligible and spread.selector.matches(*identity):
                     spread.counts.move(labels[spread.key], step)
-        constraints = alloc.constraints
-        if constraints.pod_anti_affinity is not None or constraints.pod_affinity is not None:
-            self._carry(alloc, labels, step)
+        self._carry(alloc, labels, step)
 
     def _carry(self, alloc: Allocation, labels: Mapping[str, str], step: int) -> None:
         """Count the terms a placed pod carries (its required anti-affinity, its preferences) in their
         domains on its node."""
         anti = alloc.constraints.pod_anti_affinity
         affinity = alloc.constraints.pod_affinity
+        if anti is None and affinity is None:
+            return  # most pods
         if anti is not None:
             for term in anti.required:
                 _carry_term(self.anti_terms, term, term, labels, step)
@@ -168,11 +167,7 @@ class PodRules:
         self.disliked_terms.clear()
         for node in self._nodes.values():
             for alloc in node.allocations.values():
-                if (
-                    alloc.constraints.pod_anti_affinity is not None
-                    or alloc.constraints.pod_affinity is not None
-                ):
-                    self._carry(alloc, node.traits.label_map, 1)
+                self._carry(alloc, node.traits.label_map, 1)
 
     @property
     def carried(self) -> bool:
