@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
-from shim_k8s import task_groups, translate
+from shim_k8s import namespaces, task_groups, translate
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
@@ -112,6 +112,9 @@ class K8sShim(ResponseHandler):
         self.priorities = PriorityResolver()
         self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
         self.namespaces: dict[str, Obj] = {}  # by name, from the namespace informer; kept the same way
+        # YuniKorn's admissionController.filtering.generateUniqueAppId: a pod naming no application is
+        # one of its own, not one of its namespace's.
+        self.unique_app_ids = False
         self.state = _State()
         self.config = ""
         self._wake = wake
@@ -134,6 +137,10 @@ class K8sShim(ResponseHandler):
     def on_applications(self, response: si_pb2.ApplicationResponse) -> None:
         self._apps_answered.update(a.applicationID for a in response.accepted)
         self._apps_answered.update(r.applicationID for r in response.rejected)
+        for update in response.updated:
+            if update.state in _APPS_FORGOTTEN:  # the core forgot it: the next pod of it adds it again
+                self.state.apps.discard(update.applicationID)
+                self.state.gangs.pop(update.applicationID, None)
 
     def on_nodes(self, response: si_pb2.NodeResponse) -> None:
         self._nodes_answered += len(response.accepted) + len(response.rejected)
@@ -208,9 +215,7 @@ class K8sShim(ResponseHandler):
         # Gangs that were reserved before (placeholders exist) or already run (a pod of theirs is
         # bound): no new placeholders for them, as YuniKorn's shim skips reserving on recovery.
         ours = [p for p in pod_list if (p.get("spec") or {}).get("schedulerName") == self.scheduler_name]
-        with_placeholders = {
-            translate.application_id(p) for p in ours if task_groups.is_placeholder(p) or _node_of(p)
-        }
+        with_placeholders = {self.app_id(p) for p in ours if task_groups.is_placeholder(p) or _node_of(p)}
         bound = [p for p in pod_list if _node_of(p)]
         pending = [p for p in pod_list if not _node_of(p)]
         for pod in bound:  # running pods first: the core counts them before it places anything
@@ -259,9 +264,7 @@ class K8sShim(ResponseHandler):
             if uid in self.state.asked:
                 self.state.asked.discard(uid)
                 await self.flush()
-                await self.client.release(
-                    translate.application_id(pod), uid, message="bound by another scheduler"
-                )
+                await self.client.release(self.app_id(pod), uid, message="bound by another scheduler")
             await self._add_foreign(pod)
         if _finished(pod):
             await self._pod_gone(pod)
@@ -281,16 +284,31 @@ class K8sShim(ResponseHandler):
 
     async def on_namespace(self, event: str, namespace: Obj) -> None:
         """Namespaces' labels go on their pods' asks (pod affinity terms' namespaceSelector matches
-        them). A pod already sent keeps the labels it was sent with."""
+        them), their annotations' limits on their applications (see shim_k8s.namespaces). A pod or
+        application already sent keeps what it was sent with. Annotations that cannot be used are
+        reported on the namespace, once per change of them."""
         name = (namespace.get("metadata") or {}).get("name", "")
         if event == "DELETED":
             self.namespaces.pop(name, None)
-        else:
-            self.namespaces[name] = namespace
+            return
+        before = namespaces.annotations_of(self.namespaces.get(name))
+        self.namespaces[name] = namespace
+        if namespaces.annotations_of(namespace) == before:
+            return
+        for warning in namespaces.application_tags(namespace).warnings:
+            log.warning("namespace annotation not used", namespace=name, detail=warning)
+            await self.kube.record_event(
+                {**namespace, "kind": "Namespace"}, "NamespaceAnnotationIgnored", warning, warning=True
+            )
+
+    def app_id(self, pod: Obj) -> str:
+        return translate.application_id(pod, self.unique_app_ids)
+
+    def _namespace_of(self, pod: Obj) -> Obj | None:
+        return self.namespaces.get((pod.get("metadata") or {}).get("namespace", "default"))
 
     def _namespace_labels(self, pod: Obj) -> Mapping[str, str]:
-        found = self.namespaces.get((pod.get("metadata") or {}).get("namespace", "default"))
-        return ((found or {}).get("metadata") or {}).get("labels") or {}
+        return ((self._namespace_of(pod) or {}).get("metadata") or {}).get("labels") or {}
 
     async def on_priority_class(self, event: str, pc: Obj) -> None:
         if event == "DELETED":
@@ -313,7 +331,8 @@ class K8sShim(ResponseHandler):
             log.info("queue configuration updated from the configmap")
         else:
             message = "queue configuration refused, the previous one stays: " + "; ".join(response.errors)
-            await self.kube.record_event(configmap, "ConfigRejected", message, warning=True)
+            shown = {**configmap, "kind": "ConfigMap"}
+            await self.kube.record_event(shown, "ConfigRejected", message, warning=True)
 
     # Pods -------------------------------------------------------------------------------------
     async def _add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
@@ -332,17 +351,18 @@ class K8sShim(ResponseHandler):
             if _node_of(pod):
                 await self._add_foreign(pod)
             return
-        app_id = translate.application_id(pod)
+        app_id = self.app_id(pod)
         if app_id not in self.state.apps:
             self.state.apps.add(app_id)
             self._apps_answered.discard(app_id)
             gang = await self._gang_of_new_app(pod, app_id, app_id in (with_placeholders or ()))
-            request = translate.application_request(pod)
+            request = translate.application_request(pod, app_id)
             if gang is not None:
                 request = translate.application_request(
-                    pod, gang_size=task_groups.gang_size(list(gang.groups.values())),
+                    pod, app_id, gang_size=task_groups.gang_size(list(gang.groups.values())),
                     gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
                 )  # fmt: skip
+            request.tags.update(namespaces.application_tags(self._namespace_of(pod)).tags)
             await self.flush()  # what came before it first: the order the informers saw
             await self.client.add_applications(request)
             # Before its first ask: the asks travel on another stream and must not overtake it.
@@ -353,8 +373,9 @@ class K8sShim(ResponseHandler):
         if _node_of(pod):
             self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
             alloc = translate.bound_pod_allocation(
-                pod, priority, ours=True, task_group=group, namespace_labels=self._namespace_labels(pod)
-            )
+                pod, priority, ours=True, task_group=group, namespace_labels=self._namespace_labels(pod),
+                app_id=app_id,
+            )  # fmt: skip
             await self._send_ask(alloc)
         elif uid not in self.state.asked:
             gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
@@ -372,7 +393,7 @@ class K8sShim(ResponseHandler):
                 message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
                 await self.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
             ask = translate.pod_ask(
-                pod, priority, task_group=group, volume_terms=volume_terms,
+                pod, priority, app_id, task_group=group, volume_terms=volume_terms,
                 namespace_labels=self._namespace_labels(pod),
             )  # fmt: skip
             await self._send_ask(ask)
@@ -480,7 +501,7 @@ class K8sShim(ResponseHandler):
         elif uid in self.state.asked or uid in self.state.bound_by_us:
             self.state.asked.discard(uid)
             self.state.bound_by_us.discard(uid)
-            await self.client.release(translate.application_id(pod), uid)
+            await self.client.release(self.app_id(pod), uid)
 
     # The core's answers -----------------------------------------------------------------------
     @property
@@ -535,9 +556,20 @@ class K8sShim(ResponseHandler):
             else:
                 await self._gang_release(decision)
         else:
-            pod = self.state.pods.get(decision.allocationKey)
-            if pod is not None:
-                await self.kube.record_event(pod, "SchedulingRejected", decision.reason, warning=True)
+            await self._rejected(decision)
+
+    async def _rejected(self, rejected: si_pb2.RejectedAllocation) -> None:
+        uid = rejected.allocationKey
+        pod = self.state.pods.get(uid)
+        if pod is None:
+            return
+        if rejected.applicationID not in self.state.apps and uid in self.state.asked and not _node_of(pod):
+            # Its application completed in the core while the ask was on its way: add both again.
+            self.state.asked.discard(uid)
+            await self._add_pod(pod)
+            await self.flush()
+            return
+        await self.kube.record_event(pod, "SchedulingRejected", rejected.reason, warning=True)
 
     async def _bind(self, alloc: si_pb2.Allocation) -> None:
         uid = alloc.allocationKey
@@ -598,6 +630,10 @@ class K8sShim(ResponseHandler):
 # Releases the core decides that the shim carries out: preemptions (evict), and gang placeholders
 # replaced or given up (delete), or a failed gang's real pods (an event).
 _CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT})
+
+
+# Application states after which the core no longer knows the application (YuniKorn's too).
+_APPS_FORGOTTEN = frozenset({"Completed", "Expired"})
 
 
 def _node_of(pod: Obj) -> str:

@@ -1,7 +1,8 @@
 """Kubernetes objects (as the API serves them, JSON) into scheduler-interface messages.
 
 The conventions are YuniKorn's k8s shim's, so its users' pods work unchanged: application ID from the
-`yunikorn.apache.org/app-id` label or annotation or the `applicationId` label; queue from the
+`yunikorn.apache.org/app-id` label or annotation, the `applicationId` or `spark-app-selector` label,
+or generated (see `application_id`); queue from the
 `yunikorn.apache.org/queue` label or annotation or the `queue` label; user and groups from the
 `yunikorn.apache.org/user.info` annotation; pod labels as `kubernetes.io/label/*` tags and the
 namespace and pod name as `kubernetes.io/meta/*` tags; a DaemonSet pod's node as its required node.
@@ -21,6 +22,9 @@ from si.v1 import si_pb2
 
 APP_ID_KEY = "yunikorn.apache.org/app-id"
 APP_ID_LABEL = "applicationId"
+SPARK_APP_ID = "spark-app-selector"
+AUTOGEN_PREFIX, AUTOGEN_SUFFIX = "yunikorn", "autogen"
+UNIQUE_AUTOGEN_SUFFIX = "-uniqueautogen"
 QUEUE_KEY = "yunikorn.apache.org/queue"
 QUEUE_LABEL = "queue"
 USER_INFO = "yunikorn.apache.org/user.info"
@@ -92,12 +96,35 @@ def pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
 # Pods --------------------------------------------------------------------------------------------
 
 
-def application_id(pod: Mapping[str, Any]) -> str:
+def application_id(pod: Mapping[str, Any], unique: bool = False) -> str:
+    """YuniKorn's order: the `yunikorn.apache.org/app-id` label, then annotation, then the
+    `applicationId` label, then Spark's `spark-app-selector` label. An ID ending in `-uniqueautogen`
+    (what the admission controller writes before the pod has a UID) gets the pod's UID instead. With
+    none, the namespace's shared `yunikorn-<namespace>-autogen`, or with `unique` (YuniKorn's
+    admissionController.filtering.generateUniqueAppId) one per pod: `<namespace>-<uid>`."""
     meta = _meta(pod)
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    found = _first(labels.get(APP_ID_KEY), annotations.get(APP_ID_KEY), labels.get(APP_ID_LABEL))
-    # Without one, each pod is its own application (namespace and UID, within 63 characters).
-    return found or f"{meta.get('namespace', 'default')[:26]}-{meta.get('uid', meta.get('name', ''))}"[:63]
+    uid = str(meta.get("uid") or meta.get("name", ""))
+    found = _first(labels.get(APP_ID_KEY), annotations.get(APP_ID_KEY))
+    found = found or _first(labels.get(APP_ID_LABEL), labels.get(SPARK_APP_ID))
+    if found.endswith(UNIQUE_AUTOGEN_SUFFIX):
+        found = f"{found.removesuffix(UNIQUE_AUTOGEN_SUFFIX)}-{uid}"
+    if found:
+        return found
+    return generated_application_id(meta.get("namespace") or "default", uid if unique else None)
+
+
+def generated_application_id(namespace: str, uid: str | None) -> str:
+    """An application ID for a pod that names none (63 characters at most, as a label value): shared by
+    the namespace, or with `uid`, the pod's own (`uid` "" is the admission controller's placeholder
+    for a pod that has no UID yet)."""
+    if uid is None:
+        generated = f"{AUTOGEN_PREFIX}-{namespace}-{AUTOGEN_SUFFIX}"
+    elif not uid:
+        generated = f"{namespace[:26]}{UNIQUE_AUTOGEN_SUFFIX}"
+    else:
+        generated = f"{namespace[:26]}-{uid}"
+    return generated[:63]
 
 
 def queue_name(pod: Mapping[str, Any]) -> str:
@@ -241,10 +268,11 @@ def bound_pod_allocation(
     ours: bool,
     task_group: str | None = None,
     namespace_labels: Mapping[str, str] | None = None,
+    app_id: str | None = None,
 ) -> si_pb2.Allocation:
     """A pod already on a node: an existing allocation of ours, or a foreign one occupying the node."""
     alloc = pod_ask(
-        pod, priority, app_id=None if ours else "", task_group=task_group if ours else "",
+        pod, priority, app_id=app_id if ours else "", task_group=task_group if ours else "",
         namespace_labels=namespace_labels,
     )  # fmt: skip
     alloc.nodeID = (pod.get("spec") or {}).get("nodeName", "")

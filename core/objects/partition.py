@@ -11,7 +11,7 @@ import structlog
 
 from core.config.schema import PartitionConfig
 from core.events import Event
-from core.objects import partition_events, priority, queue_events
+from core.objects import namespace_limits, partition_events, priority, queue_events
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
@@ -217,6 +217,8 @@ class Partition:
             for created in [q for key, q in self.tree.queues.items() if key not in existing]:  # parents too
                 self.events.append(partition_events.queue_created(self.rm_id, created.full_name, app_id, now))
         assert queue is not None and queue.is_leaf
+        if not queue.managed:
+            self._apply_tagged_limits(queue, app_id, tags, now)
         app = Application(app_id, self.key, queue, user=user, groups=groups, tags=tags, now=now)
         self.applications[app_id] = app
         if gang is not None:
@@ -225,6 +227,24 @@ class Partition:
         queue.applications[app_id] = app
         self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
         return app
+
+    def _apply_tagged_limits(self, queue: Queue, app_id: str, tags: dict[str, str], now: float) -> None:
+        """A dynamic queue takes the max, guaranteed and maxapplications its newest application's tags
+        carry (a Kubernetes namespace's annotations); a tag that cannot be read is reported, not used."""
+        limits = namespace_limits.from_tags(tags)
+        for problem in limits.problems:
+            self.log.warning("application tag ignored", applicationID=app_id, queue=queue.full_name,
+                             detail=problem)  # fmt: skip
+        if not limits.any:
+            return
+        before = queue_events.snapshot([queue])
+        if limits.max is not None:
+            queue.max = limits.max
+        if limits.guaranteed is not None:
+            queue.guaranteed = limits.guaranteed
+        if limits.max_applications:
+            queue.max_applications = limits.max_applications
+        self.events.extend(queue_events.reload_events(self.rm_id, before, [queue], now))
 
     def record_rejection(self, rejected: RejectedApplication) -> None:
         """Keep why an application was refused (the newest ones) and record APP_REJECT."""

@@ -453,3 +453,32 @@ async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(
         ungated = pod("gated")  # the gate's owner removes it: the pod is asked for and bound
         await api.put("pods", ungated)
         await _until(lambda: ("gated", "n1") in api.bindings, "the pod bound once ungated")
+
+
+async def test_a_namespaces_quota_and_max_apps_annotations_limit_its_dynamic_queue(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="16Gi"))
+    notes = {"yunikorn.apache.org/namespace.quota": '{"cpu": "4", "memory": "2Gi"}',
+             "yunikorn.apache.org/namespace.guaranteed": '{"memory": "1Gi"}',
+             "yunikorn.apache.org/namespace.maxApps": "7",
+             "yunikorn.apache.org/namespace.max.cpu": "9"}  # fmt: skip
+    await api.put("namespaces", {"metadata": {"name": "capped", "annotations": notes}})
+    for i in range(3):  # no application ID: one application for the namespace, as YuniKorn
+        await api.put("pods", pod(f"job-{i}", namespace="capped"))
+    async with shim_running(api, core_address, rm_id):
+        await _left_pending(rest_url, rm_id, waiting=["job-2"], running=["job-0", "job-1"])
+        assert len(api.bindings) == 2
+        async with aiohttp.ClientSession() as session:
+            queue = await rest_until(
+                session, f"{partition_url(rest_url, rm_id)}/queue/root.capped", lambda q: q, "the queue"
+            )
+        assert queue["maxResource"] == {"memory": 2 * 2**30, "vcore": 4000}
+        assert queue["guaranteedResource"] == {"memory": 2**30}
+        assert queue["maxRunningApps"] == 7
+        # The deprecated namespace.max.cpu is not used beside namespace.quota, and the namespace says so.
+        await _until(
+            lambda: any(e["reason"] == "NamespaceAnnotationIgnored"
+                        and e["involvedObject"]["kind"] == "Namespace" for e in api.events),
+            "the warning on the namespace",
+        )  # fmt: skip

@@ -335,3 +335,48 @@ async def test_a_pod_bound_by_someone_else_becomes_foreign(kube_and_shim: tuple[
     await settle(shim, lambda: kube.bindings, "a pod to be bound")
     assert [n for n, _ in kube.bindings] == ["a"]  # 2Gi - 1Gi pinned: room for one
     assert "uid-pinned" not in {a.allocationKey for a in recorded(shim.client).seen.new_allocations}
+
+
+async def test_a_pod_of_an_application_the_core_completed_adds_it_again(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    """A Deployment's pods share an application; its pods may all go, the core completes and forgets
+    it, and a new pod of it comes later: the shim adds the application again, and the pod is bound."""
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1")], [], configmap=configmap("8Gi"))
+    first = pod("web-1")
+    first["metadata"]["labels"] = {"applicationId": "web"}
+    await shim.on_pod("ADDED", first)
+    await settle(shim, lambda: kube.bindings, "web-1 to be bound")
+    await shim.on_pod("DELETED", first)
+    # What the core does with an idle application once its completing timeout passes, at once here.
+    await shim.client.remove_application("web")
+    client = shim.client
+    assert isinstance(client, RecordingClient)
+    await client.wait_for(lambda: "Completed" in client.seen.app_states.get("web", []), what="web completed")
+    second = pod("web-2")
+    second["metadata"]["labels"] = {"applicationId": "web"}
+    await shim.on_pod("ADDED", second)
+    await settle(shim, lambda: ("web-2", "n1") in kube.bindings, "web-2 to be bound")
+    assert client.seen.accepted_apps.count("web") == 2
+
+
+async def test_a_finished_pod_frees_its_room_and_a_grown_node_takes_more(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="2Gi")], [], configmap=configmap("64Gi"))
+    for name in ("a", "b", "c"):
+        await shim.on_pod("ADDED", pod(name, memory="1Gi"))
+    await settle(shim, lambda: len(kube.bindings) == 2, "two pods bound")
+    waiting = ({"a", "b", "c"} - {n for n, _ in kube.bindings}).pop()
+    # A pod that ran to completion releases its room at once (the pod object stays, Succeeded).
+    done = pod(kube.bindings[0][0], memory="1Gi", node_name="n1")
+    done["status"] = {"phase": "Succeeded"}
+    await shim.on_pod("MODIFIED", done)
+    await settle(shim, lambda: (waiting, "n1") in kube.bindings, f"{waiting} bound in the room freed")
+    # The node's allocatable grows (a resize, a device plugin): the core places on the new room.
+    await shim.on_node("MODIFIED", node("n1", memory="4Gi"))
+    for name in ("d", "e"):
+        await shim.on_pod("ADDED", pod(name, memory="1Gi"))
+    await settle(shim, lambda: {("d", "n1"), ("e", "n1")} <= set(kube.bindings), "d and e bound")

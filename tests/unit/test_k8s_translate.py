@@ -39,7 +39,15 @@ def test_application_and_queue_follow_the_k8s_shim_order() -> None:
     assert t.application_id(_pod(labels={"yunikorn.apache.org/app-id": "L", "applicationId": "old"})) == "L"
     assert t.application_id(_pod(annotations={"yunikorn.apache.org/app-id": "A"})) == "A"
     assert t.application_id(_pod(labels={"applicationId": "spark-1"})) == "spark-1"
-    assert t.application_id(_pod()) == "shop-uid-1"  # one application per pod otherwise
+    assert t.application_id(_pod(labels={"spark-app-selector": "spark-2"})) == "spark-2"
+    assert t.application_id(_pod(labels={"applicationId": "a", "spark-app-selector": "s"})) == "a"
+    # None named: the namespace's shared application, or with unique IDs one per pod (as YuniKorn).
+    assert t.application_id(_pod()) == "yunikorn-shop-autogen"
+    assert t.application_id(_pod(), unique=True) == "shop-uid-1"
+    # The admission controller's placeholder for a pod without a UID yet gets the UID here.
+    assert t.application_id(_pod(labels={"applicationId": "shop-uniqueautogen"})) == "shop-uid-1"
+    assert t.generated_application_id("n" * 80, None) == f"yunikorn-{'n' * 80}"[:63]
+    assert t.generated_application_id("n" * 80, "") == "n" * 26 + "-uniqueautogen"
     assert t.queue_name(_pod(labels={"queue": "root.a"})) == "root.a"
     assert t.queue_name(_pod(annotations={"yunikorn.apache.org/queue": "root.b"})) == "root.b"
     assert t.queue_name(_pod()) == ""  # placement by namespace
@@ -57,7 +65,9 @@ def test_a_pending_pod_becomes_an_ask_with_its_tags_and_priority() -> None:
     pod = _pod(labels={"app": "web"}, nodeSelector={"zone": "a"},
                tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])  # fmt: skip
     ask = t.pod_ask(pod, PRIORITY)
-    assert (ask.allocationKey, ask.applicationID, ask.nodeID, ask.priority) == ("uid-1", "shop-uid-1", "", 5)
+    assert (ask.allocationKey, ask.applicationID, ask.nodeID, ask.priority) == (
+        "uid-1", "yunikorn-shop-autogen", "", 5
+    )  # fmt: skip
     assert ask.preemptionPolicy.allowPreemptOther and not ask.preemptionPolicy.allowPreemptSelf
     tags = dict(ask.allocationTags)
     assert tags["kubernetes.io/meta/namespace"] == "shop" and tags["kubernetes.io/meta/podName"] == "web-1"
@@ -80,7 +90,8 @@ def test_a_daemonset_pod_requires_its_node() -> None:
 
 def test_bound_pods_are_existing_or_foreign_allocations() -> None:
     ours = t.bound_pod_allocation(_pod(nodeName="n1"), PRIORITY, ours=True)
-    assert ours.nodeID == "n1" and ours.applicationID == "shop-uid-1" and "foreign" not in ours.allocationTags
+    assert ours.nodeID == "n1" and ours.applicationID == "yunikorn-shop-autogen"
+    assert "foreign" not in ours.allocationTags
     foreign = t.bound_pod_allocation(
         _pod(nodeName="n1", schedulerName="default-scheduler"), PRIORITY, ours=False
     )
