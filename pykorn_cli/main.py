@@ -1,5 +1,6 @@
-"""The `pykorn` command: `pykorn core`, `pykorn config validate|diff`, `pykorn k8s`, `pykorn status`,
-`pykorn fake run`. Each subcommand imports what it runs only when chosen, so `pykorn core` loads no shim."""
+"""The `pykorn` command: `pykorn core`, `pykorn config validate|diff`, `pykorn k8s`, `pykorn admission`,
+`pykorn status`, `pykorn fake run`. Each subcommand imports what it runs only when chosen, so
+`pykorn core` loads no shim."""
 
 from __future__ import annotations
 
@@ -210,6 +211,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_tls_flags(k8s)
     _add_logging_flags(k8s)
 
+    hook = commands.add_parser(
+        "admission", help="the admission controller: mutating webhook for pods, validating for the configmaps"
+    )
+    hook.add_argument("--port", type=int, default=9089, help="HTTPS port (default 9089, as YuniKorn's)")
+    hook.add_argument("--bind", default="0.0.0.0", help="address to listen on (default all)")
+    hook.add_argument(
+        "--tls-cert", required=True, help="PEM certificate the API server trusts (the webhook's)"
+    )
+    hook.add_argument("--tls-key", required=True, help="PEM key of --tls-cert")
+    hook.add_argument("--kubeconfig", default=None, help="kubeconfig file; in-cluster config without it")
+    hook.add_argument("--namespace", default="yunikorn", help="where the yunikorn-configs ConfigMap lives")
+    hook.add_argument(
+        "--core-rest", default=None,
+        help="HOST:PORT of the core's REST API, to check queue configurations "
+        "(default: admissionController.webHook.schedulerServiceAddress, yunikorn-service:9080)",
+    )  # fmt: skip
+    _add_logging_flags(hook)
+
     status = commands.add_parser("status", help="show a running core's queues, nodes and pending asks")
     status.add_argument(
         "--core", default="http://127.0.0.1:9080", help="the core's REST API (default http://127.0.0.1:9080)"
@@ -266,6 +285,18 @@ def main(argv: list[str] | None = None) -> int:
                     limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight),
                 )
             )
+        return 0
+    if args.command == "admission":
+        from shim_k8s.admission_server import run_admission
+
+        configure_logging(args.log_level, _json_flag(args.log_format))
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(
+                run_admission(
+                    args.port, args.tls_cert, args.tls_key, args.namespace, args.kubeconfig,
+                    core_rest=args.core_rest, bind=args.bind,
+                )
+            )  # fmt: skip
         return 0
     if args.command == "status":
         from pykorn_cli.status import show_status

@@ -1,0 +1,191 @@
+"""`pykorn admission`: the admission controller's HTTPS server (shim_k8s.admission decides).
+
+Paths as YuniKorn's: `POST /mutate` (pods and workloads), `POST /validate-conf` (the scheduler's
+configmaps), `GET /health`. It follows namespaces (their enableYuniKorn/generateAppId annotations),
+priority classes (allow-preemption) and the scheduler's configmaps (its `admissionController.*`
+keys, applied live) with informers. A queue configuration is checked by the core's own
+`/ws/v1/validate-conf`; when the core cannot be reached the change is let through (as YuniKorn does:
+an unreachable scheduler must not block every configmap write) and a warning says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from shim_k8s import admission
+from shim_k8s.informer import Informer
+from shim_k8s.kube_http import KubeHTTP, cluster_access
+
+log = structlog.get_logger("pykorn.admission")
+
+Decide = Callable[[admission.Obj], Awaitable[dict[str, Any]]]
+CHECK_TIMEOUT = 10.0  # seconds the core may take to judge a configuration
+
+
+class AdmissionServer:
+    def __init__(self, namespace: str, core_rest: str | None = None) -> None:
+        """`core_rest`: the core's REST address (host:port) to check configurations against; without
+        it, `admissionController.webHook.schedulerServiceAddress` from the configmaps."""
+        self.namespace = namespace
+        self.core_rest = core_rest
+        self.cluster = admission.Cluster()
+        self.configmaps: dict[str, admission.Obj | None] = {}
+        self.controller = admission.Controller(admission.AdmissionConfig(), self.cluster)
+        self._session: aiohttp.ClientSession | None = None
+
+    # What the informers deliver ----------------------------------------------------------------
+    def on_object(self, kind: str, event: str, obj: admission.Obj) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        if kind == "namespaces":
+            _put(self.cluster.namespaces, name, obj, event)
+        elif kind == "priorityclasses":
+            _put(self.cluster.priority_classes, name, obj, event)
+        elif kind == "configmaps" and name in admission.CONFIGMAP_NAMES:
+            self.configmaps[name] = None if event == "DELETED" else obj
+            self._reconfigure()
+
+    def _reconfigure(self) -> None:
+        parsed = admission.admission_config(admission.merged_data(self.configmaps))
+        for warning in parsed.warnings:
+            log.warning("admission configuration key not used as written", detail=warning)
+        self.controller = admission.Controller(parsed.config, self.cluster)
+
+    # HTTP ----------------------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.add_routes([
+            web.post("/mutate", self._mutate),
+            web.post("/validate-conf", self._validate),
+            web.get("/health", self._health),
+        ])  # fmt: skip
+        return app
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(text="OK\r\n")
+
+    async def _mutate(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._mutate_one)
+
+    async def _validate(self, request: web.Request) -> web.Response:
+        return await self._answer(request, self._validate_one)
+
+    async def _mutate_one(self, request: admission.Obj) -> dict[str, Any]:
+        return self.controller.mutate(request)
+
+    async def _validate_one(self, request: admission.Obj) -> dict[str, Any]:
+        text = self.controller.config_to_check(request, self.namespace, self.configmaps)
+        refusal = await self.check_config(text) if text is not None else None
+        return admission.refuse(request, refusal) if refusal else admission.allow(request)
+
+    async def _answer(self, request: web.Request, decide: Decide) -> web.Response:
+        if request.content_type != "application/json":
+            return web.Response(status=415, text="invalid Content-Type, expect `application/json`")
+        try:
+            body = json.loads(await request.text())
+            review_request = body["request"]
+            if not isinstance(review_request, dict):
+                raise TypeError("request is not an object")
+        except (ValueError, KeyError, TypeError):
+            invalid = admission.refuse({"uid": "yunikorn-invalid-body"}, "body decode failed")
+            return web.json_response(admission.review(invalid))
+        response = await decide(review_request)
+        if not response["allowed"]:
+            kind = (review_request.get("kind") or {}).get("kind")
+            namespace = review_request.get("namespace")
+            log.info(
+                "admission refused", kind=kind, namespace=namespace, reason=response["status"]["message"]
+            )
+        return web.json_response(admission.review(response))
+
+    async def check_config(self, text: str) -> str | None:
+        """The core's reason to refuse a queue configuration, or None."""
+        if not text.strip():
+            return None  # no queues.yaml: the core's default configuration applies
+        address = self.core_rest or self.controller.config.scheduler_service_address
+        url = f"http://{address}/ws/v1/validate-conf"
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT))
+        try:
+            async with self._session.post(url, data=text.encode()) as answer:
+                verdict = await answer.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            log.warning("could not ask the core about a configuration; let through", url=url, error=repr(exc))
+            return None
+        if verdict.get("allowed"):
+            return None
+        return str(verdict.get("reason") or "the core refused the configuration")
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def _put(into: dict[str, admission.Obj], name: str, obj: admission.Obj, event: str) -> None:
+    if event == "DELETED":
+        into.pop(name, None)
+    else:
+        into[name] = obj
+
+
+def tls_context(cert: str, key: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def run_admission(
+    port: int,
+    cert: str | None,
+    key: str | None,
+    namespace: str = "yunikorn",
+    kubeconfig: str | None = None,
+    host: str | None = None,
+    core_rest: str | None = None,
+    bind: str = "0.0.0.0",
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve until stopped; `on_ready` is told the port once it listens. Without `cert`/`key` it
+    serves plain HTTP (behind a TLS-terminating proxy only: the API server calls webhooks over HTTPS)."""
+    stop = stop or asyncio.Event()
+    server = AdmissionServer(namespace, core_rest)
+    http = KubeHTTP(cluster_access(kubeconfig, host), 50.0, 100, 8)
+    paths = {
+        "namespaces": "/api/v1/namespaces",
+        "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
+        "configmaps": f"/api/v1/namespaces/{namespace}/configmaps",
+    }
+    informers: list[Informer] = []
+    runner = web.AppRunner(server.app(), access_log=None)
+    try:
+        for kind, path in paths.items():
+            items, version = await http.list(path)
+            for obj in items:
+                server.on_object(kind, "ADDED", obj)
+            informer = Informer(kind, path, http, server.on_object)
+            informer.start(items, version)
+            informers.append(informer)
+        await runner.setup()
+        context = tls_context(cert, key) if cert and key else None
+        await web.TCPSite(runner, bind, port, ssl_context=context).start()
+        bound = runner.addresses[0][1]  # the port chosen, when `port` is 0
+        log.info("admission controller serving", port=bound, tls=context is not None, namespace=namespace)
+        if on_ready is not None:
+            on_ready(bound)
+        await stop.wait()
+    finally:
+        for informer in informers:
+            informer.stop()
+        with contextlib.suppress(Exception):
+            await runner.cleanup()
+        await server.close()
+        await http.close()
