@@ -16,6 +16,7 @@ from core.server.rest_connections import ConnectionBounds
 
 if TYPE_CHECKING:
     from rmclient.tls import ClientTLS
+    from shim_k8s.leader import LeaderElection
 
 
 def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:
@@ -108,6 +109,68 @@ def _client_tls(args: argparse.Namespace) -> ClientTLS | None:
         return client_tls(args.core_ca, args.core_cert, args.core_key)
     except ValueError as exc:
         raise SystemExit(f"pykorn {args.command}: {exc}") from None
+
+
+def _duration(text: str) -> float:
+    """A duration as kube-scheduler's flags take it ("15s", "500ms", "1m"), or plain seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    number, unit = text, "s"
+    for suffix in sorted(units, key=len, reverse=True):
+        if text.endswith(suffix):
+            number, unit = text[: -len(suffix)], suffix
+            break
+    try:
+        seconds = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 15s, 500ms, 1m)") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than zero")
+    return seconds
+
+
+def _add_leader_election_flags(parser: argparse.ArgumentParser) -> None:
+    """kube-scheduler's --leader-elect flags (a coordination.k8s.io Lease), with its defaults."""
+    group = parser.add_argument_group("leader election (several replicas, one active)")
+    group.add_argument("--leader-elect", action="store_true", help="schedule only while holding the Lease")
+    group.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=15.0,
+        help="how long a standby waits after the last renewal before taking over (15s)",
+    )
+    group.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=10.0,
+        help="how long the leader tries to renew before it stops (10s)",
+    )
+    group.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=2.0,
+        help="between attempts to take or renew the Lease (2s)",
+    )
+    group.add_argument("--leader-elect-resource-name", default="pykorn", help="the Lease's name (pykorn)")
+    group.add_argument(
+        "--leader-elect-resource-namespace", default=None, help="the Lease's namespace (default: --namespace)"
+    )
+    group.add_argument("--leader-elect-identity", default=None,
+                       help="its name in the Lease (default: host name, unique suffix)")  # fmt: skip
+
+
+def _leader_election(args: argparse.Namespace) -> LeaderElection | None:
+    if not args.leader_elect:
+        return None
+    from shim_k8s.leader import LeaderElection, default_identity
+
+    try:
+        return LeaderElection(
+            args.leader_elect_resource_name, args.leader_elect_resource_namespace or args.namespace,
+            args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+            args.leader_elect_retry_period, args.leader_elect_identity or default_identity(),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise SystemExit(f"pykorn k8s: {exc}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -208,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     k8s.add_argument("--kube-in-flight", type=int, default=64,
                      help="requests to the API server in flight at once (default 64)")  # fmt: skip
+    _add_leader_election_flags(k8s)
     _add_client_tls_flags(k8s)
     _add_logging_flags(k8s)
 
@@ -268,23 +332,30 @@ def main(argv: list[str] | None = None) -> int:
 
         return validate_file(args.file, sys.stdout)
     if args.command == "k8s":
+        from shim_k8s.leader import LeadershipLost
         from shim_k8s.main import ApiLimits, run_shim
 
         configure_logging(args.log_level, _json_flag(args.log_format))
         tls = _client_tls(args)
+        election = _leader_election(args)
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(
-                run_shim(
-                    args.core,
-                    args.kubeconfig,
-                    args.scheduler_name,
-                    args.namespace,
-                    args.rm_id,
-                    tls=tls,
-                    placeholder_image=args.placeholder_image,
-                    limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight),
+            try:
+                asyncio.run(
+                    run_shim(
+                        args.core,
+                        args.kubeconfig,
+                        args.scheduler_name,
+                        args.namespace,
+                        args.rm_id,
+                        tls=tls,
+                        placeholder_image=args.placeholder_image,
+                        limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight),
+                        election=election,
+                    )
                 )
-            )
+            except LeadershipLost as exc:  # as kube-scheduler: exit, and be restarted as a standby
+                sys.stderr.write(f"pykorn k8s: {exc}\n")
+                return 1
         return 0
     if args.command == "admission":
         from shim_k8s.admission_server import run_admission

@@ -18,10 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
 import structlog
 
-from shim_k8s.kube_http import ApiError, KubeHTTP
+from shim_k8s.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
 from shim_k8s.shim import BindError
 
 log = structlog.get_logger("pykorn.k8s")
@@ -31,7 +30,6 @@ PodLike = Mapping[str, Any]
 EVENT_QUEUE = 10_000  # events waiting to be posted; beyond this they are dropped and counted
 EVENT_SENDERS = 4
 BIND_ATTEMPTS = 3  # a binding that fails on the connection (not an answer) is tried again
-TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError)
 
 
 def collection_paths(namespace: str) -> dict[str, str]:

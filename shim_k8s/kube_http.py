@@ -34,6 +34,10 @@ DEFAULT_BURST = 10000
 DEFAULT_IN_FLIGHT = 64  # requests at once, over as many pooled connections
 
 
+# A request that got no answer: it may or may not have reached the server.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError)
+
+
 class ApiError(RuntimeError):
     """A request the API server answered with an error status."""
 

@@ -19,6 +19,7 @@ from rmclient.tls import ClientTLS
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube
 from shim_k8s.kube_http import DEFAULT_BURST, DEFAULT_IN_FLIGHT, DEFAULT_QPS, KubeHTTP, cluster_access
+from shim_k8s.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from si.v1 import si_pb2
@@ -55,9 +56,45 @@ async def run_shim(
     tls: ClientTLS | None = None,
     placeholder_image: str = DEFAULT_PLACEHOLDER_IMAGE,
     limits: ApiLimits = ApiLimits(),
+    election: LeaderElection | None = None,
 ) -> None:
+    """Run until `stop` is set. With `election`, only while this replica holds the Lease: it waits to
+    lead first, and raises LeadershipLost (after stopping) when it cannot renew it."""
     stop = stop or asyncio.Event()
     http = KubeHTTP(cluster_access(kubeconfig, host), limits.qps, limits.burst, limits.in_flight)
+    elector: LeaderElector | None = None
+    leading: asyncio.Task[None] | None = None
+    if election is not None:
+        elector = LeaderElector(http, election)
+        if not await elector.acquire(stop):
+            await http.close()
+            return
+        leading = asyncio.create_task(elector.keep())
+        leading.add_done_callback(lambda _: stop.set())  # lost: stop scheduling at once
+    lost = False
+    try:
+        await _run_leading(core_address, http, scheduler_name, namespace, rm_id, stop, tls, placeholder_image)
+    finally:
+        if leading is not None:
+            lost = leading.done()  # keep() returns only when the lease could not be renewed
+            leading.cancel()
+        if elector is not None:
+            await elector.release()
+        await http.close()
+    if lost:
+        raise LeadershipLost("the lease was not renewed within the renew deadline; stopped scheduling")
+
+
+async def _run_leading(
+    core_address: str,
+    http: KubeHTTP,
+    scheduler_name: str,
+    namespace: str,
+    rm_id: str,
+    stop: asyncio.Event,
+    tls: ClientTLS | None,
+    placeholder_image: str,
+) -> None:
     kube = Kube(http, namespace)
     # One queue wakes the loop: informer events, and a word that the core sent something.
     items: asyncio.Queue[Item] = asyncio.Queue()
@@ -105,7 +142,6 @@ async def run_shim(
         with contextlib.suppress(TimeoutError, *SEND_ERRORS):
             await asyncio.wait_for(shim.carry_out(), STOP_GRACE)  # bindings under way finish
         await kube.close()
-        await http.close()
         await client.close()
 
 

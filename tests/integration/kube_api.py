@@ -1,7 +1,8 @@
 """A small HTTP emulation of the Kubernetes API server, for testing the shim with the official client.
 
 Serves list and watch (chunked JSON lines) for nodes, pods, priority classes and config maps, with
-resource versions; pods/binding, pods/eviction, events, and creating and deleting pods (placeholders).
+resource versions; pods/binding, pods/eviction, events, creating and deleting pods (placeholders), and
+Leases with resourceVersion conflicts (leader election).
 `expire_watches()` makes the next watches answer 410 Gone, as a real API server does when a resource
 version is too old. `stop()` ends the open watches at once (as an API server going away does), so
 stopping does not wait out their timeouts.
@@ -34,7 +35,9 @@ KINDS = {
     "persistentvolumes": "PersistentVolumeList",
     "storageclasses": "StorageClassList",
     "namespaces": "NamespaceList",
+    "leases": "LeaseList",
 }
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
 
 
 class FakeKubeAPI:
@@ -120,6 +123,9 @@ class FakeKubeAPI:
         app.router.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
         app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
         app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}/status", self._patch_status)
+        app.router.add_post(LEASES, self._create_lease)
+        app.router.add_get(LEASES + "/{name}", self._get_lease)
+        app.router.add_put(LEASES + "/{name}", self._update_lease)
         app.router.add_post("/emulator/nodes", self._make_nodes)
         app.router.add_post("/emulator/pods", self._make_pods)
         app.router.add_get("/emulator/times", self._times)
@@ -244,6 +250,42 @@ class FakeKubeAPI:
             self.deleted.append(pod["metadata"]["name"])
             self._delete("pods", pod)
         return web.json_response(pod, status=200)
+
+    # Leases (leader election): optimistic concurrency on resourceVersion, as the API server's ---------
+    async def _get_lease(self, request: web.Request) -> web.Response:
+        lease = self.objects["leases"].get(f"{request.match_info['ns']}/{request.match_info['name']}")
+        if lease is None:
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        return web.json_response(lease)
+
+    async def _create_lease(self, request: web.Request) -> web.Response:
+        lease = await request.json()
+        lease["metadata"]["namespace"] = request.match_info["ns"]
+        async with self.changed:
+            if self._key(lease) in self.objects["leases"]:
+                return web.json_response(
+                    {"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409
+                )
+            self._put("leases", lease)
+            return web.json_response(self.objects["leases"][self._key(lease)], status=201)
+
+    async def _update_lease(self, request: web.Request) -> web.Response:
+        lease = await request.json()
+        lease["metadata"]["namespace"] = request.match_info["ns"]
+        async with self.changed:
+            stored = self.objects["leases"].get(self._key(lease))
+            if stored is None:
+                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+            if lease["metadata"].get("resourceVersion") != stored["metadata"]["resourceVersion"]:
+                message = "the object has been modified; please apply your changes to the latest version"
+                conflict = {"kind": "Status", "code": 409, "reason": "Conflict", "message": message}
+                return web.json_response(conflict, status=409)
+            self._put("leases", lease)
+            return web.json_response(self.objects["leases"][self._key(lease)])
+
+    def lease_holder(self, name: str, namespace: str = "yunikorn") -> str:
+        lease = self.objects["leases"].get(f"{namespace}/{name}") or {}
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
     async def _patch_status(self, request: web.Request) -> web.Response:
         """A strategic merge patch of the pod's status: conditions merge by type, as Kubernetes does."""

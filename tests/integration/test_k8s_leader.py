@@ -1,0 +1,125 @@
+"""Leader election on a Lease (`pykorn k8s --leader-elect`): one replica schedules, a standby takes over
+when the leader dies, and no pod is bound twice. The Lease lives in the HTTP emulation of the API."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from shim_k8s.kube_http import KubeHTTP, cluster_access
+from shim_k8s.leader import LeaderElection, LeaderElector
+from shim_k8s.main import run_shim
+from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.test_k8s_api import _until
+from tests.integration.test_k8s_shim import node, pod
+
+FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: emulation, cluster: {server: "http://127.0.0.1:%(port)d"}}]
+users: [{name: test, user: {}}]
+contexts: [{name: test, context: {cluster: emulation, user: test}}]
+current-context: test
+"""
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeKubeAPI]:
+    fake = FakeKubeAPI()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_one_candidate_wins_and_a_standby_waits_out_the_lease(api: FakeKubeAPI) -> None:
+    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"), 1000.0, 1000, 8)
+    clock = Clock()
+    a = LeaderElector(http, LeaderElection(identity="a", **FAST), clock)
+    b = LeaderElector(http, LeaderElection(identity="b", **FAST), clock)
+    try:
+        results = await asyncio.gather(a.try_acquire_or_renew(), b.try_acquire_or_renew())
+        assert sorted(results) == [False, True]  # both saw it free; one write won, the other conflicted
+        leader, standby = (a, b) if results[0] else (b, a)
+        assert api.lease_holder("pykorn") == leader.election.identity
+        assert await leader.try_acquire_or_renew()  # renewing
+        # The standby measures on its own clock from when it saw the record change (the renewal).
+        assert not await standby.try_acquire_or_renew()
+        clock.now += 1.9
+        assert not await standby.try_acquire_or_renew()  # renewed less than a lease duration ago
+        clock.now += 0.2  # a full lease duration with no renewal seen
+        assert await standby.try_acquire_or_renew()
+        assert api.lease_holder("pykorn") == standby.election.identity
+        lease = api.objects["leases"]["yunikorn/pykorn"]
+        assert lease["spec"]["leaseTransitions"] == 1
+        assert not await leader.try_acquire_or_renew()  # the old leader sees it is held now
+        # Giving the lease up on a clean stop lets the other take it at once.
+        await standby.release()
+        assert api.lease_holder("pykorn") == ""
+        assert await leader.try_acquire_or_renew()
+    finally:
+        await http.close()
+
+
+def _bound_once(api: FakeKubeAPI) -> Counter[str]:
+    counts = Counter(name for name, _ in api.bindings)
+    assert all(n == 1 for n in counts.values()), f"bound more than once: {counts}"
+    return counts
+
+
+async def test_the_standby_takes_over_when_the_leader_is_killed(
+    api: FakeKubeAPI, core_address: str, rm_id: str, tmp_path: Path
+) -> None:
+    await api.put("nodes", node("n1", memory="64Gi"))
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG % {"port": api.port})
+    leader = subprocess.Popen(  # noqa: ASYNC220 - a real replica: killed below, not waited on in the loop
+        [sys.executable, "-m", "pykorn_cli", "k8s", "--core", core_address, "--kubeconfig", str(kubeconfig),
+         "--rm-id", rm_id, "--leader-elect", "--leader-elect-identity", "replica-1",
+         "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms",
+         "--leader-elect-retry-period", "200ms", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    stop = asyncio.Event()
+    standby: asyncio.Task[None] | None = None
+    try:
+        await _until(lambda: api.lease_holder("pykorn") == "replica-1", "replica-1 leading", timeout=60)
+        election = LeaderElection(identity="replica-2", **FAST)
+        standby = asyncio.create_task(
+            run_shim(
+                core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop, election=election
+            )
+        )
+        for i in range(5):
+            await api.put("pods", pod(f"before-{i}"))
+        await _until(lambda: len(api.bindings) == 5, "the leader binding the first pods", timeout=60)
+        assert api.lease_holder("pykorn") == "replica-1"  # the standby did not take over meanwhile
+        leader.send_signal(signal.SIGKILL)  # no clean stop: the lease stays held until it runs out
+        leader.wait(10)
+        for i in range(5):
+            await api.put("pods", pod(f"after-{i}"))
+        await _until(lambda: api.lease_holder("pykorn") == "replica-2", "replica-2 leading", timeout=30)
+        await _until(lambda: len(api.bindings) == 10, "the new leader binding the next pods", timeout=60)
+        assert set(_bound_once(api)) == {f"before-{i}" for i in range(5)} | {f"after-{i}" for i in range(5)}
+    finally:
+        if leader.poll() is None:
+            leader.kill()
+            leader.wait(10)
+        stop.set()
+        if standby is not None:
+            await asyncio.wait_for(standby, 15)
+    assert api.lease_holder("pykorn") == ""  # given up on its clean stop
