@@ -20,7 +20,12 @@ from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.test_k8s_api import _until
 from tests.integration.test_k8s_shim import node, pod
 
-FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
+
+def _fast(identity: str) -> LeaderElection:
+    """Short times, so a take-over happens within a test."""
+    return LeaderElection(identity=identity, lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
+
+
 KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters: [{name: emulation, cluster: {server: "http://127.0.0.1:%(port)d"}}]
@@ -49,8 +54,8 @@ class Clock:
 async def test_one_candidate_wins_and_a_standby_waits_out_the_lease(api: FakeKubeAPI) -> None:
     http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"), 1000.0, 1000, 8)
     clock = Clock()
-    a = LeaderElector(http, LeaderElection(identity="a", **FAST), clock)
-    b = LeaderElector(http, LeaderElection(identity="b", **FAST), clock)
+    a = LeaderElector(http, _fast("a"), clock)
+    b = LeaderElector(http, _fast("b"), clock)
     try:
         results = await asyncio.gather(a.try_acquire_or_renew(), b.try_acquire_or_renew())
         assert sorted(results) == [False, True]  # both saw it free; one write won, the other conflicted
@@ -98,7 +103,7 @@ async def test_the_standby_takes_over_when_the_leader_is_killed(
     standby: asyncio.Task[None] | None = None
     try:
         await _until(lambda: api.lease_holder("pykorn") == "replica-1", "replica-1 leading", timeout=60)
-        election = LeaderElection(identity="replica-2", **FAST)
+        election = _fast("replica-2")
         standby = asyncio.create_task(
             run_shim(
                 core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop, election=election
