@@ -1,29 +1,92 @@
-"""structlog configuration: one JSON object per line, or a readable console line on a terminal."""
+"""structlog configuration: one JSON object per line, or a readable console line on a terminal.
+
+With `live=True` (the Kubernetes shim) levels can change while running: a default, and levels for
+logger-name prefixes (`set_live_levels`), as YuniKorn's `log.level` and `log.<subsystem>.level`. Every
+call then reaches a filter that reads the current table; without it the level is fixed at start and
+calls below it cost nothing (the core's default).
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 import structlog
 
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+           "error": logging.ERROR, "critical": logging.CRITICAL, "exception": logging.ERROR}  # fmt: skip
 
-def configure_logging(level: str = "info", json: bool | None = None) -> None:
+
+class LiveLevels:
+    """The level for each logger name: the longest configured prefix's, else the default."""
+
+    def __init__(self, default: int = logging.INFO) -> None:
+        self.default = default
+        self.by_prefix: dict[str, int] = {}
+        self._cache: dict[str, int] = {}
+
+    def set(self, default: int, by_prefix: Mapping[str, int]) -> None:
+        self.default, self.by_prefix, self._cache = default, dict(by_prefix), {}
+
+    def threshold(self, name: str) -> int:
+        found = self._cache.get(name)
+        if found is None:
+            matches = [p for p in self.by_prefix if name == p or name.startswith(p + ".")]
+            found = self.by_prefix[max(matches, key=len)] if matches else self.default
+            self._cache[name] = found
+        return found
+
+
+LIVE = LiveLevels()
+
+
+def level_number(name: str) -> int | None:
+    return _LEVELS.get(name.strip().lower())
+
+
+def set_live_levels(default: int, by_prefix: Mapping[str, int]) -> None:
+    LIVE.set(default, by_prefix)
+
+
+class _NamedPrintLogger(structlog.PrintLogger):
+    def __init__(self, file: TextIO, name: str) -> None:
+        super().__init__(file)
+        self.name = name
+
+
+def _named_factory(*args: Any) -> _NamedPrintLogger:
+    return _NamedPrintLogger(sys.stderr, str(args[0]) if args else "")
+
+
+def _live_filter(logger: Any, method: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+    if _LEVELS.get(method, logging.INFO) < LIVE.threshold(getattr(logger, "name", "")):
+        raise structlog.DropEvent
+    return event
+
+
+def configure_logging(level: str = "info", json: bool | None = None, live: bool = False) -> None:
     """Log to stderr. `json=None` picks JSON unless stderr is a terminal."""
     use_json = not sys.stderr.isatty() if json is None else json
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer(colors=False)
     )
+    start = logging.getLevelName(level.upper())
+    processors: list[structlog.types.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+        structlog.processors.format_exc_info,
+        renderer,
+    ]
+    if live:
+        LIVE.set(start, {})
+        processors.insert(0, _live_filter)
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.StackInfoRenderer(),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if live else start),
+        logger_factory=_named_factory if live else structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )

@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         from shim_k8s.leader import LeadershipLost
         from shim_k8s.main import ApiLimits, run_shim
 
-        configure_logging(args.log_level, _json_flag(args.log_format))
+        configure_logging(args.log_level, _json_flag(args.log_format), live=True)  # log.* from the ConfigMaps
         tls = _client_tls(args)
         election = _leader_election(args)
         with contextlib.suppress(KeyboardInterrupt):
@@ -351,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                         placeholder_image=args.placeholder_image,
                         limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight),
                         election=election,
+                        log_level=args.log_level,
                     )
                 )
             except LeadershipLost as exc:  # as kube-scheduler: exit, and be restarted as a standby

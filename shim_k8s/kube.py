@@ -128,6 +128,11 @@ class Kube:
                 content_type="application/strategic-merge-patch+json",
             )  # fmt: skip
 
+    def event_capacity(self, capacity: int) -> None:
+        """How many events may wait to be sent (service.eventChannelCapacity); set before the first."""
+        if self._events.empty():
+            self._events = asyncio.Queue(capacity)
+
     async def record_event(self, obj: PodLike, reason: str, message: str, warning: bool = False) -> None:
         meta = obj.get("metadata") or {}
         namespace = meta.get("namespace") or self.namespace

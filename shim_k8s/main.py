@@ -18,14 +18,23 @@ from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube
-from shim_k8s.kube_http import DEFAULT_BURST, DEFAULT_IN_FLIGHT, DEFAULT_QPS, KubeHTTP, cluster_access
+from shim_k8s.kube_http import (
+    DEFAULT_BURST,
+    DEFAULT_IN_FLIGHT,
+    DEFAULT_QPS,
+    KubeHTTP,
+    RateLimiter,
+    cluster_access,
+)
 from shim_k8s.leader import LeaderElection, LeaderElector, LeadershipLost
+from shim_k8s.service_config import CONFIGMAP_NAMES
 from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
+DEFAULTS_NAME = CONFIGMAP_NAMES[0]
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
 Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("pending", uid, why)
@@ -57,6 +66,7 @@ async def run_shim(
     placeholder_image: str = DEFAULT_PLACEHOLDER_IMAGE,
     limits: ApiLimits = ApiLimits(),
     election: LeaderElection | None = None,
+    log_level: str = "info",
 ) -> None:
     """Run until `stop` is set. With `election`, only while this replica holds the Lease: it waits to
     lead first, and raises LeadershipLost (after stopping) when it cannot renew it."""
@@ -73,7 +83,9 @@ async def run_shim(
         leading.add_done_callback(lambda _: stop.set())  # lost: stop scheduling at once
     lost = False
     try:
-        await _run_leading(core_address, http, scheduler_name, namespace, rm_id, stop, tls, placeholder_image)
+        await _run_leading(
+            core_address, http, scheduler_name, namespace, rm_id, stop, tls, placeholder_image, log_level
+        )
     finally:
         if leading is not None:
             lost = leading.done()  # keep() returns only when the lease could not be renewed
@@ -94,6 +106,7 @@ async def _run_leading(
     stop: asyncio.Event,
     tls: ClientTLS | None,
     placeholder_image: str,
+    log_level: str,
 ) -> None:
     kube = Kube(http, namespace)
     # One queue wakes the loop: informer events, and a word that the core sent something.
@@ -107,6 +120,7 @@ async def _run_leading(
         wake=lambda: items.put_nowait(_CORE),
         placeholder_image=placeholder_image,
     )
+    shim.log_level = log_level  # what the ConfigMaps' log.level falls back to
     stopping = asyncio.create_task(_forward_stop(stop, items))
     pending: asyncio.Task[None] | None = None
     informers: list[Informer] = []
@@ -114,7 +128,8 @@ async def _run_leading(
         kinds = list(kube.paths)
         listed = await asyncio.gather(*(http.list(kube.paths[kind]) for kind in kinds))
         lists = dict(zip(kinds, listed, strict=True))
-        shim.load(lists["priorityclasses"][0], _configmap(lists["configmaps"][0]))
+        shim.load(lists["priorityclasses"][0], *_configmaps(lists["configmaps"][0]))
+        _apply_api_settings(shim, kube, http)
         for kind in VOLUME_KINDS:  # before the pods: whether a pod may be asked for depends on them
             for obj in lists[kind][0]:
                 shim.volumes.update(kind, "ADDED", obj)
@@ -228,12 +243,27 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
 
     def config() -> str:
         current = {i.kind: list(i.known.values()) for i in informers}
-        shim.load(current["priorityclasses"], _configmap(current["configmaps"]))
+        shim.load(current["priorityclasses"], *_configmaps(current["configmaps"]))
         return shim.config
 
     if await reconnect(client, config, resend, BACKOFF, stop) is not None:
         log.info("core back; state sent again", rmID=client.rm_id)
 
 
-def _configmap(configmaps: Sequence[Obj]) -> Obj | None:
-    return next((c for c in configmaps if c["metadata"]["name"] == CONFIGMAP_NAME), None)
+def _configmaps(configmaps: Sequence[Obj]) -> tuple[Obj | None, Obj | None]:
+    """yunikorn-configs and yunikorn-defaults, when they exist."""
+    by_name = {c["metadata"]["name"]: c for c in configmaps}
+    return by_name.get(CONFIGMAP_NAME), by_name.get(DEFAULTS_NAME)
+
+
+def _apply_api_settings(shim: K8sShim, kube: Kube, http: KubeHTTP) -> None:
+    """The ConfigMaps' kubernetes.qps/burst (over the flags) and service.eventChannelCapacity."""
+    service = shim.service
+    if service.kube_qps is not None or service.kube_burst is not None:
+        qps = service.kube_qps if service.kube_qps is not None else http.limiter.qps
+        burst = service.kube_burst if service.kube_burst is not None else http.limiter.burst
+        http.limiter = RateLimiter(qps, burst)
+        http.event_limiter = RateLimiter(qps, burst)
+        log.info("API rate limits from the ConfigMaps", qps=qps, burst=burst)
+    if service.event_channel_capacity is not None:
+        kube.event_capacity(service.event_channel_capacity)

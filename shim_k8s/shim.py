@@ -29,8 +29,9 @@ from typing import Any, Protocol
 
 import structlog
 
+from core.logging_setup import set_live_levels
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
-from shim_k8s import namespaces, task_groups, translate
+from shim_k8s import namespaces, service_config, task_groups, translate
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
@@ -38,7 +39,6 @@ from si.v1 import si_pb2
 log = structlog.get_logger("pykorn.k8s")
 
 CONFIGMAP_NAME = "yunikorn-configs"
-CONFIGMAP_KEY = "queues.yaml"
 ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
 Obj = Mapping[str, Any]
 # What the core decided, in arrival order: bind an allocation, evict a victim, report a rejection.
@@ -116,7 +116,11 @@ class K8sShim(ResponseHandler):
         # one of its own, not one of its namespace's.
         self.unique_app_ids = False
         self.state = _State()
-        self.config = ""
+        self.config = ""  # the queue configuration the core has
+        self.configmaps: dict[str, Obj | None] = {}  # yunikorn-defaults and yunikorn-configs, as last seen
+        self.service = service_config.ServiceConfig()  # the settings taken at start
+        self.log_level = "info"  # --log-level: the default when the ConfigMaps set none
+        self._config_warnings: list[str] = []
         self._wake = wake
         self._decisions: deque[Decision] = deque()
         self._running: dict[str, asyncio.Task[None]] = {}  # per pod: its latest decision being carried out
@@ -186,18 +190,45 @@ class K8sShim(ResponseHandler):
         pods: Iterable[Obj],
         priority_classes: Iterable[Obj] = (),
         configmap: Obj | None = None,
+        defaults: Obj | None = None,
     ) -> None:
         """Register and send everything that exists: nodes, then applications and bound pods as
         existing allocations, then pending pods as asks. The core rebuilds its state from this."""
-        self.load(priority_classes, configmap)
+        self.load(priority_classes, configmap, defaults)
         await self.client.register(config=self.config)
         await self.resend(nodes, pods)
 
-    def load(self, priority_classes: Iterable[Obj] = (), configmap: Obj | None = None) -> None:
-        """Take the priority classes and the queue configuration a (re-)registration goes with."""
+    def load(
+        self, priority_classes: Iterable[Obj] = (), configmap: Obj | None = None, defaults: Obj | None = None
+    ) -> None:
+        """Take the priority classes, and from the ConfigMaps (`yunikorn-configs`, over
+        `yunikorn-defaults`) the settings and the queue configuration a (re-)registration goes with."""
         for pc in priority_classes:
             self.priorities.upsert(pc)
-        self.config = _config_text(configmap)
+        self.configmaps = {service_config.CONFIGMAP_NAMES[0]: defaults, CONFIGMAP_NAME: configmap}
+        parsed = service_config.parse(service_config.merged(self.configmaps))
+        self.service = parsed.config
+        self.config = parsed.queues
+        if parsed.config.placeholder_image:
+            self.placeholder_image = parsed.config.placeholder_image
+        self.unique_app_ids = parsed.config.generate_unique_app_ids
+        self._apply_log_levels(parsed.config)
+        self._report(parsed.warnings)
+
+    def _apply_log_levels(self, config: service_config.ServiceConfig) -> None:
+        set_live_levels(service_config.default_level(config, self.log_level), config.log_levels)
+
+    def _report(self, warnings: list[str]) -> None:
+        """Warnings about the ConfigMaps' keys: logged, and as events on the ConfigMap, once each."""
+        new = [w for w in warnings if w not in self._config_warnings]
+        self._config_warnings = list(warnings)
+        shown = next((c for c in (self.configmaps.get(CONFIGMAP_NAME), *self.configmaps.values()) if c), None)
+        for warning in new:
+            log.warning("configuration key not used as written", detail=warning)
+            if shown is not None:
+                self._in_background(self.kube.record_event(
+                    {**shown, "kind": "ConfigMap"}, "ConfigKeyIgnored", warning, warning=True
+                ))  # fmt: skip
 
     async def resend(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
         """After registering: tell a core that knows nothing of this RM everything that exists."""
@@ -320,10 +351,28 @@ class K8sShim(ResponseHandler):
             await self._add_pod(pod)
 
     async def on_configmap(self, event: str, configmap: Obj) -> None:
-        if (configmap.get("metadata") or {}).get("name") != CONFIGMAP_NAME or event == "DELETED":
+        """A change to yunikorn-configs or yunikorn-defaults: log levels apply at once, the queue
+        configuration goes to the core (unless service.enableConfigHotRefresh is false), other settings
+        wait for a restart, as in YuniKorn, and the event says so."""
+        name = (configmap.get("metadata") or {}).get("name")
+        if name not in service_config.CONFIGMAP_NAMES:
             return
-        text = _config_text(configmap)
-        if text == self.config:
+        self.configmaps[name] = None if event == "DELETED" else configmap
+        parsed = service_config.parse(service_config.merged(self.configmaps))
+        self._apply_log_levels(parsed.config)
+        warnings = list(parsed.warnings)
+        changed = parsed.config.restart_needed(self.service)
+        if changed:
+            warnings.append(f"changed, applied at the next start: {', '.join(changed)}")
+        text = parsed.queues
+        if text != self.config and not self.service.enable_config_hot_refresh:
+            warnings.append("the queue configuration changed; service.enableConfigHotRefresh is false: "
+                            "applied at the next start")  # fmt: skip
+        elif text != self.config and not text.strip():
+            warnings.append(f"the ConfigMaps hold no {parsed.config.policy_group}.yaml; the current queue "
+                            "configuration stays")  # fmt: skip
+        self._report(warnings)
+        if text == self.config or not text.strip() or not self.service.enable_config_hot_refresh:
             return
         response = await self.client.update_configuration(text)
         if response.accepted:
@@ -402,6 +451,8 @@ class K8sShim(ResponseHandler):
     async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:
         """The task groups the application's first pod declares; a declaration that cannot be used
         is reported on the pod, and the application is then scheduled without a gang (as YuniKorn)."""
+        if self.service.disable_gang_scheduling:
+            return None  # service.disableGangScheduling: task groups are not looked at, as YuniKorn
         try:
             groups = task_groups.task_groups(pod)
         except task_groups.TaskGroupError as exc:
@@ -427,7 +478,13 @@ class K8sShim(ResponseHandler):
         queue = translate.queue_name(originator)
         placeholders = [
             task_groups.placeholder_pod(
-                originator, app_id, queue, group, self.placeholder_image, self.scheduler_name
+                originator,
+                app_id,
+                queue,
+                group,
+                self.placeholder_image,
+                self.scheduler_name,
+                self._placeholder_identity(),
             )
             for group in gang.groups.values()
             for _ in range(group.min_member)
@@ -436,10 +493,19 @@ class K8sShim(ResponseHandler):
         log.info("placeholders created", applicationID=app_id,
                  placeholders=sum(g.min_member for g in gang.groups.values()))  # fmt: skip
 
+    def _placeholder_identity(self) -> dict[str, int]:
+        service = self.service
+        chosen = {
+            "runAsUser": service.placeholder_run_as_user,
+            "runAsGroup": service.placeholder_run_as_group,
+            "fsGroup": service.placeholder_fs_group,
+        }
+        return {key: value for key, value in chosen.items() if value is not None}
+
     async def _task_group_of(self, pod: Obj, app_id: str) -> str:
         """The task group a pod names, when its application declares it; otherwise none, with an event."""
         name = task_groups.task_group_name(pod)
-        if not name:
+        if not name or self.service.disable_gang_scheduling:
             return ""
         gang = self.state.gangs.get(app_id)
         if gang is not None and name in gang.groups:
@@ -642,7 +708,3 @@ def _node_of(pod: Obj) -> str:
 
 def _finished(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def _config_text(configmap: Obj | None) -> str:
-    return ((configmap or {}).get("data") or {}).get(CONFIGMAP_KEY, "") if configmap else ""

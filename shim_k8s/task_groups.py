@@ -180,9 +180,16 @@ def gang_size(groups: list[TaskGroup]) -> dict[str, int]:
 
 
 def placeholder_pod(
-    originator: Pod, app_id: str, queue: str, group: TaskGroup, image: str, scheduler_name: str
+    originator: Pod,
+    app_id: str,
+    queue: str,
+    group: TaskGroup,
+    image: str,
+    scheduler_name: str,
+    identity: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """A placeholder pod for one member of `group`, in the originator's namespace and owned by it."""
+    """A placeholder pod for one member of `group`, in the originator's namespace and owned by it;
+    `identity`: runAsUser, runAsGroup and fsGroup for its security context (service.placeholder*)."""
     meta, spec = originator.get("metadata") or {}, originator.get("spec") or {}
     annotations = {**group.annotations, PLACEHOLDER: "true", TASK_GROUP_NAME: group.name}
     for key in (TASK_GROUPS, SCHEDULING_POLICY):  # copied, so a restart can rebuild the gang from them
@@ -200,7 +207,9 @@ def placeholder_pod(
         "schedulerName": scheduler_name,
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
-        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": {
+            "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}, **(identity or {})
+        },
         "containers": [{
             "name": "pause", "image": image, "imagePullPolicy": "IfNotPresent",
             "resources": {"requests": requests, "limits": requests},

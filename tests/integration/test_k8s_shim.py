@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
 
+from core.logging_setup import LIVE, set_live_levels
 from shim_k8s.shim import BindError, K8sShim
+from shim_k8s.task_groups import TASK_GROUP_NAME, TASK_GROUPS
 from tests.recording_client import RecordingClient, recorded
 
 GI = 2**30
@@ -380,3 +384,80 @@ async def test_a_finished_pod_frees_its_room_and_a_grown_node_takes_more(
     for name in ("d", "e"):
         await shim.on_pod("ADDED", pod(name, memory="1Gi"))
     await settle(shim, lambda: {("d", "n1"), ("e", "n1")} <= set(kube.bindings), "d and e bound")
+
+
+def _settings(**data: str) -> dict[str, Any]:
+    return {"metadata": {"name": "yunikorn-configs", "namespace": "yunikorn"}, "data": data}
+
+
+async def test_the_queues_may_come_from_yunikorn_defaults_and_hot_refresh_may_be_off(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    kube, shim = kube_and_shim
+    defaults = {"metadata": {"name": "yunikorn-defaults", "namespace": "yunikorn"},
+                "data": {"queues.yaml": QUEUES % {"max": "1Gi"}}}  # fmt: skip
+    settings = _settings(**{"service.enableConfigHotRefresh": "false", "service.schedulingInterval": "1s"})
+    await shim.sync([node("n1", memory="8Gi")], [], configmap=settings, defaults=defaults)
+    await shim.on_pod("ADDED", _in_queue(pod("q1"), "root.capped"))
+    await shim.on_pod("ADDED", _in_queue(pod("q2"), "root.capped"))
+    await settle(shim, lambda: kube.bindings, "a pod to be bound")
+    assert [p for p, _ in kube.bindings] == ["q1"]  # root.capped from yunikorn-defaults: max 1Gi
+    # A bigger max in yunikorn-configs is not applied while running: hot refresh is off.
+    bigger = {**settings["data"], "queues.yaml": QUEUES % {"max": "4Gi"}}
+    await shim.on_configmap("MODIFIED", {**settings, "data": bigger})
+    await settle(shim)
+    assert [p for p, _ in kube.bindings] == ["q1"]
+    reasons = [(r, m) for _, r, m in kube.events if r == "ConfigKeyIgnored"]
+    assert any("service.schedulingInterval: not used" in m for _, m in reasons)
+    assert any("enableConfigHotRefresh is false" in m for _, m in reasons)
+
+
+def _gang_driver(app_id: str) -> dict[str, Any]:
+    groups = [{"name": "workers", "minMember": 2, "minResource": {"cpu": "100m", "memory": "1Gi"}}]
+    driver = pod("driver")
+    driver["metadata"]["labels"] = {"applicationId": app_id}
+    driver["metadata"]["annotations"] = {TASK_GROUPS: json.dumps(groups), TASK_GROUP_NAME: "workers"}
+    return driver
+
+
+async def test_placeholder_image_and_identity_from_the_configmap(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    kube, shim = kube_and_shim
+    settings = _settings(**{"service.placeholderImage": "registry.local/pause:9",
+                            "service.placeholderRunAsUser": "1000", "service.placeholderFsGroup": "2000",
+                            "queues.yaml": QUEUES % {"max": "8Gi"}})  # fmt: skip
+    await shim.sync([node("n1", memory="8Gi")], [], configmap=settings)
+    await shim.on_pod("ADDED", _gang_driver("job-1"))
+    await settle(shim, lambda: len(kube.created) == 2, "the placeholders made")
+    for placeholder in kube.created:
+        assert placeholder["spec"]["containers"][0]["image"] == "registry.local/pause:9"
+        context = placeholder["spec"]["securityContext"]
+        assert (context["runAsUser"], context["fsGroup"], context["runAsNonRoot"]) == (1000, 2000, True)
+        assert "runAsGroup" not in context
+
+
+async def test_with_gang_scheduling_off_a_gang_is_scheduled_pod_by_pod(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    kube, shim = kube_and_shim
+    off = _settings(**{"service.disableGangScheduling": "true", "queues.yaml": QUEUES % {"max": "8Gi"}})
+    await shim.sync([node("n1", memory="8Gi")], [], configmap=off)
+    await shim.on_pod("ADDED", _gang_driver("job-2"))
+    await settle(shim, lambda: kube.bindings, "the driver bound")
+    assert kube.created == [] and kube.bindings == [("driver", "n1")]
+
+
+async def test_log_levels_from_the_configmap_apply_at_once(kube_and_shim: tuple[MemoryKube, K8sShim]) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1")], [], configmap=_settings(**{"queues.yaml": QUEUES % {"max": "8Gi"}}))
+    try:
+        assert LIVE.threshold("pykorn.k8s.informer") == logging.INFO
+        await shim.on_configmap("MODIFIED", _settings(**{
+            "queues.yaml": QUEUES % {"max": "8Gi"}, "log.level": "error", "log.k8s.informer.level": "debug",
+        }))  # fmt: skip
+        assert LIVE.threshold("pykorn.k8s.informer") == logging.DEBUG
+        assert LIVE.threshold("pykorn.k8s") == logging.ERROR
+        assert not [m for _, r, m in kube.events if r == "ConfigKeyIgnored"]  # nothing needs a restart
+    finally:
+        set_live_levels(logging.INFO, {})

@@ -1,0 +1,176 @@
+"""The shim's settings from the `yunikorn-defaults` and `yunikorn-configs` ConfigMaps, as YuniKorn's.
+
+The two are merged key by key, `yunikorn-configs` over `yunikorn-defaults`. The queue configuration
+is the key `<service.policyGroup>.yaml` (`queues.yaml` by default). What each other key does here:
+
+- applied: `service.policyGroup`, `service.placeholderImage`, `service.placeholderRunAsUser`,
+  `service.placeholderRunAsGroup`, `service.placeholderFsGroup`, `service.disableGangScheduling`,
+  `service.enableConfigHotRefresh`, `service.eventChannelCapacity` (the queue of events waiting to go
+  to the API), `kubernetes.qps` and `kubernetes.burst` (over the `--kube-qps`/`--kube-burst` flags),
+  `admissionController.filtering.generateUniqueAppId`; `log.level` and `log.<subsystem>.level`
+  (subsystems are pykorn's logger names without `pykorn.`: `k8s`, `k8s.informer`, `k8s.http`,
+  `k8s.leader`, `rmclient`) change at once;
+- not used, with a warning saying why: `service.clusterId`, `service.schedulingInterval`,
+  `service.volumeBindTimeout`, `service.dispatchTimeout`, `service.operatorPlugins`,
+  `service.instanceTypeNodeLabelKey`;
+- every other `admissionController.*` key is the admission controller's (`pykorn admission`);
+- anything else is warned about as unknown.
+
+As in YuniKorn, only the log levels and the queue configuration change while running; a change of
+another key is reported and takes effect at the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from core.logging_setup import level_number
+
+CONFIGMAP_NAMES = ("yunikorn-defaults", "yunikorn-configs")  # merged in this order
+LOG_PREFIX = "pykorn."
+KNOWN_SUBSYSTEMS = ("k8s", "k8s.informer", "k8s.http", "k8s.leader", "rmclient")
+
+NOT_USED = {
+    "service.clusterId": "the resource manager ID is set with --rm-id",
+    "service.schedulingInterval": "pykorn's core schedules as asks or room change, not on an interval",
+    "service.volumeBindTimeout": "pykorn does not bind volumes; a pod whose claim waits for its first "
+    "consumer waits with a reason",
+    "service.dispatchTimeout": "the shim has no dispatcher queue: each decision is carried out as it arrives",
+    "service.operatorPlugins": "operator plugins (Spark, ...) are not supported; applications come from pod "
+    "labels",
+    "service.instanceTypeNodeLabelKey": "every node label is sent to the core already",
+    "service.nodeInstanceTypeNodeLabelKey": "every node label is sent to the core already",
+}
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    policy_group: str = "queues"
+    placeholder_image: str | None = None  # None: --placeholder-image
+    placeholder_run_as_user: int | None = None
+    placeholder_run_as_group: int | None = None
+    placeholder_fs_group: int | None = None
+    disable_gang_scheduling: bool = False
+    enable_config_hot_refresh: bool = True
+    event_channel_capacity: int | None = None
+    kube_qps: float | None = None  # None: --kube-qps
+    kube_burst: int | None = None
+    generate_unique_app_ids: bool = False
+    log_level: int | None = None  # None: --log-level
+    log_levels: dict[str, int] = field(default_factory=dict)  # by logger name
+
+    def restart_needed(self, other: ServiceConfig) -> list[str]:
+        """The settings that differ from `other` and do not change while running."""
+        live = {"log_level", "log_levels"}
+        return [
+            f.name
+            for f in fields(self)
+            if f.name not in live and getattr(self, f.name) != getattr(other, f.name)
+        ]
+
+
+@dataclass
+class Parsed:
+    config: ServiceConfig
+    queues: str  # the queue configuration text ("" when the ConfigMaps hold none)
+    warnings: list[str] = field(default_factory=list)
+
+
+def merged(configmaps: Mapping[str, Mapping[str, Any] | None]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in CONFIGMAP_NAMES:
+        out.update(((configmaps.get(name) or {}).get("data")) or {})
+    return out
+
+
+def parse(data: Mapping[str, str]) -> Parsed:
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    group = (data.get("service.policyGroup") or "").strip() or "queues"
+    values["policy_group"] = group
+    levels: dict[str, int] = {}
+    for key, raw in data.items():
+        value = raw.strip()
+        if key == f"{group}.yaml" or key == "service.policyGroup" or key.startswith("admissionController."):
+            if key == "admissionController.filtering.generateUniqueAppId":
+                _bool(key, value, "generate_unique_app_ids", values, warnings)
+            continue
+        if key in NOT_USED:
+            warnings.append(f"{key}: not used: {NOT_USED[key]}")
+        elif key in _TEXT:
+            values[_TEXT[key]] = value
+        elif key in _INTS:
+            _int(key, value, _INTS[key], values, warnings)
+        elif key in _BOOLS:
+            _bool(key, value, _BOOLS[key], values, warnings)
+        elif key == "kubernetes.qps":
+            _number(key, value, "kube_qps", float, values, warnings)
+        elif key == "kubernetes.burst":
+            _number(key, value, "kube_burst", int, values, warnings)
+        elif key == "log.level":
+            _level(key, value, warnings, lambda n: values.__setitem__("log_level", n))
+        elif key.startswith("log.") and key.endswith(".level"):
+            subsystem = key.removeprefix("log.").removesuffix(".level")
+            if subsystem not in KNOWN_SUBSYSTEMS:
+                warnings.append(
+                    f"{key}: pykorn has no subsystem {subsystem!r} (it has {', '.join(KNOWN_SUBSYSTEMS)})"
+                )
+            _level(key, value, warnings, lambda n, s=subsystem: levels.__setitem__(LOG_PREFIX + s, n))
+        elif key.endswith(".yaml"):
+            warnings.append(f"{key}: not the queue configuration ({group}.yaml, from service.policyGroup)")
+        else:
+            warnings.append(f"{key}: not a key pykorn knows; ignored")
+    values["log_levels"] = levels
+    return Parsed(ServiceConfig(**values), data.get(f"{group}.yaml", ""), warnings)
+
+
+_TEXT = {"service.placeholderImage": "placeholder_image"}
+_INTS = {
+    "service.placeholderRunAsUser": "placeholder_run_as_user",
+    "service.placeholderRunAsGroup": "placeholder_run_as_group",
+    "service.placeholderFsGroup": "placeholder_fs_group",
+    "service.eventChannelCapacity": "event_channel_capacity",
+}
+_BOOLS = {
+    "service.disableGangScheduling": "disable_gang_scheduling",
+    "service.enableConfigHotRefresh": "enable_config_hot_refresh",
+}
+
+
+def _bool(key: str, value: str, name: str, values: dict[str, Any], warnings: list[str]) -> None:
+    if value.lower() in ("true", "false"):
+        values[name] = value.lower() == "true"
+    else:
+        warnings.append(f"{key}: {value!r} is not true or false; the default is kept")
+
+
+def _int(key: str, value: str, name: str, values: dict[str, Any], warnings: list[str]) -> None:
+    _number(key, value, name, int, values, warnings)
+
+
+def _number(key: str, value: str, name: str, kind: type, values: dict[str, Any], warnings: list[str]) -> None:
+    try:
+        number = kind(value)
+    except ValueError:
+        warnings.append(f"{key}: {value!r} is not a number; the default is kept")
+        return
+    if number < 0 or (kind is not int and number == 0) or (name.startswith("event") and number == 0):
+        warnings.append(f"{key}: {value!r} is out of range; the default is kept")
+        return
+    values[name] = number
+
+
+def _level(key: str, value: str, warnings: list[str], store: Any) -> None:
+    number = level_number(value)
+    if number is None:
+        choices = "debug, info, warn, error"
+        warnings.append(f"{key}: {value!r} is not a log level ({choices}); the previous level is kept")
+        return
+    store(number)
+
+
+def default_level(config: ServiceConfig, flag_level: str) -> int:
+    return config.log_level if config.log_level is not None else level_number(flag_level) or logging.INFO

@@ -1,0 +1,81 @@
+"""The shim's settings from yunikorn-defaults and yunikorn-configs: merged as YuniKorn merges them,
+each key applied, or named in a warning saying why not."""
+
+from __future__ import annotations
+
+import logging
+
+from core.logging_setup import LiveLevels
+from shim_k8s import service_config as sc
+
+
+def _parse(**data: str) -> sc.Parsed:
+    return sc.parse({k.replace("__", "."): v for k, v in data.items()})
+
+
+def test_configs_override_defaults_key_by_key() -> None:
+    data = sc.merged({
+        "yunikorn-defaults": {"data": {"queues.yaml": "from defaults", "log.level": "debug"}},
+        "yunikorn-configs": {"data": {"log.level": "error"}},
+    })  # fmt: skip
+    parsed = sc.parse(data)
+    assert parsed.queues == "from defaults" and parsed.config.log_level == logging.ERROR
+
+
+def test_applied_keys() -> None:
+    parsed = sc.parse({
+        "service.policyGroup": "batch", "batch.yaml": "the queues", "queues.yaml": "not these",
+        "service.placeholderImage": "registry.local/pause:3.9", "service.placeholderRunAsUser": "1000",
+        "service.placeholderRunAsGroup": "3000", "service.placeholderFsGroup": "2000",
+        "service.disableGangScheduling": "true", "service.enableConfigHotRefresh": "false",
+        "service.eventChannelCapacity": "500", "kubernetes.qps": "200", "kubernetes.burst": "400",
+        "admissionController.filtering.generateUniqueAppId": "true",
+        "admissionController.filtering.bypassNamespaces": "^kube-", "log.k8s.informer.level": "warn",
+    })  # fmt: skip
+    c = parsed.config
+    assert parsed.queues == "the queues" and c.policy_group == "batch"
+    assert c.placeholder_image == "registry.local/pause:3.9"
+    ids = (c.placeholder_run_as_user, c.placeholder_run_as_group, c.placeholder_fs_group)
+    assert ids == (1000, 3000, 2000)
+    assert c.disable_gang_scheduling and not c.enable_config_hot_refresh and c.generate_unique_app_ids
+    assert (c.event_channel_capacity, c.kube_qps, c.kube_burst) == (500, 200.0, 400)
+    assert c.log_levels == {"pykorn.k8s.informer": logging.WARNING}
+    # queues.yaml is not the queue configuration when the policy group is another.
+    assert parsed.warnings == [
+        "queues.yaml: not the queue configuration (batch.yaml, from service.policyGroup)"
+    ]
+
+
+def test_keys_that_do_not_apply_are_named_with_the_reason() -> None:
+    parsed = sc.parse({
+        "service.schedulingInterval": "1s", "service.volumeBindTimeout": "10m", "service.clusterId": "x",
+        "service.dispatchTimeout": "300s", "service.sillyKey": "1", "log.level": "loud",
+        "log.shim.cache.level": "debug", "service.eventChannelCapacity": "-5", "kubernetes.qps": "fast",
+    })  # fmt: skip
+    by_key = {w.split(":")[0]: w for w in parsed.warnings}
+    assert set(by_key) == {
+        "service.schedulingInterval", "service.volumeBindTimeout", "service.clusterId",
+        "service.dispatchTimeout", "service.sillyKey", "log.level", "log.shim.cache.level",
+        "service.eventChannelCapacity", "kubernetes.qps",
+    }  # fmt: skip
+    assert "not used" in by_key["service.schedulingInterval"]
+    assert "no subsystem 'shim.cache'" in by_key["log.shim.cache.level"]
+    assert parsed.config == sc.ServiceConfig(log_levels={"pykorn.shim.cache": logging.DEBUG})
+
+
+def test_what_needs_a_restart() -> None:
+    before = _parse(service__placeholderImage="a", log__level="info").config
+    after = _parse(service__placeholderImage="b", log__level="debug").config
+    assert after.restart_needed(before) == ["placeholder_image"]  # the log level applies at once
+
+
+def test_live_levels_follow_the_longest_prefix() -> None:
+    levels = LiveLevels(logging.INFO)
+    levels.set(logging.WARNING, {"pykorn.k8s": logging.DEBUG, "pykorn.k8s.informer": logging.ERROR})
+    assert levels.threshold("pykorn.k8s") == logging.DEBUG
+    assert levels.threshold("pykorn.k8s.http") == logging.DEBUG
+    assert levels.threshold("pykorn.k8s.informer") == logging.ERROR
+    assert (
+        levels.threshold("pykorn.k8sx") == logging.WARNING
+        and levels.threshold("pykorn.rmclient") == logging.WARNING
+    )
