@@ -271,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     k8s.add_argument("--kube-in-flight", type=int, default=64,
                      help="requests to the API server in flight at once (default 64)")  # fmt: skip
+    k8s.add_argument("--reconcile-period", type=_duration, default=60.0,
+                     help="how often the core's view is checked against the API's (60s)")  # fmt: skip
+    k8s.add_argument("--metrics-listen", default="",
+                     help="HOST:PORT for the Prometheus metrics (/metrics); off by default")  # fmt: skip
     _add_leader_election_flags(k8s)
     _add_client_tls_flags(k8s)
     _add_logging_flags(k8s)
@@ -352,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                         limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight),
                         election=election,
                         log_level=args.log_level,
+                        reconcile_period=args.reconcile_period,
+                        metrics_listen=args.metrics_listen,
                     )
                 )
             except LeadershipLost as exc:  # as kube-scheduler: exit, and be restarted as a standby

@@ -16,12 +16,15 @@ import structlog
 from rmclient.client import SEND_ERRORS, SchedulerClient
 from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
+from shim_k8s import metrics
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube
 from shim_k8s.kube_http import (
     DEFAULT_BURST,
     DEFAULT_IN_FLIGHT,
     DEFAULT_QPS,
+    TRANSPORT_ERRORS,
+    ApiError,
     KubeHTTP,
     RateLimiter,
     cluster_access,
@@ -40,6 +43,8 @@ BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that 
 Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("pending", uid, why)
 _CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
 _STOP: Item = ("stop", "", {})
+_LIST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSPORT_ERRORS)
+RECONCILE_PERIOD = 60.0  # seconds between comparisons of the core's view with the API's
 BATCH_ITEMS = 2_000  # informer events handled before the asks they made are sent and decisions started
 STOP_GRACE = 5.0  # seconds the decisions under way may take to finish when the shim stops
 
@@ -52,6 +57,18 @@ class ApiLimits:
     qps: float = DEFAULT_QPS
     burst: int = DEFAULT_BURST
     in_flight: int = DEFAULT_IN_FLIGHT
+
+
+@dataclass(frozen=True)
+class _Options:
+    scheduler_name: str
+    namespace: str
+    rm_id: str
+    tls: ClientTLS | None
+    placeholder_image: str
+    log_level: str
+    reconcile_period: float
+    metrics_listen: str
 
 
 async def run_shim(
@@ -67,10 +84,16 @@ async def run_shim(
     limits: ApiLimits = ApiLimits(),
     election: LeaderElection | None = None,
     log_level: str = "info",
+    reconcile_period: float = RECONCILE_PERIOD,
+    metrics_listen: str = "",
 ) -> None:
     """Run until `stop` is set. With `election`, only while this replica holds the Lease: it waits to
-    lead first, and raises LeadershipLost (after stopping) when it cannot renew it."""
+    lead first, and raises LeadershipLost (after stopping) when it cannot renew it. Every
+    `reconcile_period` seconds the core's view is compared with the API's and repaired (0: never);
+    `metrics_listen` (HOST:PORT) serves the shim's metrics."""
     stop = stop or asyncio.Event()
+    options = _Options(scheduler_name, namespace, rm_id, tls, placeholder_image, log_level,
+                       reconcile_period, metrics_listen)  # fmt: skip
     http = KubeHTTP(cluster_access(kubeconfig, host), limits.qps, limits.burst, limits.in_flight)
     elector: LeaderElector | None = None
     leading: asyncio.Task[None] | None = None
@@ -83,9 +106,7 @@ async def run_shim(
         leading.add_done_callback(lambda _: stop.set())  # lost: stop scheduling at once
     lost = False
     try:
-        await _run_leading(
-            core_address, http, scheduler_name, namespace, rm_id, stop, tls, placeholder_image, log_level
-        )
+        await _run_leading(core_address, http, stop, options)
     finally:
         if leading is not None:
             lost = leading.done()  # keep() returns only when the lease could not be renewed
@@ -97,34 +118,28 @@ async def run_shim(
         raise LeadershipLost("the lease was not renewed within the renew deadline; stopped scheduling")
 
 
-async def _run_leading(
-    core_address: str,
-    http: KubeHTTP,
-    scheduler_name: str,
-    namespace: str,
-    rm_id: str,
-    stop: asyncio.Event,
-    tls: ClientTLS | None,
-    placeholder_image: str,
-    log_level: str,
-) -> None:
-    kube = Kube(http, namespace)
+async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, options: _Options) -> None:
+    kube = Kube(http, options.namespace)
     # One queue wakes the loop: informer events, and a word that the core sent something.
     items: asyncio.Queue[Item] = asyncio.Queue()
-    client = SchedulerClient(core_address, rm_id, tls=tls)
+    client = SchedulerClient(core_address, options.rm_id, tls=options.tls)
     await client.connect()
     shim = K8sShim(
         client,
         kube,
-        scheduler_name,
+        options.scheduler_name,
         wake=lambda: items.put_nowait(_CORE),
-        placeholder_image=placeholder_image,
+        placeholder_image=options.placeholder_image,
     )
-    shim.log_level = log_level  # what the ConfigMaps' log.level falls back to
+    shim.log_level = options.log_level  # what the ConfigMaps' log.level falls back to
     stopping = asyncio.create_task(_forward_stop(stop, items))
-    pending: asyncio.Task[None] | None = None
+    background: list[asyncio.Task[None]] = []
     informers: list[Informer] = []
+    metrics_runner = None
     try:
+        if options.metrics_listen:
+            sources = metrics.Sources(shim, kube, http, lambda: informers)
+            metrics_runner = await metrics.serve(options.metrics_listen, sources)
         kinds = list(kube.paths)
         listed = await asyncio.gather(*(http.list(kube.paths[kind]) for kind in kinds))
         lists = dict(zip(kinds, listed, strict=True))
@@ -138,26 +153,49 @@ async def _run_leading(
         await client.register(config=shim.config)
         # Followed from before anything is sent, so no pending reason of ours comes before it.
         first = await client.stream_events(types=[si_pb2.EventRecord.REQUEST])
-        pending = asyncio.create_task(_follow_pending(client, first, items, stop))
+        background.append(asyncio.create_task(_follow_pending(client, first, items, stop)))
         await shim.resend(lists["nodes"][0], lists["pods"][0])
-        log.info("synced with the core", rmID=rm_id, nodes=len(lists["nodes"][0]), pods=len(lists["pods"][0]))
-        informers = [
+        log.info("synced with the core", rmID=options.rm_id, nodes=len(lists["nodes"][0]),
+                 pods=len(lists["pods"][0]))  # fmt: skip
+        informers.extend(
             Informer(kind, path, http, lambda k, e, o: items.put_nowait((k, e, o)))
             for kind, path in kube.paths.items()
-        ]
+        )
         for informer in informers:
             informer.start(*lists[informer.kind])
+        if options.reconcile_period > 0:
+            lister = _list_for_reconciliation(http, kube.paths["pods"], items, options.reconcile_period, stop)
+            background.append(asyncio.create_task(lister))
         await _follow(shim, informers, items, stop)
     finally:
         for informer in informers:
             informer.stop()
         stopping.cancel()
-        if pending is not None:
-            pending.cancel()
+        for task in background:
+            task.cancel()
         with contextlib.suppress(TimeoutError, *SEND_ERRORS):
             await asyncio.wait_for(shim.carry_out(), STOP_GRACE)  # bindings under way finish
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         await kube.close()
         await client.close()
+
+
+async def _list_for_reconciliation(
+    http: KubeHTTP, path: str, items: asyncio.Queue[Item], period: float, stop: asyncio.Event
+) -> None:
+    """Every `period`, the pods as the API lists them now (not the informer's cache, which is what
+    is being checked), into the main loop, which compares them with what the core holds."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), period)
+            return
+        try:
+            pods, _ = await http.list(path)
+        except _LIST_ERRORS as exc:
+            log.warning("reconciliation: listing pods failed; next round", error=repr(exc))
+            continue
+        items.put_nowait(("reconcile", "", {"pods": pods}))
 
 
 PENDING_PREFIX = "is pending: "
@@ -222,6 +260,8 @@ async def _follow(
                         await handlers[kind](event, obj)
                     elif kind == "pending":
                         await shim.on_pending(event, obj["reason"])
+                    elif kind == "reconcile":
+                        await shim.reconcile(obj["pods"])
             await shim.process_core()
         except SEND_ERRORS as exc:
             # The core went away mid-request; the event is not lost: the re-sync sends the

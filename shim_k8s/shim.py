@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -82,6 +82,11 @@ class _State:
     waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
     unschedulable: dict[str, str] = field(default_factory=dict)  # pod UID -> the reason last patched
+    # What the core holds for us, as it told us (its allocations less its and our releases), or as we
+    # told it (bound pods sent on a re-sync): pod UID -> (application ID, node). Reconciliation
+    # compares it with the API's pods.
+    placed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    given_up: set[str] = field(default_factory=set)  # pods the core gave up on (a failed gang's)
 
 
 @dataclass
@@ -129,9 +134,15 @@ class K8sShim(ResponseHandler):
         self._batching = 0
         self._apps_answered: set[str] = set()
         self._nodes_answered = 0
+        self.repairs: Counter[str] = Counter()  # reconciliation repairs, by kind (a metric)
+        self._suspects: dict[str, str] = {}  # mismatches seen once: repaired when seen again
 
     # What the core sends (called by the client as each response arrives) -----------------------
     def on_allocations(self, response: si_pb2.AllocationResponse) -> None:
+        for alloc in response.new:
+            self.state.placed[alloc.allocationKey] = (alloc.applicationID, alloc.nodeID)
+        for release in response.released:
+            self.state.placed.pop(release.allocationKey, None)
         self._decisions.extend(response.new)
         self._decisions.extend(r for r in response.released if r.terminationType in _CORE_RELEASES)
         self._decisions.extend(response.rejectedAllocations)
@@ -294,6 +305,7 @@ class K8sShim(ResponseHandler):
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
             if uid in self.state.asked:
                 self.state.asked.discard(uid)
+                self.state.placed.pop(uid, None)
                 await self.flush()
                 await self.client.release(self.app_id(pod), uid, message="bound by another scheduler")
             await self._add_foreign(pod)
@@ -421,6 +433,7 @@ class K8sShim(ResponseHandler):
         group = await self._task_group_of(pod, app_id)
         if _node_of(pod):
             self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
+            self.state.placed[uid] = (app_id, _node_of(pod))
             alloc = translate.bound_pod_allocation(
                 pod, priority, ours=True, task_group=group, namespace_labels=self._namespace_labels(pod),
                 app_id=app_id,
@@ -567,7 +580,74 @@ class K8sShim(ResponseHandler):
         elif uid in self.state.asked or uid in self.state.bound_by_us:
             self.state.asked.discard(uid)
             self.state.bound_by_us.discard(uid)
+            self.state.placed.pop(uid, None)
             await self.client.release(self.app_id(pod), uid)
+        self.state.given_up.discard(uid)
+
+    # Reconciliation ---------------------------------------------------------------------------
+    async def reconcile(self, api_pods: Iterable[Obj]) -> int:
+        """Compare what the core holds for us with the pods the API lists, and repair what differs:
+        allocated but gone from the API (released), allocated but not bound (released and asked
+        again), bound by us but unknown to the core (sent as an existing allocation), ours, pending and
+        never asked (asked). A mismatch is repaired only when two rounds in a row see it, so work that
+        is under way (a binding whose echo has not arrived) is not mistaken for one. Each repair is
+        counted (`repairs`), logged and reported on the pod. Returns how many were made."""
+        if self._decisions:
+            return 0  # decisions not started yet would look like mismatches: next round
+        listed = {_key(p): p for p in api_pods}
+        suspects = self._mismatches(listed)
+        confirmed = {uid: kind for uid, kind in suspects.items() if self._suspects.get(uid) == kind}
+        self._suspects = {uid: kind for uid, kind in suspects.items() if uid not in confirmed}
+        for uid, kind in confirmed.items():
+            await self._repair(uid, kind, listed.get(uid))
+        return len(confirmed)
+
+    def _mismatches(self, listed: Mapping[str, Obj]) -> dict[str, str]:
+        state, out = self.state, {}
+        for uid in state.placed:
+            pod = listed.get(uid)
+            if uid in self._running or (pod is not None and _terminating(pod)):
+                continue
+            if pod is None:
+                out[uid] = "allocated-gone"
+            elif not _node_of(pod):
+                out[uid] = "allocated-not-bound"
+        for uid, pod in listed.items():
+            if uid in state.placed or uid in self._running or uid in state.foreign or uid in state.given_up:
+                continue
+            if (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name or _finished(pod):
+                continue
+            if _terminating(pod) or uid in state.waiting_for_class or uid in state.waiting_for_volumes:
+                continue
+            if _node_of(pod):
+                out[uid] = "bound-unknown"
+            elif uid not in state.asked:
+                out[uid] = "not-asked"
+        return out
+
+    async def _repair(self, uid: str, kind: str, pod: Obj | None) -> None:
+        state = self.state
+        self.repairs[kind] += 1
+        app_id, node = state.placed.pop(uid, ("", ""))
+        log.warning("reconciliation repaired a mismatch", kind=kind, allocationKey=uid, applicationID=app_id)
+        if kind in ("allocated-gone", "allocated-not-bound"):
+            state.asked.discard(uid)
+            state.bound_by_us.discard(uid)
+            await self.flush()
+            why = "gone from the API" if pod is None else f"not bound to {node} in the API"
+            await self.client.release(app_id, uid, message=f"reconciled: {why}")
+        if pod is None:
+            state.pods.pop(uid, None)
+            return
+        state.pods[uid] = pod
+        await self._add_pod(pod)  # bound: sent as an existing allocation (as on a re-sync); else asked
+        await self.flush()
+        messages = {
+            "allocated-not-bound": f"the core had placed it on {node} but it is not bound: asked again",
+            "bound-unknown": f"bound to {_node_of(pod)} but unknown to the core: told the core",
+            "not-asked": "pending and never asked for: asked now",
+        }
+        self._in_background(self.kube.record_event(pod, "Reconciled", messages[kind], warning=True))
 
     # The core's answers -----------------------------------------------------------------------
     @property
@@ -648,7 +728,8 @@ class K8sShim(ResponseHandler):
         except BindError as exc:
             # The core must not count a pod that never got there.
             self.state.bound_by_us.discard(uid)
-            self.state.asked.discard(uid)
+            self.state.asked.discard(uid)  # asked again by the reconciliation, once the API may take it
+            self.state.placed.pop(uid, None)
             reason = f"binding to {alloc.nodeID} failed: {exc}"
             await self.flush()
             await self.client.release(alloc.applicationID, uid, message=reason)
@@ -684,6 +765,7 @@ class K8sShim(ResponseHandler):
             return
         # A Hard gang failed: the core dropped this pod's ask; say so on the pod.
         self.state.asked.discard(uid)
+        self.state.given_up.add(uid)
         await self.kube.record_event(pod, "GangSchedulingFailed", release.message, warning=True)
 
     def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
@@ -704,6 +786,10 @@ _APPS_FORGOTTEN = frozenset({"Completed", "Expired"})
 
 def _node_of(pod: Obj) -> str:
     return (pod.get("spec") or {}).get("nodeName") or ""
+
+
+def _terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def _finished(pod: Obj) -> bool:

@@ -60,6 +60,10 @@ class FakeKubeAPI:
         self.runner: web.AppRunner | None = None
         self.port = 0
         self._closing = False  # set by stop(): open watches end, new ones end at once
+        # Faults to inject: bindings answered 201 but not made (once each), bindings that fail with a
+        # 500 (the count left, by pod name).
+        self.swallow_bindings: set[str] = set()
+        self.fail_bindings: dict[str, int] = {}
 
     # Test-side changes ------------------------------------------------------------------------
     async def put(self, kind: str, obj: Obj) -> None:
@@ -80,6 +84,12 @@ class FakeKubeAPI:
         if self.objects[kind].pop(self._key(obj), None) is not None:
             self.by_name[kind].pop(obj["metadata"]["name"], None)
             self._record(kind, "DELETED", obj, store=False)
+
+    def forget(self, kind: str, name: str) -> None:
+        """Remove an object without a watch event (a fault: only a fresh list shows it is gone)."""
+        key = self.by_name[kind].pop(name, None)
+        if key is not None:
+            self.objects[kind].pop(key, None)
 
     def expire_watches(self) -> None:
         self.expired_before = self.rv + 1
@@ -195,8 +205,15 @@ class FakeKubeAPI:
 
     async def _bind(self, request: web.Request) -> web.Response:
         body = await request.json()
+        name = request.match_info["name"]
+        if self.fail_bindings.get(name, 0) > 0:
+            self.fail_bindings[name] -= 1
+            return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
+        if name in self.swallow_bindings:
+            self.swallow_bindings.discard(name)
+            return web.json_response({"kind": "Status", "status": "Success"}, status=201)
         async with self.changed:
-            pod = self.get("pods", request.match_info["name"])
+            pod = self.get("pods", name)
             if pod is None:
                 return web.json_response({"kind": "Status", "code": 404, "message": "not found"}, status=404)
             if pod["spec"].get("nodeName"):

@@ -1,0 +1,62 @@
+"""The shim's own metrics, in Prometheus' text format (`pykorn k8s --metrics-listen HOST:PORT`,
+path /metrics): reconciliation repairs by kind, requests to the API, events dropped, informer re-lists,
+decisions under way. The core's scheduling metrics are the core's (its /ws/v1/metrics)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from shim_k8s.informer import Informer
+from shim_k8s.kube import Kube
+from shim_k8s.kube_http import KubeHTTP
+from shim_k8s.shim import K8sShim
+
+REPAIR_KINDS = ("allocated-gone", "allocated-not-bound", "bound-unknown", "not-asked")
+
+
+@dataclass
+class Sources:
+    shim: K8sShim
+    kube: Kube
+    http: KubeHTTP
+    informers: Callable[[], Iterable[Informer]]
+
+
+def render(sources: Sources) -> str:
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        lines.extend(f"{name}{labels} {value:.0f}" for labels, value in samples)
+
+    repairs = sources.shim.repairs
+    metric("pykorn_k8s_reconcile_repairs_total", "counter",
+           "Mismatches between the core and the API the reconciliation repaired, by kind.",
+           [(f'{{kind="{kind}"}}', repairs[kind]) for kind in REPAIR_KINDS])  # fmt: skip
+    metric("pykorn_k8s_api_requests_total", "counter", "Requests sent to the API server.",
+           [("", sources.http.requests)])  # fmt: skip
+    metric("pykorn_k8s_events_dropped_total", "counter",
+           "Kubernetes events not sent because too many waited (service.eventChannelCapacity).",
+           [("", sources.kube.events_dropped)])  # fmt: skip
+    metric("pykorn_k8s_informer_relists_total", "counter", "Lists after the first, by kind.",
+           [(f'{{kind="{i.kind}"}}', i.relists) for i in sources.informers()])  # fmt: skip
+    metric("pykorn_k8s_decisions_in_progress", "gauge", "Core decisions being carried out.",
+           [("", sources.shim.carrying_out)])  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+async def serve(listen: str, sources: Sources) -> web.AppRunner:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=render(sources), content_type="text/plain", charset="utf-8")
+
+    app = web.Application()
+    app.router.add_get("/metrics", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    host, _, port = listen.rpartition(":")
+    await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+    return runner

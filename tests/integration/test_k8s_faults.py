@@ -1,0 +1,122 @@
+"""The Kubernetes shim loses nothing when things go wrong: bindings that fail, pods deleted while
+being scheduled, watches that expire and a core that restarts, all in one burst; and the periodic
+reconciliation repairs a mismatch injected behind the shim's back, with an event and a metric."""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from rmclient.core_process import CoreProcess
+from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.rest_helpers import partition_url, rest_until
+from tests.integration.test_k8s_api import _until, shim_running
+from tests.integration.test_k8s_shim import node, pod
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeKubeAPI]:
+    fake = FakeKubeAPI()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _bound_once(api: FakeKubeAPI) -> Counter[str]:
+    counts = Counter(name for name, _ in api.bindings)
+    twice = {name: n for name, n in counts.items() if n > 1}
+    assert not twice, f"bound more than once: {twice}"
+    return counts
+
+
+async def _metrics(url: str) -> dict[str, float]:
+    async with aiohttp.ClientSession() as session, session.get(url) as answer:
+        text = await answer.text()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line and not line.startswith("#")}  # fmt: skip
+
+
+async def test_the_reconciliation_repairs_what_went_wrong_behind_the_shims_back(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="8Gi"))
+    port = _free_port()
+    api.swallow_bindings.add("lost")  # the API answers 201 but the pod stays pending
+    await api.put("pods", pod("lost"))
+    await api.put("pods", pod("ghost"))
+    async with shim_running(
+        api, core_address, rm_id, reconcile_period=0.2, metrics_listen=f"127.0.0.1:{port}"
+    ):
+        await _until(lambda: ("ghost", "n1") in api.bindings, "ghost bound")
+        # A pod removed without a watch event: only a fresh list shows it is gone.
+        api.forget("pods", "ghost")
+        await _until(lambda: ("lost", "n1") in api.bindings, "the lost binding made again", timeout=30)
+        reconciled = {
+            e["involvedObject"]["name"]: e["message"] for e in api.events if e["reason"] == "Reconciled"
+        }
+        assert "not bound" in reconciled["lost"]
+
+        def core_holds(apps: list[dict[str, Any]]) -> bool:
+            keys = {a["allocationKey"] for app in apps for a in app["allocations"]}
+            return "uid-ghost" not in keys and "uid-lost" in keys
+
+        async with aiohttp.ClientSession() as session:
+            url = f"{partition_url(rest_url, rm_id)}/applications/active"
+            await rest_until(
+                session, url, core_holds, "the core holding lost and no longer ghost", timeout=30
+            )
+        found = await _metrics(f"http://127.0.0.1:{port}/metrics")
+        assert found['pykorn_k8s_reconcile_repairs_total{kind="allocated-not-bound"}'] == 1
+        assert found['pykorn_k8s_reconcile_repairs_total{kind="allocated-gone"}'] == 1
+        assert found['pykorn_k8s_reconcile_repairs_total{kind="bound-unknown"}'] == 0
+        _bound_once(api)
+
+
+async def test_a_burst_with_failures_deletions_an_expired_watch_and_a_core_restart_loses_nothing(
+    api: FakeKubeAPI, rm_id: str
+) -> None:
+    first = CoreProcess()
+    await first.start()
+    second = CoreProcess(listen=first.address)
+    for i in range(20):
+        await api.put("nodes", node(f"n{i}", memory="64Gi", cpu="64"))
+    names = [f"p{i:04d}" for i in range(1_000)]
+    for name in names[:40]:
+        api.fail_bindings[name] = 1  # a 500 on the first try: the pod is asked again
+    deleted = set(names[500:530])
+    try:
+        async with shim_running(api, first.address, rm_id, reconcile_period=1.0):
+            for name in names:
+                await api.put("pods", pod(name, memory="512Mi"))
+            await _until(lambda: len(api.bindings) >= 200, "the burst under way", timeout=60)
+            api.expire_watches()  # the informers' next watches get 410 Gone and list again
+            for name in sorted(deleted):  # deleted while the burst is scheduled (some may be bound)
+                found = api.get("pods", name)
+                if found is not None:
+                    await api.delete("pods", found)
+            await _until(lambda: len(api.bindings) >= 400, "the burst going on", timeout=60)
+            await first.stop()  # the core goes away mid-burst...
+            await second.start()  # ...and a new one takes its place
+            wanted = set(names) - deleted
+
+            def all_bound() -> bool:
+                return wanted <= {name for name, _ in api.bindings}
+
+            await _until(all_bound, "every pod not deleted bound", timeout=120)
+        counts = _bound_once(api)
+        assert wanted <= set(counts)
+        assert all(api.fail_bindings[name] == 0 for name in names[:40])  # each failed once, then bound
+    finally:
+        await second.stop()
+        await first.stop()
