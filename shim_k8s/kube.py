@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -30,6 +30,8 @@ PodLike = Mapping[str, Any]
 EVENT_QUEUE = 10_000  # events waiting to be posted; beyond this they are dropped and counted
 EVENT_SENDERS = 4
 BIND_ATTEMPTS = 3  # a binding that fails on the connection (not an answer) is tried again
+WRITE_ATTEMPTS = 5  # an eviction or a deletion, before giving up (logged)
+WRITE_PAUSE = 0.2  # seconds, times the attempt number
 
 
 def collection_paths(namespace: str) -> dict[str, str]:
@@ -98,11 +100,7 @@ class Kube:
         meta = pod["metadata"]
         body = {"apiVersion": "policy/v1", "kind": "Eviction",
                 "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}  # fmt: skip
-        try:
-            await self.http.request("POST", _pod_path(pod, "eviction"), body)
-        except ApiError as exc:
-            if exc.status != 404:  # already gone is fine
-                raise
+        await self._persist(lambda: self.http.request("POST", _pod_path(pod, "eviction"), body))
 
     async def create_pod(self, pod: PodLike) -> None:
         """Create a pod (a placeholder); the informer brings it back like any other pod."""
@@ -111,11 +109,27 @@ class Kube:
 
     async def delete_pod(self, pod: PodLike) -> None:
         """Delete a pod at once (a placeholder has nothing to shut down); already gone is fine."""
-        try:
-            await self.http.request("DELETE", _pod_path(pod), params={"gracePeriodSeconds": "0"})
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        await self._persist(
+            lambda: self.http.request("DELETE", _pod_path(pod), params={"gracePeriodSeconds": "0"})
+        )
+
+    async def _persist(self, send: Callable[[], Awaitable[object]]) -> None:
+        """A write that must happen (an eviction, a placeholder's deletion): tried again on no answer,
+        a 5xx or a 429 (a disruption budget saying not yet), with a growing pause; already gone (404)
+        is done. Raises what the last attempt got."""
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                await send()
+                return
+            except ApiError as exc:
+                if exc.status == 404:
+                    return
+                if (exc.status < 500 and exc.status != 429) or attempt == WRITE_ATTEMPTS:
+                    raise
+            except TRANSPORT_ERRORS:
+                if attempt == WRITE_ATTEMPTS:
+                    raise
+            await asyncio.sleep(WRITE_PAUSE * attempt)
 
     async def set_unschedulable(self, pod: PodLike, message: str) -> None:
         """PodScheduled=False with reason Unschedulable and the core's pending reason (a strategic

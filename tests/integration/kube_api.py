@@ -64,6 +64,7 @@ class FakeKubeAPI:
         # 500 (the count left, by pod name).
         self.swallow_bindings: set[str] = set()
         self.fail_bindings: dict[str, int] = {}
+        self.fail_evictions: dict[str, int] = {}  # evictions answered 500, the count left, by pod name
 
     # Test-side changes ------------------------------------------------------------------------
     async def put(self, kind: str, obj: Obj) -> None:
@@ -230,6 +231,10 @@ class FakeKubeAPI:
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
     async def _evict(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if self.fail_evictions.get(name, 0) > 0:
+            self.fail_evictions[name] -= 1
+            return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:

@@ -16,7 +16,7 @@ from rmclient.core_process import CoreProcess
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_api import _until, shim_running
-from tests.integration.test_k8s_shim import node, pod
+from tests.integration.test_k8s_shim import daemonset_pod, node, pod
 
 
 @pytest.fixture
@@ -120,3 +120,17 @@ async def test_a_burst_with_failures_deletions_an_expired_watch_and_a_core_resta
     finally:
         await second.stop()
         await first.stop()
+
+
+async def test_an_eviction_the_api_fails_is_tried_again(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="2Gi"))
+    await api.put("pods", pod("batch-1"))
+    await api.put("pods", pod("batch-2", created="2026-11-22T10:05:00Z"))
+    api.fail_evictions["batch-2"] = 2  # two 500s, then the eviction goes through
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: len(api.bindings) == 2, "the node to fill")
+        await api.put("pods", daemonset_pod("agent-n1", "n1"))
+        await _until(lambda: ("agent-n1", "n1") in api.bindings, "the DaemonSet pod bound", timeout=30)
+        assert api.evictions == ["batch-2"] and api.fail_evictions["batch-2"] == 0
