@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -48,14 +50,29 @@ def collection_paths(namespace: str) -> dict[str, str]:
     }
 
 
+_PLAIN = re.compile(r"[a-z0-9.-]*")  # DNS-1123 names, all Kubernetes allows here: nothing to quote
+
+
+def _segment(name: str) -> str:
+    return name if _PLAIN.fullmatch(name) else quote(name, safe="")
+
+
 def _pod_path(pod: PodLike, sub: str = "") -> str:
     meta = pod["metadata"]
-    path = f"/api/v1/namespaces/{quote(meta['namespace'])}/pods/{quote(meta['name'])}"
+    path = f"/api/v1/namespaces/{_segment(meta['namespace'])}/pods/{_segment(meta['name'])}"
     return f"{path}/{sub}" if sub else path
 
 
+_stamp: tuple[int, str] = (0, "")
+
+
 def _now() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    """The time in seconds, as RFC 3339 (made once a second: every event of a burst asks for it)."""
+    global _stamp
+    second = int(time.time())
+    if _stamp[0] != second:
+        _stamp = (second, datetime.fromtimestamp(second, UTC).isoformat().replace("+00:00", "Z"))
+    return _stamp[1]
 
 
 class Kube:
@@ -87,7 +104,7 @@ class Kube:
         }  # fmt: skip
         for attempt in range(1, BIND_ATTEMPTS + 1):
             try:
-                await self.http.request("POST", _pod_path(pod, "binding"), body)
+                await self.http.request("POST", _pod_path(pod, "binding"), body, answer=False)
                 return
             except ApiError as exc:
                 raise BindError(f"{exc.status} {exc.reason}") from None
@@ -176,6 +193,6 @@ class Kube:
             try:
                 with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):  # events are best effort
                     path = f"/api/v1/namespaces/{quote(namespace)}/events"
-                    await self.http.request("POST", path, body, event=True)
+                    await self.http.request("POST", path, body, event=True, answer=False)
             finally:
                 self._events.task_done()

@@ -160,9 +160,10 @@ class KubeHTTP:
         content_type: str = "application/json",
         timeout: float = 30.0,
         event: bool = False,
+        answer: bool = True,
     ) -> Obj:
         """One request under the rate limit (events': `event`) and the in-flight bound; the decoded
-        answer, or ApiError."""
+        answer ({} with `answer` False: a write whose answer nobody reads is not decoded), or ApiError."""
         await (self.event_limiter if event else self.limiter).acquire()
         async with self._slots:
             self._busy += 1
@@ -174,9 +175,13 @@ class KubeHTTP:
                     params=params, headers=self._headers(content_type),
                     timeout=aiohttp.ClientTimeout(total=timeout),
                 ) as response:  # fmt: skip
-                    text = await response.text()
                     if response.status >= 400:
+                        text = await response.text()
                         raise ApiError(response.status, _reason(text, response.reason or ""), text)
+                    if not answer:
+                        await response.read()  # read whole, so the connection goes back to the pool
+                        return {}
+                    text = await response.text()
                     return json.loads(text) if text else {}
             finally:
                 self._busy -= 1
