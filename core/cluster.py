@@ -7,6 +7,7 @@ checks drive it directly: apply commands, run `schedule`, read `drain_results`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import perf_counter
 
 import structlog
 
@@ -28,9 +29,11 @@ from core.commands import (
 from core.config.schema import SchedulerConfig
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
+from core.history import History
 from core.log_digest import RejectionDigest, WarningLimiter
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
+from core.objects.application import AppState
 from core.objects.gang import TAG_APP_CREATION_TIME, Gang, GangStyle, placeholder_timeout
 from core.objects.partition import Partition, Rejection
 from core.objects.partition_key import PartitionKey
@@ -52,6 +55,10 @@ class ClusterContext:
         self._results: dict[str, ResultBatch] = {}
         self.events = EventLog(event_capacity)
         self.metrics = SchedulerMetrics()
+        self.start_time = clock()
+        self.history = History()
+        self.history.record(self.start_time, 0, 0)  # the first record: a fresh core runs nothing
+        self.rm_build: dict[str, dict[str, str]] = {}  # by rmID: its buildInfo and its rmId
         self.warnings = WarningLimiter()  # about what an RM sent: a few lines a second at most, per RM
         self._rejections = RejectionDigest()  # items of the command being applied that were refused
         # Called once the last RM's state is gone; the daemon gives memory back to the system there.
@@ -138,7 +145,9 @@ class ClusterContext:
                 break
             if not part.root.has_pending():
                 continue
-            new = allocate(part, now, budget - made)
+            started = perf_counter()
+            new = allocate(part, now, budget - made, self.metrics.timings)
+            self.metrics.timings.cycle.observe(perf_counter() - started)
             if new:
                 self._out(part.rm_id).new_allocations.extend(new)
                 made += len(new)
@@ -148,10 +157,15 @@ class ClusterContext:
         return made
 
     def tick(self) -> None:
-        """Advance time-driven state (application timers) to the clock's now."""
+        """Advance time-driven state (application timers) to the clock's now; keep the history."""
         now = self.clock()
         for part in self.partitions.values():
             part.tick(now)
+        if self.history.due(now):
+            parts = self.partitions.values()
+            running = sum(1 for p in parts for a in p.applications.values() if a.state == AppState.RUNNING)
+            held = sum(len(a.allocations) for p in parts for a in p.applications.values())
+            self.history.record(now, running, held)
 
     def has_pending(self) -> bool:
         return any(p.root.has_pending() for p in self.partitions.values())
@@ -168,6 +182,7 @@ class ClusterContext:
     def _unregister(self, rm_id: str) -> None:
         self._drop_rm_state(rm_id)
         self.configs.pop(rm_id, None)
+        self.rm_build.pop(rm_id, None)
         self.warnings.forget(rm_id)
         log.info("rm removed", rmID=rm_id)
         if not self.configs and self.on_last_rm_gone is not None:
@@ -177,6 +192,7 @@ class ClusterContext:
         # Registering again starts the RM from scratch: it re-sends its full state afterwards.
         self._drop_rm_state(cmd.rm_id)
         self.configs[cmd.rm_id] = cmd.config
+        self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
         for part_cfg in cmd.config.partitions:
             key = PartitionKey(cmd.rm_id, part_cfg.name)
             self.partitions[key] = Partition(key, part_cfg, self.clock())
@@ -213,6 +229,8 @@ class ClusterContext:
         for key, part in self.partitions.items():
             if part.rm_id == cmd.rm_id and key not in wanted:
                 # Like a removed queue: what runs there keeps running; nothing new is accepted.
+                if not part.draining:
+                    part.state_time = self.clock()
                 part.draining = True
         log.info("configuration updated", rmID=cmd.rm_id)
         if cmd.reply:
@@ -262,6 +280,7 @@ class ClusterContext:
             node.schedulable = True
         elif action == NodeAction.DECOMMISSION:
             released = part.remove_node(change.node_id, self.clock())
+            self.metrics.nodes_decommissioned += 1
             self._report_released(part, released, Termination.STOPPED_BY_RM, f"Node {change.node_id} Removed")
             self._complete_idle_apps(part, released)
 
@@ -275,6 +294,8 @@ class ClusterContext:
             self._rejections.add((add.app_id,), str(exc), "applications")
             return
         now = self.clock()
+        submissions = self.metrics.app_submissions
+        submissions["new"] += 1
         try:
             gang = _gang(add, now, lambda what: self._warn_app(rm_id, add.app_id, what))
             app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now, gang)
@@ -286,7 +307,12 @@ class ClusterContext:
                     add.app_id, add.queue, add.user, add.groups, dict(add.tags), str(exc), now
                 )
                 part.record_rejection(refused)
+                asked = part.find_queue(add.queue) if add.queue else None
+                if asked is not None:  # refused by the queue it asked for (its ACL, its state)
+                    asked.apps_ended["rejected"] = asked.apps_ended.get("rejected", 0) + 1
+            submissions["rejected"] += 1
             return
+        submissions["accepted"] += 1
         out.accepted_apps.append(add.app_id)
         log.info("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)
 

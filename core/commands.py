@@ -78,6 +78,7 @@ class RegisterRM:
     rm_id: str
     config: SchedulerConfig
     reply: Reply | None = None
+    build_info: tuple[tuple[str, str], ...] = ()  # the RM's buildInfo, shown by /ws/v1/clusters
 
 
 @dataclass(frozen=True)

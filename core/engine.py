@@ -108,8 +108,11 @@ class Engine:
                 made = self.context.schedule(self._slice_size)
             except Exception:
                 log.exception("scheduling cycle failed")
+                self.context.metrics.count("error")
                 made = 0
-            self.context.metrics.cycle_latency.observe(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            self.context.metrics.cycle_latency.observe(elapsed)
+            self.context.metrics.timings.scheduling.observe(elapsed)
             self._emit()
             if made < self._slice_size:
                 self._dirty = False  # nothing more fits until something changes

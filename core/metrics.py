@@ -11,6 +11,9 @@ from collections.abc import Sequence
 
 # Seconds: from a tenth of a millisecond to ten seconds, as the scheduling cycle ranges.
 LATENCY_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
+# YuniKorn's latency histograms: ExponentialBuckets(0.0001, 10, 8). Their names say milliseconds but
+# upstream observes seconds; so do these, so that YuniKorn's dashboards read them the same way.
+YUNIKORN_BUCKETS = (0.0001, 0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 
 
 class Histogram:
@@ -21,9 +24,13 @@ class Histogram:
         self.count = 0
 
     def observe(self, value: float) -> None:
-        index = bisect.bisect_left(self.buckets, value)
-        if index < len(self.counts):
-            self.counts[index] += 1
+        # Most observations on the scheduling path fall in the first bucket: no search for those.
+        if value <= self.buckets[0]:
+            self.counts[0] += 1
+        else:
+            index = bisect.bisect_left(self.buckets, value)
+            if index < len(self.counts):
+                self.counts[index] += 1
         self.total += value
         self.count += 1
 
@@ -32,7 +39,7 @@ class SchedulerMetrics:
     """What the engine counts; one per core."""
 
     def __init__(self) -> None:
-        self.allocation_attempts: dict[str, int] = {"allocated": 0, "rejected": 0, "released": 0}
+        self.allocation_attempts: dict[str, int] = {"allocated": 0, "rejected": 0, "error": 0, "released": 0}
         self.cycle_latency = Histogram()  # one scheduling slice, seconds
         self.allocation_latency = Histogram()  # from an ask's arrival to its allocation, seconds
         self.streams_cut = 0  # response streams ended because their RM did not read them
@@ -43,5 +50,22 @@ class SchedulerMetrics:
         # by reason: header_timeout, evicted, refused.
         self.rest_connections_closed: dict[str, int] = {}
 
+        # YuniKorn's scheduler metrics (pkg/metrics): what the scheduling loop measured, in seconds.
+        self.timings = SchedulingTimings()
+        self.app_submissions: dict[str, int] = {"new": 0, "accepted": 0, "rejected": 0}
+        self.nodes_decommissioned = 0
+
     def count(self, result: str, n: int = 1) -> None:
         self.allocation_attempts[result] = self.allocation_attempts.get(result, 0) + n
+
+
+class SchedulingTimings:
+    """The scheduling loop's latencies as YuniKorn measures them: a slice of scheduling, one partition's
+    pass, the queue descent that picks the next ask, finding a node for an ask, trying preemption."""
+
+    def __init__(self) -> None:
+        self.scheduling = Histogram(YUNIKORN_BUCKETS)
+        self.cycle = Histogram(YUNIKORN_BUCKETS)
+        self.sorting = {"queue": Histogram(YUNIKORN_BUCKETS), "app": Histogram(YUNIKORN_BUCKETS)}
+        self.try_node = Histogram(YUNIKORN_BUCKETS)
+        self.try_preemption = Histogram(YUNIKORN_BUCKETS)

@@ -214,7 +214,10 @@ class RMProxy:
         try:
             async with self._config_lock(rm_id):
                 config = await self._parse_config(request.config)
-                await self._await_engine(lambda reply: RegisterRM(rm_id, config, reply))
+                build = tuple(
+                    (self.limits.clip(k), self.limits.clip(v)) for k, v in sorted(request.buildInfo.items())
+                )
+                await self._await_engine(lambda reply: RegisterRM(rm_id, config, reply, build))
         except Exception:
             previous = self._routes.get(rm_id)
             if previous is not None and not previous.current and not self._stopping:

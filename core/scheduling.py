@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from operator import itemgetter
+from time import perf_counter
 
 from core.gang_scheduling import held_reason, replace_placeholders
+from core.metrics import SchedulingTimings
 from core.node_fit import admits, admits_now, find_node, why_no_node
 from core.objects import partition_events
 from core.objects.allocation import Allocation
@@ -212,19 +214,25 @@ def _select(
     return None
 
 
-def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
+def allocate(
+    partition: Partition, now: float, budget: int, timings: SchedulingTimings | None = None
+) -> list[Allocation]:
     """Allocate as much as fits, at most `budget` allocations; returns the new allocations.
 
     After every allocation the order is taken again from the top, so usage just added counts:
     two queues with plenty pending share the cluster instead of the first one taking it all.
+    `timings` (the metrics): how long picking each ask, finding it a node and preempting took.
     """
+    timings = timings or _UNTIMED
     made = _serve_reservations(partition, now, budget) if partition.reservations else []
     if partition.gangs.apps:
         replace_placeholders(partition, now)
     cycle = _Cycle(now)
     preemption_attempts = MAX_PREEMPTION_ATTEMPTS
     while len(made) < budget:
+        started = perf_counter()
         found = _select(partition, partition.root, cycle)
+        timings.sorting["queue"].observe(perf_counter() - started)
         if found is None:
             break
         leaf, app, ask = found
@@ -240,16 +248,18 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
             _note_user_limit(partition, ask, blocked, now)
             if preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
                 preemption_attempts -= 1
-                inter_queue.preempt_for(partition, leaf, ask, now)
+                _preempt(partition, leaf, ask, now, timings)
         elif ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
             _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now)
         else:
             if leaf.fits_headroom(ask.resource, not ask.required_node, ask.held):
+                started = perf_counter()
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
                 else:
                     placed = _try_nodes(partition, ask, now)
+                timings.try_node.observe(perf_counter() - started)
                 if not placed:
                     _note_no_room(partition, ask, now)
             else:
@@ -258,13 +268,24 @@ def allocate(partition: Partition, now: float, budget: int) -> list[Allocation]:
             # a full cluster is exactly when a queue below its guarantee needs it.
             if not placed and preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
                 preemption_attempts -= 1
-                inter_queue.preempt_for(partition, leaf, ask, now)
+                _preempt(partition, leaf, ask, now, timings)
         if placed:
             made.append(ask)
             cycle.allocated(leaf, app)
         else:
             cycle.tried(app)
     return made
+
+
+def _preempt(
+    partition: Partition, leaf: Queue, ask: Allocation, now: float, timings: SchedulingTimings
+) -> None:
+    started = perf_counter()
+    inter_queue.preempt_for(partition, leaf, ask, now)
+    timings.try_preemption.observe(perf_counter() - started)
+
+
+_UNTIMED = SchedulingTimings()  # observed and never read: callers without metrics (tests, dry runs)
 
 
 def _waits_for_placeholder(app: Application, ask: Allocation) -> bool:

@@ -7,12 +7,13 @@ snapshot (the engine is the only writer and never yields mid-command).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from core.cluster import ClusterContext
-from core.events import Event, EventLog
+from core.config.properties import PREEMPTION_DISABLED, PREEMPTION_FENCE
 from core.objects.allocation import Allocation
-from core.objects.application import Application
+from core.objects.application import Application, AppState
 from core.objects.node import Node
 from core.objects.partition import Partition
 from core.objects.queue import Queue
@@ -32,6 +33,52 @@ class BadRequest(ValueError):
 
 def _res(resource: Resource | None) -> dict[str, int]:
     return resource.as_dict() if resource is not None else {}
+
+
+def _omit_empty(info: Json, *keys: str) -> Json:
+    """Drop the keys upstream tags `omitempty` when they hold Go's zero value (false, 0, "", empty)."""
+    for key in keys:
+        if key in info and not info[key]:
+            del info[key]
+    return info
+
+
+def _nanos(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
+def abs_used(capacity: Resource | None, used: Resource | None) -> dict[str, int]:
+    """YuniKorn's CalculateAbsUsedCapacity: per type in both, used as a whole percentage of capacity
+    (0 when nothing is used, 100 when there is no capacity, at most 2^31-1)."""
+    if capacity is None or used is None:
+        return {}
+    out: dict[str, int] = {}
+    for name, cap in capacity.items():
+        if name not in used:
+            continue
+        value = used.get(name)
+        out[name] = 0 if value <= 0 else 100 if cap <= 0 else min(int(value / cap * 100), 2**31 - 1)
+    return out
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go's time.Duration prints it ("0s", "500ms", "30s", "1m30s", "1h0m0s")."""
+    if seconds == 0:
+        return "0s"
+    sign, seconds = ("-", -seconds) if seconds < 0 else ("", seconds)
+    if seconds < 1:
+        for unit, scale in (("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
+            if seconds * scale >= 1 or unit == "ns":
+                return f"{sign}{_trim(seconds * scale)}{unit}"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{int(hours)}h" if hours else ""
+    text += f"{int(minutes)}m" if hours or minutes else ""
+    return f"{sign}{text}{_trim(secs)}s"
+
+
+def _trim(value: float) -> str:
+    return f"{value:.9f}".rstrip("0").rstrip(".")
 
 
 def find_partition(context: ClusterContext, name: str) -> Partition:
@@ -54,20 +101,26 @@ def partition_info(part: Partition) -> Json:
     for app in part.applications.values():
         by_state[app.state.value] = by_state.get(app.state.value, 0) + 1
     policy = part.config.node_sort_policy
-    return {
+    capacity = {
+        "capacity": _res(part.total_capacity),
+        "usedCapacity": used.as_dict(),
+        "utilization": _utilization(used, part.total_capacity),
+    }
+    sorting = {"type": policy.type, "resourceWeights": dict(policy.resource_weights)}
+    info: Json = {
         "clusterId": part.rm_id,
         "name": part.name,
-        "capacity": {
-            "capacity": _res(part.total_capacity),
-            "usedCapacity": used.as_dict(),
-            "utilization": _utilization(used, part.total_capacity),
-        },
-        "nodeSortingPolicy": {"type": policy.type, "resourceWeights": dict(policy.resource_weights)},
+        "capacity": _omit_empty(capacity, "capacity", "usedCapacity", "utilization"),
+        "nodeSortingPolicy": _omit_empty(sorting, "type", "resourceWeights"),
+        "preemptionEnabled": part.config.preemption.enabled,
+        "quotaPreemptionEnabled": part.config.preemption.quota_preemption_enabled,
         "totalNodes": len(part.nodes),
         "applications": {"total": len(part.applications), **by_state},
         "totalContainers": sum(len(app.allocations) for app in part.applications.values()),
         "state": "Draining" if part.draining else "Active",
+        "lastStateTransitionTime": _nanos(part.state_time),
     }
+    return _omit_empty(info, "totalNodes", "totalContainers", "state", "lastStateTransitionTime")
 
 
 def _utilization(used: Resource, capacity: Resource) -> dict[str, int]:
@@ -86,6 +139,7 @@ def find_queue(part: Partition, name: str) -> Queue:
 
 
 def queue_info(part: Partition, queue: Queue, recurse: bool = False) -> Json:
+    """PartitionQueueDAOInfo; pykorn's own fields (quota enforcement's state) under "pykorn"."""
     props = queue.props
     info: Json = {
         "queuename": queue.full_name,
@@ -101,17 +155,50 @@ def queue_info(part: Partition, queue: Queue, recurse: bool = False) -> Json:
         "isManaged": queue.managed,
         "properties": dict(queue.effective_properties),
         "parent": queue.parent.full_name if queue.parent else "",
+        "template": _template(queue),
+        "childNames": [child.full_name for _, child in sorted(queue.children.items())],
+        "absUsedCapacity": abs_used(queue.max, queue.allocated),
         "maxRunningApps": queue.max_applications,
         "runningApps": queue.running_apps,
         "currentPriority": queue.current_priority,
+        "allocatingAcceptedApps": sorted(
+            a.app_id for a in queue.applications.values() if a.state == AppState.ACCEPTED and a.allocations
+        ),
+        "sortingPolicy": props.sort_policy,
+        "prioritySorting": props.sort_priority_enabled,
+        "preemptionEnabled": props.preemption_policy != PREEMPTION_DISABLED,
+        "isPreemptionFence": props.preemption_policy == PREEMPTION_FENCE,
+        "preemptionDelay": go_duration(props.preemption_delay),
+        "quotaPreemptionDelay": go_duration(props.quota_preemption_delay),
         "isPriorityFence": props.is_priority_fence,
         "priorityOffset": props.priority_offset,
-        "quotaPreemption": _quota_state(part, queue),
-        "childNames": sorted(queue.children),
+        "pykorn": {"quotaPreemption": _quota_state(part, queue)},
     }
     if recurse:
         info["children"] = [queue_info(part, child, True) for _, child in sorted(queue.children.items())]
-    return info
+    return _omit_empty(info, *_QUEUE_OMIT_EMPTY)
+
+
+_QUEUE_OMIT_EMPTY = (
+    "status", "pendingResource", "maxResource", "guaranteedResource", "allocatedResource",
+    "preemptingResource", "headroom", "properties", "parent", "template", "childNames", "absUsedCapacity",
+    "maxRunningApps", "runningApps", "allocatingAcceptedApps", "sortingPolicy", "preemptionDelay",
+    "quotaPreemptionDelay", "priorityOffset", "children",
+)  # fmt: skip
+
+
+def _template(queue: Queue) -> Json | None:
+    """TemplateInfo: the child template a parent queue gives the dynamic queues made under it."""
+    template = queue.child_template
+    if template is None:
+        return None
+    info: Json = {
+        "maxApplications": template.max_applications,
+        "maxResource": _res(template.max),
+        "guaranteedResource": _res(template.guaranteed),
+        "properties": dict(template.properties),
+    }
+    return _omit_empty(info, "maxApplications", "maxResource", "guaranteedResource", "properties") or None
 
 
 def _quota_state(part: Partition, queue: Queue) -> Json:
@@ -140,7 +227,7 @@ def find_node(part: Partition, node_id: str) -> Node:
 def node_info(part: Partition, node: Node) -> Json:
     mine = [a for a in node.allocations.values() if not a.foreign]
     foreign = [a for a in node.allocations.values() if a.foreign]
-    return {
+    info: Json = {
         "nodeID": node.node_id,
         "hostName": node.attributes.get("si/hostname", ""),
         "rackName": node.attributes.get("si/rackname", ""),
@@ -151,29 +238,52 @@ def node_info(part: Partition, node: Node) -> Json:
         "available": _res(node.available),
         "utilized": _utilization(node.allocated + node.occupied, node.capacity),
         "allocations": [allocation_info(a) for a in sorted(mine, key=lambda a: a.key)],
-        "foreignAllocations": [allocation_info(a) for a in sorted(foreign, key=lambda a: a.key)],
+        "foreignAllocations": [foreign_allocation_info(a) for a in sorted(foreign, key=lambda a: a.key)],
         "schedulable": node.schedulable,
         "isReserved": node.is_reserved,
         "reservations": sorted(f"{app}|{key}" for app, key in node.reservations),
     }
+    return _omit_empty(info, *_NODE_OMIT_EMPTY)
+
+
+_NODE_OMIT_EMPTY = (
+    "hostName", "rackName", "attributes", "capacity", "allocated", "occupied", "available", "utilized",
+    "allocations", "foreignAllocations", "reservations",
+)  # fmt: skip
 
 
 def allocation_info(alloc: Allocation) -> Json:
-    return {
+    info: Json = {
         "allocationKey": alloc.key,
         "allocationTags": dict(alloc.tags),
+        "requestTime": _nanos(alloc.create_time),
+        "allocationTime": _nanos(alloc.allocated_time),
+        "allocationDelay": max(0, _nanos(alloc.allocated_time) - _nanos(alloc.create_time)),
         "resource": _res(alloc.resource),
         "priority": str(alloc.priority),
         "nodeId": alloc.node_id,
         "applicationId": alloc.application_id,
-        "requestTime": int(alloc.create_time * 1e9),
-        "allocationTime": int(alloc.allocated_time * 1e9),
         "placeholder": alloc.placeholder,
+        "placeholderUsed": alloc.placeholder_used,
         "taskGroupName": alloc.task_group,
         "preempted": alloc.releasing,
         "originator": alloc.originator,
-        "placeholderUsed": alloc.placeholder_used,
     }
+    return _omit_empty(info, *(k for k in info if k != "allocationKey"))
+
+
+def foreign_allocation_info(alloc: Allocation) -> Json:
+    """ForeignAllocationDAOInfo: a pod of another scheduler occupying a node (never preempted here)."""
+    info: Json = {
+        "allocationKey": alloc.key,
+        "allocationTags": dict(alloc.tags),
+        "allocationTime": _nanos(alloc.allocated_time),
+        "resource": _res(alloc.resource),
+        "priority": str(alloc.priority),
+        "nodeId": alloc.node_id,
+        "preemptable": False,
+    }
+    return _omit_empty(info, *(k for k in info if k != "allocationKey"))
 
 
 def queue_applications(part: Partition, queue: Queue) -> list[Json]:
@@ -192,57 +302,104 @@ def application_view(part: Partition, app_id: str) -> Json:
     raise NotFound(f"application {app_id!r} not found in partition {part.name!r}")
 
 
-def applications_in_state(part: Partition, state: str) -> list[Json]:
-    """`active` (New, Accepted, Running, Completing), `completed` (Completed), or an exact state name."""
-    wanted = state.lower()
-    groups = {"active": {"new", "accepted", "running", "completing", "resuming"}}
-    states = groups.get(wanted, {wanted})
-    apps = [a for a in part.applications.values() if a.state.value.lower() in states]
-    apps += [a for a in part.lifecycle.completed if a.state.value.lower() in states]
-    views = [application_info(part, app) for app in apps]
-    if "rejected" in states:
-        views += [rejected_application_info(part, r) for r in part.rejected.values()]
-    return sorted(views, key=lambda v: v["applicationID"])
+ACTIVE_STATUSES = ("new", "accepted", "running", "completing", "failing", "resuming")
+_STATES_ALLOWED = "Only following application states are allowed: active, rejected, completed"
+_STATUSES_ALLOWED = "Only following active statuses are allowed: " + ",".join(ACTIVE_STATUSES)
+
+
+def applications_in_state(part: Partition, state: str, status: str = "") -> list[Json]:
+    """As YuniKorn's /applications/{state}: `active` (every application the partition holds, or only
+    those in `status`), `rejected`, or `completed`; any other state is a bad request."""
+    wanted, status = state.lower(), status.lower()
+    if wanted == "active":
+        return [application_info(part, a) for a in _active(part.applications.values(), status)]
+    if wanted == "rejected":
+        return [rejected_application_info(part, r) for r in part.rejected.values()]
+    if wanted == "completed":
+        return [application_info(part, a) for a in part.lifecycle.completed]
+    raise BadRequest(_STATES_ALLOWED)
+
+
+def queue_applications_in_state(part: Partition, queue: Queue, state: str, status: str = "") -> list[Json]:
+    """/queue/{q}/applications/{state}: only `active` exists, with the same `status` filter."""
+    if state.lower() != "active":
+        raise BadRequest("Only following application states are allowed: active")
+    return [application_info(part, a) for a in _active(queue.applications.values(), status.lower())]
+
+
+def _active(apps: Iterable[Application], status: str) -> list[Application]:
+    if status and status not in ACTIVE_STATUSES:
+        raise BadRequest(_STATUSES_ALLOWED)
+    return sorted((a for a in apps if not status or a.state.value.lower() == status), key=lambda a: a.app_id)
+
+
+def queue_application(part: Partition, queue: Queue, app_id: str) -> Json:
+    app = queue.applications.get(app_id)
+    if app is None:
+        raise NotFound(f"application {app_id!r} not found in queue {queue.full_name!r}")
+    return application_info(part, app)
 
 
 def rejected_application_info(part: Partition, rejected: RejectedApplication) -> Json:
     """An application refused at submission, in the shape of any other: nothing used or pending."""
-    return {
+    when = _nanos(rejected.time)
+    info: Json = {
         "applicationID": rejected.app_id,
-        "usedResource": {},
-        "pendingResource": {},
         "partition": part.name,
         "queueName": rejected.queue_name,
-        "submissionTime": int(rejected.time * 1e9),
-        "allocations": [],
-        "requests": [],
+        "submissionTime": when,
+        "finishedTime": when,
         "applicationState": "Rejected",
         "user": rejected.user,
         "groups": list(rejected.groups),
-        "tags": dict(rejected.tags),
-        "lastStateChangeTime": int(rejected.time * 1e9),
         "rejectedMessage": rejected.message,
+        "stateLog": [
+            {"time": when, "applicationState": "New"},
+            {"time": when, "applicationState": "Rejected"},
+        ],
+        "resourceHistory": {},
+        "pykorn": {"tags": dict(rejected.tags), "lastStateChangeTime": when},
     }
+    return _omit_empty(info, "groups", "rejectedMessage")
 
 
 def application_info(part: Partition, app: Application) -> Json:
-    return {
+    """ApplicationDAOInfo; pykorn's own fields (the tags, when the state last changed) under "pykorn"."""
+    reserved = sorted(
+        f"{node}|{key}" for (app_id, key), node in part.reservations.items() if app_id == app.app_id
+    )
+    info: Json = {
         "applicationID": app.app_id,
         "usedResource": _res(app.allocated),
+        "maxUsedResource": dict(app.max_allocated),
         "pendingResource": _res(app.pending),
         "partition": part.name,
         "queueName": app.queue.full_name,
-        "submissionTime": int(app.submission_time * 1e9),
-        "allocations": [allocation_info(a) for _, a in sorted(app.allocations.items())],
+        "submissionTime": _nanos(app.submission_time),
+        "finishedTime": _nanos(app.finished_time) if app.finished_time is not None else None,
         "requests": [ask_info(part, a) for a in app.sorted_asks()],
+        "allocations": [allocation_info(a) for _, a in sorted(app.allocations.items())],
         "applicationState": app.state.value,
         "user": app.user,
         "groups": list(app.groups),
-        "tags": dict(app.tags),
-        "lastStateChangeTime": int(app.state_time * 1e9),
         "rejectedMessage": "",
-        **({"placeholderData": placeholder_data(app)} if app.gang is not None else {}),
+        "stateLog": [{"time": _nanos(t), "applicationState": state.value} for t, state in app.state_log],
+        "placeholderData": placeholder_data(app) if app.gang is not None else [],
+        "hasReserved": bool(reserved),
+        "reservations": reserved,
+        "maxRequestPriority": app.ask_max_priority if app.asks else 0,
+        "startTime": int(app.start_time * 1000) if app.start_time is not None else 0,  # ms, as upstream
+        "resourceHistory": {},
+        "pykorn": {"tags": dict(app.tags), "lastStateChangeTime": _nanos(app.state_time)},
     }
+    return _omit_empty(info, *_APP_OMIT_EMPTY)
+
+
+_APP_OMIT_EMPTY = (
+    "usedResource", "maxUsedResource", "pendingResource", "submissionTime", "finishedTime", "requests",
+    "allocations", "applicationState", "user", "groups", "rejectedMessage", "stateLog", "placeholderData",
+    "hasReserved", "reservations", "maxRequestPriority", "startTime",
+)  # fmt: skip
 
 
 def placeholder_data(app: Application) -> list[Json]:
@@ -261,55 +418,37 @@ def placeholder_data(app: Application) -> list[Json]:
 
 
 def ask_info(part: Partition, ask: Allocation) -> Json:
-    return {
+    """AllocationAskDAOInfo; pykorn's own fields (preemption flags, the node reserved) under "pykorn"."""
+    info: Json = {
         "allocationKey": ask.key,
         "allocationTags": dict(ask.tags),
-        "requestTime": int(ask.create_time * 1e9),
+        "requestTime": _nanos(ask.create_time),
         "resource": _res(ask.resource),
         "priority": str(ask.priority),
         "requiredNodeId": ask.required_node,
         "applicationId": ask.application_id,
         "placeholder": ask.placeholder,
         "taskGroupName": ask.task_group,
-        "allowPreemptSelf": ask.allow_preempt_self,
-        "allowPreemptOther": ask.allow_preempt_other,
-        "preempting": ask.preempting,
-        "reservedOn": part.reservations.get(ask.ref, ""),
-        # YuniKorn's per-ask allocation log; here the latest reason the ask is still pending.
+        # YuniKorn's per-ask allocation log; here the latest reasons the ask is still pending.
         "allocationLog": [
-            {"message": message, "lastOccurrence": int(when * 1e9), "count": count}
+            {"message": message, "lastOccurrence": _nanos(when), "count": count}
             for message, when, count in (
                 (ask.pending_reason, ask.reason_time, ask.reason_count),
                 (ask.preemption_reason, ask.preemption_time, ask.preemption_count),
             )
             if message
         ],
+        "triggeredPreemption": ask.triggered_preemption,
+        "originator": ask.originator,
+        "schedulingAttempted": ask.reason_count > 0 or ask.triggered_preemption,
+        "pykorn": {
+            "allowPreemptSelf": ask.allow_preempt_self,
+            "allowPreemptOther": ask.allow_preempt_other,
+            "preempting": ask.preempting,
+            "reservedOn": part.reservations.get(ask.ref, ""),
+        },
     }
-
-
-def event_record(event_id: int, event: Event) -> Json:
-    """An si EventRecord as JSON; enums by name, and the number the event has in the ring."""
-    return {
-        "id": event_id,
-        "type": event.type,
-        "objectID": event.object_id,
-        "referenceID": event.reference_id,
-        "message": event.message,
-        "timestampNano": int(event.time * 1e9),
-        "eventChangeType": event.change_type,
-        "eventChangeDetail": event.change_detail,
-        "resource": dict(event.resource),
-        "rmID": event.rm_id,
-    }
-
-
-def event_batch(events: EventLog, instance: str, start: int, count: int) -> Json:
-    return {
-        "InstanceUUID": instance,
-        "LowestID": events.lowest_id,
-        "HighestID": events.highest_id,
-        "EventRecords": [event_record(i, e) for i, e in events.since(start, count)],
-    }
+    return _omit_empty(info, *(k for k in info if k not in ("allocationKey", "pykorn")))
 
 
 def config_source(context: ClusterContext, rm_id: str, default_text: str) -> str:

@@ -65,38 +65,41 @@ def render(state: list[dict[str, Any]], out: IO[str]) -> None:
         return
     for entry in state:
         part = entry["partition"]
-        out.write(f"partition {part['name']} (rmID {part['clusterId']}): {part['totalNodes']} nodes, "
-                  f"{part['applications']['total']} applications\n\n")  # fmt: skip
+        # Empty values are left out of the answers, as YuniKorn leaves them out.
+        apps = (part.get("applications") or {}).get("total", 0)
+        out.write(f"partition {part['name']} (rmID {part['clusterId']}): {part.get('totalNodes', 0)} nodes, "
+                  f"{apps} applications\n\n")  # fmt: skip
         out.write("queues (usage of the first resource type against guaranteed | max)\n")
         _queue_lines(entry["queues"], 0, out)
         out.write("\nnodes\n")
         for node in entry["nodes"]:
             state_word = "" if node["schedulable"] else "  (draining)"
-            out.write(f"  {node['nodeID']:<20} allocated {_resource(node['allocated'])} "
-                      f"of {_resource(node['capacity'])}{state_word}\n")  # fmt: skip
+            out.write(f"  {node['nodeID']:<20} allocated {_resource(node.get('allocated', {}))} "
+                      f"of {_resource(node.get('capacity', {}))}{state_word}\n")  # fmt: skip
         pending = [
             (app["applicationID"], req)
             for app in entry["applications"]
-            for req in app["requests"]
+            for req in app.get("requests", [])
         ]  # fmt: skip
         out.write(f"\npending asks ({len(pending)})\n")
         for app_id, req in pending:
-            log = req["allocationLog"]
+            log = req.get("allocationLog", [])
             reason = log[0]["message"] if log else "not looked at yet"
-            out.write(f"  {app_id}/{req['allocationKey']} {_resource(req['resource'])}: {reason}\n")
+            out.write(f"  {app_id}/{req['allocationKey']} {_resource(req.get('resource', {}))}: {reason}\n")
         out.write("\n")
 
 
 def _queue_lines(queue: dict[str, Any], depth: int, out: IO[str]) -> None:
-    allocated = queue["allocatedResource"]
-    kind = next(iter(sorted(allocated or queue["maxResource"] or queue["guaranteedResource"] or {})), None)
+    allocated = queue.get("allocatedResource", {})
+    maxes, guarantees = queue.get("maxResource", {}), queue.get("guaranteedResource", {})
+    kind = next(iter(sorted(allocated or maxes or guarantees)), None)
     used = allocated.get(kind, 0) if kind else 0
-    guaranteed = queue["guaranteedResource"].get(kind) if kind else None
-    limit = queue["maxResource"].get(kind) if kind else None
+    guaranteed = guarantees.get(kind) if kind else None
+    limit = maxes.get(kind) if kind else None
     name = "  " * depth + queue["queuename"].rsplit(".", 1)[-1]
     flags = " fence" if queue["isPriorityFence"] else ""
     out.write(f"  {name:<24} {kind or '':<8} {used:>10} {_bar(used, guaranteed)} | {_bar(used, limit)}"
-              f"  pending {_resource(queue['pendingResource'])}{flags}\n")  # fmt: skip
+              f"  pending {_resource(queue.get('pendingResource', {}))}{flags}\n")  # fmt: skip
     for child in queue.get("children", []):
         _queue_lines(child, depth + 1, out)
 

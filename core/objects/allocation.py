@@ -38,6 +38,7 @@ class Allocation:
     foreign: bool = False  # occupies a node but belongs to no application or queue
     releasing: bool = False  # preempted: the core asked the RM to release it and awaits confirmation
     preempting: bool = False  # an ask with victims chosen for it, not all released yet
+    triggered_preemption: bool = False  # victims were ever chosen for it (REST: triggeredPreemption)
     held: bool = False  # its resource is held on its queues (Queue.held) until it is placed or removed
     constraints: AskConstraints = NO_CONSTRAINTS  # parsed from tags when the ask arrives
     # Gang scheduling: a real task taking a placeholder's place points at it, and the placeholder back,

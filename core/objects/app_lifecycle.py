@@ -8,6 +8,7 @@ Completed after `completing_timeout`, and a finished application is forgotten (E
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from core.objects.application import AppEvent, Application, AppState
 
 COMPLETING_TIMEOUT = 30.0  # Completing -> Completed, as YuniKorn
 TERMINATED_TIMEOUT = 3 * 24 * 3600.0  # Completed/Failed/Rejected -> Expired, then forgotten
+COMPLETED_KEEP = 10_000  # completed applications kept for the REST API, at most
 TERMINAL = frozenset({AppState.REJECTED, AppState.COMPLETED, AppState.FAILED, AppState.EXPIRED})
 
 
@@ -33,7 +35,8 @@ class AppLifecycle:
         self._rm_id = rm_id
         self._record = record
         self.changes: list[AppStateChange] = []  # for the RM, drained by the cluster
-        self.completed: list[Application] = []  # Completed and no longer in a queue, until they expire
+        # Completed and no longer in a queue, until they expire (the newest COMPLETED_KEEP of them).
+        self.completed: deque[Application] = deque(maxlen=COMPLETED_KEEP)
         self.completing_timeout = COMPLETING_TIMEOUT
         self.terminated_timeout = TERMINATED_TIMEOUT
 
@@ -50,6 +53,9 @@ class AppLifecycle:
             app.queue.count_running(+1)
         elif before == AppState.RUNNING:
             app.queue.count_running(-1)
+        if after in (AppState.COMPLETED, AppState.FAILED):
+            ended = app.queue.apps_ended
+            ended[after.value.lower()] = ended.get(after.value.lower(), 0) + 1
         self.changes.append(AppStateChange(app.app_id, after, now, message or event.value))
         self._record(
             partition_events.app_state_changed(
@@ -75,7 +81,8 @@ class AppLifecycle:
 
     def expire(self, now: float) -> None:
         for app in [a for a in self.completed if now - a.state_time >= self.terminated_timeout]:
-            self.transition(app, AppEvent.EXPIRE, now, "terminated timeout")
+            if not app.removed_by_rm:  # the RM removed it: it hears nothing more of it
+                self.transition(app, AppEvent.EXPIRE, now, "terminated timeout")
             self.completed.remove(app)
 
     def drain_changes(self) -> list[AppStateChange]:

@@ -35,6 +35,9 @@ class AppState(StrEnum):
     RESUMING = "Resuming"
 
 
+_FINISHED = frozenset({AppState.COMPLETED, AppState.FAILED, AppState.REJECTED, AppState.EXPIRED})
+
+
 class AppEvent(StrEnum):
     RUN = "runApplication"
     REJECT = "rejectApplication"
@@ -100,6 +103,13 @@ class Application:
         self.pending = Resource()  # owned usage counters, updated in place
         self.allocated = Resource()
         self.submission_time = now
+        # For the REST API, as YuniKorn keeps them: each state entered and when; when the application
+        # first ran and when it ended; the most it ever held, per resource type.
+        self.state_log: list[tuple[float, AppState]] = [(now, AppState.NEW)]
+        self.start_time: float | None = None
+        self.finished_time: float | None = None
+        self.max_allocated: dict[str, int] = {}
+        self.removed_by_rm = False  # completed because its RM removed it (listed, never reported again)
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
         self.held_by_limit = False  # Accepted, and a user's or group's maxapplications keeps it there
         self.gang: Gang | None = None  # task groups and placeholders, for a gang-scheduled application
@@ -123,6 +133,11 @@ class Application:
             return None
         self.state = dest
         self.state_time = now
+        self.state_log.append((now, dest))
+        if dest == AppState.RUNNING and self.start_time is None:
+            self.start_time = now
+        elif dest in _FINISHED and self.finished_time is None:
+            self.finished_time = now
         return dest
 
     # Asks and allocations -------------------------------------------------------------------------
@@ -161,6 +176,10 @@ class Application:
         self.allocations[alloc.key] = alloc
         self.allocated.add_in_place(alloc.resource)
         self.submission_time = min(self.submission_time, alloc.create_time)
+        most = self.max_allocated
+        for name, value in self.allocated.items():
+            if value > most.get(name, 0):
+                most[name] = value
 
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)

@@ -74,6 +74,7 @@ class Partition:
         self.total_capacity: Resource = ZERO
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
+        self.state_time = now  # when it became Active, or Draining
         self.gangs = PartitionGangs(self)  # task groups, placeholders and their timers
         self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
         self._room_changed()
@@ -101,6 +102,8 @@ class Partition:
 
     def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
         """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
+        if self.draining:
+            self.state_time = now  # back in the configuration: Active again
         before = queue_events.snapshot(self.tree)
         self.config = config
         self.draining = False
@@ -271,6 +274,8 @@ class Partition:
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
         self._forget(app)
+        app.removed_by_rm = True
+        self.lifecycle.completed.append(app)  # listed as completed until it expires, as upstream
         return released
 
     def _forget(self, app: Application) -> None:
@@ -372,6 +377,7 @@ class Partition:
         self.node_index.update(node)
         app.add_allocation(alloc)
         app.queue.add_allocated(alloc.resource)
+        app.queue.containers_allocated += 1
         self.user_groups.allocated(app, alloc.resource)
 
     def _remove_ask(self, app: Application, key: str) -> Allocation | None:
@@ -394,6 +400,7 @@ class Partition:
             self._remember_unconfirmed(alloc.ref)
         app.remove_allocation(alloc.key)
         app.queue.remove_allocated(alloc.resource)
+        app.queue.containers_released += 1
         self.user_groups.released(app, alloc.resource)
         if alloc.releasing:
             app.queue.remove_preempting(alloc.resource)
@@ -470,6 +477,7 @@ class Partition:
             self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind)
         self.preemption.for_ask(ask.ref, victims)
         ask.preempting = True
+        ask.triggered_preemption = True
         if not ask.held:  # the headroom the victims free is the ask's until it is placed or removed
             ask.held = True
             self.applications[ask.application_id].queue.add_held(ask.resource)

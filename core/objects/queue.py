@@ -66,6 +66,11 @@ class Queue:
         # theirs, so another ask must fit both now and once they are all placed (see committed).
         self.held = Resource()
         self.running_apps = 0  # applications counted against maxapplications, this queue and below
+        # For the metrics (YuniKorn's per-queue counters): allocations made and released on this leaf,
+        # and applications that ended here, by state.
+        self.containers_allocated = 0
+        self.containers_released = 0
+        self.apps_ended: dict[str, int] = {}
         # Quota enforcement (core.preemption.quota): when the timer started, the victims of a run in
         # progress, and the last run's outcome (for the REST API).
         self.quota_timer: float | None = None

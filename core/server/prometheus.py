@@ -8,10 +8,12 @@ nodes' resource types, never per application or per node.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from core.cluster import ClusterContext
 from core.metrics import Histogram, SchedulerMetrics
+from core.objects.queue import Queue
 from core.preemption.ledger import PreemptionKind
 
 QUEUE_STATES = ("guaranteed", "max", "allocated", "pending", "preempting")
@@ -27,40 +29,112 @@ def _labels(pairs: dict[str, str]) -> str:
     return "{" + ",".join(escaped) + "}"
 
 
+def _number(value: float) -> str:
+    """Exactly: integers in full (25769803776, not 2.57698e+10), other floats as Python writes them."""
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
+
+
 def _family(
     name: str, kind: str, help_text: str, samples: Iterable[tuple[str, dict[str, str], float]]
 ) -> list[str]:
     lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-    lines += [f"{name}{suffix}{_labels(labels)} {value:g}" for suffix, labels, value in samples]
+    lines += [f"{name}{suffix}{_labels(labels)} {_number(value)}" for suffix, labels, value in samples]
     return lines
 
 
-def _histogram(name: str, help_text: str, hist: Histogram) -> list[str]:
+def _histogram(
+    name: str, help_text: str, hists: Iterable[tuple[dict[str, str], Histogram]] | Histogram
+) -> list[str]:
+    series = [({}, hists)] if isinstance(hists, Histogram) else list(hists)
     samples: list[tuple[str, dict[str, str], float]] = []
-    running = 0
-    for bound, count in zip(hist.buckets, hist.counts, strict=True):
-        running += count
-        samples.append(("_bucket", {"le": f"{bound:g}"}, running))
-    samples.append(("_bucket", {"le": "+Inf"}, hist.count))
-    samples.append(("_sum", {}, hist.total))
-    samples.append(("_count", {}, hist.count))
+    for labels, hist in series:
+        running = 0
+        for bound, count in zip(hist.buckets, hist.counts, strict=True):
+            running += count
+            samples.append(("_bucket", {**labels, "le": _number(bound)}, running))
+        samples.append(("_bucket", {**labels, "le": "+Inf"}, hist.count))
+        samples.append(("_sum", labels, hist.total))
+        samples.append(("_count", labels, hist.count))
     return _family(name, "histogram", help_text, samples)
 
 
 def render(context: ClusterContext, metrics: SchedulerMetrics) -> str:
+    return "\n".join(yunikorn_families(context, metrics) + pykorn_families(context, metrics)) + "\n"
+
+
+def yunikorn_families(context: ClusterContext, metrics: SchedulerMetrics) -> list[str]:
+    """YuniKorn's metrics (pkg/metrics), by its names, labels and units, so its dashboards read them."""
     lines: list[str] = []
     lines += _family(
         "yunikorn_scheduler_container_allocation_attempt_total", "counter",
-        "Allocation attempts by result: allocated, rejected (refused on arrival), released.",
+        "Total number of attempts to allocate containers. State of the attempt includes `allocated`, "
+        "`rejected`, `error`, `released`",
         (("", {"state": state}, n) for state, n in sorted(metrics.allocation_attempts.items())),
     )  # fmt: skip
+    lines += _family(
+        "yunikorn_scheduler_application_submission_total", "counter",
+        "Total number of application submissions. State of the attempt includes `new`, `accepted` and "
+        "`rejected`.",
+        (("", {"result": result}, n) for result, n in sorted(metrics.app_submissions.items())),
+    )  # fmt: skip
+    lines += _family(
+        "yunikorn_scheduler_application_total", "gauge",
+        "Total number of applications. State of the application includes `running`, `resuming`, "
+        "`failing`, `completing`, `completed` and `failed`.", _app_samples(context),
+    )  # fmt: skip
+    lines += _family(
+        "yunikorn_scheduler_node", "gauge",
+        "Total number of nodes. State of the node includes `active` and `failed`.",
+        _node_samples(context, metrics),
+    )  # fmt: skip
+    timings = metrics.timings
     lines += _histogram(
-        "yunikorn_scheduler_scheduling_latency_seconds", "One scheduling slice, in seconds.",
-        metrics.cycle_latency,
+        "yunikorn_scheduler_scheduling_latency_milliseconds",
+        "Latency of the main scheduling routine, in seconds.", timings.scheduling,
     )  # fmt: skip
     lines += _histogram(
-        "yunikorn_scheduler_trying_to_allocation_latency_seconds",
-        "From an ask's arrival to its allocation, in seconds.", metrics.allocation_latency,
+        "yunikorn_scheduler_scheduling_cycle_milliseconds", "Time taken for a scheduling cycle, in seconds.",
+        timings.cycle,
+    )  # fmt: skip
+    lines += _histogram(
+        "yunikorn_scheduler_node_sorting_latency_milliseconds", "Latency of all nodes sorting, in seconds.",
+        [({"level": level}, hist) for level, hist in sorted(timings.sorting.items())],
+    )  # fmt: skip
+    lines += _histogram(
+        "yunikorn_scheduler_trynode_latency_milliseconds",
+        "Latency of node condition checks for container allocations, such as placement constraints, in "
+        "seconds.", timings.try_node,
+    )  # fmt: skip
+    lines += _histogram(
+        "yunikorn_scheduler_trynode_evaluation_milliseconds",
+        "Time taken to evaluate nodes for a pod, in seconds.", timings.try_node,
+    )  # fmt: skip
+    lines += _histogram(
+        "yunikorn_scheduler_trypreemption_latency_milliseconds",
+        "Latency of preemption condition checks for container allocations, in seconds.",
+        timings.try_preemption,
+    )  # fmt: skip
+    for resource, samples in sorted(_node_usage(context).items()):
+        lines += _family(
+            f"yunikorn_scheduler_{format_metric_name(resource)}_node_usage_total", "gauge",
+            "Total resource usage of node, by resource name.", samples,
+        )  # fmt: skip
+    lines += _queue_families(context)
+    lines += _event_families(context)
+    return lines
+
+
+def pykorn_families(context: ClusterContext, metrics: SchedulerMetrics) -> list[str]:
+    """pykorn's own metrics, under its own names."""
+    lines: list[str] = []
+    lines += _histogram(
+        "pykorn_scheduling_latency_seconds", "One scheduling slice, in seconds.", metrics.cycle_latency
+    )
+    lines += _histogram(
+        "pykorn_allocation_latency_seconds",
+        "From an ask's creation to its allocation, in seconds.", metrics.allocation_latency,
     )  # fmt: skip
     lines += _family(
         "pykorn_response_streams_cut_total", "counter",
@@ -80,46 +154,146 @@ def render(context: ClusterContext, metrics: SchedulerMetrics) -> str:
         "new connection at the cap) or refused (the cap reached with every connection busy).",
         [("", {"reason": why}, closed.get(why, 0)) for why in ("header_timeout", "evicted", "refused")],
     )  # fmt: skip
-    lines += _family("yunikorn_queue_resource", "gauge", "Queue resources by state.", _queue_samples(context))
     lines += _family(
-        "yunikorn_scheduler_application_total", "gauge", "Applications by state.", _app_samples(context)
-    )
-    lines += _family("yunikorn_scheduler_node", "gauge", "Nodes by state.", _node_samples(context))
+        "pykorn_queue_resource", "gauge", "Queue resources by state, per resource manager and partition.",
+        _pykorn_queue_samples(context),
+    )  # fmt: skip
     preempted = dict.fromkeys(PreemptionKind, 0)
     for part in context.partitions.values():
         for kind, n in part.preemption.counts.items():
             preempted[kind] += n
     lines += _family(
-        "yunikorn_scheduler_preemption_victims_total", "counter", "Allocations preempted, by kind.",
+        "pykorn_preemption_victims_total", "counter", "Allocations preempted, by kind.",
         (("", {"kind": kind}, n) for kind, n in sorted(preempted.items())),
     )  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def _queue_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
+def format_metric_name(name: str) -> str:
+    """As YuniKorn's formatMetricName: bytes not allowed in a metric name become '_'."""
+    cleaned = "".join(c if (c.isascii() and (c.isalnum() or c in "_:")) else "_" for c in name)
+    return "_" + cleaned if cleaned[:1].isdigit() else cleaned
+
+
+USAGE_RANGES = ("[0,10%]", "(10%,20%]", "(20%,30%]", "(30%,40%]", "(40%,50%]", "(50%,60%]", "(60%,70%]",
+                "(70%,80%]", "(80%,90%]", "(90%,100%]")  # fmt: skip
+
+
+def _node_usage(context: ClusterContext) -> dict[str, list[tuple[str, dict[str, str], float]]]:
+    """Per resource type, how many nodes use how much of it, in ten ranges."""
+    counts: dict[str, list[int]] = {}
+    for part in context.partitions.values():
+        for node in part.nodes.values():
+            for resource, capacity in node.capacity.items():
+                share = node.allocated.get(resource) / capacity if capacity > 0 else 0.0
+                index = min(9, max(0, math.ceil(share * 10) - 1))
+                counts.setdefault(resource, [0] * 10)[index] += 1
+    return {
+        resource: [("", {"range": USAGE_RANGES[i]}, n) for i, n in enumerate(per_range)]
+        for resource, per_range in counts.items()
+    }
+
+
+def _queue_families(context: ClusterContext) -> list[str]:
+    """YuniKorn's per-queue metrics. Queues are named by path; when several resource managers share
+    the core, the same path in each is summed here (pykorn_queue_resource has them apart)."""
+    apps: dict[tuple[str, str], int] = {}
+    containers: dict[str, dict[str, int]] = {}
+    resources: dict[tuple[str, str, str], int] = {}
+    ended: dict[tuple[str, str], int] = {}
     for part in context.partitions.values():
         for queue in part.tree:
-            values = {
-                "guaranteed": queue.guaranteed, "max": queue.max, "allocated": queue.allocated,
-                "pending": queue.pending, "preempting": queue.preempting,
-            }  # fmt: skip
-            for state in QUEUE_STATES:
-                for resource, quantity in sorted((values[state] or {}).items()):
-                    labels = {"cluster": part.rm_id, "partition": part.name,
-                              "queue": queue.full_name, "state": state, "resource": resource}  # fmt: skip
-                    yield "", labels, quantity
+            name = queue.full_name
+            for app in queue.applications.values():
+                key = (name, app.state.value.lower())
+                apps[key] = apps.get(key, 0) + 1
+            if queue.is_leaf:
+                counts = containers.setdefault(name, {"allocated": 0, "released": 0})
+                counts["allocated"] += queue.containers_allocated
+                counts["released"] += queue.containers_released
+            for state, resource, quantity in _queue_resources(queue):
+                resources[(name, state, resource)] = resources.get((name, state, resource), 0) + quantity
+            for state, n in queue.apps_ended.items():
+                ended[(name, state)] = ended.get((name, state), 0) + n
+    lines = _family(
+        "yunikorn_queue_app", "gauge",
+        "Queue application metrics. State of the application includes `new`, `accepted`, `rejected`, "
+        "`running`, `failing`, `failed`, `resuming`, `completing`, `completed`.",
+        (("", {"queue": q, "state": st}, n) for (q, st), n in sorted(apps.items())),
+    )  # fmt: skip
+    for name, counts in sorted(containers.items()):
+        lines += _family(
+            f"yunikorn_{format_metric_name(name)}_queue_container", "counter",
+            "Queue container metrics. State of the attempt includes `allocated`, `released`.",
+            (("", {"state": st}, n) for st, n in sorted(counts.items())),
+        )  # fmt: skip
+    lines += _family(
+        "yunikorn_queue_resource", "gauge",
+        "Queue resource metrics. State of the resource includes `guaranteed`, `max`, `allocated`, "
+        "`pending`, `preempting`, `maxRunningApps`.",
+        (("", {"queue": q, "state": st, "resource": r}, n) for (q, st, r), n in sorted(resources.items())),
+    )  # fmt: skip
+    lines += _family(
+        "yunikorn_queue_app_total", "counter",
+        "Total number of applications that reached a terminal state. State includes `completed`, "
+        "`failed`, `rejected`.",
+        (("", {"queue": q, "state": st}, n) for (q, st), n in sorted(ended.items())),
+    )  # fmt: skip
+    return lines
+
+
+def _queue_resources(queue: Queue) -> Iterable[tuple[str, str, int]]:
+    values = {
+        "guaranteed": queue.guaranteed, "max": queue.max, "allocated": queue.allocated,
+        "pending": queue.pending, "preempting": queue.preempting,
+    }  # fmt: skip
+    for state in QUEUE_STATES:
+        for resource, quantity in sorted((values[state] or {}).items()):
+            yield state, resource, quantity
+    if queue.max_applications:
+        yield "maxRunningApps", "", queue.max_applications
+
+
+def _pykorn_queue_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
+    for part in context.partitions.values():
+        for queue in part.tree:
+            for state, resource, quantity in _queue_resources(queue):
+                labels = {"cluster": part.rm_id, "partition": part.name,
+                          "queue": queue.full_name, "state": state, "resource": resource}  # fmt: skip
+                yield "", labels, quantity
+
+
+def _event_families(context: ClusterContext) -> list[str]:
+    """YuniKorn's event system gauges. pykorn records every event straight into its ring (nothing is
+    channelled apart or dropped on the way), so created, channeled, processed, stored and collected
+    are one count."""
+    made = context.events.highest_id + 1
+    lines: list[str] = []
+    for name, value, what in (
+        ("total_created", made, "total events created"), ("total_channeled", made, "total events channeled"),
+        ("total_not_channeled", 0, "total events not channeled"),
+        ("total_processed", made, "total events processed"),
+        ("total_stored", made, "total events stored"),
+        ("total_not_stored", 0, "total events not stored"),
+        ("total_collected", made, "total events collected"),
+    ):  # fmt: skip
+        lines += _family(f"yunikorn_event_{name}", "gauge", what, [("", {}, value)])
+    return lines
 
 
 def _app_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
-    counts: dict[str, int] = {}
+    counts = dict.fromkeys(("running", "resuming", "failing", "completing", "completed", "failed"), 0)
     for part in context.partitions.values():
-        for app in part.applications.values():
-            counts[app.state.value.lower()] = counts.get(app.state.value.lower(), 0) + 1
+        for app in [*part.applications.values(), *part.lifecycle.completed]:
+            state = app.state.value.lower()
+            counts[state] = counts.get(state, 0) + 1
     for state, n in sorted(counts.items()):
         yield "", {"state": state}, n
 
 
-def _node_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
+def _node_samples(
+    context: ClusterContext, metrics: SchedulerMetrics
+) -> Iterable[tuple[str, dict[str, str], float]]:
     schedulable = draining = 0
     for part in context.partitions.values():
         for node in part.nodes.values():
@@ -128,4 +302,6 @@ def _node_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str]
             else:
                 draining += 1
     yield "", {"state": "active"}, schedulable
+    yield "", {"state": "decommissioned"}, metrics.nodes_decommissioned
     yield "", {"state": "draining"}, draining
+    yield "", {"state": "failed"}, 0  # pykorn has no failed nodes: a node the RM loses is removed

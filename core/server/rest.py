@@ -26,9 +26,13 @@ from aiohttp.typedefs import Middleware
 from core import state, usage_views
 from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
+from core.config.as_json import config_json
 from core.events import Follower
 from core.limits import DEFAULT_LIMITS, Limits, config_size_problem
+from core.server.cors import cors, cors_headers
+from core.server.event_json import event_batch, event_record
 from core.server.prometheus import render as render_metrics
+from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
 
 log = structlog.get_logger("pykorn.rest")
@@ -41,6 +45,15 @@ def _error(
 ) -> web.Response:
     body = {"status_code": status, "message": message, "description": description or message}
     return web.json_response(body, status=status, headers=headers)
+
+
+def json_handler(read: Callable[[web.Request], Any]) -> Handler:
+    """A handler answering with what `read` returns, as JSON."""
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response(read(request))
+
+    return handler
 
 
 DEFAULT_BATCH = 10_000
@@ -86,10 +99,7 @@ class StateAPI:
         ]
 
     def _wrap(self, read: Callable[[web.Request], Any]) -> Handler:
-        async def handler(request: web.Request) -> web.Response:
-            return web.json_response(read(request))
-
-        return handler
+        return json_handler(read)
 
     def _part(self, request: web.Request) -> Any:
         return state.find_partition(self.context, request.match_info["p"])
@@ -120,7 +130,8 @@ class StateAPI:
         return state.application_view(part, request.match_info["a"])
 
     def applications(self, request: web.Request) -> Any:
-        return state.applications_in_state(self._part(request), request.match_info["s"])
+        status = request.query.get("status", "")
+        return state.applications_in_state(self._part(request), request.match_info["s"], status)
 
     def usage_users(self, request: web.Request) -> Any:
         return usage_views.users(self._part(request))
@@ -152,7 +163,7 @@ class StateAPI:
     def events(self, request: web.Request) -> Any:
         start = _int_param(request, "start", 0)
         count = _int_param(request, "count", DEFAULT_BATCH)
-        return state.event_batch(self.context.events, self.instance, start, count)
+        return event_batch(self.context.events, self.instance, start, count)
 
     async def event_stream(self, request: web.Request) -> web.StreamResponse:
         """Newline-delimited JSON event records as they happen, after the last `count` held ones.
@@ -164,11 +175,11 @@ class StateAPI:
         events = self.context.events
         follower = Follower(events, start=events.highest_id + 1 - count)
         self._followers.add(follower)
-        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson", **cors_headers("GET")})
         await response.prepare(request)
         try:
             while (item := await follower.next()) is not None:
-                await response.write(_line(state.event_record(*item)))
+                await response.write(_line(event_record(*item)))
             log.warning("event stream reader fell behind, closing", resumeFrom=follower.cursor)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -187,7 +198,12 @@ class StateAPI:
         return web.Response(text=text, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def config(self, request: web.Request) -> web.Response:
+        """The queues.yaml in force, as YAML; as JSON (YuniKorn's ConfigDAOInfo) when the request says
+        `Accept: application/json`."""
         text = state.config_source(self.context, request.query.get("rmID", ""), self.default_config)
+        if request.headers.get("Accept") == "application/json":
+            body = {**config_json(text), "DeadlockDetectionEnabled": False, "DeadlockTimeoutSeconds": 0}
+            return web.json_response(body)
         return web.Response(text=text, content_type="application/x-yaml")
 
     async def validate_conf(self, request: web.Request) -> web.Response:
@@ -298,11 +314,14 @@ class RestServer:
         # The token check comes first (outermost), so an unauthorised request learns nothing more.
         middlewares = [bearer_token_check(token)] if token else []
         # aiohttp refuses larger bodies (413) before validate-conf reads them: the same limit.
+        # CORS outermost: every answer carries it, and a preflight is answered before the token check.
         self.app = web.Application(
-            middlewares=[*middlewares, _state_errors], client_max_size=limits.max_config_bytes
+            middlewares=[cors, *middlewares, _state_errors], client_max_size=limits.max_config_bytes
         )
         self.api = StateAPI(context, default_config, limits, body_timeout=bounds.header_timeout)
         self.app.router.add_routes(self.api.routes())
+        config_text = lambda rm_id: state.config_source(context, rm_id, default_config)  # noqa: E731
+        self.app.router.add_routes(ClusterAPI(context, config_text).routes(json_handler))
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
         # A handler whose client went away is cancelled: an event stream reader that left would
         # otherwise wait for the next event, and hold up a shutdown for aiohttp's whole timeout.

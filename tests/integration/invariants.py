@@ -35,12 +35,14 @@ def _check_nodes(nodes: list[Json]) -> dict[tuple[str, str], str]:
     keys: Counter[tuple[str, str]] = Counter()
     for node in nodes:
         summed: dict[str, int] = {}
-        for alloc in node["allocations"]:
-            _add(summed, alloc["resource"])
+        for alloc in node.get("allocations", []):
+            _add(summed, alloc.get("resource", {}))
             keys[(alloc["applicationId"], alloc["allocationKey"])] += 1
             placed[(alloc["applicationId"], alloc["allocationKey"])] = node["nodeID"]
-        assert _nonzero(summed) == _nonzero(node["allocated"]), f"node {node['nodeID']}: books do not add up"
-        over = {k: v for k, v in node["allocated"].items() if v > node["capacity"].get(k, 0)}
+        assert _nonzero(summed) == _nonzero(node.get("allocated", {})), (
+            f"node {node['nodeID']}: books do not add up"
+        )
+        over = {k: v for k, v in node.get("allocated", {}).items() if v > node.get("capacity", {}).get(k, 0)}
         assert not over, f"node {node['nodeID']} over capacity: {over} > {node['capacity']}"
     twice = [key for key, count in keys.items() if count > 1]
     assert not twice, f"allocated more than once: {twice}"
@@ -55,7 +57,7 @@ def _check_queue(queue: Json, used_by_queue: dict[str, dict[str, int]]) -> dict[
         expected = {}
         for child in queue.get("children", []):
             _add(expected, _check_queue(child, used_by_queue))
-    assert _nonzero(queue["allocatedResource"]) == _nonzero(expected), (
+    assert _nonzero(queue.get("allocatedResource", {})) == _nonzero(expected), (
         f"queue {queue['queuename']} reports {queue['allocatedResource']}, its parts add up to {expected}"
     )
     return expected
@@ -85,8 +87,8 @@ async def check(rest_url: str, rm_id: str, partition: str = "default") -> dict[t
     used_by_queue: dict[str, dict[str, int]] = {}
     app_keys = set()
     for app in apps:
-        _add(used_by_queue.setdefault(app["queueName"], {}), app["usedResource"])
-        app_keys |= {(app["applicationID"], a["allocationKey"]) for a in app["allocations"]}
+        _add(used_by_queue.setdefault(app["queueName"], {}), app.get("usedResource", {}))
+        app_keys |= {(app["applicationID"], a["allocationKey"]) for a in app.get("allocations", [])}
     _check_queue(root, used_by_queue)
     assert app_keys == set(placed), (
         f"applications and nodes disagree: only in applications {sorted(app_keys - set(placed))}, "

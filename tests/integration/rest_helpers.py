@@ -68,7 +68,7 @@ async def rest_until(
 
 def pending_request(app: dict[str, Any], key: str) -> dict[str, Any] | None:
     """The pending request `key` in an /application/{id} answer, or None when it is not pending."""
-    return next((r for r in app["requests"] if r["allocationKey"] == key), None)
+    return next((r for r in app.get("requests", []) if r["allocationKey"] == key), None)  # omitted when none
 
 
 def resource(values: dict[str, int]) -> si_pb2.Resource:
@@ -92,3 +92,21 @@ async def load_cluster(client: RecordingClient) -> None:
         ]
     )
     await client.wait_allocations(2)
+
+
+def named_event(record: dict[str, Any]) -> dict[str, Any]:
+    """A REST event record (si EventRecord as upstream's JSON: enums as numbers, the resource as
+    si.Resource) read back with names, a flat resource, and pykorn's id and rmID beside them."""
+    named = {
+        "type": si_pb2.EventRecord.Type.Name(record.get("type", 0)),
+        "objectID": record.get("objectID", ""),
+        "referenceID": record.get("referenceID", ""),
+        "message": record.get("message", ""),
+        "timestampNano": record.get("timestampNano", 0),
+        "eventChangeType": si_pb2.EventRecord.ChangeType.Name(record.get("eventChangeType", 0)),
+        "eventChangeDetail": si_pb2.EventRecord.ChangeDetail.Name(record.get("eventChangeDetail", 0)),
+        "resource": {
+            k: v.get("value", 0) for k, v in (record.get("resource") or {}).get("resources", {}).items()
+        },
+    }
+    return {**named, **record["pykorn"]}

@@ -129,7 +129,7 @@ class Rig:
         url = f"{self.core.rest_url}/ws/v1/partition/{part}/application/{quote(app_id, safe='')}"
         async with self.http.get(url) as response:
             assert response.status == 200, await response.text()
-            return len((await response.json())["requests"])
+            return len((await response.json()).get("requests", []))
 
     async def close(self) -> None:
         for client in self.clients:

@@ -168,7 +168,7 @@ async def test_a_preemption_sends_alloc_preempt_and_moves_the_victims_metric(
     await client.wait_apps_answered(2)
     await client.ask("work", "w0", {"memory": 2_000}, priority=1)
     await client.wait_allocations(1)
-    victims = "yunikorn_scheduler_preemption_victims_total"
+    victims = "pykorn_preemption_victims_total"
     before = _value(await _scrape(rest_url), victims, kind="required_node")
 
     reader = EventReader(await client.stream_events(types=[Record.APP]))

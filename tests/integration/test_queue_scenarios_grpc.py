@@ -195,7 +195,7 @@ async def test_a_reserved_node_is_not_used_by_other_asks(client: RecordingClient
         nodes = await rest_until(
             session,
             f"{partition_url(rest_url, client.rm_id)}/nodes",
-            lambda body: any(n["reservations"] == ["big|big-002"] for n in body),
+            lambda body: any(n.get("reservations", []) == ["big|big-002"] for n in body),
             "big-002 to reserve a node",
         )
     (reserved_node,) = [n["nodeID"] for n in nodes if n["isReserved"]]

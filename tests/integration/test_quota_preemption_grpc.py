@@ -20,7 +20,7 @@ import aiohttp
 
 from rmclient import messages
 from si.v1 import si_pb2
-from tests.integration.rest_helpers import get_json, partition_url, rest_until
+from tests.integration.rest_helpers import get_json, named_event, partition_url, rest_until
 from tests.recording_client import RecordingClient
 
 CONFIG = """
@@ -83,11 +83,15 @@ async def _quota_state(rest_url: str, rm_id: str, ran: bool = False) -> dict[str
     async with aiohttp.ClientSession() as session:
         if ran:
             queue = await rest_until(
-                session, url, lambda q: q["quotaPreemption"]["lastOutcome"], "the quota run", timeout=15
+                session,
+                url,
+                lambda q: q["pykorn"]["quotaPreemption"]["lastOutcome"],
+                "the quota run",
+                timeout=15,
             )
         else:
             queue = await get_json(session, url)
-    return queue["quotaPreemption"]
+    return queue["pykorn"]["quotaPreemption"]
 
 
 async def _ran_after_the_delay(rest_url: str, rm_id: str) -> None:
@@ -95,7 +99,8 @@ async def _ran_after_the_delay(rest_url: str, rm_id: str) -> None:
     clock: its QUEUE_PREEMPTION event against the QUEUE_MAX event of the reload (one of each)."""
     async with aiohttp.ClientSession() as session:
         events = await get_json(session, f"{rest_url}/ws/v1/events/batch")
-    mine = [e for e in events["EventRecords"] if e["rmID"] == rm_id and e["objectID"] == "root.q"]
+    named = [named_event(e) for e in events["EventRecords"]]
+    mine = [e for e in named if e["rmID"] == rm_id and e["objectID"] == "root.q"]
     times = {
         detail: [e["timestampNano"] for e in mine if e["eventChangeDetail"] == detail]
         for detail in ("QUEUE_MAX", "QUEUE_PREEMPTION")

@@ -11,12 +11,12 @@ import pytest
 
 from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
-from tests.integration.rest_helpers import CONFIG, get_json, load_cluster, resource
+from tests.integration.rest_helpers import CONFIG, get_json, load_cluster, named_event, resource
 from tests.recording_client import RecordingClient
 
 
 def _mine(records: list[dict[str, Any]], rm_id: str) -> list[dict[str, Any]]:
-    return [r for r in records if r["rmID"] == rm_id]
+    return [r for r in map(named_event, records) if r["rmID"] == rm_id]
 
 
 async def test_event_batch_records_nodes_allocations_and_application_states(
@@ -31,7 +31,9 @@ async def test_event_batch_records_nodes_allocations_and_application_states(
         assert nodes == [("node-1", "ADD"), ("node-2", "ADD")]
         allocated = [r for r in records if r["eventChangeDetail"] == "REQUEST_ALLOC"]
         assert sorted(r["objectID"] for r in allocated) == ["t0", "t1"]
-        assert all(r["referenceID"] == "app-1" and r["resource"] == {"memory": 3_000} for r in allocated)
+        assert all(
+            r["referenceID"] == "app-1" and r.get("resource", {}) == {"memory": 3_000} for r in allocated
+        )
         states = [r["eventChangeDetail"] for r in records if r["type"] == "APP" and r["objectID"] == "app-1"]
         assert states[-1] == "APP_RUNNING" and "APP_ACCEPTED" in states
 
@@ -40,7 +42,7 @@ async def test_event_batch_records_nodes_allocations_and_application_states(
         after = await get_json(session, f"{rest_url}/ws/v1/events/batch?start={high + 1}")
         assert after["EventRecords"] == []
         window = await get_json(session, f"{rest_url}/ws/v1/events/batch?start={high - 1}&count=2")
-        assert [r["id"] for r in window["EventRecords"]] == [high - 1, high]
+        assert [r["pykorn"]["id"] for r in window["EventRecords"]] == [high - 1, high]
         bad = await get_json(session, f"{rest_url}/ws/v1/events/batch?count=lots", status=400)
         assert "count must be a whole number" in bad["message"]
 
@@ -60,7 +62,7 @@ async def test_event_stream_delivers_changes_as_they_happen(
         while not any(r["eventChangeDetail"] == "NODE_DECOMISSION" for r in seen):
             line = await asyncio.wait_for(stream.content.readline(), 20)
             assert line, "the stream ended early"
-            record = json.loads(line)
+            record = named_event(json.loads(line))
             if record["rmID"] == rm_id:
                 seen.append(record)
     removed = next(r for r in seen if r["eventChangeDetail"] == "NODE_DECOMISSION")

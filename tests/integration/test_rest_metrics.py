@@ -11,7 +11,7 @@ from tests.integration.rest_helpers import load_cluster, resource
 from tests.recording_client import RecordingClient
 
 # Label values are quoted and may hold any character, `}` and escaped quotes included.
-SAMPLE = re.compile(r'^([a-z_]+)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+)$')
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+)$')
 
 
 async def _scrape(rest_url: str) -> dict[str, float]:
@@ -43,7 +43,7 @@ async def test_metrics_move_when_work_is_scheduled(
     allocated_before = _value(
         before, "yunikorn_scheduler_container_allocation_attempt_total", state="allocated"
     )
-    cycles_before = _value(before, "yunikorn_scheduler_scheduling_latency_seconds_count")
+    cycles_before = _value(before, "yunikorn_scheduler_scheduling_latency_milliseconds_count")
 
     await load_cluster(client)  # two asks placed, one pending
     await client.asks(
@@ -63,18 +63,18 @@ async def test_metrics_move_when_work_is_scheduled(
     assert _value(after, attempts, state="allocated") - allocated_before >= 3
     assert _value(after, attempts, state="rejected") >= 1
     assert _value(after, attempts, state="released") >= 1
-    assert _value(after, "yunikorn_scheduler_scheduling_latency_seconds_count") > cycles_before
-    assert _value(after, "yunikorn_scheduler_scheduling_latency_seconds_bucket", le="+Inf") == _value(
-        after, "yunikorn_scheduler_scheduling_latency_seconds_count"
+    assert _value(after, "yunikorn_scheduler_scheduling_latency_milliseconds_count") > cycles_before
+    assert _value(after, "yunikorn_scheduler_scheduling_latency_milliseconds_bucket", le="+Inf") == _value(
+        after, "yunikorn_scheduler_scheduling_latency_milliseconds_count"
     )
     queue = {"cluster": rm_id, "queue": "root.tenants.a", "resource": "memory"}
-    assert _value(after, "yunikorn_queue_resource", state="allocated", **queue) == 6_000
-    assert _value(after, "yunikorn_queue_resource", state="pending", **queue) == 0
-    assert _value(after, "yunikorn_queue_resource", state="max", cluster=rm_id, queue="root.tenants",
+    assert _value(after, "pykorn_queue_resource", state="allocated", **queue) == 6_000
+    assert _value(after, "pykorn_queue_resource", state="pending", **queue) == 0
+    assert _value(after, "pykorn_queue_resource", state="max", cluster=rm_id, queue="root.tenants",
                   resource="memory") == 12_000  # fmt: skip
     assert _value(after, "yunikorn_scheduler_application_total", state="running") >= 1
     assert _value(after, "yunikorn_scheduler_node", state="active") >= 2
     for kind in ("required_node", "inter_queue", "quota"):
-        _value(after, "yunikorn_scheduler_preemption_victims_total", kind=kind)
+        _value(after, "pykorn_preemption_victims_total", kind=kind)
     # Bounded labels: no series is labelled by application or node.
     assert not any("app-1" in key or "node-1" in key for key in after)

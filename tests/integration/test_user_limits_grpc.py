@@ -76,7 +76,7 @@ async def _reason(rest_url: str, rm_id: str, app_id: str, words: str) -> str:
 
         async def read() -> list[str]:
             app = await get_json(session, _app_url(rest_url, rm_id, app_id))
-            return [log["message"] for ask in app["requests"] for log in ask["allocationLog"]]
+            return [log["message"] for ask in app.get("requests", []) for log in ask.get("allocationLog", [])]
 
         reasons = await _until(
             read, lambda rs: any(words in r for r in rs), f"a pending reason with {words!r}"
@@ -174,9 +174,11 @@ async def test_a_reload_that_lowers_a_limit_blocks_new_allocations_and_preempts_
     async with aiohttp.ClientSession() as session:
         base = f"{rest_url}/ws/v1/partition/{quote(f'[{rm_id}]default', safe='')}"
         alice = await get_json(session, f"{base}/usage/user/alice")
-    leaf = alice["queues"]["children"][0]["children"][0]
+    leaf = alice["queues"].get("children", [])[0].get("children", [])[0]
     assert leaf["queuePath"] == "root.team.a"
-    assert leaf["resourceUsage"]["memory"] == 4000 and leaf["maxResources"] == {"memory": 2000}
+    assert leaf.get("resourceUsage", {})["memory"] == 4000 and leaf.get("maxResources", {}) == {
+        "memory": 2000
+    }
 
 
 async def test_the_rest_usage_views_show_users_and_groups_in_yunikorns_shape(
@@ -217,7 +219,9 @@ async def test_the_rest_usage_views_show_users_and_groups_in_yunikorns_shape(
     }  # fmt: skip
     assert [g["groupName"] for g in groups] == ["dev"]  # a group is tracked where a limit names it
     assert dev["applications"] == ["app-1"]
-    assert dev["queues"]["children"][0]["children"][0]["maxResources"] == {"memory": 9000}
+    assert dev["queues"].get("children", [])[0].get("children", [])[0].get("maxResources", {}) == {
+        "memory": 9000
+    }
     assert "User not found" in missing["message"] and "Invalid group name" in invalid["message"]
 
 
