@@ -12,6 +12,7 @@ import pytest
 
 from rmclient.core_process import CoreProcess
 from tests.integration.core_helpers import running
+from tests.integration.kube_api import FakeKubeAPI
 from tests.recording_client import RecordingClient
 
 
@@ -40,3 +41,12 @@ def rm_id(request: pytest.FixtureRequest) -> str:
 async def client(core_address: str, rm_id: str) -> AsyncIterator[RecordingClient]:
     async with RecordingClient(core_address, rm_id) as c:
         yield c
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeKubeAPI]:
+    """The HTTP emulation of the Kubernetes API server, fresh for each test."""
+    fake = FakeKubeAPI()
+    await fake.start()
+    yield fake
+    await fake.stop()

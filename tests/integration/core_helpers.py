@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 from rmclient.core_process import CoreProcess
@@ -17,3 +18,10 @@ def running(core: CoreProcess) -> Iterator[CoreProcess]:
         log = core.log_text()
         assert code == 0, f"core exited with {code}:\n{log[-4000:]}"
         assert "Traceback" not in log, log[-4000:]
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (for a process that must be told its port up front)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from functools import partial
@@ -27,6 +26,7 @@ from rmclient.core_process import CoreProcess
 from shim_fake.scenario.loader import parse_scenario
 from shim_fake.scenario.runner import Runner
 from tests.integration import invariants
+from tests.integration.core_helpers import free_port
 from tests.recording_client import RecordingClient, recorded
 
 SCENARIO = """
@@ -68,16 +68,10 @@ applications:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 async def fixed_core() -> AsyncIterator[CoreProcess]:
     """A core on a fixed port, so a restarted one is where its shims expect it."""
-    core = CoreProcess(listen=f"127.0.0.1:{_free_port()}")
+    core = CoreProcess(listen=f"127.0.0.1:{free_port()}")
     await core.start()
     try:
         yield core

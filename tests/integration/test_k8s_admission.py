@@ -28,14 +28,6 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> PKI:
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[FakeKubeAPI]:
-    fake = FakeKubeAPI()
-    await fake.start()
-    yield fake
-    await fake.stop()
-
-
-@pytest.fixture
 async def webhook(api: FakeKubeAPI, pki: PKI, rest_url: str) -> AsyncIterator[str]:
     """The controller serving over TLS; its base URL (the API server's view)."""
     await api.put("configmaps", {"metadata": {"name": "yunikorn-configs", "namespace": "yunikorn"}, "data": {

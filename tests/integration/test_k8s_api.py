@@ -19,14 +19,6 @@ from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_shim import configmap, daemonset_pod, node, pod
 
 
-@pytest.fixture
-async def api() -> AsyncIterator[FakeKubeAPI]:
-    fake = FakeKubeAPI()
-    await fake.start()
-    yield fake
-    await fake.stop()
-
-
 async def _until(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
     """Until `condition()` holds of the emulation's own state (bindings, evictions, events), looked at
     every 50 ms: the shim runs in this loop, and its requests reach the emulation in it too."""

@@ -4,33 +4,17 @@ reconciliation repairs a mismatch injected behind the shim's back, with an event
 
 from __future__ import annotations
 
-import socket
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import pytest
 
 from rmclient.core_process import CoreProcess
+from tests.integration.core_helpers import free_port
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_api import _until, shim_running
 from tests.integration.test_k8s_shim import daemonset_pod, node, pod
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeKubeAPI]:
-    fake = FakeKubeAPI()
-    await fake.start()
-    yield fake
-    await fake.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _bound_once(api: FakeKubeAPI) -> Counter[str]:
@@ -51,7 +35,7 @@ async def test_the_reconciliation_repairs_what_went_wrong_behind_the_shims_back(
     api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
 ) -> None:
     await api.put("nodes", node("n1", memory="8Gi"))
-    port = _free_port()
+    port = free_port()
     api.swallow_bindings.add("lost")  # the API answers 201 but the pod stays pending
     await api.put("pods", pod("lost"))
     await api.put("pods", pod("ghost"))

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import PLACEHOLDER, SCHEDULING_POLICY, TASK_GROUP_NAME, TASK_GROUPS
@@ -23,14 +20,6 @@ GROUPS = [
     {"name": "executors", "minMember": 2, "minResource": {"cpu": "100m", "memory": "1Gi"},
      "nodeSelector": {"zone": "a"}, "tolerations": [{"key": "spot", "operator": "Exists"}]},
 ]  # fmt: skip
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeKubeAPI]:
-    fake = FakeKubeAPI()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 def member(name: str, group: str, app: str = "spark-1", **annotations: str) -> dict[str, Any]:

@@ -8,10 +8,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from shim_k8s.kube_http import KubeHTTP, cluster_access
 from shim_k8s.leader import LeaderElection, LeaderElector
@@ -33,14 +30,6 @@ users: [{name: test, user: {}}]
 contexts: [{name: test, context: {cluster: emulation, user: test}}]
 current-context: test
 """
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeKubeAPI]:
-    fake = FakeKubeAPI()
-    await fake.start()
-    yield fake
-    await fake.stop()
 
 
 class Clock:
