@@ -17,6 +17,7 @@ from rmclient.client import SEND_ERRORS, SchedulerClient
 from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s import metrics
+from shim_k8s.configmaps import CONFIGMAP_NAME
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube
 from shim_k8s.kube_http import (
@@ -31,7 +32,7 @@ from shim_k8s.kube_http import (
 )
 from shim_k8s.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.service_config import CONFIGMAP_NAMES
-from shim_k8s.shim import CONFIGMAP_NAME, K8sShim, Obj
+from shim_k8s.shim import K8sShim, Obj
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from si.v1 import si_pb2
 
@@ -131,7 +132,7 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
         wake=lambda: items.put_nowait(_CORE),
         placeholder_image=options.placeholder_image,
     )
-    shim.log_level = options.log_level  # what the ConfigMaps' log.level falls back to
+    shim.settings.log_level = options.log_level  # what the ConfigMaps' log.level falls back to
     stopping = asyncio.create_task(_forward_stop(stop, items))
     background: list[asyncio.Task[None]] = []
     informers: list[Informer] = []

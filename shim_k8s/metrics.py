@@ -33,7 +33,7 @@ def render(sources: Sources) -> str:
         lines.append(f"# TYPE {name} {kind}")
         lines.extend(f"{name}{labels} {value:.0f}" for labels, value in samples)
 
-    repairs = sources.shim.repairs
+    repairs = sources.shim.reconciler.repairs
     metric("pykorn_k8s_reconcile_repairs_total", "counter",
            "Mismatches between the core and the API the reconciliation repaired, by kind.",
            [(f'{{kind="{kind}"}}', repairs[kind]) for kind in REPAIR_KINDS])  # fmt: skip

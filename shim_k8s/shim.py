@@ -21,24 +21,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterable, Mapping
 from functools import partial
 from typing import Any, Protocol
 
 import structlog
 
-from core.logging_setup import set_live_levels
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
 from shim_k8s import namespaces, service_config, task_groups, translate
+from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
+from shim_k8s.reconcile import Reconciler
+from shim_k8s.shim_state import AppGang, ShimState, finished, node_of
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
-CONFIGMAP_NAME = "yunikorn-configs"
 ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
 Obj = Mapping[str, Any]
 # What the core decided, in arrival order: bind an allocation, evict a victim, report a rejection.
@@ -70,34 +70,6 @@ def _key(obj: Obj) -> str:
     return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-@dataclass
-class _State:
-    nodes: dict[str, Obj] = field(default_factory=dict)
-    pods: dict[str, Obj] = field(default_factory=dict)  # by UID
-    apps: set[str] = field(default_factory=set)  # applications the core accepted or was told about
-    asked: set[str] = field(default_factory=set)  # pod UIDs sent as asks
-    bound_by_us: set[str] = field(default_factory=set)
-    foreign: set[str] = field(default_factory=set)
-    waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
-    waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
-    gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
-    unschedulable: dict[str, str] = field(default_factory=dict)  # pod UID -> the reason last patched
-    # What the core holds for us, as it told us (its allocations less its and our releases), or as we
-    # told it (bound pods sent on a re-sync): pod UID -> (application ID, node). Reconciliation
-    # compares it with the API's pods.
-    placed: dict[str, tuple[str, str]] = field(default_factory=dict)
-    given_up: set[str] = field(default_factory=set)  # pods the core gave up on (a failed gang's)
-
-
-@dataclass
-class AppGang:
-    """A gang-scheduled application's task groups, from its originator's annotations."""
-
-    groups: dict[str, task_groups.TaskGroup]
-    policy: task_groups.GangPolicy
-    placeholders_exist: bool = False  # made already (by us before a restart, or just now)
-
-
 class K8sShim(ResponseHandler):
     def __init__(
         self,
@@ -120,12 +92,8 @@ class K8sShim(ResponseHandler):
         # YuniKorn's admissionController.filtering.generateUniqueAppId: a pod naming no application is
         # one of its own, not one of its namespace's.
         self.unique_app_ids = False
-        self.state = _State()
-        self.config = ""  # the queue configuration the core has
-        self.configmaps: dict[str, Obj | None] = {}  # yunikorn-defaults and yunikorn-configs, as last seen
-        self.service = service_config.ServiceConfig()  # the settings taken at start
-        self.log_level = "info"  # --log-level: the default when the ConfigMaps set none
-        self._config_warnings: list[str] = []
+        self.state = ShimState()
+        self.settings = ConfigMaps()  # yunikorn-defaults and yunikorn-configs, and what they set
         self._wake = wake
         self._decisions: deque[Decision] = deque()
         self._running: dict[str, asyncio.Task[None]] = {}  # per pod: its latest decision being carried out
@@ -134,8 +102,7 @@ class K8sShim(ResponseHandler):
         self._batching = 0
         self._apps_answered: set[str] = set()
         self._nodes_answered = 0
-        self.repairs: Counter[str] = Counter()  # reconciliation repairs, by kind (a metric)
-        self._suspects: dict[str, str] = {}  # mismatches seen once: repaired when seen again
+        self.reconciler = Reconciler(self)
 
     # What the core sends (called by the client as each response arrives) -----------------------
     def on_allocations(self, response: si_pb2.AllocationResponse) -> None:
@@ -216,34 +183,34 @@ class K8sShim(ResponseHandler):
         `yunikorn-defaults`) the settings and the queue configuration a (re-)registration goes with."""
         for pc in priority_classes:
             self.priorities.upsert(pc)
-        self.configmaps = {service_config.CONFIGMAP_NAMES[0]: defaults, CONFIGMAP_NAME: configmap}
-        parsed = service_config.parse(service_config.merged(self.configmaps))
-        self.service = parsed.config
-        self.config = parsed.queues
-        if parsed.config.placeholder_image:
-            self.placeholder_image = parsed.config.placeholder_image
-        self.unique_app_ids = parsed.config.generate_unique_app_ids
-        self._apply_log_levels(parsed.config)
-        self._report(parsed.warnings)
+        warnings = self.settings.load(configmap, defaults)
+        if self.service.placeholder_image:
+            self.placeholder_image = self.service.placeholder_image
+        self.unique_app_ids = self.service.generate_unique_app_ids
+        self._report(warnings)
 
-    def _apply_log_levels(self, config: service_config.ServiceConfig) -> None:
-        set_live_levels(service_config.default_level(config, self.log_level), config.log_levels)
+    @property
+    def config(self) -> str:
+        """The queue configuration the core has (a registration sends it)."""
+        return self.settings.queues
+
+    @property
+    def service(self) -> service_config.ServiceConfig:
+        return self.settings.service
 
     def _report(self, warnings: list[str]) -> None:
         """Warnings about the ConfigMaps' keys: logged, and as events on the ConfigMap, once each."""
-        new = [w for w in warnings if w not in self._config_warnings]
-        self._config_warnings = list(warnings)
-        shown = next((c for c in (self.configmaps.get(CONFIGMAP_NAME), *self.configmaps.values()) if c), None)
-        for warning in new:
+        shown = self.settings.shown()
+        for warning in warnings:
             log.warning("configuration key not used as written", detail=warning)
             if shown is not None:
-                self._in_background(self.kube.record_event(
+                self.in_background(self.kube.record_event(
                     {**shown, "kind": "ConfigMap"}, "ConfigKeyIgnored", warning, warning=True
                 ))  # fmt: skip
 
     async def resend(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
         """After registering: tell a core that knows nothing of this RM everything that exists."""
-        self.state = _State()
+        self.state = ShimState()
         self._decisions.clear()  # decisions of a core that is gone; the new one decides afresh
         self._outbox.clear()
         node_list = list(nodes)
@@ -257,14 +224,14 @@ class K8sShim(ResponseHandler):
         # Gangs that were reserved before (placeholders exist) or already run (a pod of theirs is
         # bound): no new placeholders for them, as YuniKorn's shim skips reserving on recovery.
         ours = [p for p in pod_list if (p.get("spec") or {}).get("schedulerName") == self.scheduler_name]
-        with_placeholders = {self.app_id(p) for p in ours if task_groups.is_placeholder(p) or _node_of(p)}
-        bound = [p for p in pod_list if _node_of(p)]
-        pending = [p for p in pod_list if not _node_of(p)]
+        with_placeholders = {self.app_id(p) for p in ours if task_groups.is_placeholder(p) or node_of(p)}
+        bound = [p for p in pod_list if node_of(p)]
+        pending = [p for p in pod_list if not node_of(p)]
         for pod in bound:  # running pods first: the core counts them before it places anything
-            await self._add_pod(pod, with_placeholders)
+            await self.add_pod(pod, with_placeholders)
         async with self.batch():
             for pod in pending:
-                await self._add_pod(pod, with_placeholders)
+                await self.add_pod(pod, with_placeholders)
 
     # Informer events --------------------------------------------------------------------------
     async def on_node(self, event: str, node: Obj) -> None:
@@ -292,16 +259,16 @@ class K8sShim(ResponseHandler):
             return
         known = self.state.pods.get(uid)
         self.state.pods[uid] = pod
-        bound_elsewhere = bool(_node_of(pod)) and uid not in self.state.bound_by_us
+        bound_elsewhere = bool(node_of(pod)) and uid not in self.state.bound_by_us
         if known is None and bound_elsewhere:
             await self._add_foreign(pod)  # arrived already on a node: we did not place it
         elif known is None:
-            await self._add_pod(pod)
-        elif uid in self.state.waiting_for_volumes and not _node_of(pod):
+            await self.add_pod(pod)
+        elif uid in self.state.waiting_for_volumes and not node_of(pod):
             # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
             self.state.waiting_for_volumes.pop(uid, None)
-            await self._add_pod(pod)
-        elif not _node_of(known) and bound_elsewhere:
+            await self.add_pod(pod)
+        elif not node_of(known) and bound_elsewhere:
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
             if uid in self.state.asked:
                 self.state.asked.discard(uid)
@@ -309,12 +276,12 @@ class K8sShim(ResponseHandler):
                 await self.flush()
                 await self.client.release(self.app_id(pod), uid, message="bound by another scheduler")
             await self._add_foreign(pod)
-        if _finished(pod):
+        if finished(pod):
             await self._pod_gone(pod)
 
     async def _add_foreign(self, pod: Obj) -> None:
         uid = _key(pod)
-        if uid in self.state.foreign or _finished(pod):
+        if uid in self.state.foreign or finished(pod):
             return
         self.state.foreign.add(uid)
         priority = PodPriority(
@@ -360,35 +327,21 @@ class K8sShim(ResponseHandler):
         self.priorities.upsert(pc)
         for pod in list(self.state.waiting_for_class.values()):  # a class that was missing now exists
             self.state.waiting_for_class.pop(_key(pod), None)
-            await self._add_pod(pod)
+            await self.add_pod(pod)
 
     async def on_configmap(self, event: str, configmap: Obj) -> None:
-        """A change to yunikorn-configs or yunikorn-defaults: log levels apply at once, the queue
-        configuration goes to the core (unless service.enableConfigHotRefresh is false), other settings
-        wait for a restart, as in YuniKorn, and the event says so."""
-        name = (configmap.get("metadata") or {}).get("name")
+        """A change to yunikorn-configs or yunikorn-defaults (see shim_k8s.configmaps): the queue
+        configuration goes to the core unless service.enableConfigHotRefresh is false."""
+        name = (configmap.get("metadata") or {}).get("name", "")
         if name not in service_config.CONFIGMAP_NAMES:
             return
-        self.configmaps[name] = None if event == "DELETED" else configmap
-        parsed = service_config.parse(service_config.merged(self.configmaps))
-        self._apply_log_levels(parsed.config)
-        warnings = list(parsed.warnings)
-        changed = parsed.config.restart_needed(self.service)
-        if changed:
-            warnings.append(f"changed, applied at the next start: {', '.join(changed)}")
-        text = parsed.queues
-        if text != self.config and not self.service.enable_config_hot_refresh:
-            warnings.append("the queue configuration changed; service.enableConfigHotRefresh is false: "
-                            "applied at the next start")  # fmt: skip
-        elif text != self.config and not text.strip():
-            warnings.append(f"the ConfigMaps hold no {parsed.config.policy_group}.yaml; the current queue "
-                            "configuration stays")  # fmt: skip
+        text, warnings = self.settings.change(name, None if event == "DELETED" else configmap)
         self._report(warnings)
-        if text == self.config or not text.strip() or not self.service.enable_config_hot_refresh:
+        if text is None:
             return
         response = await self.client.update_configuration(text)
         if response.accepted:
-            self.config = text
+            self.settings.queues = text
             log.info("queue configuration updated from the configmap")
         else:
             message = "queue configuration refused, the previous one stays: " + "; ".join(response.errors)
@@ -396,10 +349,10 @@ class K8sShim(ResponseHandler):
             await self.kube.record_event(shown, "ConfigRejected", message, warning=True)
 
     # Pods -------------------------------------------------------------------------------------
-    async def _add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
+    async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
         uid = _key(pod)
         self.state.pods[uid] = pod
-        if _finished(pod):
+        if finished(pod):
             return
         ours = (pod.get("spec") or {}).get("schedulerName") == self.scheduler_name
         try:
@@ -409,7 +362,7 @@ class K8sShim(ResponseHandler):
             await self.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
             return
         if not ours:
-            if _node_of(pod):
+            if node_of(pod):
                 await self._add_foreign(pod)
             return
         app_id = self.app_id(pod)
@@ -431,9 +384,9 @@ class K8sShim(ResponseHandler):
             if gang is not None and not gang.placeholders_exist:
                 await self._create_placeholders(pod, app_id, gang)
         group = await self._task_group_of(pod, app_id)
-        if _node_of(pod):
+        if node_of(pod):
             self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
-            self.state.placed[uid] = (app_id, _node_of(pod))
+            self.state.placed[uid] = (app_id, node_of(pod))
             alloc = translate.bound_pod_allocation(
                 pod, priority, ours=True, task_group=group, namespace_labels=self._namespace_labels(pod),
                 app_id=app_id,
@@ -536,7 +489,7 @@ class K8sShim(ResponseHandler):
         self.volumes.update(kind, event, obj)
         for pod in list(self.state.waiting_for_volumes.values()):
             self.state.waiting_for_volumes.pop(_key(pod), None)
-            await self._add_pod(pod)
+            await self.add_pod(pod)
 
     async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
         """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
@@ -547,21 +500,21 @@ class K8sShim(ResponseHandler):
             return
         self.state.unschedulable[uid] = why
         await self.kube.record_event(pod, event_reason, why, warning=True)
-        self._in_background(self.kube.set_unschedulable(pod, why))
+        self.in_background(self.kube.set_unschedulable(pod, why))
 
     async def on_pending(self, uid: str, reason: str) -> None:
         """The core says why an ask of ours still waits: the pod's PodScheduled condition says so, as
         kube-scheduler's does (reason Unschedulable: the cluster autoscaler's signal). The API server
         sets the condition to True when the pod is bound."""
         pod = self.state.pods.get(uid)
-        if pod is None or uid not in self.state.asked or uid in self.state.bound_by_us or _node_of(pod):
+        if pod is None or uid not in self.state.asked or uid in self.state.bound_by_us or node_of(pod):
             return
         if self.state.unschedulable.get(uid) == reason:
             return
         self.state.unschedulable[uid] = reason
-        self._in_background(self.kube.set_unschedulable(pod, reason))
+        self.in_background(self.kube.set_unschedulable(pod, reason))
 
-    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
         """A write nothing waits for (a status patch): the loop goes on meanwhile."""
         task = asyncio.create_task(work)
         self._background.add(task)
@@ -584,70 +537,18 @@ class K8sShim(ResponseHandler):
             await self.client.release(self.app_id(pod), uid)
         self.state.given_up.discard(uid)
 
-    # Reconciliation ---------------------------------------------------------------------------
+    # Reconciliation (shim_k8s.reconcile) ----------------------------------------------------------
     async def reconcile(self, api_pods: Iterable[Obj]) -> int:
-        """Compare what the core holds for us with the pods the API lists, and repair what differs:
-        allocated but gone from the API (released), allocated but not bound (released and asked
-        again), bound by us but unknown to the core (sent as an existing allocation), ours, pending and
-        never asked (asked). A mismatch is repaired only when two rounds in a row see it, so work that
-        is under way (a binding whose echo has not arrived) is not mistaken for one. Each repair is
-        counted (`repairs`), logged and reported on the pod. Returns how many were made."""
+        """Repair what differs between what the core holds for us and the pods the API lists; returns
+        how many repairs were made (see shim_k8s.reconcile)."""
         if self._decisions:
             return 0  # decisions not started yet would look like mismatches: next round
-        listed = {_key(p): p for p in api_pods}
-        suspects = self._mismatches(listed)
-        confirmed = {uid: kind for uid, kind in suspects.items() if self._suspects.get(uid) == kind}
-        self._suspects = {uid: kind for uid, kind in suspects.items() if uid not in confirmed}
-        for uid, kind in confirmed.items():
-            await self._repair(uid, kind, listed.get(uid))
-        return len(confirmed)
+        return await self.reconciler.round(api_pods)
 
-    def _mismatches(self, listed: Mapping[str, Obj]) -> dict[str, str]:
-        state, out = self.state, {}
-        for uid in state.placed:
-            pod = listed.get(uid)
-            if uid in self._running or (pod is not None and _terminating(pod)):
-                continue
-            if pod is None:
-                out[uid] = "allocated-gone"
-            elif not _node_of(pod):
-                out[uid] = "allocated-not-bound"
-        for uid, pod in listed.items():
-            if uid in state.placed or uid in self._running or uid in state.foreign or uid in state.given_up:
-                continue
-            if (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name or _finished(pod):
-                continue
-            if _terminating(pod) or uid in state.waiting_for_class or uid in state.waiting_for_volumes:
-                continue
-            if _node_of(pod):
-                out[uid] = "bound-unknown"
-            elif uid not in state.asked:
-                out[uid] = "not-asked"
-        return out
-
-    async def _repair(self, uid: str, kind: str, pod: Obj | None) -> None:
-        state = self.state
-        self.repairs[kind] += 1
-        app_id, node = state.placed.pop(uid, ("", ""))
-        log.warning("reconciliation repaired a mismatch", kind=kind, allocationKey=uid, applicationID=app_id)
-        if kind in ("allocated-gone", "allocated-not-bound"):
-            state.asked.discard(uid)
-            state.bound_by_us.discard(uid)
-            await self.flush()
-            why = "gone from the API" if pod is None else f"not bound to {node} in the API"
-            await self.client.release(app_id, uid, message=f"reconciled: {why}")
-        if pod is None:
-            state.pods.pop(uid, None)
-            return
-        state.pods[uid] = pod
-        await self._add_pod(pod)  # bound: sent as an existing allocation (as on a re-sync); else asked
-        await self.flush()
-        messages = {
-            "allocated-not-bound": f"the core had placed it on {node} but it is not bound: asked again",
-            "bound-unknown": f"bound to {_node_of(pod)} but unknown to the core: told the core",
-            "not-asked": "pending and never asked for: asked now",
-        }
-        self._in_background(self.kube.record_event(pod, "Reconciled", messages[kind], warning=True))
+    @property
+    def busy(self) -> Collection[str]:
+        """Pods with a decision being carried out."""
+        return self._running.keys()
 
     # The core's answers -----------------------------------------------------------------------
     @property
@@ -709,10 +610,10 @@ class K8sShim(ResponseHandler):
         pod = self.state.pods.get(uid)
         if pod is None:
             return
-        if rejected.applicationID not in self.state.apps and uid in self.state.asked and not _node_of(pod):
+        if rejected.applicationID not in self.state.apps and uid in self.state.asked and not node_of(pod):
             # Its application completed in the core while the ask was on its way: add both again.
             self.state.asked.discard(uid)
-            await self._add_pod(pod)
+            await self.add_pod(pod)
             await self.flush()
             return
         await self.kube.record_event(pod, "SchedulingRejected", rejected.reason, warning=True)
@@ -720,7 +621,7 @@ class K8sShim(ResponseHandler):
     async def _bind(self, alloc: si_pb2.Allocation) -> None:
         uid = alloc.allocationKey
         pod = self.state.pods.get(uid)
-        if pod is None or uid in self.state.bound_by_us or _node_of(pod):
+        if pod is None or uid in self.state.bound_by_us or node_of(pod):
             return  # a confirmation of a pod already running there: never bind twice
         self.state.bound_by_us.add(uid)  # before the API answers: its echo must not look like a stranger's
         try:
@@ -782,15 +683,3 @@ _CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_RE
 
 # Application states after which the core no longer knows the application (YuniKorn's too).
 _APPS_FORGOTTEN = frozenset({"Completed", "Expired"})
-
-
-def _node_of(pod: Obj) -> str:
-    return (pod.get("spec") or {}).get("nodeName") or ""
-
-
-def _terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def _finished(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")

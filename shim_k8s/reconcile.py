@@ -1,0 +1,121 @@
+"""The shim's periodic reconciliation: what the core holds for the shim against the pods the API lists.
+
+Four kinds of mismatch, each repaired:
+- `allocated-gone`: the core holds an allocation for a pod the API no longer has: released in the core;
+- `allocated-not-bound`: the core placed the pod, the API shows it pending: released, asked again;
+- `bound-unknown`: a pod of ours is bound but the core does not hold it: sent as an existing allocation;
+- `not-asked`: a pending pod of ours was never asked for (a binding that failed, say): asked for.
+
+A mismatch is repaired only when two rounds in a row see the same one, so work under way (a binding
+whose echo has not arrived) is not mistaken for one. Each repair is counted (`repairs`, the metric
+pykorn_k8s_reconcile_repairs_total), logged and reported on the pod as a Reconciled event.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Coroutine, Iterable, Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from rmclient.client import SchedulerClient
+from shim_k8s.shim_state import ShimState, finished, node_of, terminating
+
+log = structlog.get_logger("pykorn.k8s")
+
+Obj = Mapping[str, Any]
+GONE, NOT_BOUND, UNKNOWN, NOT_ASKED = "allocated-gone", "allocated-not-bound", "bound-unknown", "not-asked"
+
+
+class _Events(Protocol):
+    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
+
+
+class Shim(Protocol):
+    """What of the shim the reconciliation reads and calls."""
+
+    @property
+    def state(self) -> ShimState: ...
+    @property
+    def scheduler_name(self) -> str: ...
+    @property
+    def busy(self) -> Collection[str]: ...  # pods with a decision being carried out
+    @property
+    def client(self) -> SchedulerClient: ...
+    @property
+    def kube(self) -> _Events: ...
+    async def flush(self) -> None: ...
+    async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
+
+
+class Reconciler:
+    def __init__(self, shim: Shim) -> None:
+        self.shim = shim
+        self.repairs: Counter[str] = Counter()  # by kind: the metric
+        self._suspects: dict[str, str] = {}  # mismatches seen once: repaired when seen again
+
+    async def round(self, api_pods: Iterable[Obj]) -> int:
+        """One comparison; returns how many repairs it made."""
+        listed = {_uid(p): p for p in api_pods}
+        suspects = self.mismatches(listed)
+        confirmed = {uid: kind for uid, kind in suspects.items() if self._suspects.get(uid) == kind}
+        self._suspects = {uid: kind for uid, kind in suspects.items() if uid not in confirmed}
+        for uid, kind in confirmed.items():
+            await self._repair(uid, kind, listed.get(uid))
+        return len(confirmed)
+
+    def mismatches(self, listed: Mapping[str, Obj]) -> dict[str, str]:
+        shim = self.shim
+        state, busy, out = shim.state, shim.busy, {}
+        for uid in state.placed:
+            pod = listed.get(uid)
+            if uid in busy or (pod is not None and terminating(pod)):
+                continue
+            if pod is None:
+                out[uid] = GONE
+            elif not node_of(pod):
+                out[uid] = NOT_BOUND
+        for uid, pod in listed.items():
+            if uid in state.placed or uid in busy or uid in state.foreign or uid in state.given_up:
+                continue
+            if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name or finished(pod):
+                continue
+            if terminating(pod) or uid in state.waiting_for_class or uid in state.waiting_for_volumes:
+                continue
+            if node_of(pod):
+                out[uid] = UNKNOWN
+            elif uid not in state.asked:
+                out[uid] = NOT_ASKED
+        return out
+
+    async def _repair(self, uid: str, kind: str, pod: Obj | None) -> None:
+        shim = self.shim
+        state = shim.state
+        self.repairs[kind] += 1
+        app_id, node = state.placed.pop(uid, ("", ""))
+        log.warning("reconciliation repaired a mismatch", kind=kind, allocationKey=uid, applicationID=app_id)
+        if kind in (GONE, NOT_BOUND):
+            state.asked.discard(uid)
+            state.bound_by_us.discard(uid)
+            await shim.flush()
+            why = "gone from the API" if pod is None else f"not bound to {node} in the API"
+            await shim.client.release(app_id, uid, message=f"reconciled: {why}")
+        if pod is None:
+            state.pods.pop(uid, None)
+            return
+        state.pods[uid] = pod
+        await shim.add_pod(pod)  # bound: sent as an existing allocation (as on a re-sync); else asked
+        await shim.flush()
+        messages = {
+            NOT_BOUND: f"the core had placed it on {node} but it is not bound: asked again",
+            UNKNOWN: f"bound to {node_of(pod)} but unknown to the core: told the core",
+            NOT_ASKED: "pending and never asked for: asked now",
+        }
+        shim.in_background(shim.kube.record_event(pod, "Reconciled", messages[kind], warning=True))
+
+
+def _uid(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"

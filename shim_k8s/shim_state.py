@@ -1,0 +1,52 @@
+"""What the Kubernetes shim remembers between informer events (rebuilt on every re-sync with the
+core), and small reads of a pod object it and the reconciliation share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shim_k8s import task_groups
+
+Obj = Mapping[str, Any]
+
+
+@dataclass
+class AppGang:
+    """A gang-scheduled application's task groups, from its originator's annotations."""
+
+    groups: dict[str, task_groups.TaskGroup]
+    policy: task_groups.GangPolicy
+    placeholders_exist: bool = False  # made already (by us before a restart, or just now)
+
+
+@dataclass
+class ShimState:
+    nodes: dict[str, Obj] = field(default_factory=dict)
+    pods: dict[str, Obj] = field(default_factory=dict)  # by UID
+    apps: set[str] = field(default_factory=set)  # applications the core accepted or was told about
+    asked: set[str] = field(default_factory=set)  # pod UIDs sent as asks
+    bound_by_us: set[str] = field(default_factory=set)
+    foreign: set[str] = field(default_factory=set)
+    waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
+    waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
+    gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
+    unschedulable: dict[str, str] = field(default_factory=dict)  # pod UID -> the reason last patched
+    # What the core holds for us, as it told us (its allocations less its and our releases), or as we
+    # told it (bound pods sent on a re-sync): pod UID -> (application ID, node). Reconciliation
+    # compares it with the API's pods.
+    placed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    given_up: set[str] = field(default_factory=set)  # pods the core gave up on (a failed gang's)
+
+
+def node_of(pod: Obj) -> str:
+    return (pod.get("spec") or {}).get("nodeName") or ""
+
+
+def finished(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
