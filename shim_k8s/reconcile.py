@@ -80,6 +80,8 @@ class Reconciler:
         for uid, pod in listed.items():
             if uid in state.placed or uid in busy or uid in state.foreign or uid in state.given_up:
                 continue
+            if uid in state.deleting:  # a released placeholder on its way out
+                continue
             if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name or finished(pod):
                 continue
             if terminating(pod) or uid in state.waiting_for_class or uid in state.waiting_for_volumes:

@@ -527,7 +527,10 @@ class K8sShim(ResponseHandler):
         self.state.waiting_for_class.pop(uid, None)
         self.state.waiting_for_volumes.pop(uid, None)
         await self.flush()  # its ask, if it waits in the batch, goes before its release
-        if uid in self.state.foreign:
+        if uid in self.state.deleting:  # a placeholder the core released: it knows
+            self.state.deleting.discard(uid)
+            self.state.bound_by_us.discard(uid)
+        elif uid in self.state.foreign:
             self.state.foreign.discard(uid)
             await self.client.release("", uid)
         elif uid in self.state.asked or uid in self.state.bound_by_us:
@@ -656,7 +659,9 @@ class K8sShim(ResponseHandler):
         if task_groups.is_placeholder(pod):
             held_room = uid in self.state.bound_by_us
             self.state.asked.discard(uid)
-            self.state.bound_by_us.discard(uid)  # its DELETED event then sends nothing more
+            # Still ours (not bound_by_us dropped: the echo of its binding may come yet, and must not
+            # look like another scheduler's pod); its DELETED event then sends nothing more.
+            self.state.deleting.add(uid)
             await self.kube.delete_pod(pod)
             if held_room:
                 await self.flush()

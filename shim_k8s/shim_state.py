@@ -38,6 +38,9 @@ class ShimState:
     # compares it with the API's pods.
     placed: dict[str, tuple[str, str]] = field(default_factory=dict)
     given_up: set[str] = field(default_factory=set)  # pods the core gave up on (a failed gang's)
+    # Placeholders the core released and we delete: their late watch events (the echo of their own
+    # binding) are still ours, and their deletion tells the core nothing more.
+    deleting: set[str] = field(default_factory=set)
 
 
 def node_of(pod: Obj) -> str:

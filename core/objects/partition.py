@@ -321,6 +321,8 @@ class Partition:
         if alloc.key in self.foreign:
             raise Rejection(f"foreign allocation {alloc.key} already exists on node {alloc.node_id}")
         node = self.node(alloc.node_id)
+        if alloc.key in node.allocations:  # one of ours: taken for a stranger, it would replace it there
+            raise Rejection(f"allocation key {alloc.key} is already allocated on node {node.node_id}")
         try:  # its host ports count; a malformed tag must not lose the room it occupies
             alloc.constraints = parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)
         except ConstraintError as exc:

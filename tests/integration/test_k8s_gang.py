@@ -4,13 +4,19 @@ deleted as the real pods take their places, and the real pods bound where their 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
+
+import aiohttp
 
 from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import PLACEHOLDER, SCHEDULING_POLICY, TASK_GROUP_NAME, TASK_GROUPS
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.rest_helpers import get_json, partition_url
 from tests.integration.test_k8s_api import _until, shim_running
 from tests.integration.test_k8s_shim import MemoryKube, node, pod, settle
 from tests.recording_client import RecordingClient, recorded
@@ -23,8 +29,10 @@ GROUPS = [
 
 
 def member(name: str, group: str, app: str = "spark-1", **annotations: str) -> dict[str, Any]:
-    """A pod of the job: its application by label, its task group by annotation (1Gi, 100m)."""
-    made = pod(name)
+    """A pod of the job, made just now: its application by label, its task group by annotation (1Gi,
+    100m). Made now, as the placeholder timeout counts from the application's creation (a pod made
+    days ago has a long expired timeout, and its placeholders go as soon as they are allocated)."""
+    made = pod(name, created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     made["metadata"]["labels"] = {"applicationId": app}
     made["metadata"]["annotations"] = {TASK_GROUP_NAME: group, **annotations}
     return made
@@ -140,3 +148,53 @@ async def test_a_resync_of_a_gang_that_already_runs_makes_no_new_placeholders(
             "uid-exec-1",
             "uid-exec-2",
         ]
+
+
+class LateEchoKube(MemoryKube):
+    """As the API's watch may deliver it: a placeholder's binding is seen (MODIFIED, on its node) only
+    after the shim has started to delete it, just before its DELETED event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.late: dict[str, dict[str, Any]] = {}
+
+    async def bind(self, pod: Mapping[str, Any], node: str) -> None:
+        if pod["metadata"]["annotations"].get(PLACEHOLDER) != "true":
+            await super().bind(pod, node)
+            return
+        self.bindings.append((pod["metadata"]["name"], node))
+        bound = copy.deepcopy(dict(pod))
+        bound["spec"]["nodeName"] = node
+        self.late[pod["metadata"]["name"]] = bound
+
+    async def delete_pod(self, pod: Mapping[str, Any]) -> None:
+        echo = self.late.pop(pod["metadata"]["name"], None)
+        assert self.shim is not None
+        if echo is not None:
+            await self.shim.on_pod("MODIFIED", echo)
+        await super().delete_pod(pod)
+
+
+async def test_a_placeholders_late_binding_echo_is_not_taken_for_another_schedulers_pod(
+    core_address: str, rest_url: str, rm_id: str
+) -> None:
+    """The echo of a placeholder's binding that arrives while the shim deletes it is still the shim's
+    own pod: the core is not told of a foreign pod, and the node holds the real task alone."""
+    kube = LateEchoKube()
+    groups = [{"name": "driver", "minMember": 1, "minResource": {"cpu": "100m", "memory": "1Gi"}}]
+    async with RecordingClient(core_address, rm_id) as client, aiohttp.ClientSession() as session:
+        shim = K8sShim(client, kube)
+        kube.shim = shim
+        await shim.sync(
+            [node("n1", memory="4Gi")], [member("driver", "driver", **{TASK_GROUPS: json.dumps(groups)})]
+        )
+        await settle(shim, lambda: ("driver", "n1") in kube.bindings, "the driver in its placeholder's place")
+        await settle(shim)
+        assert [name for name in kube.deleted if name.startswith("tg-")] == [
+            kube.created[0]["metadata"]["name"]
+        ]
+        assert not shim.state.foreign
+        nodes = await get_json(session, f"{partition_url(rest_url, rm_id)}/nodes")
+        (n1,) = nodes
+        assert n1["allocated"].get("memory") == 1024**3  # the driver's; not its placeholder's as well
+        assert not n1.get("occupied")  # no foreign pod was made of the placeholder

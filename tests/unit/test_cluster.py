@@ -329,3 +329,21 @@ def test_roots_max_is_the_cluster_less_what_other_schedulers_occupy() -> None:
     assert c.partition.root.max == {"memory": 6}
     c.release("", "dns")
     assert c.partition.root.max == {"memory": 10}
+
+
+def test_a_foreign_allocation_with_the_key_of_one_of_ours_is_refused_and_changes_nothing() -> None:
+    c = Cluster()
+    c.node("n1", {"memory": 10})
+    c.app("app-1")
+    c.ask("app-1", "web-1", {"memory": 4})
+    c.schedule()
+    _drain(c)
+    stranger = Allocation("web-1", "", c.pname(), Resource({"memory": 4}), node_id="n1", foreign=True)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(stranger,)))
+    out = _drain(c)
+    assert [r.key for r in out.rejected_allocations] == ["web-1"]
+    assert "already allocated on node n1" in out.rejected_allocations[0].reason
+    node = c.partition.nodes["n1"]
+    assert node.allocations["web-1"].application_id == "app-1" and node.occupied.is_zero()
+    c.release("app-1", "web-1")
+    assert node.allocated.is_zero() and not node.allocations
