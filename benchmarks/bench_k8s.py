@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -40,9 +42,21 @@ current-context: bench
 """
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Emulation:
+    url: str
+    pid: int
+
+
 @contextlib.asynccontextmanager
-async def emulation() -> AsyncIterator[str]:
-    """The API emulation in a process of its own; its URL."""
+async def emulation() -> AsyncIterator[Emulation]:
+    """The API emulation in a process of its own."""
     with tempfile.TemporaryDirectory(prefix="pykorn-emulation-") as tmp:
         port_file = Path(tmp, "port")
         process = subprocess.Popen(  # noqa: ASYNC220 - started once, not waited on here
@@ -53,15 +67,15 @@ async def emulation() -> AsyncIterator[str]:
                 if process.poll() is not None:
                     raise RuntimeError("the emulation exited on startup")
                 await asyncio.sleep(0.05)
-            yield f"http://127.0.0.1:{int(port_file.read_text())}"
+            yield Emulation(f"http://127.0.0.1:{int(port_file.read_text())}", process.pid)
         finally:
             process.terminate()
             process.wait(10)
 
 
 @contextlib.asynccontextmanager
-async def shim(api: str, core: CoreProcess) -> AsyncIterator[None]:
-    """`pykorn k8s` against the emulation and the core, until the core has its nodes."""
+async def shim(api: str, core: CoreProcess) -> AsyncIterator[int]:
+    """`pykorn k8s` against the emulation and the core; its process ID."""
     with tempfile.TemporaryDirectory(prefix="pykorn-shim-") as tmp:
         kubeconfig = Path(tmp, "kubeconfig")
         kubeconfig.write_text(KUBECONFIG % {"port": int(api.rsplit(":", 1)[1])})
@@ -73,7 +87,7 @@ async def shim(api: str, core: CoreProcess) -> AsyncIterator[None]:
             stdout=log, stderr=log,
         )  # fmt: skip
         try:
-            yield
+            yield process.pid
         finally:
             process.terminate()
             process.wait(10)
@@ -119,9 +133,14 @@ async def _until_nodes(session: aiohttp.ClientSession, core: CoreProcess, nodes:
     raise TimeoutError(f"the core did not get {nodes} nodes")
 
 
-async def ceiling(pods: int) -> float:
-    """Bindings a second a trivial client gets from the emulation: no scheduling, no watch."""
-    async with emulation() as api, aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+async def ceiling(pods: int) -> tuple[float, dict[str, float]]:
+    """Bindings a second a trivial client gets from the emulation (no scheduling, no watch), and the
+    CPU µs each side spent per binding."""
+    async with (
+        emulation() as running,
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session,
+    ):
+        api = running.url
         await _post(session, f"{api}/emulator/nodes", {"count": 500})
         await _post(
             session, f"{api}/emulator/pods", {"count": pods, "prefix": "trivial", "scheduler": "none"}
@@ -134,37 +153,48 @@ async def ceiling(pods: int) -> float:
             async with slots:
                 await _post(session, f"{api}/api/v1/namespaces/bench/pods/trivial-{i}/binding", body)
 
+        before = cpu_seconds(running.pid), time.process_time()
         start = time.perf_counter()
         await asyncio.gather(*(bind(i) for i in range(pods)))
-        return pods / (time.perf_counter() - start)
+        rate = pods / (time.perf_counter() - start)
+        spent = {"emulation": cpu_seconds(running.pid) - before[0], "client": time.process_time() - before[1]}
+        return rate, {name: seconds * 1e6 / pods for name, seconds in spent.items()}
 
 
-async def _scheduled(nodes: int, pods: Mapping[str, object]) -> list[list[float]]:
+async def _scheduled(nodes: int, pods: Mapping[str, object]) -> tuple[list[list[float]], dict[str, float]]:
     """A fresh emulation with `nodes`, a core and the shim; the pods made as `pods` says (count, prefix,
-    rate); their (made, bound) times once all are bound."""
-    async with emulation() as api, aiohttp.ClientSession() as session:
+    rate); their (made, bound) times once all are bound, and the CPU µs per pod each process spent
+    from the pods' making to the last binding."""
+    async with emulation() as running, aiohttp.ClientSession() as session:
+        api = running.url
         await _post(session, f"{api}/emulator/nodes", {"count": nodes})
         core = CoreProcess()
         await core.start()
         try:
-            async with shim(api, core):
+            async with shim(api, core) as shim_pid:
                 await _until_nodes(session, core, nodes)
+                assert core.process is not None
+                pids = {"shim": shim_pid, "emulation": running.pid, "core": core.process.pid}
+                before = {name: cpu_seconds(pid) for name, pid in pids.items()}
                 await _post(session, f"{api}/emulator/pods", pods)
-                return await _until_bound(session, api, str(pods["prefix"]), int(str(pods["count"])))
+                count = int(str(pods["count"]))
+                times = await _until_bound(session, api, str(pods["prefix"]), count)
+                spent = {name: (cpu_seconds(pid) - before[name]) * 1e6 / count for name, pid in pids.items()}
+                return times, spent
         finally:
             await core.stop()
 
 
-async def burst(nodes: int, pods: int) -> float:
-    """Pods/s from the first pod made to the last bound, `pods` made at once."""
-    bound = await _scheduled(nodes, {"count": pods, "prefix": "burst"})
-    return pods / (max(done for _, done in bound) - min(made for made, _ in bound))
+async def burst(nodes: int, pods: int) -> tuple[float, dict[str, float]]:
+    """Pods/s from the first pod made to the last bound, `pods` made at once; CPU µs per pod."""
+    bound, spent = await _scheduled(nodes, {"count": pods, "prefix": "burst"})
+    return pods / (max(done for _, done in bound) - min(made for made, _ in bound)), spent
 
 
 async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float, float]:
     """p50 and p99 of made-to-bound, in ms, at `rate` pods a second; and the rate bound."""
     pods = int(rate * seconds)
-    bound = await _scheduled(nodes, {"count": pods, "prefix": "steady", "rate": rate})
+    bound, _ = await _scheduled(nodes, {"count": pods, "prefix": "steady", "rate": rate})
     waits = sorted((done - made) * 1000 for made, done in bound)
     p50 = statistics.median(waits)
     p99 = waits[min(len(waits) - 1, int(len(waits) * 0.99))]
@@ -174,18 +204,26 @@ async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float
 
 async def main_async(pods: int, node_counts: list[int], skip_latency: bool) -> None:
     out = sys.stdout
-    top = await ceiling(pods)
-    out.write(f"{'emulation ceiling (trivial client, 64 in flight)':52} {top:10,.0f} bindings/s\n")
+    top, spent = await ceiling(pods)
+    out.write(f"{'emulation ceiling (trivial client, 64 in flight)':52} {top:10,.0f} bindings/s"
+              f"   CPU µs per binding: {_cpu(spent)}\n")  # fmt: skip
     out.flush()
     for nodes in node_counts:
-        rate = await burst(nodes, pods)
+        rate, spent = await burst(nodes, pods)
         out.write(f"{f'burst of {pods:,} pods on {nodes:,} nodes':52} {rate:10,.0f} pods/s"
-                  f"   {rate / top:4.0%} of the ceiling\n")  # fmt: skip
+                  f"   {rate / top:4.0%} of the ceiling   CPU µs per pod: {_cpu(spent)}\n")  # fmt: skip
         out.flush()
     if not skip_latency:
         p50, p99, achieved = await latency(500, 1000.0, 10.0)
         out.write(f"{'1,000 pods/s for 10 s on 500 nodes, made to bound':52} p50 {p50:6.0f} ms"
                   f"   p99 {p99:6.0f} ms   ({achieved:,.0f} pods/s)\n")  # fmt: skip
+
+
+def _cpu(spent: Mapping[str, float]) -> str:
+    return (
+        ", ".join(f"{name} {micros:,.0f}" for name, micros in spent.items())
+        + f" (total {sum(spent.values()):,.0f})"
+    )
 
 
 def main() -> None:

@@ -19,10 +19,13 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import structlog
 from kubernetes import client, config
+
+from shim_k8s.http1 import Http1Pool
 
 log = structlog.get_logger("pykorn.k8s.http")
 
@@ -34,8 +37,10 @@ DEFAULT_BURST = 10000
 DEFAULT_IN_FLIGHT = 64  # requests at once, over as many pooled connections
 
 
-# A request that got no answer: it may or may not have reached the server.
-TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError)
+# A request that got no answer: it may or may not have reached the server (aiohttp's for watches and
+# lists; OSError and EOFError subclasses from the lean client's connections).
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, OSError, EOFError)
+USER_AGENT = "pykorn-k8s-shim"
 
 
 class ApiError(RuntimeError):
@@ -125,7 +130,9 @@ class KubeHTTP:
         self.event_limiter = RateLimiter(qps, burst)
         self._slots = asyncio.Semaphore(in_flight)
         self._in_flight = in_flight
-        self._session: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = None  # watches and lists
+        self._pool = Http1Pool(access.host, access.ssl_context)  # every other request
+        self._static_headers: dict[str, bytes] = {}  # by content type
         self.requests = 0  # sent, for the benchmarks and the metrics
         self.in_flight_peak = 0
         self._busy = 0
@@ -139,17 +146,34 @@ class KubeHTTP:
             )
         return self._session
 
+    @property
+    def connections_opened(self) -> int:
+        """Connections the lean client made (a keep-alive pool opens few)."""
+        return self._pool.opened
+
     async def close(self) -> None:
+        self._pool.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
 
     def _headers(self, content_type: str = "application/json") -> dict[str, str]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
         token = self.access.authorization()
         if token:
             headers["Authorization"] = token
         return headers
+
+    def _header_lines(self, content_type: str) -> bytes:
+        """The lean client's header lines: prepared once per content type, the token each time (it
+        may have been refreshed)."""
+        static = self._static_headers.get(content_type)
+        if static is None:
+            static = self._static_headers[content_type] = (
+                f"Accept: application/json\r\nContent-Type: {content_type}\r\nUser-Agent: {USER_AGENT}\r\n"
+            ).encode("latin-1")
+        token = self.access.authorization()
+        return static + f"Authorization: {token}\r\n".encode("latin-1") if token else static
 
     async def request(
         self,
@@ -169,26 +193,34 @@ class KubeHTTP:
             self._busy += 1
             self.in_flight_peak = max(self.in_flight_peak, self._busy)
             self.requests += 1
+            target = f"{path}?{urlencode(params)}" if params else path
+            data = json.dumps(body).encode() if body is not None else None
             try:
-                async with self._open().request(
-                    method, self.access.host + path, data=json.dumps(body) if body is not None else None,
-                    params=params, headers=self._headers(content_type),
-                    timeout=aiohttp.ClientTimeout(total=timeout),
-                ) as response:  # fmt: skip
-                    if response.status >= 400:
-                        text = await response.text()
-                        raise ApiError(response.status, _reason(text, response.reason or ""), text)
-                    if not answer:
-                        await response.read()  # read whole, so the connection goes back to the pool
-                        return {}
-                    text = await response.text()
-                    return json.loads(text) if text else {}
+                got = await self._pool.request(
+                    method, target, self._header_lines(content_type), data, timeout
+                )
             finally:
                 self._busy -= 1
+        if got.status >= 400:
+            text = got.body.decode("utf-8", "replace")
+            raise ApiError(got.status, _reason(text, got.reason), text)
+        if not answer or not got.body:
+            return {}
+        decoded: Obj = json.loads(got.body)
+        return decoded
 
     async def list(self, path: str) -> tuple[list[Obj], str]:
-        """Every object at a collection path, and the list's resourceVersion to watch from."""
-        body = await self.request("GET", path, timeout=120.0)
+        """Every object at a collection path, and the list's resourceVersion to watch from (over
+        aiohttp: a list may be large and come in many pieces)."""
+        await self.limiter.acquire()
+        async with self._open().get(
+            self.access.host + path, headers=self._headers(), timeout=aiohttp.ClientTimeout(total=120.0)
+        ) as response:  # fmt: skip
+            text = await response.text()
+            if response.status >= 400:
+                raise ApiError(response.status, _reason(text, response.reason or ""), text)
+        self.requests += 1
+        body = json.loads(text) if text else {}
         return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
 
     async def watch(self, path: str, resource_version: str, timeout_seconds: int) -> AsyncIterator[Obj]:
