@@ -146,11 +146,6 @@ class KubeHTTP:
             )
         return self._session
 
-    @property
-    def connections_opened(self) -> int:
-        """Connections the lean client made (a keep-alive pool opens few)."""
-        return self._pool.opened
-
     async def close(self) -> None:
         self._pool.close()
         if self._session is not None:

@@ -662,7 +662,11 @@ class K8sShim(ResponseHandler):
             # Still ours (not bound_by_us dropped: the echo of its binding may come yet, and must not
             # look like another scheduler's pod); its DELETED event then sends nothing more.
             self.state.deleting.add(uid)
-            await self.kube.delete_pod(pod)
+            try:
+                await self.kube.delete_pod(pod)
+            except BaseException:
+                self.state.deleting.discard(uid)  # still there: the reconciliation may see to it
+                raise
             if held_room:
                 await self.flush()
                 await self.client.release_many(
