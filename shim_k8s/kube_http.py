@@ -60,12 +60,15 @@ class ClusterAccess:
     configuration: client.Configuration | None = None  # for bearer tokens that refresh
 
     def authorization(self) -> str | None:
+        """The Authorization header the kubeconfig or the service account gives: a bearer token
+        (refreshed by the client's hook: in-cluster and exec credentials expire), or a kubeconfig's
+        username and password as basic auth, which the official loader keeps in the same place."""
         cfg = self.configuration
         if cfg is None:
             return None
-        if cfg.refresh_api_key_hook is not None:  # in-cluster and exec credentials expire
-            cfg.refresh_api_key_hook(cfg)
-        return cfg.get_api_key_with_prefix("authorization") or None
+        # The official client keeps it under "BearerToken" (since v31) or "authorization" (before).
+        token = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
+        return str(token) if token else None
 
 
 def cluster_access(kubeconfig: str | None = None, host: str | None = None) -> ClusterAccess:

@@ -11,10 +11,17 @@ from pathlib import Path
 import pytest
 
 from shim_k8s.http1 import Answer, Http1Pool, HttpProtocolError
-from shim_k8s.kube_http import TRANSPORT_ERRORS
+from shim_k8s.kube_http import TRANSPORT_ERRORS, KubeHTTP, cluster_access
 from tests.tls_certs import make_pki
 
 HEADERS = b"Accept: application/json\r\n"
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "%(server)s"}}]
+users: [{name: u, user: %(user)s}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
 
 
 Script = Callable[[bytes, bytes], tuple[list[bytes], bool]]  # (pieces to write, then close)
@@ -184,3 +191,31 @@ async def test_over_tls_the_server_is_verified_against_the_ca(tmp_path: Path) ->
     assert isinstance(raised.value, TRANSPORT_ERRORS)
     assert len(server.requests) == 1  # nothing was sent to a server the client does not trust
     server.server.close()
+
+
+@pytest.mark.parametrize(
+    ("user", "header"),
+    [("{token: s3cret}", b"Bearer s3cret"), ("{username: ada, password: pw}", b"Basic YWRhOnB3")],
+)
+async def test_the_kubeconfigs_credentials_go_with_every_write_and_list(
+    servers: Servers, tmp_path: Path, user: str, header: bytes
+) -> None:
+    items = b'{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[]}'
+    server = await servers(lambda head, body: _created(items if head.startswith(b"GET") else b"{}"))
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG % {"server": server.url, "user": user})
+    http = KubeHTTP(cluster_access(str(kubeconfig)))
+    try:
+        await http.request(
+            "POST", "/api/v1/namespaces/shop/pods/web-1/binding", {"kind": "Binding"}, answer=False
+        )
+        assert await http.list("/api/v1/pods") == ([], "7")
+    finally:
+        await http.close()
+    heads = [head for head, _ in server.requests]
+    assert [h.split(b" ", 2)[:2] for h in heads] == [
+        [b"POST", b"/api/v1/namespaces/shop/pods/web-1/binding"],
+        [b"GET", b"/api/v1/pods"],
+    ]
+    assert all(b"\r\nAuthorization: " + header + b"\r\n" in head for head in heads)
+    assert all(b"\r\nUser-Agent: pykorn-k8s-shim\r\n" in head for head in heads)
