@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from kubernetes.config import incluster_config
 
 from shim_k8s.http1 import Answer, Http1Pool, HttpProtocolError
 from shim_k8s.kube_http import TRANSPORT_ERRORS, KubeHTTP, cluster_access
@@ -219,3 +220,31 @@ async def test_the_kubeconfigs_credentials_go_with_every_write_and_list(
     ]
     assert all(b"\r\nAuthorization: " + header + b"\r\n" in head for head in heads)
     assert all(b"\r\nUser-Agent: pykorn-k8s-shim\r\n" in head for head in heads)
+
+
+async def test_in_a_pod_the_service_account_is_used_over_verified_tls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the shim runs in a cluster: the API server from KUBERNETES_SERVICE_HOST/PORT, its
+    certificate checked against the service account's CA, the service account's token sent."""
+    pki = make_pki(tmp_path)
+    serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    serving.load_cert_chain(pki.server.cert, pki.server.key)
+    server = ScriptedServer(lambda head, body: _created(b"{}"))
+    server.server = await asyncio.start_server(server._serve, "127.0.0.1", 0, ssl=serving)
+    token = tmp_path / "token"
+    token.write_text("service-account-token")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(pki.ca))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(server.server.sockets[0].getsockname()[1]))
+    http = KubeHTTP(cluster_access())
+    try:
+        await http.request("POST", "/api/v1/namespaces/shop/pods/web-1/binding", {"kind": "Binding"})
+    finally:
+        await http.close()
+        server.server.close()
+    ((head, _),) = server.requests
+    # The scheme as the official client writes it for a service account ("bearer"; schemes are
+    # case-insensitive).
+    assert b"\r\nauthorization: bearer service-account-token\r\n" in head.lower()
