@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -31,7 +32,10 @@ Obj = dict[str, Any]  # an object as the API serves it (decoded JSON)
 PodLike = Mapping[str, Any]
 EVENT_QUEUE = 10_000  # events waiting to be posted; beyond this they are dropped and counted
 EVENT_SENDERS = 4
-BIND_ATTEMPTS = 3  # a binding that fails on the connection (not an answer) is tried again
+# A binding with no answer, a 5xx or a 429 (API Priority and Fairness throttling) is tried again.
+BIND_ATTEMPTS = 3
+BIND_PAUSE = 0.1  # seconds, times the attempt number, unless a 429 says how long to wait
+MAX_RETRY_AFTER = 10.0  # seconds: the most a 429's retryAfterSeconds makes a binding wait
 WRITE_ATTEMPTS = 5  # an eviction or a deletion, before giving up (logged)
 WRITE_PAUSE = 0.2  # seconds, times the attempt number
 
@@ -61,6 +65,18 @@ def _pod_path(pod: PodLike, sub: str = "") -> str:
     meta = pod["metadata"]
     path = f"/api/v1/namespaces/{_segment(meta['namespace'])}/pods/{_segment(meta['name'])}"
     return f"{path}/{sub}" if sub else path
+
+
+def _retry_after(exc: ApiError) -> float:
+    """The wait a 429's Status asks for (details.retryAfterSeconds), at most MAX_RETRY_AFTER; 0 when
+    it names none."""
+    if exc.status != 429:
+        return 0.0
+    try:
+        details = json.loads(exc.body).get("details") or {}
+        return min(MAX_RETRY_AFTER, max(0.0, float(details.get("retryAfterSeconds") or 0)))
+    except (ValueError, TypeError, AttributeError):
+        return 0.0
 
 
 _stamp: tuple[int, str] = (0, "")
@@ -107,11 +123,25 @@ class Kube:
                 await self.http.request("POST", _pod_path(pod, "binding"), body, answer=False)
                 return
             except ApiError as exc:
-                raise BindError(f"{exc.status} {exc.reason}") from None
+                # Already bound: by an attempt of ours whose answer was lost (a 5xx after the write, a
+                # cut connection), or by a replica before it lost the lease. Where we wanted: done.
+                if exc.status == 409 and await self._bound_to(pod, node):
+                    return
+                if (exc.status < 500 and exc.status != 429) or attempt == BIND_ATTEMPTS:
+                    raise BindError(f"{exc.status} {exc.reason}") from None
+                pause = _retry_after(exc) or BIND_PAUSE * attempt
             except TRANSPORT_ERRORS as exc:  # no answer: it may not have reached the server
                 if attempt == BIND_ATTEMPTS:
                     raise BindError(f"no answer from the API server: {exc!r}") from None
-                await asyncio.sleep(0.1 * attempt)
+                pause = BIND_PAUSE * attempt
+            await asyncio.sleep(pause)
+
+    async def _bound_to(self, pod: PodLike, node: str) -> bool:
+        """Whether the API has the pod on `node` now."""
+        with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):
+            current = await self.http.request("GET", _pod_path(pod))
+            return bool((current.get("spec") or {}).get("nodeName") == node)
+        return False
 
     async def evict(self, pod: PodLike, reason: str) -> None:
         meta = pod["metadata"]

@@ -64,6 +64,8 @@ class FakeKubeAPI:
         # 500 (the count left, by pod name).
         self.swallow_bindings: set[str] = set()
         self.fail_bindings: dict[str, int] = {}
+        self.throttle_bindings: dict[str, int] = {}  # answered 429 (retryAfterSeconds 1), the count left
+        self.fail_after_binding: set[str] = set()  # bound, then answered 500 (the answer was lost)
         self.fail_evictions: dict[str, int] = {}  # evictions answered 500, the count left, by pod name
 
     # Test-side changes ------------------------------------------------------------------------
@@ -132,6 +134,7 @@ class FakeKubeAPI:
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
         app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
         app.router.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
+        app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
         app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
         app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}/status", self._patch_status)
         app.router.add_post(LEASES, self._create_lease)
@@ -210,6 +213,12 @@ class FakeKubeAPI:
         if self.fail_bindings.get(name, 0) > 0:
             self.fail_bindings[name] -= 1
             return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
+        if self.throttle_bindings.get(name, 0) > 0:
+            self.throttle_bindings[name] -= 1
+            status = {"kind": "Status", "code": 429, "reason": "TooManyRequests",
+                      "message": "too many requests, please try again later",
+                      "details": {"retryAfterSeconds": 1}}  # fmt: skip
+            return web.json_response(status, status=429, headers={"Retry-After": "1"})
         if name in self.swallow_bindings:
             self.swallow_bindings.discard(name)
             return web.json_response({"kind": "Status", "status": "Success"}, status=201)
@@ -228,6 +237,9 @@ class FakeKubeAPI:
             self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
             self.bound_at[pod["metadata"]["name"]] = time.monotonic()
             self._put("pods", pod)
+        if name in self.fail_after_binding:
+            self.fail_after_binding.discard(name)
+            return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
     async def _evict(self, request: web.Request) -> web.Response:
@@ -274,6 +286,12 @@ class FakeKubeAPI:
         return web.json_response(pod, status=200)
 
     # Leases (leader election): optimistic concurrency on resourceVersion, as the API server's ---------
+    async def _get_pod(self, request: web.Request) -> web.Response:
+        pod = self.get("pods", request.match_info["name"])
+        if pod is None or (pod["metadata"].get("namespace") or "default") != request.match_info["ns"]:
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        return web.json_response(pod)
+
     async def _get_lease(self, request: web.Request) -> web.Response:
         lease = self.objects["leases"].get(f"{request.match_info['ns']}/{request.match_info['name']}")
         if lease is None:

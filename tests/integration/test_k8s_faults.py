@@ -118,3 +118,34 @@ async def test_an_eviction_the_api_fails_is_tried_again(
         await api.put("pods", daemonset_pod("agent-n1", "n1"))
         await _until(lambda: ("agent-n1", "n1") in api.bindings, "the DaemonSet pod bound", timeout=30)
         assert api.evictions == ["batch-2"] and api.fail_evictions["batch-2"] == 0
+
+
+async def test_a_throttled_or_failed_binding_is_tried_again_and_one_that_went_through_is_kept(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    """Bindings answered 429 (API Priority and Fairness), 500 before the write, and 500 after it (the
+    answer lost): each pod bound once, where the core placed it, without a release or an ask again
+    (the reconciliation runs only once a minute here, so it is not what binds them)."""
+    await api.put("nodes", node("n1", memory="8Gi"))
+    api.throttle_bindings["throttled"] = 1
+    api.fail_bindings["failed"] = 2
+    api.fail_after_binding.add("committed")
+    for name in ("throttled", "failed", "committed"):
+        await api.put("pods", pod(name))
+    async with shim_running(api, core_address, rm_id), aiohttp.ClientSession() as session:
+        await _until(lambda: len(api.bindings) == 3, "the three pods bound", timeout=30)
+        assert sorted(api.bindings) == [("committed", "n1"), ("failed", "n1"), ("throttled", "n1")]
+        assert api.throttle_bindings["throttled"] == 0 and api.fail_bindings["failed"] == 0
+        assert not api.fail_after_binding  # the write went through, its answer was a 500
+
+        def held(apps: list[dict[str, Any]]) -> bool:
+            return {a["allocationKey"] for app in apps for a in app.get("allocations", [])} == {
+                "uid-throttled",
+                "uid-failed",
+                "uid-committed",
+            }
+
+        url = f"{partition_url(rest_url, rm_id)}/applications/active"
+        await rest_until(session, url, held, "the core holding the three as allocated")
+    assert not [e for e in api.events if e["reason"] in ("BindingFailed", "Reconciled")]
+    _bound_once(api)
