@@ -41,6 +41,9 @@ DEFAULT_IN_FLIGHT = 64  # requests at once, over as many pooled connections
 # lists; OSError and EOFError subclasses from the lean client's connections).
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, OSError, EOFError)
 USER_AGENT = "pykorn-k8s-shim"
+# The largest watch event read: an object in etcd may be 1.5 MiB by default, written as JSON with
+# escapes and the event around it; a cluster may raise etcd's limit.
+MAX_EVENT_BYTES = 64 * 1024 * 1024
 
 
 class ApiError(RuntimeError):
@@ -235,7 +238,12 @@ class KubeHTTP:
             if response.status >= 400:
                 text = await response.text()
                 raise ApiError(response.status, _reason(text, response.reason or ""), text)
-            async for line in response.content:
+            content = response.content
+            while True:
+                # One event a line, as large as its object (aiohttp's line limit is 128 KiB).
+                line = await content.readuntil(b"\n", max_size=MAX_EVENT_BYTES)
+                if not line:
+                    return  # the server ended the watch
                 if not line.strip():
                     continue
                 event = json.loads(line)

@@ -1,0 +1,34 @@
+"""An informer against the HTTP emulation of the API server: objects as large as Kubernetes stores
+(an etcd value may be 1.5 MiB) come through the watch whole, without the watch breaking."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from shim_k8s.informer import Informer
+from shim_k8s.kube_http import KubeHTTP, cluster_access
+from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.test_k8s_shim import pod
+
+
+async def test_a_large_object_comes_through_the_watch_whole(api: FakeKubeAPI) -> None:
+    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"))
+    seen: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+    informer = Informer("pods", "/api/v1/pods", http, lambda kind, event, obj: seen.put_nowait((event, obj)))
+    try:
+        items, version = await http.list("/api/v1/pods")
+        informer.start(items, version)
+        big = pod("spark-driver")
+        big["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "x" * 1_400_000}
+        await api.put("pods", big)
+        await api.put("pods", pod("next"))  # the watch goes on after it
+        event, obj = await asyncio.wait_for(seen.get(), 30)
+        assert event == "ADDED" and obj["metadata"]["name"] == "spark-driver"
+        assert obj["metadata"]["annotations"] == big["metadata"]["annotations"]
+        event, obj = await asyncio.wait_for(seen.get(), 30)
+        assert obj["metadata"]["name"] == "next"
+        assert informer.relists == 0  # the watch never broke
+    finally:
+        informer.stop()
+        await http.close()
