@@ -137,10 +137,12 @@ class Kube:
             await asyncio.sleep(pause)
 
     async def _bound_to(self, pod: PodLike, node: str) -> bool:
-        """Whether the API has the pod on `node` now."""
+        """Whether the API has this pod (its UID: not another one made since under the same name) on
+        `node` now."""
         with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):
             current = await self.http.request("GET", _pod_path(pod))
-            return bool((current.get("spec") or {}).get("nodeName") == node)
+            same = (current.get("metadata") or {}).get("uid") == pod["metadata"].get("uid")
+            return same and (current.get("spec") or {}).get("nodeName") == node
         return False
 
     async def evict(self, pod: PodLike, reason: str) -> None:

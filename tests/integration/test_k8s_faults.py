@@ -8,8 +8,12 @@ from collections import Counter
 from typing import Any
 
 import aiohttp
+import pytest
 
 from rmclient.core_process import CoreProcess
+from shim_k8s.kube import Kube
+from shim_k8s.kube_http import KubeHTTP, cluster_access
+from shim_k8s.shim import BindError
 from tests.integration.core_helpers import free_port
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.rest_helpers import partition_url, rest_until
@@ -149,3 +153,22 @@ async def test_a_throttled_or_failed_binding_is_tried_again_and_one_that_went_th
         await rest_until(session, url, held, "the core holding the three as allocated")
     assert not [e for e in api.events if e["reason"] in ("BindingFailed", "Reconciled")]
     _bound_once(api)
+
+
+async def test_a_conflict_is_success_only_for_the_same_pod_on_the_same_node(api: FakeKubeAPI) -> None:
+    """A 409 on a binding is checked against the pod the API has: ours (same UID) on the node we
+    wanted is done; a pod made since under the same name, even on that node, is not ours."""
+    await api.put("nodes", node("n1"))
+    ours = pod("web")
+    await api.put("pods", {**ours, "spec": {**ours["spec"], "nodeName": "n1"}})
+    kube = Kube(KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}")))
+    try:
+        await kube.bind(ours, "n1")  # already there: an earlier attempt's answer was lost
+        with pytest.raises(BindError, match="409"):
+            await kube.bind(ours, "n2")
+        stranger = {**ours, "metadata": {**ours["metadata"], "uid": "uid-web-old"}}
+        with pytest.raises(BindError, match="409"):
+            await kube.bind(stranger, "n1")
+    finally:
+        await kube.http.close()
+    assert api.bindings == []  # the API took none of these
