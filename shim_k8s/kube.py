@@ -18,6 +18,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -38,6 +39,7 @@ BIND_PAUSE = 0.1  # seconds, times the attempt number, unless a 429 says how lon
 MAX_RETRY_AFTER = 10.0  # seconds: the most a 429's retryAfterSeconds makes a binding wait
 WRITE_ATTEMPTS = 5  # an eviction or a deletion, before giving up (logged)
 WRITE_PAUSE = 0.2  # seconds, times the attempt number
+EVICTION_PAUSE_MAX = 30.0  # seconds between attempts at an eviction a disruption budget refuses
 
 
 def collection_paths(namespace: str) -> dict[str, str]:
@@ -146,10 +148,30 @@ class Kube:
         return False
 
     async def evict(self, pod: PodLike, reason: str) -> None:
+        """A policy/v1 Eviction. One a PodDisruptionBudget refuses (429) is tried again until the
+        budget allows it or the pod goes, as `kubectl drain` does, with a growing pause (at most
+        EVICTION_PAUSE_MAX) and one `EvictionBlocked` event that says why: the core keeps the
+        victim's room for the preempting pod meanwhile. Other failures as `_persist`."""
         meta = pod["metadata"]
         body = {"apiVersion": "policy/v1", "kind": "Eviction",
                 "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}  # fmt: skip
-        await self._persist(lambda: self.http.request("POST", _pod_path(pod, "eviction"), body))
+        blocked = 0
+        while True:
+            try:
+                send = partial(self.http.request, "POST", _pod_path(pod, "eviction"), body)
+                await self._persist(send, throttled_is_final=True)
+                return
+            except ApiError as exc:
+                if exc.status != 429:
+                    raise
+                blocked += 1
+                if blocked == 1:
+                    why = f"preempted, not evicted yet: {exc.reason}"
+                    await self.record_event(pod, "EvictionBlocked", why, warning=True)
+                    log.warning(
+                        "eviction blocked", pod=f"{meta['namespace']}/{meta['name']}", reason=exc.reason
+                    )
+                await asyncio.sleep(min(EVICTION_PAUSE_MAX, WRITE_PAUSE * 2**blocked))
 
     async def create_pod(self, pod: PodLike) -> None:
         """Create a pod (a placeholder); the informer brings it back like any other pod."""
@@ -162,10 +184,10 @@ class Kube:
             lambda: self.http.request("DELETE", _pod_path(pod), params={"gracePeriodSeconds": "0"})
         )
 
-    async def _persist(self, send: Callable[[], Awaitable[object]]) -> None:
+    async def _persist(self, send: Callable[[], Awaitable[object]], throttled_is_final: bool = False) -> None:
         """A write that must happen (an eviction, a placeholder's deletion): tried again on no answer,
-        a 5xx or a 429 (a disruption budget saying not yet), with a growing pause; already gone (404)
-        is done. Raises what the last attempt got."""
+        a 5xx or a 429 (throttled; unless `throttled_is_final`), with a growing pause; already gone
+        (404) is done. Raises what the last attempt got."""
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 await send()
@@ -173,7 +195,8 @@ class Kube:
             except ApiError as exc:
                 if exc.status == 404:
                     return
-                if (exc.status < 500 and exc.status != 429) or attempt == WRITE_ATTEMPTS:
+                retried = exc.status >= 500 or (exc.status == 429 and not throttled_is_final)
+                if not retried or attempt == WRITE_ATTEMPTS:
                     raise
             except TRANSPORT_ERRORS:
                 if attempt == WRITE_ATTEMPTS:

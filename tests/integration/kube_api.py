@@ -67,6 +67,9 @@ class FakeKubeAPI:
         self.throttle_bindings: dict[str, int] = {}  # answered 429 (retryAfterSeconds 1), the count left
         self.fail_after_binding: set[str] = set()  # bound, then answered 500 (the answer was lost)
         self.fail_evictions: dict[str, int] = {}  # evictions answered 500, the count left, by pod name
+        self.budget_refusals: dict[
+            str, int
+        ] = {}  # evictions a disruption budget refuses (429), the count left
 
     # Test-side changes ------------------------------------------------------------------------
     async def put(self, kind: str, obj: Obj) -> None:
@@ -247,6 +250,13 @@ class FakeKubeAPI:
         if self.fail_evictions.get(name, 0) > 0:
             self.fail_evictions[name] -= 1
             return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
+        if self.budget_refusals.get(name, 0) > 0:  # as the API server's eviction answers it
+            self.budget_refusals[name] -= 1
+            cause = {"reason": "DisruptionBudget", "message": "The disruption budget web-pdb needs 2"}
+            status = {"kind": "Status", "code": 429, "reason": "TooManyRequests",
+                      "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+                      "details": {"causes": [cause]}}  # fmt: skip
+            return web.json_response(status, status=429)
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:

@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from rmclient.core_process import CoreProcess
+from shim_k8s import kube as kube_module
 from shim_k8s.kube import Kube
 from shim_k8s.kube_http import KubeHTTP, cluster_access
 from shim_k8s.shim import BindError
@@ -172,3 +173,24 @@ async def test_a_conflict_is_success_only_for_the_same_pod_on_the_same_node(api:
     finally:
         await kube.http.close()
     assert api.bindings == []  # the API took none of these
+
+
+async def test_an_eviction_a_disruption_budget_refuses_waits_for_it_and_says_so(
+    api: FakeKubeAPI, core_address: str, rm_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget's 429 is not a failure to give up on: the eviction is tried until the budget allows
+    it (more times than other failures are), and the pod has one event saying why it still runs."""
+    monkeypatch.setattr(kube_module, "WRITE_PAUSE", 0.01)  # the pauses, not what they wait for
+    await api.put("nodes", node("n1", memory="2Gi"))
+    await api.put("pods", pod("batch-1"))
+    await api.put("pods", pod("batch-2", created="2026-11-22T10:05:00Z"))
+    api.budget_refusals["batch-2"] = kube_module.WRITE_ATTEMPTS + 2
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: len(api.bindings) == 2, "the node to fill")
+        await api.put("pods", daemonset_pod("agent-n1", "n1"))
+        await _until(lambda: ("agent-n1", "n1") in api.bindings, "the DaemonSet pod bound", timeout=30)
+    assert api.evictions == ["batch-2"] and api.budget_refusals["batch-2"] == 0
+    blocked = [e["message"] for e in api.events if e["reason"] == "EvictionBlocked"]
+    assert blocked == [
+        "preempted, not evicted yet: Cannot evict pod as it would violate the pod's disruption budget."
+    ]
