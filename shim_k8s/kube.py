@@ -69,6 +69,12 @@ def _pod_path(pod: PodLike, sub: str = "") -> str:
     return f"{path}/{sub}" if sub else path
 
 
+def _passing(exc: ApiError, throttled_passes: bool = True) -> bool:
+    """An answer worth trying again after a pause: a server error, or (unless told otherwise) a 429,
+    the API's throttling."""
+    return exc.status >= 500 or (exc.status == 429 and throttled_passes)
+
+
 def _retry_after(exc: ApiError) -> float:
     """The wait a 429's Status asks for (details.retryAfterSeconds), at most MAX_RETRY_AFTER; 0 when
     it names none."""
@@ -129,7 +135,7 @@ class Kube:
                 # cut connection), or by a replica before it lost the lease. Where we wanted: done.
                 if exc.status == 409 and await self._bound_to(pod, node):
                     return
-                if (exc.status < 500 and exc.status != 429) or attempt == BIND_ATTEMPTS:
+                if not _passing(exc) or attempt == BIND_ATTEMPTS:
                     raise BindError(f"{exc.status} {exc.reason}") from None
                 pause = _retry_after(exc) or BIND_PAUSE * attempt
             except TRANSPORT_ERRORS as exc:  # no answer: it may not have reached the server
@@ -155,10 +161,10 @@ class Kube:
         meta = pod["metadata"]
         body = {"apiVersion": "policy/v1", "kind": "Eviction",
                 "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}  # fmt: skip
+        send = partial(self.http.request, "POST", _pod_path(pod, "eviction"), body)
         blocked = 0
         while True:
             try:
-                send = partial(self.http.request, "POST", _pod_path(pod, "eviction"), body)
                 await self._persist(send, throttled_is_final=True)
                 return
             except ApiError as exc:
@@ -195,8 +201,7 @@ class Kube:
             except ApiError as exc:
                 if exc.status == 404:
                     return
-                retried = exc.status >= 500 or (exc.status == 429 and not throttled_is_final)
-                if not retried or attempt == WRITE_ATTEMPTS:
+                if not _passing(exc, throttled_passes=not throttled_is_final) or attempt == WRITE_ATTEMPTS:
                     raise
             except TRANSPORT_ERRORS:
                 if attempt == WRITE_ATTEMPTS:

@@ -159,20 +159,19 @@ class KubeHTTP:
             self._session = None
 
     def _headers(self, content_type: str = "application/json") -> dict[str, str]:
-        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        headers = _static_headers(content_type)
         token = self.access.authorization()
         if token:
             headers["Authorization"] = token
         return headers
 
     def _header_lines(self, content_type: str) -> bytes:
-        """The lean client's header lines: prepared once per content type, the token each time (it
-        may have been refreshed)."""
+        """The lean client's header lines: the same headers, prepared once per content type, the
+        token each time (it may have been refreshed)."""
         static = self._static_headers.get(content_type)
         if static is None:
-            static = self._static_headers[content_type] = (
-                f"Accept: application/json\r\nContent-Type: {content_type}\r\nUser-Agent: {USER_AGENT}\r\n"
-            ).encode("latin-1")
+            lines = "".join(f"{name}: {value}\r\n" for name, value in _static_headers(content_type).items())
+            static = self._static_headers[content_type] = lines.encode("latin-1")
         token = self.access.authorization()
         return static + f"Authorization: {token}\r\n".encode("latin-1") if token else static
 
@@ -217,9 +216,8 @@ class KubeHTTP:
         async with self._open().get(
             self.access.host + path, headers=self._headers(), timeout=aiohttp.ClientTimeout(total=120.0)
         ) as response:  # fmt: skip
+            await _raise_for_status(response)
             text = await response.text()
-            if response.status >= 400:
-                raise ApiError(response.status, _reason(text, response.reason or ""), text)
         self.requests += 1
         body = json.loads(text) if text else {}
         return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
@@ -235,9 +233,7 @@ class KubeHTTP:
             self.access.host + path, params=params, headers=self._headers(),
             timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30),
         ) as response:  # fmt: skip
-            if response.status >= 400:
-                text = await response.text()
-                raise ApiError(response.status, _reason(text, response.reason or ""), text)
+            await _raise_for_status(response)
             content = response.content
             while True:
                 # One event a line, as large as its object (aiohttp's line limit is 128 KiB).
@@ -251,6 +247,18 @@ class KubeHTTP:
                     status = event.get("object") or {}
                     raise ApiError(int(status.get("code") or 500), str(status.get("message", "")))
                 yield event
+
+
+def _static_headers(content_type: str) -> dict[str, str]:
+    """Every request's headers but the credentials."""
+    return {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+
+
+async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
+    """ApiError, with the API's Status message, for an answer that is an error."""
+    if response.status >= 400:
+        text = await response.text()
+        raise ApiError(response.status, _reason(text, response.reason or ""), text)
 
 
 def _reason(text: str, fallback: str) -> str:
