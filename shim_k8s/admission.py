@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shim_k8s import namespaces
+from shim_k8s import namespaces, service_config
+from shim_k8s.service_config import CONFIGMAP_NAMES
 from shim_k8s.translate import (
     APP_ID_KEY,
     APP_ID_LABEL,
@@ -38,12 +39,12 @@ from shim_k8s.translate import (
     SPARK_APP_ID,
     USER_INFO,
     generated_application_id,
+    user_info_problem,
 )
 
 Obj = Mapping[str, Any]
 SCHEDULER_NAME = "yunikorn"
 ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
-CONFIGMAP_NAMES = ("yunikorn-defaults", "yunikorn-configs")  # merged in this order: configs win
 PREFIX = "admissionController."
 WORKLOAD_TEMPLATES = {  # kind -> where its pod template's annotations are
     "Deployment": "/spec/template/metadata/annotations",
@@ -97,12 +98,10 @@ class ParsedConfig:
     warnings: list[str] = field(default_factory=list)
 
 
-def merged_data(configmaps: Mapping[str, Obj | None]) -> dict[str, str]:
-    """yunikorn-defaults, then yunikorn-configs over it, as YuniKorn flattens them."""
-    out: dict[str, str] = {}
-    for name in CONFIGMAP_NAMES:
-        out.update(((configmaps.get(name) or {}).get("data")) or {})
-    return out
+def merged_data(configmaps: Mapping[str, Obj | None], warnings: list[str] | None = None) -> dict[str, str]:
+    """yunikorn-defaults, then yunikorn-configs over it, as YuniKorn flattens them (gzipped binaryData
+    included: service_config.flatten)."""
+    return service_config.merged(configmaps, warnings)
 
 
 def admission_config(data: Mapping[str, str]) -> ParsedConfig:
@@ -212,10 +211,9 @@ class Controller:
                     None,
                     f"user {user} with groups [{','.join(groups)}] is not allowed to set user annotation",
                 )
-            try:
-                json.loads(annotations[USER_INFO])
-            except json.JSONDecodeError as exc:
-                return None, f"annotation {USER_INFO} is not JSON: {exc}"
+            problem = user_info_problem(str(annotations[USER_INFO]))
+            if problem:  # the scheduler would run it as `nobody`: refused here, where the author sees why
+                return None, f"annotation {USER_INFO}: {problem}"
             return None, ""
         value = json.dumps({"user": user, "groups": groups}, separators=(",", ":"))
         return {"op": "add", "path": path, "value": {**annotations, USER_INFO: value}}, ""

@@ -21,9 +21,11 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from shim_k8s import admission
+from shim_k8s import admission, object_shapes, service_config
+from shim_k8s.bad_objects import Refused, key_of
 from shim_k8s.informer import Informer
 from shim_k8s.kube_http import KubeHTTP, cluster_access
+from shim_k8s.service_config import CONFIGMAP_NAMES
 
 log = structlog.get_logger("pykorn.admission")
 
@@ -44,18 +46,32 @@ class AdmissionServer:
 
     # What the informers deliver ----------------------------------------------------------------
     def on_object(self, kind: str, event: str, obj: admission.Obj) -> None:
-        name = (obj.get("metadata") or {}).get("name", "")
+        """An informer's object; one that cannot be read is logged and not used (the last good one of
+        its name stays): it never stops the controller."""
+        try:
+            self._take(kind, event, obj)
+        except Exception as exc:
+            found = object_shapes.diagnose(kind, obj)
+            log.warning("object not used: it cannot be read", kind=kind, object=key_of(obj),
+                        reason=found or str(exc))  # fmt: skip
+
+    def _take(self, kind: str, event: str, obj: admission.Obj) -> None:
+        name = obj["metadata"]["name"]
+        if not isinstance(name, str):
+            raise Refused("metadata.name: expected a string")
         if kind == "namespaces":
             _put(self.cluster.namespaces, name, obj, event)
         elif kind == "priorityclasses":
             _put(self.cluster.priority_classes, name, obj, event)
-        elif kind == "configmaps" and name in admission.CONFIGMAP_NAMES:
+        elif kind == "configmaps" and name in CONFIGMAP_NAMES:
+            service_config.flatten(obj)  # readable, before it replaces the last good one
             self.configmaps[name] = None if event == "DELETED" else obj
             self._reconfigure()
 
     def _reconfigure(self) -> None:
-        parsed = admission.admission_config(admission.merged_data(self.configmaps))
-        for warning in parsed.warnings:
+        warnings: list[str] = []
+        parsed = admission.admission_config(admission.merged_data(self.configmaps, warnings))
+        for warning in warnings + parsed.warnings:
             log.warning("admission configuration key not used as written", detail=warning)
         self.controller = admission.Controller(parsed.config, self.cluster)
 
@@ -97,7 +113,12 @@ class AdmissionServer:
         except (ValueError, KeyError, TypeError):
             invalid = admission.refuse({"uid": "yunikorn-invalid-body"}, "body decode failed")
             return web.json_response(admission.review(invalid))
-        response = await decide(review_request)
+        try:
+            response = await decide(review_request)
+        except Exception as exc:  # a request of a shape the controller cannot read: refused, and said why
+            found = object_shapes.diagnose("pods", review_request.get("object"))
+            log.warning("admission request not readable", error=repr(exc), field=found)
+            response = admission.refuse(review_request, f"pykorn could not read the request: {found or exc}")
         if not response["allowed"]:
             kind = (review_request.get("kind") or {}).get("kind")
             namespace = review_request.get("namespace")

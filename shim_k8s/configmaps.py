@@ -24,22 +24,27 @@ class ConfigMaps:
         self._warned: list[str] = []
 
     def load(self, configmap: Obj | None, defaults: Obj | None) -> list[str]:
-        """At a (re-)registration: take everything; the warnings not reported yet."""
+        """At a (re-)registration: take everything; the warnings not reported yet. Each must be
+        readable (service_config.flatten: Refused otherwise); one that is not is left out."""
         self.seen = {DEFAULTS_NAME: defaults, CONFIGMAP_NAME: configmap}
-        parsed = service_config.parse(service_config.merged(self.seen))
+        warnings: list[str] = []
+        parsed = service_config.parse(service_config.merged(self.seen, warnings))
         self.service = parsed.config
         self.queues = parsed.queues
         self._apply_log_levels(parsed.config)
-        return self._new(parsed.warnings)
+        return self._new(warnings + parsed.warnings)
 
     def change(self, name: str, configmap: Obj | None) -> tuple[str | None, list[str]]:
         """One of them changed (None: deleted). Log levels apply at once; other settings wait for a
         restart, as in YuniKorn, and a warning says so. Returns the queue configuration to send to the
-        core (None: nothing to send) and the warnings not reported yet."""
+        core (None: nothing to send) and the warnings not reported yet. Refused (and nothing changes)
+        when the ConfigMap cannot be read."""
+        service_config.flatten(configmap)  # readable, before it replaces the last good one
         self.seen[name] = configmap
-        parsed = service_config.parse(service_config.merged(self.seen))
+        warnings: list[str] = []
+        parsed = service_config.parse(service_config.merged(self.seen, warnings))
         self._apply_log_levels(parsed.config)
-        warnings = list(parsed.warnings)
+        warnings += parsed.warnings
         changed = parsed.config.restart_needed(self.service)
         if changed:
             warnings.append(f"changed, applied at the next start: {', '.join(changed)}")

@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import structlog
 
+from shim_k8s.bad_objects import key_of
 from shim_k8s.kube_http import ApiError, KubeHTTP
 
 log = structlog.get_logger("pykorn.k8s.informer")
@@ -25,9 +26,7 @@ WATCH_SECONDS = 300  # how long the server keeps one watch open before the infor
 RETRY_SECONDS = 1.0
 
 
-def _key(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+_key = key_of  # never fails, whatever the object holds: the handlers refuse what they cannot read
 
 
 class Informer:
@@ -61,7 +60,7 @@ class Informer:
     async def _relist(self) -> None:
         items, self._rv = await self.http.list(self.path)
         self.relists += 1
-        current = {_key(o): o for o in items}
+        current = {_key(o): o for o in items if isinstance(o, dict)}
         for key, obj in current.items():
             if self.known.get(key) != obj:
                 self.deliver(self.kind, "MODIFIED" if key in self.known else "ADDED", obj)
@@ -72,8 +71,12 @@ class Informer:
 
     async def _watch(self) -> None:
         async for event in self.http.watch(self.path, self._rv, self.watch_seconds):
-            kind, obj = event.get("type", ""), event.get("object") or {}
-            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            kind, obj = event.get("type", "") if isinstance(event, dict) else "", _object(event)
+            if obj is None:  # not an object at all: nothing to hand on, nor to name in an event
+                log.warning("watch event without an object skipped", kind=self.kind, event=repr(event)[:200])
+                continue
+            meta = obj.get("metadata")
+            rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
             if kind == "BOOKMARK":
                 self._rv = rv or self._rv
                 continue
@@ -99,12 +102,21 @@ class Informer:
                 log.warning("watch broke, listing again", kind=self.kind, error=repr(exc))
                 await asyncio.sleep(RETRY_SECONDS)
                 await self._relist_until_done()
+            except Exception as exc:  # anything else: this kind must not stop being followed
+                log.error("watch failed unexpectedly, listing again", kind=self.kind, exc_info=exc)
+                await asyncio.sleep(RETRY_SECONDS)
+                await self._relist_until_done()
 
     async def _relist_until_done(self) -> None:
         while True:
             try:
                 await self._relist()
                 return
-            except (ApiError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            except Exception as exc:  # the API, the transport, or an odd answer: listed again
                 log.warning("list failed", kind=self.kind, error=repr(exc))
                 await asyncio.sleep(RETRY_SECONDS)
+
+
+def _object(event: object) -> Obj | None:
+    obj = event.get("object") if isinstance(event, dict) else None
+    return obj if isinstance(obj, dict) else None

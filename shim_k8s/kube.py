@@ -208,10 +208,11 @@ class Kube:
                     raise
             await asyncio.sleep(WRITE_PAUSE * attempt)
 
-    async def set_unschedulable(self, pod: PodLike, message: str) -> None:
-        """PodScheduled=False with reason Unschedulable and the core's pending reason (a strategic
-        merge of the pod's status conditions, by type); best effort, as kube-scheduler's."""
-        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+    async def set_unschedulable(self, pod: PodLike, message: str, reason: str = "Unschedulable") -> None:
+        """PodScheduled=False with kube-scheduler's reason (Unschedulable: no node fits, the cluster
+        autoscaler's signal; SchedulerError: the scheduler cannot handle the pod) and the message (a
+        strategic merge of the pod's status conditions, by type); best effort, as kube-scheduler's."""
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
                      "lastTransitionTime": _now()}  # fmt: skip
         with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):
             await self.http.request(

@@ -72,6 +72,7 @@ class LeaderElector:
         base = f"/apis/coordination.k8s.io/v1/namespaces/{quote(election.namespace)}/leases"
         self._collection, self._path = base, f"{base}/{quote(election.name)}"
         self._timeout = election.renew_deadline  # one attempt may not outlast the deadline to renew
+        self._warned = ""  # the Lease field last warned about
 
     async def acquire(self, stop: asyncio.Event) -> bool:
         """Until this replica leads (True) or `stop` is set (False)."""
@@ -108,7 +109,7 @@ class LeaderElector:
         self.is_leader = False
         with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):
             lease = await self.http.request("GET", self._path, timeout=self._timeout)
-            if (lease.get("spec") or {}).get("holderIdentity") != self.election.identity:
+            if self._readable(lease).get("holderIdentity") != self.election.identity:
                 return
             spec = {**lease["spec"], "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _now()}
             await self.http.request("PUT", self._path, {**lease, "spec": spec}, timeout=self._timeout)
@@ -131,7 +132,7 @@ class LeaderElector:
             if exc.status != 404:
                 raise
             return await self._create()
-        spec = lease.get("spec") or {}
+        spec = self._readable(lease)
         if spec != self._observed:
             self._observed, self._observed_at = spec, now
         holder = spec.get("holderIdentity") or ""
@@ -154,6 +155,32 @@ class LeaderElector:
             raise
         self._observed, self._observed_at, self.is_leader = renewed, self.clock(), True
         return True
+
+    def _readable(self, lease: object) -> dict[str, Any]:
+        """The Lease's spec with every field the election reads of its type: one that is not is taken as
+        absent (a duration, our own; transitions, none; a holder, named as written, so it is waited
+        out), with a warning naming it. A Lease no one can read must not stop the election."""
+        spec = lease.get("spec") if isinstance(lease, dict) else None
+        if not isinstance(spec, dict):
+            self._warn("spec", spec)
+            return {}
+        readable = dict(spec)
+        holder = spec.get("holderIdentity")
+        if holder is not None and not isinstance(holder, str):
+            self._warn("spec.holderIdentity", holder)
+            readable["holderIdentity"] = str(holder)
+        for name in ("leaseDurationSeconds", "leaseTransitions"):
+            value = spec.get(name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                self._warn(f"spec.{name}", value)
+                readable.pop(name)
+        return readable
+
+    def _warn(self, where: str, value: object) -> None:
+        if self._warned != where:  # once, not at every retry period
+            self._warned = where
+            log.warning("lease field not readable: taken as absent", lease=self.election.name, field=where,
+                        value=repr(value)[:80])  # fmt: skip
 
     async def _create(self) -> bool:
         election, stamp = self.election, _now()

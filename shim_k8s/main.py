@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import grpc
@@ -17,6 +16,7 @@ from rmclient.client import SEND_ERRORS, SchedulerClient
 from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s import metrics
+from shim_k8s.bad_objects import name_of
 from shim_k8s.configmaps import CONFIGMAP_NAME
 from shim_k8s.informer import Informer
 from shim_k8s.kube import Kube
@@ -34,12 +34,12 @@ from shim_k8s.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.service_config import CONFIGMAP_NAMES
 from shim_k8s.shim import K8sShim, Obj
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
+from shim_k8s.volumes import VOLUME_KINDS
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
 DEFAULTS_NAME = CONFIGMAP_NAMES[0]
-VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
 Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("pending", uid, why)
 _CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
@@ -146,11 +146,11 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
         lists = dict(zip(kinds, listed, strict=True))
         shim.load(lists["priorityclasses"][0], *_configmaps(lists["configmaps"][0]))
         _apply_api_settings(shim, kube, http)
-        for kind in VOLUME_KINDS:  # before the pods: whether a pod may be asked for depends on them
+        # Before the pods: whether a pod may be asked for depends on its volumes, and its namespace's
+        # labels go on its ask.
+        for kind in (*VOLUME_KINDS, "namespaces"):
             for obj in lists[kind][0]:
-                shim.volumes.update(kind, "ADDED", obj)
-        for obj in lists["namespaces"][0]:  # before the pods too: their labels go on the pods' asks
-            await shim.on_namespace("ADDED", obj)
+                await shim.handle(kind, "ADDED", obj)
         await client.register(config=shim.config)
         # Followed from before anything is sent, so no pending reason of ours comes before it.
         first = await client.stream_events(types=[si_pb2.EventRecord.REQUEST])
@@ -238,14 +238,6 @@ async def _follow(
 ) -> None:
     """Hand informer events to the shim and start what the core decides, until stopped. What is
     queued is taken in one go (up to BATCH_ITEMS): the asks it makes go to the core in one request."""
-    handlers: dict[str, Callable[[str, Obj], Awaitable[None]]] = {
-        "nodes": shim.on_node,
-        "pods": shim.on_pod,
-        "priorityclasses": shim.on_priority_class,
-        "configmaps": shim.on_configmap,
-        "namespaces": shim.on_namespace,
-        **{kind: partial(shim.on_volume_object, kind) for kind in VOLUME_KINDS},
-    }
     client = shim.client
     while not stop.is_set():
         if client.lost is not None:
@@ -257,12 +249,12 @@ async def _follow(
         try:
             async with shim.batch():
                 for kind, event, obj in batch:
-                    if kind in handlers:
-                        await handlers[kind](event, obj)
-                    elif kind == "pending":
+                    if kind == "pending":
                         await shim.on_pending(event, obj["reason"])
                     elif kind == "reconcile":
                         await shim.reconcile(obj["pods"])
+                    else:  # an informer's object: one that cannot be used is refused, not fatal
+                        await shim.handle(kind, event, obj)
             await shim.process_core()
         except SEND_ERRORS as exc:
             # The core went away mid-request; the event is not lost: the re-sync sends the
@@ -293,7 +285,7 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
 
 def _configmaps(configmaps: Sequence[Obj]) -> tuple[Obj | None, Obj | None]:
     """yunikorn-configs and yunikorn-defaults, when they exist."""
-    by_name = {c["metadata"]["name"]: c for c in configmaps}
+    by_name = {name_of(c): c for c in configmaps}
     return by_name.get(CONFIGMAP_NAME), by_name.get(DEFAULTS_NAME)
 
 

@@ -1,6 +1,7 @@
 """The shim's own metrics, in Prometheus' text format (`pykorn k8s --metrics-listen HOST:PORT`,
 path /metrics): reconciliation repairs by kind, requests to the API, events dropped, informer re-lists,
-decisions under way. The core's scheduling metrics are the core's (its /ws/v1/metrics)."""
+decisions under way, objects refused or given a fallback (shim_k8s.bad_objects) by kind and reason.
+The core's scheduling metrics are the core's (its /ws/v1/metrics)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,18 @@ def render(sources: Sources) -> str:
            [(f'{{kind="{i.kind}"}}', i.relists) for i in sources.informers()])  # fmt: skip
     metric("pykorn_k8s_decisions_in_progress", "gauge", "Core decisions being carried out.",
            [("", sources.shim.carrying_out)])  # fmt: skip
+    bad = sources.shim.bad
+    metric("pykorn_k8s_objects_refused_total", "counter",
+           "Objects (or changes of them) not used because a field could not be read, by kind and reason.",
+           [(_labels(kind, reason), n) for (kind, reason), n in sorted(bad.refused.items())])  # fmt: skip
+    metric("pykorn_k8s_objects_fallback_total", "counter",
+           "Objects used with YuniKorn's fallback for a field that could not be used, by kind and reason.",
+           [(_labels(kind, reason), n) for (kind, reason), n in sorted(bad.fallbacks.items())])  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _labels(kind: str, reason: str) -> str:
+    return f'{{kind="{kind}",reason="{reason}"}}'
 
 
 async def serve(listen: str, sources: Sources) -> web.AppRunner:

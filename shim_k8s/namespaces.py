@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shim_k8s.bad_objects import Refused
 from shim_k8s.translate import TranslationError, quantities
 
 DOMAIN = "yunikorn.apache.org/"
@@ -91,7 +92,7 @@ def _quota(notes: Mapping[str, str], warnings: list[str]) -> dict[str, int]:
     warnings.append(f"namespace.max.cpu and namespace.max.memory are deprecated; use {QUOTA}")
     try:
         return quantities(legacy)
-    except TranslationError as exc:
+    except Refused as exc:
         warnings.append(f"namespace.max.*: {exc}; ignored")
         return {}
 
@@ -105,7 +106,7 @@ def _resources(notes: Mapping[str, str], key: str, warnings: list[str]) -> dict[
         if not isinstance(values, dict):
             raise TranslationError("expected a JSON object of quantities")
         parsed = quantities(values)
-    except (json.JSONDecodeError, TranslationError) as exc:
+    except (json.JSONDecodeError, Refused) as exc:
         warnings.append(f"{key}: {exc}; ignored")
         return {}
     if not parsed or any(v <= 0 for v in parsed.values()):

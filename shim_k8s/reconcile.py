@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SchedulerClient
+from shim_k8s.bad_objects import key_of
 from shim_k8s.shim_state import ShimState, finished, node_of, terminating
 
 log = structlog.get_logger("pykorn.k8s")
@@ -47,6 +48,7 @@ class Shim(Protocol):
     def kube(self) -> _Events: ...
     async def flush(self) -> None: ...
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
+    async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None: ...
     def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
 
 
@@ -58,7 +60,7 @@ class Reconciler:
 
     async def round(self, api_pods: Iterable[Obj]) -> int:
         """One comparison; returns how many repairs it made."""
-        listed = {_uid(p): p for p in api_pods}
+        listed = {key_of(p): p for p in api_pods}
         suspects = self.mismatches(listed)
         confirmed = {uid: kind for uid, kind in suspects.items() if self._suspects.get(uid) == kind}
         self._suspects = {uid: kind for uid, kind in suspects.items() if uid not in confirmed}
@@ -80,17 +82,26 @@ class Reconciler:
         for uid, pod in listed.items():
             if uid in state.placed or uid in busy or uid in state.foreign or uid in state.given_up:
                 continue
-            if uid in state.deleting:  # a released placeholder on its way out
+            if uid in state.deleting or uid in state.refused:  # on its way out; or unreadable, and said so
                 continue
-            if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name or finished(pod):
+            try:
+                kind = self._unheld(uid, pod)
+            except Exception:
                 continue
-            if terminating(pod) or uid in state.waiting_for_class or uid in state.waiting_for_volumes:
-                continue
-            if node_of(pod):
-                out[uid] = UNKNOWN
-            elif uid not in state.asked:
-                out[uid] = NOT_ASKED
+            if kind:
+                out[uid] = kind
         return out
+
+    def _unheld(self, uid: str, pod: Obj) -> str:
+        """The mismatch of a pod of ours the core holds nothing for, if any."""
+        state = self.shim.state
+        if (pod.get("spec") or {}).get("schedulerName") != self.shim.scheduler_name or finished(pod):
+            return ""
+        if terminating(pod) or uid in state.waiting_for_class or uid in state.waiting_for_volumes:
+            return ""
+        if node_of(pod):
+            return UNKNOWN
+        return "" if uid in state.asked else NOT_ASKED
 
     async def _repair(self, uid: str, kind: str, pod: Obj | None) -> None:
         shim = self.shim
@@ -108,7 +119,8 @@ class Reconciler:
             state.pods.pop(uid, None)
             return
         state.pods[uid] = pod
-        await shim.add_pod(pod)  # bound: sent as an existing allocation (as on a re-sync); else asked
+        # Bound: sent as an existing allocation (as on a re-sync); else asked. Unreadable: refused.
+        await shim.guarded("pods", pod, shim.add_pod(pod))
         await shim.flush()
         messages = {
             NOT_BOUND: f"the core had placed it on {node} but it is not bound: asked again",
@@ -116,8 +128,3 @@ class Reconciler:
             NOT_ASKED: "pending and never asked for: asked now",
         }
         shim.in_background(shim.kube.record_event(pod, "Reconciled", messages[kind], warning=True))
-
-
-def _uid(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
-    return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"

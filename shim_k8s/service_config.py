@@ -22,12 +22,15 @@ another key is reported and takes effect at the next start.
 
 from __future__ import annotations
 
+import base64
 import logging
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from core.logging_setup import level_number
+from shim_k8s.bad_objects import Refused
 
 CONFIGMAP_NAMES = ("yunikorn-defaults", "yunikorn-configs")  # merged in this order
 LOG_PREFIX = "pykorn."
@@ -79,11 +82,64 @@ class Parsed:
     warnings: list[str] = field(default_factory=list)
 
 
-def merged(configmaps: Mapping[str, Mapping[str, Any] | None]) -> dict[str, str]:
+def merged(
+    configmaps: Mapping[str, Mapping[str, Any] | None], warnings: list[str] | None = None
+) -> dict[str, str]:
+    """yunikorn-defaults, then yunikorn-configs over it, key by key (each flattened as `flatten`);
+    the warnings about their binaryData go to `warnings`."""
     out: dict[str, str] = {}
     for name in CONFIGMAP_NAMES:
-        out.update(((configmaps.get(name) or {}).get("data")) or {})
+        data, notes = flatten(configmaps.get(name))
+        out.update(data)
+        if warnings is not None:
+            warnings.extend(f"{name}: {note}" for note in notes)
     return out
+
+
+def flatten(configmap: Mapping[str, Any] | None) -> tuple[dict[str, str], list[str]]:
+    """One ConfigMap's keys as YuniKorn reads them: `data`, then `binaryData` over it, where a key
+    ending in `.gz` is gunzipped and kept without the suffix (`queues.yaml.gz` is `queues.yaml`: how a
+    configuration larger than a ConfigMap's 1 MiB is stored). Other binaryData keys, and values that
+    are not gzip, are not used: the warnings (second) name them. Refused when `data` or `binaryData`
+    is not an object of strings: the ConfigMap cannot be read at all."""
+    if configmap is None:
+        return {}, []
+    data = _strings(configmap.get("data"), "data")
+    binary = _strings(configmap.get("binaryData"), "binaryData")
+    warnings: list[str] = []
+    for key, encoded in binary.items():
+        name, dot, suffix = key.rpartition(".")
+        if not dot or suffix.lower() != "gz":
+            warnings.append(f"binaryData.{key}: not used: only gzipped keys (ending in .gz) are read")
+            continue
+        try:
+            data[name] = _gunzip(base64.b64decode(encoded, validate=True)).decode("utf-8")
+        except (ValueError, zlib.error, EOFError) as exc:
+            warnings.append(f"binaryData.{key}: not used: not base64 of gzipped UTF-8 text ({exc})")
+    return data, warnings
+
+
+MAX_UNZIPPED = 64 * 2**20  # bytes a gzipped value may expand to; a larger one is not used
+
+
+def _gunzip(raw: bytes) -> bytes:
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
+    out = inflate.decompress(raw, MAX_UNZIPPED)
+    if inflate.unconsumed_tail:
+        raise ValueError(f"larger than {MAX_UNZIPPED // 2**20} MiB unzipped")
+    if not inflate.eof:
+        raise EOFError("the gzip data ends early")
+    return out
+
+
+def _strings(value: object, field: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise Refused(f"{field}: expected an object of strings")
+    return dict(value)
 
 
 def parse(data: Mapping[str, str]) -> Parsed:

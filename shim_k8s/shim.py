@@ -29,12 +29,13 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
-from shim_k8s import namespaces, service_config, task_groups, translate
+from shim_k8s import namespaces, object_shapes, service_config, task_groups, translate
+from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused, key_of
 from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.reconcile import Reconciler
 from shim_k8s.shim_state import AppGang, ShimState, finished, node_of
-from shim_k8s.volumes import Volumes
+from shim_k8s.volumes import VOLUME_KINDS, Volumes
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
@@ -62,12 +63,18 @@ class KubeActions(Protocol):
 
     async def delete_pod(self, pod: Obj) -> None: ...  # a placeholder the core released; gone already is fine
 
-    async def set_unschedulable(self, pod: Obj, message: str) -> None: ...  # PodScheduled: False
+    # PodScheduled: False, with kube-scheduler's reason (Unschedulable, SchedulerError, SchedulingGated)
+    async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None: ...
 
 
-def _key(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    return meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+_key = key_of  # an object's identity: its UID, else namespace/name; never fails
+# What a refusal means for the object, by kind: said in its event.
+_REFUSED_MEANS = {
+    "nodes": "the node is not scheduled on as it is now (a known node keeps its last good state)",
+    "namespaces": "its labels and annotations are not used as they are now",
+    "configmaps": "the last good settings stay",
+    "priorityclasses": "pods naming it wait until it is readable (a known class keeps its last good state)",
+}
 
 
 class K8sShim(ResponseHandler):
@@ -103,6 +110,15 @@ class K8sShim(ResponseHandler):
         self._apps_answered: set[str] = set()
         self._nodes_answered = 0
         self.reconciler = Reconciler(self)
+        self.bad = BadObjects(kube)  # objects refused or given a fallback: events, metrics, logs
+        self._handlers: dict[str, Callable[[str, Obj], Coroutine[Any, Any, None]]] = {
+            "nodes": self.on_node,
+            "pods": self.on_pod,
+            "priorityclasses": self.on_priority_class,
+            "configmaps": self.on_configmap,
+            "namespaces": self.on_namespace,
+            **{kind: partial(self.on_volume_object, kind) for kind in VOLUME_KINDS},
+        }
 
     # What the core sends (called by the client as each response arrives) -----------------------
     def on_allocations(self, response: si_pb2.AllocationResponse) -> None:
@@ -161,6 +177,58 @@ class K8sShim(ResponseHandler):
         if client.lost is not None:
             raise ConnectionError(f"the core went away before answering {what}: {client.lost}")
 
+    # One object's fault stays with it ----------------------------------------------------------
+    async def handle(self, kind: str, event: str, obj: Obj) -> None:
+        """An informer's event, handed to its handler; an object that cannot be used is refused (see
+        shim_k8s.bad_objects) and everything else goes on."""
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            await self.guarded(kind, obj, handler(event, obj))
+
+    async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` on `obj`; if reading `obj` fails, refuse it. Losing the core is not the object's
+        fault: that is raised, for the re-sync."""
+        try:
+            await work
+        except SEND_ERRORS:
+            raise
+        except Exception as exc:
+            await self._refuse(kind, obj, exc)
+
+    async def _refuse(self, kind: str, obj: Obj, exc: Exception) -> None:
+        if isinstance(exc, Refused):
+            reason, why = exc.reason, str(exc)
+        else:
+            found = object_shapes.diagnose(kind, obj)
+            reason, why = (
+                ("invalid-field", found) if found else (INTERNAL, f"pykorn failed reading it: {exc!r}")
+            )
+            if not found:  # a fault of pykorn's, not the object's: the trace is for its developers
+                log.error("handling an object failed", kind=kind, object=key_of(obj), exc_info=exc)
+        if kind == "pods":
+            why = f"{why}; {self._refused_pod(obj)}"
+        else:
+            why = f"{why}; {_REFUSED_MEANS.get(kind, 'it is not used as it is now')}"
+        await self.bad.refuse(kind, obj, reason, why)
+
+    def _refused_pod(self, pod: Obj) -> str:
+        """Keep the pod out of what the shim asks for and repairs, and say what that means for it."""
+        uid = key_of(pod)
+        self.state.refused.add(uid)
+        spec = pod.get("spec")
+        if not isinstance(spec, Mapping) or spec.get("schedulerName") != self.scheduler_name:
+            return "it is not counted on its node"
+        if uid in self.state.bound_by_us:
+            return "the core keeps what it knew of it"
+        if uid not in self.state.asked:
+            self.in_background(self.kube.set_unschedulable(pod, "refused: see its events", "SchedulerError"))
+            return "it is not scheduled until this is corrected"
+        return "the core keeps what it was asked before"
+
+    async def _report_notes(self, kind: str, obj: Obj, notes: Iterable[translate.Note]) -> None:
+        for note in notes:
+            await self.bad.fallback(kind, obj, note.reason, note.message)
+
     # Start and restart ------------------------------------------------------------------------
     async def sync(
         self,
@@ -182,12 +250,24 @@ class K8sShim(ResponseHandler):
         """Take the priority classes, and from the ConfigMaps (`yunikorn-configs`, over
         `yunikorn-defaults`) the settings and the queue configuration a (re-)registration goes with."""
         for pc in priority_classes:
-            self.priorities.upsert(pc)
-        warnings = self.settings.load(configmap, defaults)
+            try:
+                self.priorities.upsert(pc)
+            except Exception as exc:
+                self.in_background(self._refuse("priorityclasses", pc, exc))
+        warnings = self.settings.load(self._readable(configmap), self._readable(defaults))
         if self.service.placeholder_image:
             self.placeholder_image = self.service.placeholder_image
         self.unique_app_ids = self.service.generate_unique_app_ids
         self._report(warnings)
+
+    def _readable(self, configmap: Obj | None) -> Obj | None:
+        """The ConfigMap if it can be read; otherwise None (as if absent), and it is refused."""
+        try:
+            service_config.flatten(configmap)
+        except Refused as exc:
+            self.in_background(self._refuse("configmaps", configmap or {}, exc))
+            return None
+        return configmap
 
     @property
     def config(self) -> str:
@@ -213,25 +293,41 @@ class K8sShim(ResponseHandler):
         self.state = ShimState()
         self._decisions.clear()  # decisions of a core that is gone; the new one decides afresh
         self._outbox.clear()
-        node_list = list(nodes)
-        for node in node_list:
+        infos = []
+        for node in nodes:
+            try:
+                infos.append(self._node_info(node, create=True))
+            except Exception as exc:
+                await self._refuse("nodes", node, exc)
+                continue
             self.state.nodes[node["metadata"]["name"]] = node
-        if node_list:
+        if infos:
             answered = self._nodes_answered
-            await self.client.add_nodes(*(self._node_info(n, create=True) for n in node_list))
-            await self._until_answered(lambda: self._nodes_answered >= answered + len(node_list), "the nodes")
+            await self.client.add_nodes(*infos)
+            await self._until_answered(lambda: self._nodes_answered >= answered + len(infos), "the nodes")
         pod_list = list(pods)
         # Gangs that were reserved before (placeholders exist) or already run (a pod of theirs is
         # bound): no new placeholders for them, as YuniKorn's shim skips reserving on recovery.
-        ours = [p for p in pod_list if (p.get("spec") or {}).get("schedulerName") == self.scheduler_name]
-        with_placeholders = {self.app_id(p) for p in ours if task_groups.is_placeholder(p) or node_of(p)}
-        bound = [p for p in pod_list if node_of(p)]
-        pending = [p for p in pod_list if not node_of(p)]
+        with_placeholders = {app for app in map(self._reserved_app, pod_list) if app}
+        bound = [p for p in pod_list if _bound(p)]
+        pending = [p for p in pod_list if not _bound(p)]
         for pod in bound:  # running pods first: the core counts them before it places anything
-            await self.add_pod(pod, with_placeholders)
+            await self.guarded("pods", pod, self.add_pod(pod, with_placeholders))
         async with self.batch():
             for pod in pending:
-                await self.add_pod(pod, with_placeholders)
+                await self.guarded("pods", pod, self.add_pod(pod, with_placeholders))
+
+    def _reserved_app(self, pod: Obj) -> str:
+        """The application of a pod of ours that is a placeholder or already bound; "" otherwise, or
+        when the pod cannot be read (add_pod then refuses it)."""
+        try:
+            if pod["spec"]["schedulerName"] == self.scheduler_name and (
+                translate.is_placeholder(pod) or node_of(pod)
+            ):
+                return self.app_id(pod)
+        except Exception:
+            return ""
+        return ""
 
     # Informer events --------------------------------------------------------------------------
     async def on_node(self, event: str, node: Obj) -> None:
@@ -239,14 +335,15 @@ class K8sShim(ResponseHandler):
         name = node["metadata"]["name"]
         known = self.state.nodes.get(name)
         if event == "DELETED":
-            self.state.nodes.pop(name, None)
-            await self.client.node_action(name, si_pb2.NodeInfo.DECOMISSION)
+            if self.state.nodes.pop(name, None) is not None:
+                await self.client.node_action(name, si_pb2.NodeInfo.DECOMISSION)
+            self.bad.forget(key_of(node))
             return
+        info = self._node_info(node, create=known is None)  # read before anything changes
         self.state.nodes[name] = node
+        await self.client.add_nodes(info)
         if known is None:
-            await self.client.add_nodes(self._node_info(node, create=True))
             return
-        await self.client.add_nodes(translate.node_info(node, si_pb2.NodeInfo.UPDATE))
         was, now = translate.node_is_cordoned(known), translate.node_is_cordoned(node)
         if was != now:  # cordon drains; uncordon makes it schedulable again
             action = si_pb2.NodeInfo.DRAIN_NODE if now else si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE
@@ -260,10 +357,16 @@ class K8sShim(ResponseHandler):
         known = self.state.pods.get(uid)
         self.state.pods[uid] = pod
         bound_elsewhere = bool(node_of(pod)) and uid not in self.state.bound_by_us
+        if uid in self.state.refused:  # changed since it was refused: look at it afresh
+            self.state.refused.discard(uid)
+            self.bad.forget(uid)
+            known = None
         if known is None and bound_elsewhere:
             await self._add_foreign(pod)  # arrived already on a node: we did not place it
         elif known is None:
             await self.add_pod(pod)
+        elif uid in self.state.sizes and node_of(pod) and node_of(known) and not finished(pod):
+            await self._resized(pod)  # running: its resources may have been resized in place
         elif uid in self.state.waiting_for_volumes and not node_of(pod):
             # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
             self.state.waiting_for_volumes.pop(uid, None)
@@ -283,14 +386,38 @@ class K8sShim(ResponseHandler):
         uid = _key(pod)
         if uid in self.state.foreign or finished(pod):
             return
+        await self._send_ask(self._foreign_allocation(pod))
         self.state.foreign.add(uid)
-        priority = PodPriority(
-            0, allow_preempt_other=False, allow_preempt_self=False
-        )  # never scheduled by us
+
+    def _foreign_allocation(self, pod: Obj) -> si_pb2.Allocation:
+        """Another scheduler's pod on its node: it occupies room there, no queue's; the size sent is
+        remembered, so that an in-place resize is seen."""
+        request = translate.pod_request(pod)
         labels = self._namespace_labels(pod)
-        await self._send_ask(
-            translate.bound_pod_allocation(pod, priority, ours=False, namespace_labels=labels)
+        alloc = translate.bound_pod_allocation(
+            pod, _FOREIGN_PRIORITY, ours=False, namespace_labels=labels, request=request
         )
+        self.state.sizes[_key(pod)] = request
+        return alloc
+
+    async def _resized(self, pod: Obj) -> None:
+        """A running pod whose resources changed (an in-place resize, as the kubelet reports it): the
+        core is sent its new size, and updates its node's, queue's, application's and user's usage."""
+        uid = _key(pod)
+        request = translate.pod_request(pod)
+        if request == self.state.sizes.get(uid):
+            return
+        if uid in self.state.foreign:
+            alloc = self._foreign_allocation(pod)
+        else:
+            app_id, _ = self.state.placed.get(uid, (self.app_id(pod), ""))
+            alloc = translate.bound_pod_allocation(
+                pod, self.priorities.resolve(pod), ours=True, app_id=app_id, request=request,
+                namespace_labels=self._namespace_labels(pod),
+            )  # fmt: skip
+            self.state.sizes[uid] = request
+        log.info("pod resized in place", pod=uid, applicationID=alloc.applicationID, size=request)
+        await self._send_ask(alloc)
 
     async def on_namespace(self, event: str, namespace: Obj) -> None:
         """Namespaces' labels go on their pods' asks (pod affinity terms' namespaceSelector matches
@@ -350,6 +477,9 @@ class K8sShim(ResponseHandler):
 
     # Pods -------------------------------------------------------------------------------------
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
+        """A pod of ours is asked for (or, bound already, sent as an existing allocation); another
+        scheduler's bound pod is counted on its node. All that is sent is read from the pod before
+        anything is sent or remembered, so a pod that cannot be read is refused whole (see `guarded`)."""
         uid = _key(pod)
         self.state.pods[uid] = pod
         if finished(pod):
@@ -365,53 +495,78 @@ class K8sShim(ResponseHandler):
             if node_of(pod):
                 await self._add_foreign(pod)
             return
-        app_id = self.app_id(pod)
-        if app_id not in self.state.apps:
-            self.state.apps.add(app_id)
-            self._apps_answered.discard(app_id)
-            gang = await self._gang_of_new_app(pod, app_id, app_id in (with_placeholders or ()))
-            request = translate.application_request(pod, app_id)
-            if gang is not None:
-                request = translate.application_request(
-                    pod, app_id, gang_size=task_groups.gang_size(list(gang.groups.values())),
-                    gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
-                )  # fmt: skip
-            request.tags.update(namespaces.application_tags(self._namespace_of(pod)).tags)
-            await self.flush()  # what came before it first: the order the informers saw
-            await self.client.add_applications(request)
-            # Before its first ask: the asks travel on another stream and must not overtake it.
-            await self._until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
-            if gang is not None and not gang.placeholders_exist:
-                await self._create_placeholders(pod, app_id, gang)
-        group = await self._task_group_of(pod, app_id)
-        if node_of(pod):
-            self.state.bound_by_us.add(uid)  # recovered: it already runs where it was bound
-            self.state.placed[uid] = (app_id, node_of(pod))
-            alloc = translate.bound_pod_allocation(
-                pod, priority, ours=True, task_group=group, namespace_labels=self._namespace_labels(pod),
-                app_id=app_id,
+        app_id, node = self.app_id(pod), node_of(pod)
+        labels = self._namespace_labels(pod)
+        ask, wait, request = None, None, {}
+        if node:  # recovered: it already runs where it was bound
+            request = translate.pod_request(pod)
+            ask = translate.bound_pod_allocation(
+                pod, priority, ours=True, task_group="", namespace_labels=labels, app_id=app_id,
+                request=request,
             )  # fmt: skip
-            await self._send_ask(alloc)
         elif uid not in self.state.asked:
-            gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
-            if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
-                why = f"waiting for its scheduling gates to be removed: {', '.join(gates)}"
-                await self._wait(pod, "SchedulingGated", why)
-                return
-            why, volume_terms = self.volumes.placement(pod)
-            if why:
-                await self._wait(pod, "VolumesNotReady", why)
-                return
+            wait, volume_terms = self._why_wait(pod)
+            if wait is None:
+                request = translate.pod_request(pod)
+                ask = translate.pod_ask(
+                    pod, priority, app_id, task_group="", volume_terms=volume_terms, namespace_labels=labels,
+                    request=request,
+                )  # fmt: skip
+        if app_id not in self.state.apps:
+            await self._add_application(pod, app_id, app_id in (with_placeholders or ()))
+        if ask is None:
+            if wait is not None:
+                await self._wait(pod, *wait)
+            return
+        ask.taskGroupName = await self._task_group_of(pod, app_id)
+        self.state.sizes[uid] = request
+        if node:
+            self.state.bound_by_us.add(uid)
+            self.state.placed[uid] = (app_id, node)
+        else:
             self.state.asked.add(uid)
             ignored = translate.ignored_placement(pod)
             if ignored:
                 message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
                 await self.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
-            ask = translate.pod_ask(
-                pod, priority, app_id, task_group=group, volume_terms=volume_terms,
-                namespace_labels=self._namespace_labels(pod),
+        await self._send_ask(ask)
+
+    def _why_wait(self, pod: Obj) -> tuple[tuple[str, str] | None, list[list[Any]]]:
+        """Whether the pod may be asked for yet: ((event reason, why) it waits, or None) and, when it
+        may, the node selector terms of its bound volumes."""
+        gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+        if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
+            return (
+                "SchedulingGated",
+                f"waiting for its scheduling gates to be removed: {', '.join(gates)}",
+            ), []
+        why, volume_terms = self.volumes.placement(pod)
+        return (("VolumesNotReady", why) if why else None), volume_terms
+
+    async def _add_application(self, pod: Obj, app_id: str, placeholders_exist: bool) -> None:
+        """The application of its first pod: its user (YuniKorn's fallbacks reported on the pod), its
+        gang, its namespace's limits; sent and answered before any ask of it."""
+        user = translate.user_info(pod)
+        gang = await self._gang_of_new_app(pod, app_id, placeholders_exist)
+        request = translate.application_request(pod, app_id, user=user)
+        if gang is not None:
+            request = translate.application_request(
+                pod, app_id, gang_size=task_groups.gang_size(list(gang.groups.values())),
+                gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
+                user=user,
             )  # fmt: skip
-            await self._send_ask(ask)
+        request.tags.update(namespaces.application_tags(self._namespace_of(pod)).tags)
+        self.state.apps.add(app_id)
+        if gang is not None:
+            self.state.gangs[app_id] = gang
+        self._apps_answered.discard(app_id)
+        await self._report_notes("pods", pod, user.notes)
+        await self.flush()  # what came before it first: the order the informers saw
+        await self.client.add_applications(request)
+        # Before its first ask: the asks travel on another stream and must not overtake it.
+        await self._until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
+        if gang is not None and not gang.placeholders_exist:
+            await self._create_placeholders(pod, app_id, gang)
 
     # Gangs ------------------------------------------------------------------------------------
     async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:
@@ -431,11 +586,9 @@ class K8sShim(ResponseHandler):
         policy = task_groups.gang_policy(pod)
         for warning in policy.warnings:
             await self.kube.record_event(pod, "SchedulingPolicyParameters", warning, warning=True)
-        gang = AppGang(
-            {g.name: g for g in groups}, policy, placeholders_exist or task_groups.is_placeholder(pod)
+        return AppGang(
+            {g.name: g for g in groups}, policy, placeholders_exist or translate.is_placeholder(pod)
         )
-        self.state.gangs[app_id] = gang
-        return gang
 
     async def _create_placeholders(self, originator: Obj, app_id: str, gang: AppGang) -> None:
         """One placeholder pod per member of each task group; they come back through the informer and
@@ -455,9 +608,21 @@ class K8sShim(ResponseHandler):
             for group in gang.groups.values()
             for _ in range(group.min_member)
         ]
-        await asyncio.gather(*(self.kube.create_pod(p) for p in placeholders))
-        log.info("placeholders created", applicationID=app_id,
-                 placeholders=sum(g.min_member for g in gang.groups.values()))  # fmt: skip
+        results = await asyncio.gather(
+            *(self.kube.create_pod(p) for p in placeholders), return_exceptions=True
+        )
+        failed = [r for r in results if isinstance(r, Exception)]
+        for other in results:
+            if isinstance(other, BaseException) and not isinstance(other, Exception):
+                raise other  # cancelled: the shim is stopping
+        log.info("placeholders created", applicationID=app_id, placeholders=len(results) - len(failed))
+        if failed:  # the API refused them (a quota, a policy): the gang cannot be reserved in full
+            why = (f"{len(failed)} of {len(results)} placeholder pods of {app_id} could not be created "
+                   f"({failed[0]}); the gang waits for its placeholder timeout")  # fmt: skip
+            log.warning(
+                "placeholders not created", applicationID=app_id, failed=len(failed), error=repr(failed[0])
+            )
+            await self.kube.record_event(originator, "PlaceholderCreationFailed", why, warning=True)
 
     def _placeholder_identity(self) -> dict[str, int]:
         service = self.service
@@ -526,6 +691,9 @@ class K8sShim(ResponseHandler):
         self.state.unschedulable.pop(uid, None)
         self.state.waiting_for_class.pop(uid, None)
         self.state.waiting_for_volumes.pop(uid, None)
+        self.state.sizes.pop(uid, None)
+        self.state.refused.discard(uid)
+        self.bad.forget(uid)
         await self.flush()  # its ask, if it waits in the batch, goes before its release
         if uid in self.state.deleting:  # a placeholder the core released: it knows
             self.state.deleting.discard(uid)
@@ -536,8 +704,8 @@ class K8sShim(ResponseHandler):
         elif uid in self.state.asked or uid in self.state.bound_by_us:
             self.state.asked.discard(uid)
             self.state.bound_by_us.discard(uid)
-            self.state.placed.pop(uid, None)
-            await self.client.release(self.app_id(pod), uid)
+            app_id, _ = self.state.placed.pop(uid, ("", ""))
+            await self.client.release(app_id or self.app_id(pod), uid)
         self.state.given_up.discard(uid)
 
     # Reconciliation (shim_k8s.reconcile) ----------------------------------------------------------
@@ -656,7 +824,7 @@ class K8sShim(ResponseHandler):
         pod = self.state.pods.get(uid)
         if pod is None:
             return
-        if task_groups.is_placeholder(pod):
+        if translate.is_placeholder(pod):
             held_room = uid in self.state.bound_by_us
             self.state.asked.discard(uid)
             # Still ours (not bound_by_us dropped: the echo of its binding may come yet, and must not
@@ -683,6 +851,15 @@ class K8sShim(ResponseHandler):
             return translate.node_info(node, si_pb2.NodeInfo.UPDATE)
         action = si_pb2.NodeInfo.CREATE_DRAIN if translate.node_is_cordoned(node) else si_pb2.NodeInfo.CREATE
         return translate.node_info(node, action)
+
+
+_FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
+
+
+def _bound(pod: Obj) -> bool:
+    """On a node already; a pod too malformed to say is taken as pending (add_pod refuses it)."""
+    spec = pod.get("spec") if isinstance(pod, Mapping) else None
+    return isinstance(spec, Mapping) and bool(spec.get("nodeName"))
 
 
 # Releases the core decides that the shim carries out: preemptions (evict), and gang placeholders

@@ -41,6 +41,10 @@ class ShimState:
     # Placeholders the core released and we delete: their late watch events (the echo of their own
     # binding) are still ours, and their deletion tells the core nothing more.
     deleting: set[str] = field(default_factory=set)
+    # What the core was told each of our pods and each foreign pod holds (their requests, in the
+    # core's units): an in-place resize is a change of it.
+    sizes: dict[str, dict[str, int]] = field(default_factory=dict)
+    refused: set[str] = field(default_factory=set)  # pods that could not be read (bad_objects)
 
 
 def node_of(pod: Obj) -> str:

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shim_k8s.translate import PLACEHOLDER, TASK_GROUP_NAME, TranslationError, quantities
+from shim_k8s.bad_objects import Refused
+from shim_k8s.translate import PLACEHOLDER, TASK_GROUP_NAME, quantities
 
 TASK_GROUPS = "yunikorn.apache.org/task-groups"
 SCHEDULING_POLICY = "yunikorn.apache.org/schedulingPolicyParameters"
@@ -69,10 +70,6 @@ def _annotations(pod: Pod) -> Mapping[str, str]:
     return (pod.get("metadata") or {}).get("annotations") or {}
 
 
-def is_placeholder(pod: Pod) -> bool:
-    return _annotations(pod).get(PLACEHOLDER) == "true"
-
-
 def task_group_name(pod: Pod) -> str:
     return _annotations(pod).get(TASK_GROUP_NAME, "")
 
@@ -116,9 +113,9 @@ def _task_group(item: Any, index: int) -> TaskGroup:
         raise TaskGroupError(f"{where} ({name}): minResource must name at least one resource")
     min_resource = {str(k): str(v) for k, v in resources.items()}
     try:
-        size = quantities(min_resource)
-    except TranslationError as exc:
-        raise TaskGroupError(f"{where} ({name}): minResource {exc}") from None
+        size = quantities(min_resource, f"{where} ({name}) minResource")
+    except Refused as exc:
+        raise TaskGroupError(str(exc)) from None
     if any(v < 0 for v in size.values()) or "pods" in size:
         raise TaskGroupError(f"{where} ({name}): minResource must be positive quantities (pods is implied)")
     return TaskGroup(

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from core.resources import ResourceError, parse_quantity
+from shim_k8s import pod_resources
+from shim_k8s.bad_objects import Refused
 from shim_k8s.priority import PodPriority
 from shim_k8s.volumes import with_volume_terms
 from si.v1 import si_pb2
@@ -28,6 +30,7 @@ UNIQUE_AUTOGEN_SUFFIX = "-uniqueautogen"
 QUEUE_KEY = "yunikorn.apache.org/queue"
 QUEUE_LABEL = "queue"
 USER_INFO = "yunikorn.apache.org/user.info"
+USERNAME_LABEL = "yunikorn.apache.org/username"  # deprecated; YuniKorn 1.9 still falls back to it
 DEFAULT_USER = "nobody"
 LABEL_PREFIX = "kubernetes.io/label/"
 NAMESPACE_LABEL_TAG_PREFIX = "pykorn.io/namespace-label/"
@@ -44,13 +47,23 @@ TAG_TOPOLOGY_SPREAD = "pykorn.io/topology-spread"
 ATTR_TAINTS = "pykorn.io/taints"
 ATTR_HOSTNAME = "si/hostname"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
-PLACEHOLDER = "yunikorn.apache.org/placeholder"
+PLACEHOLDER = "internal.yunikorn.apache.org/placeholder"  # YuniKorn's marker since 1.6
+LEGACY_PLACEHOLDER = "yunikorn.apache.org/placeholder"  # before 1.6, and pykorn's before the switch
+LEGACY_PLACEHOLDER_LABEL = "placeholder"  # a label, before YuniKorn 1.6
 APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # an application tag: the core counts timeouts from it
-RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # what Go's strconv.ParseBool takes as true
 
 
-class TranslationError(ValueError):
-    pass
+class TranslationError(Refused):
+    """A pod, node or annotation the shim cannot use; the text names the field."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something of an object used otherwise than written (YuniKorn's fallback): reported on it."""
+
+    reason: str  # the metric's label, e.g. user-info
+    message: str
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -64,33 +77,15 @@ def _first(*values: str | None) -> str:
 # Resources ---------------------------------------------------------------------------------------
 
 
-def quantities(values: Mapping[str, Any] | None) -> dict[str, int]:
-    """Kubernetes quantities as si resources: cpu in milli-cores as vcore, memory in bytes."""
-    out: dict[str, int] = {}
-    for name, raw in (values or {}).items():
-        key = RESOURCE_NAMES.get(name, name)
-        try:
-            out[key] = parse_quantity(key, str(raw))
-        except ResourceError as exc:
-            raise TranslationError(f"resource {name}: {exc}") from None
-    return out
+def quantities(values: Mapping[str, Any] | None, where: str = "resources") -> dict[str, int]:
+    """Kubernetes quantities as si resources: cpu in milli-cores as vcore, memory in bytes, others as
+    counted; each rounded up as Kubernetes rounds (shim_k8s.quantity)."""
+    return pod_resources.quantities(values, where)
 
 
 def pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
-    """What a pod needs, as Kubernetes counts it: the sum of its containers' requests, or the largest
-    init container's when that is more, plus the pod overhead, plus one `pods` slot."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for k, v in quantities((container.get("resources") or {}).get("requests")).items():
-            total[k] = total.get(k, 0) + v
-    for container in spec.get("initContainers") or []:
-        for k, v in quantities((container.get("resources") or {}).get("requests")).items():
-            total[k] = max(total.get(k, 0), v)
-    for k, v in quantities(spec.get("overhead")).items():
-        total[k] = total.get(k, 0) + v
-    total["pods"] = 1
-    return total
+    """What a pod needs, as kube-scheduler counts it (shim_k8s.pod_resources), plus one `pods` slot."""
+    return pod_resources.pod_requests(pod)
 
 
 # Pods --------------------------------------------------------------------------------------------
@@ -134,22 +129,109 @@ def queue_name(pod: Mapping[str, Any]) -> str:
     return _first(labels.get(QUEUE_KEY), annotations.get(QUEUE_KEY), labels.get(QUEUE_LABEL))
 
 
-def user_info(pod: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    raw = (_meta(pod).get("annotations") or {}).get(USER_INFO)
+@dataclass(frozen=True)
+class UserInfo:
+    user: str
+    groups: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()  # the annotation or label not used as written, and why
+
+
+def user_info(pod: Mapping[str, Any]) -> UserInfo:
+    """The pod's user and groups, as YuniKorn reads them: the `yunikorn.apache.org/user.info`
+    annotation, a JSON object with a string `user` and a list of strings `groups` (keys matched
+    without regard to case, as Go's JSON decoding does). When it is missing, the deprecated
+    `yunikorn.apache.org/username` label (YuniKorn 1.9 still reads it). A value that cannot be used
+    gives YuniKorn's default user, `nobody`; each such case is a Note to report on the pod."""
+    meta = _meta(pod)
+    raw = (meta.get("annotations") or {}).get(USER_INFO)
     if not raw:
-        return DEFAULT_USER, ()
+        label = (meta.get("labels") or {}).get(USERNAME_LABEL)
+        if label:
+            why = (f"metadata.labels[{USERNAME_LABEL}]: the user is taken from this deprecated label; "
+                   f"set the {USER_INFO} annotation instead (the admission controller does)")  # fmt: skip
+            return UserInfo(str(label), (), (Note("username-label", why),))
+        return UserInfo(DEFAULT_USER)
+    where = f"metadata.annotations[{USER_INFO}]"
+    problem, user, groups, unknown = _read_user_info(raw)
+    if problem:
+        why = (
+            f"{where}: {problem}; the pod runs as user {DEFAULT_USER} (YuniKorn's default). {USER_INFO_SHAPE}"
+        )
+        return UserInfo(DEFAULT_USER, groups, (Note("user-info", why),))
+    notes: tuple[Note, ...] = ()
+    if unknown:
+        notes = (Note("user-info", f"{where}: {sorted(unknown)} not used: only user and groups are"),)
+    return UserInfo(user, groups, notes)
+
+
+USER_INFO_SHAPE = 'Expected a JSON object such as {"user": "alice", "groups": ["dev", "ops"]}.'
+
+
+def user_info_problem(raw: str) -> str:
+    """Why a user.info value is not a user YuniKorn can use ("" when it is): for the admission
+    controller, which refuses such a value."""
+    problem, *_ = _read_user_info(raw)
+    return f"{problem}. {USER_INFO_SHAPE}" if problem else ""
+
+
+def _read_user_info(raw: str) -> tuple[str, str, tuple[str, ...], set[str]]:
+    """(what is wrong or "", user, groups, keys not used)."""
     try:
         info = json.loads(raw)
-    except json.JSONDecodeError:
-        raise TranslationError(f"annotation {USER_INFO} is not JSON") from None
-    return str(info.get("user") or DEFAULT_USER), tuple(str(g) for g in info.get("groups") or ())
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return f"not JSON ({exc})", "", (), set()
+    if not isinstance(info, dict):
+        return f"not a JSON object but {_json_kind(info)}", "", (), set()
+    user: object = None
+    groups: object = None
+    unknown = set()
+    for key, value in info.items():  # as Go: case-insensitive keys, the last one wins
+        if key.lower() == "user":
+            user = value
+        elif key.lower() == "groups":
+            groups = value
+        else:
+            unknown.add(key)
+    if user is not None and not isinstance(user, str):
+        return f"user is {_json_kind(user)}, not a string", "", (), unknown
+    if groups is not None and not (isinstance(groups, list) and all(isinstance(g, str) for g in groups)):
+        return f"groups is {_json_kind(groups)}, not a list of strings", "", (), unknown
+    group_names = tuple(groups or ())
+    if not user:
+        return "it names no user", "", group_names, unknown
+    return "", user, group_names, unknown
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def is_placeholder(pod: Mapping[str, Any]) -> bool:
+    """A gang placeholder: YuniKorn's marker since 1.6 (read as Go's ParseBool reads it), or the
+    annotation or label of earlier versions (and of pykorn before it followed them)."""
+    meta = _meta(pod)
+    annotations = meta.get("annotations") or {}
+    if annotations.get(PLACEHOLDER) in _TRUE or annotations.get(LEGACY_PLACEHOLDER) in _TRUE:
+        return True
+    return (meta.get("labels") or {}).get(LEGACY_PLACEHOLDER_LABEL) == "true"
 
 
 def creation_time(obj: Mapping[str, Any]) -> int:
     stamp = _meta(obj).get("creationTimestamp")
     if not stamp:
         return 0
-    return int(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp())
+    try:
+        return int(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        raise TranslationError(f"metadata.creationTimestamp: {stamp!r} is not a time") from None
 
 
 def required_node(pod: Mapping[str, Any]) -> str:
@@ -244,21 +326,23 @@ def pod_ask(
     task_group: str | None = None,
     volume_terms: list[list[Any]] | None = None,
     namespace_labels: Mapping[str, str] | None = None,
+    request: Mapping[str, int] | None = None,
 ) -> si_pb2.Allocation:
     """A pending pod as an ask (its UID is the allocation key); a gang member names its task group
-    (`task_group` overrides the annotation), a placeholder pod says so."""
+    (`task_group` overrides the annotation), a placeholder pod says so. `request`: the pod's request
+    when the caller has it already (pod_request)."""
     annotations = _meta(pod).get("annotations") or {}
     return si_pb2.Allocation(
         allocationKey=_meta(pod).get("uid", ""),
         applicationID=application_id(pod) if app_id is None else app_id,
-        resourcePerAlloc=_si_resource(pod_request(pod)),
+        resourcePerAlloc=_si_resource(pod_request(pod) if request is None else request),
         allocationTags=pod_tags(pod, volume_terms, namespace_labels),
         priority=priority.value,
         preemptionPolicy=si_pb2.PreemptionPolicy(
             allowPreemptSelf=priority.allow_preempt_self, allowPreemptOther=priority.allow_preempt_other
         ),
         taskGroupName=annotations.get(TASK_GROUP_NAME, "") if task_group is None else task_group,
-        placeholder=annotations.get(PLACEHOLDER) == "true",
+        placeholder=is_placeholder(pod),
     )
 
 
@@ -269,11 +353,12 @@ def bound_pod_allocation(
     task_group: str | None = None,
     namespace_labels: Mapping[str, str] | None = None,
     app_id: str | None = None,
+    request: Mapping[str, int] | None = None,
 ) -> si_pb2.Allocation:
     """A pod already on a node: an existing allocation of ours, or a foreign one occupying the node."""
     alloc = pod_ask(
         pod, priority, app_id=app_id if ours else "", task_group=task_group if ours else "",
-        namespace_labels=namespace_labels,
+        namespace_labels=namespace_labels, request=request,
     )  # fmt: skip
     alloc.nodeID = (pod.get("spec") or {}).get("nodeName", "")
     if not ours:
@@ -287,15 +372,17 @@ def application_request(
     gang_size: Mapping[str, int] | None = None,
     gang_style: str = "",
     placeholder_timeout_seconds: int = 0,
+    user: UserInfo | None = None,
 ) -> si_pb2.AddApplicationRequest:
     """The pod's application; a gang names its size, style and placeholder timeout, and its creation
-    time, from which the core counts the timeout (so a restart does not start the wait over)."""
-    user, groups = user_info(pod)
+    time, from which the core counts the timeout (so a restart does not start the wait over). Its user
+    comes from `user_info` (whose notes the caller reports)."""
+    user = user or user_info(pod)
     namespace = _meta(pod).get("namespace", "default")
     request = si_pb2.AddApplicationRequest(
         applicationID=app_id or application_id(pod),
         queueName=queue_name(pod),
-        ugi=si_pb2.UserGroupInformation(user=user, groups=list(groups)),
+        ugi=si_pb2.UserGroupInformation(user=user.user, groups=list(user.groups)),
         tags={"namespace": namespace},
     )
     if gang_size is not None:
@@ -328,7 +415,7 @@ def node_info(node: Mapping[str, Any], action: si_pb2.NodeInfo.ActionFromRM) -> 
         nodeID=meta.get("name", ""),
         action=action,
         attributes=attributes,
-        schedulableResource=_si_resource(quantities(status.get("allocatable"))),
+        schedulableResource=_si_resource(quantities(status.get("allocatable"), "status.allocatable")),
     )
 
 

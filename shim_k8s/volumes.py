@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Obj = Mapping[str, Any]
+VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 NEUTRAL_KINDS = frozenset(

@@ -77,7 +77,9 @@ class MemoryKube:
         assert self.shim is not None
         await self.shim.on_pod("DELETED", pod)
 
-    async def set_unschedulable(self, pod: Mapping[str, Any], message: str) -> None:
+    async def set_unschedulable(
+        self, pod: Mapping[str, Any], message: str, reason: str = "Unschedulable"
+    ) -> None:
         self.unschedulable.append((pod["metadata"]["name"], message))
 
     async def record_event(

@@ -73,7 +73,10 @@ def test_task_groups_policy_and_the_gang_size() -> None:
         ('[{"minMember": 1, "minResource": {"cpu": "1"}}]', "has no name"),
         ('[{"name": "a", "minMember": 0, "minResource": {"cpu": "1"}}]', "minMember must be"),
         ('[{"name": "a", "minMember": 1}]', "minResource must name"),
-        ('[{"name": "a", "minMember": 1, "minResource": {"cpu": "lots"}}]', "minResource resource cpu"),
+        (
+            '[{"name": "a", "minMember": 1, "minResource": {"cpu": "lots"}}]',
+            r"minResource\.cpu: 'lots' is not a quantity",
+        ),
         ('[{"name": "a", "minMember": 1, "minResource": {"cpu": "1"}, "colour": "red"}]', "unknown fields"),
         (
             '[{"name": "a", "minMember": 1, "minResource": {"cpu": "1"}, "tolerations": {}}]',

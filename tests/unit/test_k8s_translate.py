@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from shim_k8s import translate as t
+from shim_k8s.bad_objects import Refused
 from shim_k8s.priority import PodPriority
 from si.v1 import si_pb2
 
@@ -53,12 +54,66 @@ def test_application_and_queue_follow_the_k8s_shim_order() -> None:
     assert t.queue_name(_pod()) == ""  # placement by namespace
 
 
+USER_INFO = "yunikorn.apache.org/user.info"
+
+
 def test_user_and_groups_from_the_annotation() -> None:
     info = json.dumps({"user": "alice", "groups": ["dev", "ops"]})
-    assert t.user_info(_pod(annotations={"yunikorn.apache.org/user.info": info})) == ("alice", ("dev", "ops"))
-    assert t.user_info(_pod()) == ("nobody", ())
-    with pytest.raises(t.TranslationError):
-        t.user_info(_pod(annotations={"yunikorn.apache.org/user.info": "{not json"}))
+    assert t.user_info(_pod(annotations={USER_INFO: info})) == t.UserInfo("alice", ("dev", "ops"))
+    assert t.user_info(_pod()) == t.UserInfo("nobody")
+    # Keys are matched as Go's JSON decoding matches them; groups are optional.
+    assert t.user_info(_pod(annotations={USER_INFO: '{"USER": "bob"}'})) == t.UserInfo("bob")
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("{not json", "not JSON"),
+        ("[1]", "not a JSON object but a list"),
+        ('"alice"', "not a JSON object but a string"),
+        ("null", "not a JSON object but null"),
+        ('{"groups": 5}', "groups is a number, not a list of strings"),
+        ('{"user": "alice", "groups": [1]}', "groups is a list, not a list of strings"),
+        ('{"user": 7}', "user is a number, not a string"),
+        ('{"user": ""}', "names no user"),
+        ("[" * 100_000, "not JSON"),  # deeper than the decoder goes: still only a fallback
+    ],
+)
+def test_a_user_info_that_cannot_be_used_gives_nobody_and_says_why(value: str, why: str) -> None:
+    """As YuniKorn: the pod runs as `nobody`; here the note (a Warning event on the pod) says why."""
+    info = t.user_info(_pod(annotations={USER_INFO: value}))
+    assert info.user == "nobody"
+    (note,) = info.notes
+    assert note.reason == "user-info" and why in note.message and USER_INFO in note.message
+    assert '{"user": "alice", "groups": ["dev", "ops"]}' in note.message  # the shape expected
+
+
+def test_a_nameless_user_info_keeps_its_groups_and_unknown_keys_are_named() -> None:
+    info = t.user_info(_pod(annotations={USER_INFO: '{"user": "", "groups": ["dev"]}'}))
+    assert (info.user, info.groups) == ("nobody", ("dev",))  # as YuniKorn
+    extra = t.user_info(_pod(annotations={USER_INFO: '{"user": "al", "team": "x"}'}))
+    assert extra.user == "al" and "['team'] not used" in extra.notes[0].message
+
+
+def test_the_deprecated_username_label_is_the_fallback_and_says_so() -> None:
+    info = t.user_info(_pod(labels={"yunikorn.apache.org/username": "carol"}))
+    assert (info.user, info.groups) == ("carol", ())
+    assert info.notes[0].reason == "username-label" and "deprecated" in info.notes[0].message
+    both = {USER_INFO: '{"user": "alice"}'}
+    assert (
+        t.user_info(_pod(labels={"yunikorn.apache.org/username": "carol"}, annotations=both)).user == "alice"
+    )
+
+
+def test_placeholders_of_every_yunikorn_version_are_recognised() -> None:
+    assert t.is_placeholder(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "true"}))  # 1.6+
+    assert t.is_placeholder(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "T"}))  # ParseBool
+    assert t.is_placeholder(_pod(annotations={"yunikorn.apache.org/placeholder": "true"}))  # before 1.6
+    assert t.is_placeholder(_pod(labels={"placeholder": "true"}))  # before 1.6, the label
+    assert not t.is_placeholder(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "yes"}))
+    assert not t.is_placeholder(_pod())
+    ask = t.pod_ask(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "true"}), PRIORITY)
+    assert ask.placeholder
 
 
 def test_a_pending_pod_becomes_an_ask_with_its_tags_and_priority() -> None:
@@ -122,12 +177,13 @@ def test_a_node_becomes_node_info_with_labels_and_taints() -> None:
     assert t.node_is_cordoned(node)
 
 
-def test_a_bad_quantity_is_a_translation_error() -> None:
+def test_a_bad_quantity_is_a_refusal_naming_the_field() -> None:
     pod = _pod()
     pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = "lots"
-    with pytest.raises(t.TranslationError) as err:
+    with pytest.raises(Refused) as err:
         t.pod_request(pod)
-    assert "resource memory" in str(err.value)
+    assert "spec.containers[0].resources.requests.memory: 'lots' is not a quantity" in str(err.value)
+    assert err.value.reason == "invalid-quantity"
 
 
 def test_node_affinity_travels_as_the_pod_spec_has_it() -> None:
