@@ -65,8 +65,9 @@ FORMATS = (q.DECIMAL_SI, q.BINARY_SI, q.DECIMAL_EXPONENT)
 # Values finer than 1n are only built in Go, never parsed (parsing rounds up to 1n); and a format no
 # parser makes (apimachinery's "invalid format" case) has nothing to check here.
 PRINTABLE = [
-    e for e in FACTS["value_to_canonical"] if _nanos(e["value_decimal"]) is not None and e["format"] in FORMATS
-]
+    e for e in FACTS["value_to_canonical"]
+    if e["format"] in FORMATS and _nanos(e["value_decimal"]) is not None
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("entry", PRINTABLE, ids=_id)
