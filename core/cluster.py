@@ -343,6 +343,8 @@ class ClusterContext:
         now = self.clock()
         try:
             part = self._partition(rm_id, alloc.partition)
+            if alloc.node_id and part.resize(alloc, now):
+                return  # one it holds already, now at this size (resized in place): nothing to confirm
             if alloc.foreign:
                 part.add_foreign(alloc)
                 return

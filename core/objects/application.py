@@ -181,6 +181,15 @@ class Application:
             if value > most.get(name, 0):
                 most[name] = value
 
+    def resize_allocation(self, key: str, resource: Resource) -> None:
+        """One of its allocations runs at a new size (the caller then sets the allocation's own)."""
+        self.allocated.sub_in_place(self.allocations[key].resource)
+        self.allocated.add_in_place(resource)
+        most = self.max_allocated
+        for name, value in self.allocated.items():
+            if value > most.get(name, 0):
+                most[name] = value
+
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)
         if alloc is not None:

@@ -100,6 +100,16 @@ class Node:
             watcher.removed(alloc, self)
         return alloc
 
+    def resize_allocation(self, key: str, resource: Resource) -> None:
+        """An allocation here runs at a new size (resized in place): its counter and the free room
+        follow. The caller sets the allocation's own resource after every holder has followed."""
+        alloc = self.allocations[key]
+        counter = self.occupied if alloc.foreign else self.allocated
+        counter.sub_in_place(alloc.resource)
+        counter.add_in_place(resource)
+        self._available.add_in_place(alloc.resource)
+        self._available.sub_in_place(resource)
+
     def set_capacity(self, capacity: Resource) -> None:
         self.capacity = capacity
         self._refresh()

@@ -335,6 +335,40 @@ class Partition:
         self.occupied_total = self.occupied_total + alloc.resource
         self._room_changed()
 
+    def resize(self, alloc: Allocation, now: float) -> bool:
+        """An allocation the RM runs, sent again (Kubernetes' in-place resize): False when this
+        partition does not hold it; True when it does on that node, taken at its new size. As YuniKorn,
+        whatever that does to the node and the queues: the pod already runs at it (its kubelet resized
+        it). A queue pushed over its max shows it; its new asks wait until it is back under."""
+        held = self.foreign.get(alloc.key) if alloc.foreign else None
+        app = None if alloc.foreign else self.applications.get(alloc.application_id)
+        if app is not None:
+            held = app.allocations.get(alloc.key)
+        if held is None:
+            return False
+        if held.node_id != alloc.node_id:
+            raise Rejection(f"allocation {alloc.key} runs on node {held.node_id}, not on {alloc.node_id}")
+        before, after = held.resource, alloc.resource
+        if after == before:
+            return True
+        node = self.node(held.node_id)
+        node.resize_allocation(held.key, after)
+        self.node_index.update(node)
+        if app is None:
+            self.occupied_total = self.occupied_total - before + after
+            self._room_changed()
+        else:
+            app.resize_allocation(held.key, after)
+            app.queue.remove_allocated(before)
+            app.queue.add_allocated(after)
+            if held.releasing:  # a victim being preempted: what it gives back is its new size
+                app.queue.remove_preempting(before)
+                app.queue.add_preempting(after)
+            self.user_groups.resized(app, before, after)
+        held.resource = after
+        self.events.append(partition_events.allocation_resized(self.rm_id, held, before, now))
+        return True
+
     def add_existing(self, alloc: Allocation, now: float) -> None:
         """An allocation the RM already runs (recovery): it must fit the node and the queue limits."""
         app = self.application(alloc.application_id)

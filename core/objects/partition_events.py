@@ -64,6 +64,14 @@ def ask_allocated(rm_id: str, ask: Allocation, now: float) -> Event:
     )  # fmt: skip
 
 
+def allocation_resized(rm_id: str, alloc: Allocation, before: Resource, now: float) -> Event:
+    message = f"allocation {alloc.key} on node {alloc.node_id} resized from {before.as_dict()}"
+    return Event(
+        rm_id, EventType.APP, alloc.application_id, ChangeType.SET, ChangeDetail.APP_ALLOC, message, now,
+        reference_id=alloc.key, resource=alloc.resource.as_dict(),
+    )  # fmt: skip
+
+
 def victim_chosen(rm_id: str, victim: Allocation, why: str, now: float) -> Event:
     return Event(
         rm_id, EventType.APP, victim.application_id, ChangeType.REMOVE, ChangeDetail.ALLOC_PREEMPT, why, now,

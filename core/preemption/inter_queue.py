@@ -61,7 +61,11 @@ def _ask_frames(leaf: Queue, priority: int, ask: Resource) -> tuple[Queue, dict[
 
 
 def _asking_side_allows(leaf: Queue, ask: Resource) -> bool:
-    """Some queue on the ask's path guarantees a type it needs, and none would pass its guarantee."""
+    """Some queue on the ask's path guarantees a type it needs, and none would pass its guarantee:
+    what it uses, what it holds for its other asks whose victims are on their way out (they will be
+    placed too), and this ask. Without the held room, two asks that each fit the guarantee alone
+    would both preempt, the queue would end above its guarantee, and the next queue below its own
+    would preempt the room straight back."""
     guaranteed_somewhere = False
     for queue in leaf.path_to_root():
         if queue.guaranteed is None or queue.parent is None:
@@ -70,7 +74,7 @@ def _asking_side_allows(leaf: Queue, ask: Resource) -> bool:
             if want <= 0 or name not in queue.guaranteed:
                 continue
             guaranteed_somewhere = True
-            if queue.allocated.get(name) + want > queue.guaranteed[name]:
+            if queue.allocated.get(name) + queue.held.get(name) + want > queue.guaranteed[name]:
                 return False
     return guaranteed_somewhere
 

@@ -142,6 +142,13 @@ class UserGroupTracker:
             if first:
                 check.usage.running.add(app.app_id)
 
+    def resized(self, app: Application, before: Resource, after: Resource) -> None:
+        """An allocation of `app` runs at a new size: its user's and group's usage follows."""
+        link = self._links.get(app.app_id)
+        for check in link.checks if link is not None else ():
+            check.usage.resource.sub_in_place(before)
+            check.usage.resource.add_in_place(after)
+
     def released(self, app: Application, resource: Resource) -> None:
         """An allocation of `app` is gone; the app no longer holds it."""
         link = self._links.get(app.app_id)
