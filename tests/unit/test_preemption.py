@@ -591,9 +591,7 @@ def test_asks_that_fit_the_guarantee_only_one_at_a_time_do_not_all_preempt() -> 
     _ask(c, "a", "ten", 10)
     c.clock.advance(0.01)
     _ask(c, "a", "twenty", 20)
-    victims = _run(c)
-    assert (
-        sum(c.partition.applications[app].allocations[key].resource["memory"] for app, key in victims) == 10
-    )
+    taken = [c.partition.applications[app].allocations[key] for app, key in _run(c)]
+    assert sum(victim.resource["memory"] for victim in taken) == 10
     assert c.partition.queues["root.p.a"].held == Resource({"memory": 10})  # for "ten" only
     assert "guarantee" in c.partition.applications["a"].asks["twenty"].preemption_reason
