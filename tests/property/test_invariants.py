@@ -1,7 +1,8 @@
 """Hypothesis state machine over the cluster context: random RM traffic, invariants after every step.
 
 - no node holds more than its capacity;
-- every queue's usage equals the sum of its allocations, and a parent's the sum of its children's;
+- every queue's usage equals the sum of its allocations, and a parent's the sum of its children's
+  (also after allocations are resized in place);
 - no queue is over its max;
 - every ask the RM sent is in exactly one state (pending, allocated, or gone) and agrees with the
   model of what the RM did;
@@ -10,13 +11,13 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from core.commands import AppRemove, NodeAction, UpdateApplications
 from core.objects.queue import Queue
-from core.resources import sum_resources
+from core.resources import Resource, sum_resources
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """
@@ -131,6 +132,29 @@ class SchedulerMachine(RuleBasedStateMachine):
         for (a, k), s in list(self.state.items()):
             if a == app_id and s == "pending":
                 self.state[(a, k)] = "gone"
+        self._changed()
+
+    @precondition(lambda self: any(s == "allocated" for s in self.state.values()))
+    @rule(data=st.data(), size=sizes)
+    def resize_in_place(self, data: st.DataObject, size: dict[str, int]) -> None:
+        """The RM sends a running allocation again at a new size (Kubernetes' in-place resize). The core
+        takes any size; this RM resizes only where it fits the node and the queues' maxes, so that the
+        invariants on capacity and maxes stay the RM's promise, and the bookkeeping is what is tested."""
+        app_id, key = data.draw(st.sampled_from(sorted(k for k, s in self.state.items() if s == "allocated")))
+        app = self.c.partition.applications[app_id]
+        alloc = app.allocations[key]
+        node = self.c.partition.nodes[alloc.node_id]
+        new = Resource(size)
+        if not new.fits_in(node.available + alloc.resource):
+            return
+        for queue in app.queue.path_to_root():
+            if queue.max is not None and not (queue.allocated - alloc.resource + new).fits_in_limit(
+                queue.max
+            ):
+                return
+        self.c.ask(app_id, key, size, node_id=alloc.node_id)
+        assert app.allocations[key].resource == new
+        event("an allocation resized in place")
         self._changed()
 
     @rule()
