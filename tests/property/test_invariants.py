@@ -148,9 +148,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         if not new.fits_in(node.available + alloc.resource):
             return
         for queue in app.queue.path_to_root():
-            if queue.max is not None and not (queue.allocated - alloc.resource + new).fits_in_limit(
-                queue.max
-            ):
+            after = queue.allocated - alloc.resource + new
+            if queue.max is not None and not after.fits_in_limit(queue.max):
                 return
         self.c.ask(app_id, key, size, node_id=alloc.node_id)
         assert app.allocations[key].resource == new
