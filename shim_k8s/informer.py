@@ -73,7 +73,9 @@ class Informer:
         async for event in self.http.watch(self.path, self._rv, self.watch_seconds):
             kind, obj = event.get("type", "") if isinstance(event, dict) else "", _object(event)
             if obj is None:  # not an object at all: nothing to hand on, nor to name in an event
-                log.warning("watch event without an object skipped", kind=self.kind, event=repr(event)[:200])
+                log.warning(
+                    "watch event without an object skipped", kind=self.kind, received=repr(event)[:200]
+                )
                 continue
             meta = obj.get("metadata")
             rv = meta.get("resourceVersion") if isinstance(meta, dict) else None

@@ -182,8 +182,16 @@ class K8sShim(ResponseHandler):
         """An informer's event, handed to its handler; an object that cannot be used is refused (see
         shim_k8s.bad_objects) and everything else goes on."""
         handler = self._handlers.get(kind)
-        if handler is not None:
-            await self.guarded(kind, obj, handler(event, obj))
+        if handler is None:
+            return
+        if kind != "pods" and event != "DELETED":
+            # Few and rarely changing: checked whole before anything is kept of them, so that a bad one
+            # never stands in for the last good one (pods, many and often, are read once, as sent).
+            found = object_shapes.diagnose(kind, obj)
+            if found:
+                await self._refuse(kind, obj, Refused(found))
+                return
+        await self.guarded(kind, obj, handler(event, obj))
 
     async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` on `obj`; if reading `obj` fails, refuse it. Losing the core is not the object's
@@ -214,14 +222,17 @@ class K8sShim(ResponseHandler):
     def _refused_pod(self, pod: Obj) -> str:
         """Keep the pod out of what the shim asks for and repairs, and say what that means for it."""
         uid = key_of(pod)
-        self.state.refused.add(uid)
+        self.state.refused[uid] = _readings(pod)
         spec = pod.get("spec")
         if not isinstance(spec, Mapping) or spec.get("schedulerName") != self.scheduler_name:
             return "it is not counted on its node"
         if uid in self.state.bound_by_us:
             return "the core keeps what it knew of it"
         if uid not in self.state.asked:
-            self.in_background(self.kube.set_unschedulable(pod, "refused: see its events", "SchedulerError"))
+            why = "pykorn cannot read this pod: see its Refused event"
+            if self.state.unschedulable.get(uid) != why:
+                self.state.unschedulable[uid] = why
+                self.in_background(self.kube.set_unschedulable(pod, why, "SchedulerError"))
             return "it is not scheduled until this is corrected"
         return "the core keeps what it was asked before"
 
@@ -296,6 +307,9 @@ class K8sShim(ResponseHandler):
         infos = []
         for node in nodes:
             try:
+                found = object_shapes.diagnose("nodes", node)
+                if found:
+                    raise Refused(found)
                 infos.append(self._node_info(node, create=True))
             except Exception as exc:
                 await self._refuse("nodes", node, exc)
@@ -357,8 +371,10 @@ class K8sShim(ResponseHandler):
         known = self.state.pods.get(uid)
         self.state.pods[uid] = pod
         bound_elsewhere = bool(node_of(pod)) and uid not in self.state.bound_by_us
-        if uid in self.state.refused:  # changed since it was refused: look at it afresh
-            self.state.refused.discard(uid)
+        if uid in self.state.refused:
+            if _readings(pod) == self.state.refused[uid]:
+                return  # a change of its status (our own condition, say): still unreadable, said so
+            del self.state.refused[uid]  # corrected, perhaps: looked at afresh
             self.bad.forget(uid)
             known = None
         if known is None and bound_elsewhere:
@@ -692,7 +708,7 @@ class K8sShim(ResponseHandler):
         self.state.waiting_for_class.pop(uid, None)
         self.state.waiting_for_volumes.pop(uid, None)
         self.state.sizes.pop(uid, None)
-        self.state.refused.discard(uid)
+        self.state.refused.pop(uid, None)
         self.bad.forget(uid)
         await self.flush()  # its ask, if it waits in the batch, goes before its release
         if uid in self.state.deleting:  # a placeholder the core released: it knows
@@ -854,6 +870,15 @@ class K8sShim(ResponseHandler):
 
 
 _FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
+
+
+def _readings(pod: Obj) -> tuple[object, object]:
+    """What the shim reads of a pod, its metadata and spec (not its status, which the kubelet and the
+    shim's own condition patches change): a refused pod is looked at again when this changes."""
+    meta = pod.get("metadata") if isinstance(pod, Mapping) else None
+    if isinstance(meta, Mapping):
+        meta = {k: v for k, v in meta.items() if k not in ("resourceVersion", "managedFields")}
+    return meta, pod.get("spec") if isinstance(pod, Mapping) else None
 
 
 def _bound(pod: Obj) -> bool:

@@ -44,7 +44,8 @@ class ShimState:
     # What the core was told each of our pods and each foreign pod holds (their requests, in the
     # core's units): an in-place resize is a change of it.
     sizes: dict[str, dict[str, int]] = field(default_factory=dict)
-    refused: set[str] = field(default_factory=set)  # pods that could not be read (bad_objects)
+    # Pods that could not be read (bad_objects), with what was read of them: looked at again when it changes.
+    refused: dict[str, tuple[object, object]] = field(default_factory=dict)
 
 
 def node_of(pod: Obj) -> str:

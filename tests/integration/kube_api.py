@@ -67,6 +67,8 @@ class FakeKubeAPI:
         self.throttle_bindings: dict[str, int] = {}  # answered 429 (retryAfterSeconds 1), the count left
         self.fail_after_binding: set[str] = set()  # bound, then answered 500 (the answer was lost)
         self.fail_evictions: dict[str, int] = {}  # evictions answered 500, the count left, by pod name
+        self.raw: dict[tuple[str, str], str] = {}  # (kind, key) -> the text put_raw stored it from
+        self.raw_events: dict[int, str] = {}  # resourceVersion -> that text, for the watch
         self.budget_refusals: dict[
             str, int
         ] = {}  # evictions a disruption budget refuses (429), the count left
@@ -84,12 +86,32 @@ class FakeKubeAPI:
         """Store `obj`, which is the emulation's own from now on (stored objects are never changed in
         place: a change stores a new object)."""
         key = self._key(obj)
+        self.raw.pop((kind, key), None)  # stored anew: served as stored
         self._record(kind, "MODIFIED" if key in self.objects[kind] else "ADDED", obj)
 
     def _delete(self, kind: str, obj: Obj) -> None:
         if self.objects[kind].pop(self._key(obj), None) is not None:
             self.by_name[kind].pop(obj["metadata"]["name"], None)
             self._record(kind, "DELETED", obj, store=False)
+
+    async def put_raw(self, kind: str, text: str) -> None:
+        """Store the object a JSON text decodes to (a duplicated key: the last wins, as the API server's
+        decoder takes it) and serve that very text in watches and lists, so that a client decodes the
+        duplicates itself. The text is served as written (without the resourceVersion the store adds)."""
+        async with self.changed:
+            obj = json.loads(text)
+            self._put(kind, obj)
+            self.raw[(kind, self._key(obj))] = text
+            self.raw_events[self.rv] = text
+
+    async def inject_event(self, kind: str, event: str, obj: object) -> None:
+        """A watch event whose object is whatever is given (not even an object, say), stored nowhere:
+        a fault, for a client's watch to survive."""
+        async with self.changed:
+            self.rv += 1
+            self.history[kind].append((self.rv, event, obj))  # type: ignore[arg-type]
+            self.history_rvs[kind].append(self.rv)
+            self.changed.notify_all()
 
     def forget(self, kind: str, name: str) -> None:
         """Remove an object without a watch event (a fault: only a fresh list shows it is gone)."""
@@ -169,7 +191,11 @@ class FakeKubeAPI:
                 items = [o for o in items if o["metadata"].get("namespace") == request.match_info["ns"]]
             body = {"kind": KINDS[kind], "apiVersion": "v1", "metadata": {"resourceVersion": str(self.rv)},
                     "items": items}  # fmt: skip
-            return web.json_response(body)
+            if not self.raw:
+                return web.json_response(body)
+            texts = [self.raw.get((kind, self._key(o))) or json.dumps(o) for o in items]
+            head = json.dumps({**body, "items": []})[:-2]  # '..."items": [' as written by json.dumps
+            return web.Response(text=head + ", ".join(texts) + "]}", content_type="application/json")
 
         return handler
 
@@ -192,7 +218,7 @@ class FakeKubeAPI:
             while True:
                 news = history[bisect.bisect_right(rvs, sent) :]
                 if news:  # what changed since the last write, in one write
-                    lines = [json.dumps({"type": event, "object": obj}) + "\n" for _, event, obj in news]
+                    lines = [self._event_line(rv, event, obj) for rv, event, obj in news]
                     await response.write("".join(lines).encode())
                     sent = news[-1][0]
                 remaining = deadline - asyncio.get_running_loop().time()
@@ -209,6 +235,12 @@ class FakeKubeAPI:
                         return response
         except ConnectionResetError:  # the client went away (an informer stopping)
             return response
+
+    def _event_line(self, rv: int, event: str, obj: object) -> str:
+        raw = self.raw_events.get(rv)
+        if raw is not None:
+            return f'{{"type": {json.dumps(event)}, "object": {raw}}}\n'
+        return json.dumps({"type": event, "object": obj}) + "\n"
 
     async def _bind(self, request: web.Request) -> web.Response:
         body = await request.json()

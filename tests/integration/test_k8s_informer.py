@@ -32,3 +32,29 @@ async def test_a_large_object_comes_through_the_watch_whole(api: FakeKubeAPI) ->
     finally:
         informer.stop()
         await http.close()
+
+
+async def test_a_watch_event_without_an_object_is_skipped_and_the_watch_goes_on(api: FakeKubeAPI) -> None:
+    """Before, such an event ended the informer's task without a word: that kind was never followed
+    again. Objects of any shape are handed on (the shim refuses what it cannot read); only an event
+    with no object at all is dropped, and logged."""
+    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"))
+    seen: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+    informer = Informer("pods", "/api/v1/pods", http, lambda kind, event, obj: seen.put_nowait((event, obj)))
+    try:
+        items, version = await http.list("/api/v1/pods")
+        informer.start(items, version)
+        await api.inject_event("pods", "ADDED", ["not", "an", "object"])
+        await api.inject_event("pods", "MODIFIED", {"metadata": ["odd"], "spec": 5})
+        await api.put_raw("pods", '{"metadata": {"name": "twice", "uid": "u1", "name": "twice"}, "spec": {}}')
+        await api.put("pods", pod("next"))
+        names = []
+        for _ in range(3):
+            _, obj = await asyncio.wait_for(seen.get(), 30)
+            meta = obj.get("metadata")
+            names.append(meta.get("name") if isinstance(meta, dict) else meta)
+        assert names == [["odd"], "twice", "next"]
+        assert informer.relists == 0
+    finally:
+        informer.stop()
+        await http.close()

@@ -69,6 +69,25 @@ async def test_one_candidate_wins_and_a_standby_waits_out_the_lease(api: FakeKub
         await http.close()
 
 
+async def test_a_lease_with_unreadable_fields_is_waited_out_and_taken_not_fatal(api: FakeKubeAPI) -> None:
+    """Fields of the wrong type (written by hand, or by a broken client): each is taken as absent, with
+    a warning; a holder named oddly is still a holder, waited out for our own lease duration."""
+    lease = {"metadata": {"name": "pykorn", "namespace": "yunikorn"},
+             "spec": {"holderIdentity": 5, "leaseDurationSeconds": "long", "leaseTransitions": [1]}}  # fmt: skip
+    await api.put("leases", lease)
+    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"), 1000.0, 1000, 8)
+    clock = Clock()
+    candidate = LeaderElector(http, _fast("a"), clock)
+    try:
+        assert not await candidate.try_acquire_or_renew()  # "5" holds it, as far as anyone can tell
+        clock.now += 2.1  # our lease duration, in place of the unreadable one
+        assert await candidate.try_acquire_or_renew()
+        spec = api.objects["leases"]["yunikorn/pykorn"]["spec"]
+        assert (spec["holderIdentity"], spec["leaseDurationSeconds"], spec["leaseTransitions"]) == ("a", 2, 1)
+    finally:
+        await http.close()
+
+
 def _bound_once(api: FakeKubeAPI) -> Counter[str]:
     counts = Counter(name for name, _ in api.bindings)
     assert all(n == 1 for n in counts.values()), f"bound more than once: {counts}"

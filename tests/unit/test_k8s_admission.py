@@ -160,3 +160,47 @@ def test_every_recorded_request_gets_an_answer_with_its_uid(name: str) -> None:
     request = _request(name)
     response = _controller().mutate(request)
     assert response["uid"] == request["uid"] and isinstance(response["allowed"], bool)
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("[1]", "not a JSON object but a list"), ('"alice"', "not a JSON object but a string"),
+     ('{"groups": 5}', "groups is a number"), ("{not json", "not JSON"), ("null", "but null"),
+     ('{"groups": ["dev"]}', "names no user")],
+)  # fmt: skip
+def test_a_user_info_the_scheduler_could_not_use_is_refused_showing_the_shape(value: str, why: str) -> None:
+    """YuniKorn's controller checks only that the value parses; the scheduler would then run the pod
+    as `nobody`. Refused here, where whoever wrote it sees why and what is expected."""
+    request = _request("pod-create-user-sets-user-info.json")
+    request["object"]["metadata"]["annotations"][USER_INFO] = value
+    allowed = _controller({"admissionController.accessControl.externalUsers": "^mallory$"})
+    response = allowed.mutate(request)
+    assert not response["allowed"]
+    message = response["status"]["message"]
+    assert USER_INFO in message and why in message
+    assert '{"user": "alice", "groups": ["dev", "ops"]}' in message
+    request["object"]["metadata"]["annotations"][USER_INFO] = '{"user": "mallory", "groups": ["dev"]}'
+    assert allowed.mutate(request)["allowed"]
+
+
+def test_the_configmaps_gzipped_binary_data_is_read_as_yunikorn_reads_it() -> None:
+    import gzip
+
+    packed = base64.b64encode(gzip.compress(b"queues from gzip")).decode()
+    configs = {
+        "metadata": {"name": "yunikorn-configs"},
+        "data": {"queues.yaml": "from data", "admissionController.filtering.generateUniqueAppId": "true"},
+        "binaryData": {"queues.yaml.gz": packed, "notes.txt": packed, "broken.gz": "bm90IGd6aXA="},
+    }
+    warnings: list[str] = []
+    data = admission.merged_data({"yunikorn-configs": configs}, warnings)
+    assert data["queues.yaml"] == "queues from gzip"  # binaryData over data, as YuniKorn flattens them
+    assert admission.admission_config(data).config.generate_unique_app_ids
+    assert [w.split(": ")[1] for w in warnings] == ["binaryData.notes.txt", "binaryData.broken.gz"]
+    request = {
+        "kind": {"kind": "ConfigMap"},
+        "namespace": "yunikorn",
+        "operation": "UPDATE",
+        "object": configs,
+    }
+    assert _controller().config_to_check(request, "yunikorn", {}) == "queues from gzip"
