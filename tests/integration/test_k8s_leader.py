@@ -72,8 +72,8 @@ async def test_one_candidate_wins_and_a_standby_waits_out_the_lease(api: FakeKub
 async def test_a_lease_with_unreadable_fields_is_waited_out_and_taken_not_fatal(api: FakeKubeAPI) -> None:
     """Fields of the wrong type (written by hand, or by a broken client): each is taken as absent, with
     a warning; a holder named oddly is still a holder, waited out for our own lease duration."""
-    lease = {"metadata": {"name": "pykorn", "namespace": "yunikorn"},
-             "spec": {"holderIdentity": 5, "leaseDurationSeconds": "long", "leaseTransitions": [1]}}  # fmt: skip
+    spec = {"holderIdentity": 5, "leaseDurationSeconds": "long", "leaseTransitions": [1]}
+    lease = {"metadata": {"name": "pykorn", "namespace": "yunikorn"}, "spec": spec}
     await api.put("leases", lease)
     http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"), 1000.0, 1000, 8)
     clock = Clock()
