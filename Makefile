@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench proto proto-check lint venv clean
+.PHONY: run test test-nightly bench proto proto-check lint venv clean
 
 venv: $(STAMP)
 
@@ -22,6 +22,11 @@ run: $(STAMP)
 ## test: the whole suite (unit, property, integration over real gRPC on loopback).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## test-nightly: the long profile of the property test that drives the whole Kubernetes shim with
+## malformed objects of every kind (PYKORN_HOSTILE_EXAMPLES examples; `make test` runs a few).
+test-nightly: $(STAMP)
+	PYKORN_HOSTILE_EXAMPLES=500 $(BIN)/python -m pytest -q tests/integration/test_k8s_hostile_objects.py
 
 ## bench: throughput (in-process and over gRPC, 500-5,000 nodes), the scale run, the latency run,
 ## gang scheduling (1,000 gangs of 10 on 5,000 nodes: placeholders, then replacement).

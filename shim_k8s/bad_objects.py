@@ -28,6 +28,7 @@ import structlog
 log = structlog.get_logger("pykorn.k8s")
 
 LOG_PERIOD = 10.0  # seconds between log lines of one kind of object and reason
+MESSAGE_MOST = 1024  # characters of a message (Kubernetes' events keep no more)
 REMEMBERED = 100_000  # objects whose last report is remembered (to post each message once)
 INTERNAL = "internal"  # the reason when pykorn failed on an object in a way it did not foresee
 
@@ -65,12 +66,14 @@ class BadObjects:
     async def refuse(self, kind: str, obj: object, reason: str, message: str) -> None:
         """`obj` is not used; the event says so and why."""
         self.refused[(kind, reason)] += 1
+        message = _clip(message, MESSAGE_MOST)
         self._log("refused", kind, reason, obj, message)
         await self._post(obj, "Refused", f"pykorn refused this {_singular(kind)}: {message}")
 
     async def fallback(self, kind: str, obj: object, reason: str, message: str) -> None:
         """`obj` is used with YuniKorn's fallback for one field; `message` says which and what."""
         self.fallbacks[(kind, reason)] += 1
+        message = _clip(message, MESSAGE_MOST)
         self._log("fallback used", kind, reason, obj, message)
         await self._post(obj, reason_event(reason), message)
 
@@ -99,10 +102,14 @@ class BadObjects:
             return
         more = logged.more if logged is not None else 0
         self._logged[slot] = _Logged(now)
-        log.warning(
-            f"{_singular(kind)} {what}", kind=kind, reason=reason, object=key_of(obj), detail=message,
-            **({"more_since_last_line": more} if more else {}),
-        )  # fmt: skip
+        extra = {"more_since_last_line": more} if more else {}
+        name = _clip(key_of(obj), 120)
+        headline = f"{_singular(kind)} {what}"
+        log.warning(headline, kind=kind, reason=reason, object=name, detail=message, **extra)
+
+
+def _clip(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def reason_event(reason: str) -> str:

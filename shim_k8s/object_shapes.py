@@ -103,7 +103,7 @@ def _check(value: object, shape: Any, where: str) -> str | None:
         for field, inner in shape.items():
             items = value.items() if field == "*" else [(field, value.get(field))]
             for name, item in items:
-                found = _check(item, inner, f"{where}.{name}" if where else str(name))
+                found = _check(item, inner, f"{where}.{_clip(name)}" if where else _clip(name))
                 if found:
                     return found
         return None
@@ -124,7 +124,7 @@ def _leaf(value: object, shape: Any, where: str) -> str | None:
             return _wrong(where, "an object of strings", value)
         for key, item in value.items():
             if not isinstance(key, str) or not isinstance(item, str):
-                return _wrong(f"{where}[{key}]", "a string", item)
+                return _wrong(f"{where}[{_clip(key)}]", "a string", item)
         return None
     if shape is QUANTITY:
         ok = isinstance(value, str | int | float) and not isinstance(value, bool)
@@ -143,7 +143,10 @@ _NAMES = {str: "a string", bool: "true or false"}
 
 
 def _wrong(where: str, expected: str, value: object) -> str:
-    text = repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{where}: expected {expected}, got {text}"
+    return f"{where}: expected {expected}, got {_clip(repr(value))}"
+
+
+def _clip(text: object, most: int = 40) -> str:
+    """A key or value as written, cut short: what an object holds may be any size."""
+    text = str(text)
+    return text if len(text) <= most else text[: most - 3] + "..."
