@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         return validate_file(args.file, sys.stdout)
     if args.command == "k8s":
         from shim_k8s.leader import LeadershipLost
-        from shim_k8s.main import ApiLimits, run_shim
+        from shim_k8s.main import ApiLimits, StartupError, run_shim
 
         configure_logging(args.log_level, _json_flag(args.log_format), live=True)  # log.* from the ConfigMaps
         tls = _client_tls(args)
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                         metrics_listen=args.metrics_listen,
                     )
                 )
-            except LeadershipLost as exc:  # as kube-scheduler: exit, and be restarted as a standby
+            except (LeadershipLost, StartupError) as exc:  # the cluster's cause: exit 1, and say why
                 sys.stderr.write(f"pykorn k8s: {exc}\n")
                 return 1
         return 0

@@ -124,7 +124,10 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
     # One queue wakes the loop: informer events, and a word that the core sent something.
     items: asyncio.Queue[Item] = asyncio.Queue()
     client = SchedulerClient(core_address, options.rm_id, tls=options.tls)
-    await client.connect()
+    try:
+        await client.connect()
+    except _CONNECT_ERRORS as exc:
+        raise StartupError(f"the core at {core_address} cannot be reached: {exc!r}") from None
     shim = K8sShim(
         client,
         kube,
@@ -141,9 +144,7 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
         if options.metrics_listen:
             sources = metrics.Sources(shim, kube, http, lambda: informers)
             metrics_runner = await metrics.serve(options.metrics_listen, sources)
-        kinds = list(kube.paths)
-        listed = await asyncio.gather(*(http.list(kube.paths[kind]) for kind in kinds))
-        lists = dict(zip(kinds, listed, strict=True))
+        lists = await _list_everything(http, kube.paths, stop)
         shim.load(lists["priorityclasses"][0], *_configmaps(lists["configmaps"][0]))
         _apply_api_settings(shim, kube, http)
         # Before the pods: whether a pod may be asked for depends on its volumes, and its namespace's
@@ -180,6 +181,36 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
             await metrics_runner.cleanup()
         await kube.close()
         await client.close()
+
+
+class StartupError(RuntimeError):
+    """What keeps the shim from starting at all (the API server or the core unreachable): a cause of the
+    cluster's, said in one line; a restart tries again."""
+
+
+_CONNECT_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, *SEND_ERRORS)
+START_ATTEMPTS = 8  # lists of everything tried at start before giving up (about 30 s with BACKOFF)
+
+
+async def _list_everything(
+    http: KubeHTTP, paths: dict[str, str], stop: asyncio.Event
+) -> dict[str, tuple[list[dict[str, Any]], str]]:
+    """Every kind the shim follows, listed; tried again with a growing pause while the API server does
+    not answer (it may be starting too), then StartupError."""
+    delay = BACKOFF.first
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            listed = await asyncio.gather(*(http.list(path) for path in paths.values()))
+            return dict(zip(paths, listed, strict=True))
+        except _LIST_ERRORS as exc:
+            if attempt == START_ATTEMPTS or stop.is_set():
+                where = http.access.host
+                raise StartupError(f"the API server at {where} did not answer the lists: {exc!r}") from None
+            log.warning("listing failed at start; trying again", attempt=attempt, error=repr(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(BACKOFF.most, delay * 2)
+    raise AssertionError("unreachable")
 
 
 async def _list_for_reconciliation(

@@ -12,7 +12,9 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import pytest
 
+from shim_k8s import main as shim_main
 from tests.integration.core_helpers import free_port
 from tests.integration.kube_api import FakeKubeAPI, condition
 from tests.integration.rest_helpers import get_json, partition_url, rest_until
@@ -219,3 +221,16 @@ async def test_a_pod_resized_in_place_is_counted_at_its_new_size_even_past_its_q
         more["metadata"]["labels"] = {"queue": "root.capped", "applicationId": "shop-app"}
         await api.put("pods", more)
         await _left_pending(rest_url, rm_id, ["more"], running=["web"])
+
+
+async def test_an_api_server_that_never_answers_stops_the_start_with_one_reason(
+    core_address: str, rm_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cause of the cluster's, not one object's: the lists are tried again, then the shim stops
+    saying why (`pykorn k8s` prints it and exits 1) instead of a traceback."""
+    monkeypatch.setattr(shim_main, "START_ATTEMPTS", 2)
+    closed = free_port()
+    with pytest.raises(
+        shim_main.StartupError, match=f"API server at http://127.0.0.1:{closed} did not answer"
+    ):
+        await shim_main.run_shim(core_address, host=f"http://127.0.0.1:{closed}", rm_id=rm_id)
