@@ -111,6 +111,8 @@ def _check(value: object, shape: Any, where: str) -> str | None:
         if not isinstance(value, list):
             return _wrong(where, "a list", value)
         for i, item in enumerate(value):
+            if item is None and shape[0] is not QUANTITY:  # a field may be absent; an item is never null
+                return _wrong(f"{where}[{i}]", _expected(shape[0]), item)
             found = _check(item, shape[0], f"{where}[{i}]")
             if found:
                 return found
@@ -140,6 +142,16 @@ def _leaf(value: object, shape: Any, where: str) -> str | None:
 
 
 _NAMES = {str: "a string", bool: "true or false"}
+
+
+def _expected(shape: Any) -> str:
+    if isinstance(shape, dict) or shape is OBJECT:
+        return "an object"
+    if isinstance(shape, list):
+        return "a list"
+    if shape is STRINGS:
+        return "an object of strings"
+    return "a whole number" if shape is int else _NAMES.get(shape, "a value")
 
 
 def _wrong(where: str, expected: str, value: object) -> str:

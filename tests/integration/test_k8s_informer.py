@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from shim_k8s.informer import Informer
@@ -11,14 +13,25 @@ from shim_k8s.kube_http import KubeHTTP, cluster_access
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.test_k8s_shim import pod
 
+Seen = asyncio.Queue[tuple[str, dict[str, Any]]]
 
-async def test_a_large_object_comes_through_the_watch_whole(api: FakeKubeAPI) -> None:
+
+@contextlib.asynccontextmanager
+async def pods_informer(api: FakeKubeAPI) -> AsyncIterator[tuple[Informer, Seen]]:
+    """An informer of the emulation's pods, started from a list; what it delivers, as (event, object)."""
     http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"))
-    seen: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+    seen: Seen = asyncio.Queue()
     informer = Informer("pods", "/api/v1/pods", http, lambda kind, event, obj: seen.put_nowait((event, obj)))
     try:
-        items, version = await http.list("/api/v1/pods")
-        informer.start(items, version)
+        informer.start(*await http.list("/api/v1/pods"))
+        yield informer, seen
+    finally:
+        informer.stop()
+        await http.close()
+
+
+async def test_a_large_object_comes_through_the_watch_whole(api: FakeKubeAPI) -> None:
+    async with pods_informer(api) as (informer, seen):
         big = pod("spark-driver")
         big["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "x" * 1_400_000}
         await api.put("pods", big)
@@ -29,21 +42,13 @@ async def test_a_large_object_comes_through_the_watch_whole(api: FakeKubeAPI) ->
         event, obj = await asyncio.wait_for(seen.get(), 30)
         assert obj["metadata"]["name"] == "next"
         assert informer.relists == 0  # the watch never broke
-    finally:
-        informer.stop()
-        await http.close()
 
 
 async def test_a_watch_event_without_an_object_is_skipped_and_the_watch_goes_on(api: FakeKubeAPI) -> None:
     """Before, such an event ended the informer's task without a word: that kind was never followed
     again. Objects of any shape are handed on (the shim refuses what it cannot read); only an event
     with no object at all is dropped, and logged."""
-    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"))
-    seen: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-    informer = Informer("pods", "/api/v1/pods", http, lambda kind, event, obj: seen.put_nowait((event, obj)))
-    try:
-        items, version = await http.list("/api/v1/pods")
-        informer.start(items, version)
+    async with pods_informer(api) as (informer, seen):
         await api.inject_event("pods", "ADDED", ["not", "an", "object"])
         await api.inject_event("pods", "MODIFIED", {"metadata": ["odd"], "spec": 5})
         await api.put_raw("pods", '{"metadata": {"name": "twice", "uid": "u1", "name": "twice"}, "spec": {}}')
@@ -55,6 +60,3 @@ async def test_a_watch_event_without_an_object_is_skipped_and_the_watch_goes_on(
             names.append(meta.get("name") if isinstance(meta, dict) else meta)
         assert names == [["odd"], "twice", "next"]
         assert informer.relists == 0
-    finally:
-        informer.stop()
-        await http.close()
