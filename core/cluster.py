@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter
+from typing import TypeVar
 
 import structlog
 
@@ -43,6 +44,8 @@ from core.preemption.dry_run import QuotaPreview
 from core.resources import Resource
 from core.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
 from core.scheduling import allocate
+
+_Item = TypeVar("_Item", NodeChange, AppAdd, AppRemove, Allocation, ReleaseRequest)  # of an RM's request
 
 log = structlog.get_logger("pykorn.cluster")
 
@@ -122,19 +125,38 @@ class ClusterContext:
                 command.reply(self.preview_config(command.rm_id, command.config))
             case UpdateNodes():
                 for change in command.changes:
-                    self._node_change(command.rm_id, change)
+                    self._isolated(self._node_change, command.rm_id, change)
             case UpdateApplications():
                 for add in command.adds:
-                    self._add_app(command.rm_id, add)
+                    self._isolated(self._add_app, command.rm_id, add)
                 for remove in command.removes:
-                    self._remove_app(command.rm_id, remove)
+                    self._isolated(self._remove_app, command.rm_id, remove)
             case UpdateAllocations():
                 for alloc in command.allocations:
-                    self._add_allocation(command.rm_id, alloc)
+                    self._isolated(self._add_allocation, command.rm_id, alloc)
                 for release in command.releases:
-                    self._release(command.rm_id, release)
+                    self._isolated(self._release, command.rm_id, release)
         # Each item refused is answered on its own; the log gets a line per kind of reason.
         self._rejections.log(self.warnings, log, command.rm_id)
+
+    def _isolated(self, handle: Callable[[str, _Item], None], rm_id: str, item: _Item) -> None:
+        """One item of a request, on its own: a fault of the core's while handling it (not a refusal,
+        which the handler answers itself) refuses that item with the reason and never the items
+        beside it. Logged with its trace: it is a defect to mend."""
+        try:
+            handle(rm_id, item)
+        except Exception as exc:
+            log.error("an item failed; refused", rmID=rm_id, item=type(item).__name__, exc_info=exc)
+            reason = f"the core failed handling it: {exc!r}"
+            out = self._out(rm_id)
+            if isinstance(item, NodeChange):
+                out.rejected_nodes.append(RejectedItem(item.node_id, "", reason))
+            elif isinstance(item, AppAdd | AppRemove):
+                out.rejected_apps.append(RejectedItem("", item.app_id, reason))
+            elif isinstance(item, Allocation):
+                out.rejected_allocations.append(RejectedItem(item.key, item.application_id, reason))
+            else:
+                out.rejected_allocations.append(RejectedItem(item.key, item.app_id, reason))
 
     def schedule(self, budget: int) -> int:
         """Allocate as much as fits, at most `budget` allocations over all partitions."""

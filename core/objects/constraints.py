@@ -152,7 +152,14 @@ def parse_ask_constraints(tags: Mapping[str, str], required_node_tag: str) -> As
 def _parse_cached(key: tuple[object, ...], required_node_tag: str, tags: Mapping[str, str]) -> AskConstraints:
     found = _PARSED.get(key)
     if found is None:
-        found = _parse(tags, required_node_tag)
+        try:
+            found = _parse(tags, required_node_tag)
+        except ConstraintError:
+            raise
+        except (TypeError, AttributeError, ValueError, KeyError, IndexError, RecursionError) as exc:
+            # The parsers check the shapes they read; whatever slips past them is still the tags' fault.
+            names = ", ".join(sorted(t for t in tags if t in _CONSTRAINT_TAGS))
+            raise ConstraintError(f"tags {names}: not of the shape Kubernetes defines ({exc!r})") from None
         if len(_PARSED) >= _PARSED_KEPT:
             del _PARSED[next(iter(_PARSED))]  # the oldest: workloads come and go
         _PARSED[key] = found

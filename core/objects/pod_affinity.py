@@ -159,14 +159,19 @@ def parse_label_selector(raw: object, where: str) -> list[LabelRequirement]:
     """A Kubernetes LabelSelector (matchLabels and matchExpressions), as requirements all must meet."""
     if not isinstance(raw, dict):
         raise PodAffinityError(f"{where} must be an object")
-    out = [
-        LabelRequirement(str(k), "In", frozenset({str(v)})) for k, v in (raw.get("matchLabels") or {}).items()
-    ]
-    for i, expr in enumerate(raw.get("matchExpressions") or []):
+    labels, expressions = raw.get("matchLabels") or {}, raw.get("matchExpressions") or []
+    if not isinstance(labels, dict):
+        raise PodAffinityError(f"{where}.matchLabels must be an object of label name to value")
+    if not isinstance(expressions, list):
+        raise PodAffinityError(f"{where}.matchExpressions must be a list")
+    out = [LabelRequirement(str(k), "In", frozenset({str(v)})) for k, v in labels.items()]
+    for i, expr in enumerate(expressions):
         here = f"{where}.matchExpressions[{i}]"
         if not isinstance(expr, dict) or not expr.get("key"):
             raise PodAffinityError(f"{here} must be an object with a key")
         operator, values = expr.get("operator"), expr.get("values") or []
+        if not isinstance(values, list):
+            raise PodAffinityError(f"{here}.values must be a list")
         if operator not in _OPERATORS:
             raise PodAffinityError(f"{here}.operator must be one of {sorted(_OPERATORS)}, got {operator!r}")
         if operator in ("In", "NotIn") and not values:
