@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
 from tests.integration.core_helpers import free_port
 from tests.integration.hostile_objects import Hostile, hostile_objects
@@ -83,11 +84,14 @@ async def _scenario(core_address: str, hostile: list[Hostile], goods: int, order
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), count=st.integers(1, 25), goods=st.integers(1, 12))
 def test_no_object_stops_the_shim_and_every_well_formed_pod_is_bound_once(
-    core_address: str, data: st.DataObject, count: int, goods: int
+    core_process: CoreProcess, data: st.DataObject, count: int, goods: int
 ) -> None:
     hostile = [data.draw(hostile_objects(i), label=f"hostile {i}") for i in range(count)]
     late = sum(1 for h in hostile if not h.early)
     order = data.draw(st.permutations(range(goods + late)), label="order")
     for item in hostile:  # each is valid JSON the API would serve
         json.loads(item.text)
-    asyncio.run(_scenario(core_address, hostile, goods, order))
+    seen = len(core_process.log_text())
+    asyncio.run(_scenario(core_process.address, hostile, goods, order))
+    # What reached the core through the shim is refused there with a reason, never a fault of its own.
+    assert "Traceback" not in core_process.log_text()[seen:], core_process.log_text()[seen:][-3000:]
