@@ -64,7 +64,8 @@ class AdmissionServer:
         elif kind == "priorityclasses":
             _put(self.cluster.priority_classes, name, obj, event)
         elif kind == "configmaps" and name in CONFIGMAP_NAMES:
-            service_config.flatten(obj)  # readable, before it replaces the last good one
+            if event != "DELETED":
+                service_config.flatten(obj)  # readable, before it replaces the last good one
             self.configmaps[name] = None if event == "DELETED" else obj
             self._reconfigure()
 

@@ -68,20 +68,20 @@ class BadObjects:
         self.refused[(kind, reason)] += 1
         message = _clip(message, MESSAGE_MOST)
         self._log("refused", kind, reason, obj, message)
-        await self._post(obj, "Refused", f"pykorn refused this {_singular(kind)}: {message}")
+        await self._post(kind, obj, "Refused", f"pykorn refused this {_singular(kind)}: {message}")
 
     async def fallback(self, kind: str, obj: object, reason: str, message: str) -> None:
         """`obj` is used with YuniKorn's fallback for one field; `message` says which and what."""
         self.fallbacks[(kind, reason)] += 1
         message = _clip(message, MESSAGE_MOST)
         self._log("fallback used", kind, reason, obj, message)
-        await self._post(obj, reason_event(reason), message)
+        await self._post(kind, obj, reason_event(reason), message)
 
     def forget(self, key: str) -> None:
         """The object is gone, or was used after all: a later fault of it is reported afresh."""
         self._reported.pop(key, None)
 
-    async def _post(self, obj: object, event_reason: str, message: str) -> None:
+    async def _post(self, kind: str, obj: object, event_reason: str, message: str) -> None:
         key = key_of(obj)
         if self._reported.get(key) == f"{event_reason}:{message}":
             return
@@ -90,7 +90,9 @@ class BadObjects:
         self._reported[key] = f"{event_reason}:{message}"
         if _postable(obj):
             assert isinstance(obj, Mapping)
-            await self.events.record_event(obj, event_reason, message, warning=True)
+            # Objects in a list carry no kind of their own: the event must name it to point at it.
+            named = {**obj, "kind": _KINDS.get(kind, obj.get("kind") or "Pod")}
+            await self.events.record_event(named, event_reason, message, warning=True)
 
     def _log(self, what: str, kind: str, reason: str, obj: object, message: str) -> None:
         """The first of a kind and reason at once; then one line a LOG_PERIOD, with the count."""
@@ -143,11 +145,12 @@ def _postable(obj: object) -> bool:
     return isinstance(meta.get("namespace", ""), str) and isinstance(meta.get("uid", ""), str)
 
 
-_SINGULAR = {
-    "pods": "pod", "nodes": "node", "namespaces": "namespace", "configmaps": "ConfigMap",
+_KINDS = {
+    "pods": "Pod", "nodes": "Node", "namespaces": "Namespace", "configmaps": "ConfigMap",
     "priorityclasses": "PriorityClass", "persistentvolumeclaims": "PersistentVolumeClaim",
-    "persistentvolumes": "PersistentVolume", "storageclasses": "StorageClass", "leases": "Lease",
+    "persistentvolumes": "PersistentVolume", "storageclasses": "StorageClass",
 }  # fmt: skip
+_SINGULAR = {**_KINDS, "pods": "pod", "nodes": "node", "namespaces": "namespace"}
 
 
 def _singular(kind: str) -> str:

@@ -39,6 +39,7 @@ BIND_PAUSE = 0.1  # seconds, times the attempt number, unless a 429 says how lon
 MAX_RETRY_AFTER = 10.0  # seconds: the most a 429's retryAfterSeconds makes a binding wait
 WRITE_ATTEMPTS = 5  # an eviction or a deletion, before giving up (logged)
 WRITE_PAUSE = 0.2  # seconds, times the attempt number
+CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass", "PersistentVolume", "StorageClass"})
 EVICTION_PAUSE_MAX = 30.0  # seconds between attempts at an eviction a disruption budget refuses
 
 
@@ -226,14 +227,18 @@ class Kube:
             self._events = asyncio.Queue(capacity)
 
     async def record_event(self, obj: PodLike, reason: str, message: str, warning: bool = False) -> None:
+        """An event on `obj` (a pod unless its `kind` says otherwise). A cluster-scoped object's event
+        goes in namespace `default`, where `kubectl describe` looks for it (as the kubelet's on nodes)."""
         meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or self.namespace
+        kind = obj.get("kind", "Pod")
+        cluster_scoped = kind in CLUSTER_SCOPED
+        namespace = "default" if cluster_scoped else meta.get("namespace") or self.namespace
         now = _now()
         body = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{meta.get('name', 'pykorn')}.", "namespace": namespace},
-            "involvedObject": {"kind": obj.get("kind", "Pod"), "name": meta.get("name", ""),
-                               "namespace": namespace, "uid": meta.get("uid", "")},
+            "involvedObject": {"kind": kind, "name": meta.get("name", ""),
+                               "namespace": "" if cluster_scoped else namespace, "uid": meta.get("uid", "")},
             "reason": reason, "message": message, "type": "Warning" if warning else "Normal",
             "source": {"component": "pykorn"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }  # fmt: skip

@@ -70,10 +70,6 @@ PRIORITY_CLASS = {"metadata": METADATA, "value": int, "globalDefault": bool, "pr
 CLAIM = {"metadata": METADATA, "spec": {"volumeName": str, "storageClassName": str}}
 VOLUME = {"metadata": METADATA, "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [OBJECT]}}}}
 STORAGE_CLASS = {"metadata": METADATA, "volumeBindingMode": str}
-LEASE = {
-    "metadata": METADATA,
-    "spec": {"holderIdentity": str, "leaseDurationSeconds": int, "leaseTransitions": int},
-}
 
 SHAPES: dict[str, Any] = {
     "pods": POD,
@@ -84,7 +80,6 @@ SHAPES: dict[str, Any] = {
     "persistentvolumeclaims": CLAIM,
     "persistentvolumes": VOLUME,
     "storageclasses": STORAGE_CLASS,
-    "leases": LEASE,
 }
 
 

@@ -64,8 +64,8 @@ def request_nanos(pod: Mapping[str, Any], overhead: bool = True, pod_level: bool
     inits = list(_containers(spec, "initContainers"))
     total = _aggregate(containers, inits, _spec_requests)
     running = _statuses(status)
-    if running:  # resized in place: the largest of what is asked, allocated and running, in total
-        infeasible = _resize_infeasible(status)
+    infeasible = _resize_infeasible(status)
+    if running or infeasible:  # resized in place: the largest of what is asked, allocated and running
         allocated = _aggregate(containers, inits, partial(_allocated, running, infeasible))
         actuated = _aggregate(containers, inits, partial(_actuated, running, infeasible))
         total = {} if infeasible else total  # an infeasible resize: the new spec never counts
@@ -116,8 +116,9 @@ def _allocated(
     """What the kubelet allocated to the container; else its spec (nothing, when a resize of the pod
     is infeasible)."""
     status = running.get(str(container.get("name")))
-    if status is not None and status.get("allocatedResources") is not None:
-        return _quantities(status["allocatedResources"], f"status of {where}.allocatedResources")
+    allocated = _reported(status.get("allocatedResources") if status is not None else None)
+    if allocated is not None:
+        return allocated
     return {} if infeasible else _spec_requests(where, container)
 
 
@@ -127,9 +128,21 @@ def _actuated(
     """What the kubelet reports the container runs with; else what it allocated; else its spec."""
     status = running.get(str(container.get("name")))
     resources = status.get("resources") if status is not None else None
-    if isinstance(resources, Mapping) and resources.get("requests") is not None:
-        return _quantities(resources["requests"], f"status of {where}.resources.requests")
+    actuated = _reported(resources.get("requests") if isinstance(resources, Mapping) else None)
+    if actuated is not None:
+        return actuated
     return _allocated(running, infeasible, where, container)
+
+
+def _reported(values: object) -> Nanos | None:
+    """Quantities the kubelet reports; None when absent, or unreadable (a report is never a reason to
+    refuse a pod: what the spec asks still counts)."""
+    if values is None:
+        return None
+    try:
+        return _quantities(values, "status")
+    except PodResourceError:
+        return None
 
 
 def _pod_level(name: str) -> bool:

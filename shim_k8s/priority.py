@@ -47,7 +47,7 @@ class PriorityClassInfo:
         annotations = meta.get("annotations") or {}
         return cls(
             name=meta.get("name", ""),
-            value=int(obj.get("value", 0)),
+            value=int(obj.get("value") or 0),  # null is 0, as Go decodes it
             global_default=bool(obj.get("globalDefault", False)),
             preemption_policy=obj.get("preemptionPolicy") or "PreemptLowerPriority",
             allow_preemption=str(annotations.get(ANNOTATION_ALLOW_PREEMPTION, "true")).lower() != "false",

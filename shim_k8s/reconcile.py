@@ -110,7 +110,7 @@ class Reconciler:
         app_id, node = state.placed.pop(uid, ("", ""))
         log.warning("reconciliation repaired a mismatch", kind=kind, allocationKey=uid, applicationID=app_id)
         if kind in (GONE, NOT_BOUND):
-            state.asked.discard(uid)
+            state.asked.pop(uid, None)
             state.bound_by_us.discard(uid)
             await shim.flush()
             why = "gone from the API" if pod is None else f"not bound to {node} in the API"

@@ -101,35 +101,57 @@ def flatten(configmap: Mapping[str, Any] | None) -> tuple[dict[str, str], list[s
     ending in `.gz` is gunzipped and kept without the suffix (`queues.yaml.gz` is `queues.yaml`: how a
     configuration larger than a ConfigMap's 1 MiB is stored). Other binaryData keys, and values that
     are not gzip, are not used: the warnings (second) name them. Refused when `data` or `binaryData`
-    is not an object of strings: the ConfigMap cannot be read at all."""
+    is not an object of strings: the ConfigMap cannot be read at all. Each object is read once, however
+    many times it is asked for (objects from the API are replaced, never changed)."""
     if configmap is None:
         return {}, []
+    cached = _FLATTENED.get(id(configmap))
+    if cached is not None and cached[0] is configmap:
+        return dict(cached[1]), list(cached[2])
+    data, warnings = _flatten(configmap)
+    if len(_FLATTENED) >= 8:
+        del _FLATTENED[next(iter(_FLATTENED))]
+    _FLATTENED[id(configmap)] = (configmap, data, warnings)
+    return dict(data), list(warnings)
+
+
+_FLATTENED: dict[int, tuple[Mapping[str, Any], dict[str, str], list[str]]] = {}
+MAX_UNZIPPED = 64 * 2**20  # bytes all of a ConfigMap's gzipped values may expand to; beyond, not used
+
+
+def _flatten(configmap: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
     data = _strings(configmap.get("data"), "data")
     binary = _strings(configmap.get("binaryData"), "binaryData")
     warnings: list[str] = []
+    budget = MAX_UNZIPPED
     for key, encoded in binary.items():
         name, dot, suffix = key.rpartition(".")
         if not dot or suffix.lower() != "gz":
             warnings.append(f"binaryData.{key}: not used: only gzipped keys (ending in .gz) are read")
             continue
         try:
-            data[name] = _gunzip(base64.b64decode(encoded, validate=True)).decode("utf-8")
+            raw = _gunzip(base64.b64decode(encoded, validate=True), budget)
+            data[name] = raw.decode("utf-8")
+            budget -= len(raw)
         except (ValueError, zlib.error, EOFError) as exc:
             warnings.append(f"binaryData.{key}: not used: not base64 of gzipped UTF-8 text ({exc})")
     return data, warnings
 
 
-MAX_UNZIPPED = 64 * 2**20  # bytes a gzipped value may expand to; a larger one is not used
-
-
-def _gunzip(raw: bytes) -> bytes:
-    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
-    out = inflate.decompress(raw, MAX_UNZIPPED)
-    if inflate.unconsumed_tail:
-        raise ValueError(f"larger than {MAX_UNZIPPED // 2**20} MiB unzipped")
-    if not inflate.eof:
-        raise EOFError("the gzip data ends early")
-    return out
+def _gunzip(raw: bytes, most: int) -> bytes:
+    """Every gzip member of `raw`, one after the other (as Go's reader reads them), up to `most` bytes."""
+    if not raw:
+        raise EOFError("no gzip data")
+    out = bytearray()
+    while raw:
+        inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing
+        out += inflate.decompress(raw, most - len(out) + 1)
+        if len(out) > most or inflate.unconsumed_tail:
+            raise ValueError(f"more than {MAX_UNZIPPED // 2**20} MiB unzipped in this ConfigMap")
+        if not inflate.eof:
+            raise EOFError("the gzip data ends early")
+        raw = inflate.unused_data
+    return bytes(out)
 
 
 def _strings(value: object, field: str) -> dict[str, str]:

@@ -30,7 +30,7 @@ import structlog
 
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
 from shim_k8s import namespaces, object_shapes, service_config, task_groups, translate
-from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused, key_of
+from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused, key_of, name_of
 from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.reconcile import Reconciler
@@ -262,6 +262,9 @@ class K8sShim(ResponseHandler):
         `yunikorn-defaults`) the settings and the queue configuration a (re-)registration goes with."""
         for pc in priority_classes:
             try:
+                found = object_shapes.diagnose("priorityclasses", pc)
+                if found:
+                    raise Refused(found)
                 self.priorities.upsert(pc)
             except Exception as exc:
                 self.in_background(self._refuse("priorityclasses", pc, exc))
@@ -272,12 +275,13 @@ class K8sShim(ResponseHandler):
         self._report(warnings)
 
     def _readable(self, configmap: Obj | None) -> Obj | None:
-        """The ConfigMap if it can be read; otherwise None (as if absent), and it is refused."""
+        """The ConfigMap if it can be read; otherwise it is refused, and the last good one of its name
+        stays (at the first start, none)."""
         try:
             service_config.flatten(configmap)
         except Refused as exc:
             self.in_background(self._refuse("configmaps", configmap or {}, exc))
-            return None
+            return self.settings.seen.get(name_of(configmap))
         return configmap
 
     @property
@@ -311,10 +315,9 @@ class K8sShim(ResponseHandler):
                 if found:
                     raise Refused(found)
                 infos.append(self._node_info(node, create=True))
+                self.state.nodes[node["metadata"]["name"]] = node
             except Exception as exc:
                 await self._refuse("nodes", node, exc)
-                continue
-            self.state.nodes[node["metadata"]["name"]] = node
         if infos:
             answered = self._nodes_answered
             await self.client.add_nodes(*infos)
@@ -355,8 +358,10 @@ class K8sShim(ResponseHandler):
             return
         info = self._node_info(node, create=known is None)  # read before anything changes
         self.state.nodes[name] = node
+        answered = self._nodes_answered
         await self.client.add_nodes(info)
         if known is None:
+            await self._adopt_orphans(name, answered)
             return
         was, now = translate.node_is_cordoned(known), translate.node_is_cordoned(node)
         if was != now:  # cordon drains; uncordon makes it schedulable again
@@ -373,6 +378,8 @@ class K8sShim(ResponseHandler):
         bound_elsewhere = bool(node_of(pod)) and uid not in self.state.bound_by_us
         if uid in self.state.refused:
             if _readings(pod) == self.state.refused[uid]:
+                if finished(pod):
+                    await self._pod_gone(pod)
                 return  # a change of its status (our own condition, say): still unreadable, said so
             del self.state.refused[uid]  # corrected, perhaps: looked at afresh
             self.bad.forget(uid)
@@ -382,7 +389,8 @@ class K8sShim(ResponseHandler):
         elif known is None:
             await self.add_pod(pod)
         elif uid in self.state.sizes and node_of(pod) and node_of(known) and not finished(pod):
-            await self._resized(pod)  # running: its resources may have been resized in place
+            if _sizing(pod) != _sizing(known):  # its resources were resized in place, perhaps
+                await self._resized(pod)
         elif uid in self.state.waiting_for_volumes and not node_of(pod):
             # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
             self.state.waiting_for_volumes.pop(uid, None)
@@ -390,10 +398,10 @@ class K8sShim(ResponseHandler):
         elif not node_of(known) and bound_elsewhere:
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
             if uid in self.state.asked:
-                self.state.asked.discard(uid)
+                app_id = self.state.asked.pop(uid)
                 self.state.placed.pop(uid, None)
                 await self.flush()
-                await self.client.release(self.app_id(pod), uid, message="bound by another scheduler")
+                await self.client.release(app_id, uid, message="bound by another scheduler")
             await self._add_foreign(pod)
         if finished(pod):
             await self._pod_gone(pod)
@@ -416,6 +424,22 @@ class K8sShim(ResponseHandler):
         self.state.sizes[_key(pod)] = request
         return alloc
 
+    async def _adopt_orphans(self, name: str, answered: int) -> None:
+        """The pods the core refused because it did not know their node: sent again now it does (once
+        the core answered the node, counted from `answered`)."""
+        orphans = self.state.orphans.pop(name, set())
+        if not orphans:
+            return
+        await self._until_answered(lambda: self._nodes_answered > answered, f"node {name}")
+        for uid in orphans:
+            pod = self.state.pods.get(uid)
+            if pod is None or node_of(pod) != name:
+                continue
+            if uid in self.state.foreign:
+                await self.guarded("pods", pod, self._send_ask(self._foreign_allocation(pod)))
+            else:
+                await self.guarded("pods", pod, self.add_pod(pod))
+
     async def _resized(self, pod: Obj) -> None:
         """A running pod whose resources changed (an in-place resize, as the kubelet reports it): the
         core is sent its new size, and updates its node's, queue's, application's and user's usage."""
@@ -425,8 +449,10 @@ class K8sShim(ResponseHandler):
             return
         if uid in self.state.foreign:
             alloc = self._foreign_allocation(pod)
+        elif uid not in self.state.placed or uid in self.state.deleting:
+            return  # the core holds nothing of it (any more): nothing to resize
         else:
-            app_id, _ = self.state.placed.get(uid, (self.app_id(pod), ""))
+            app_id, _ = self.state.placed[uid]
             alloc = translate.bound_pod_allocation(
                 pod, self.priorities.resolve(pod), ours=True, app_id=app_id, request=request,
                 namespace_labels=self._namespace_labels(pod),
@@ -470,7 +496,7 @@ class K8sShim(ResponseHandler):
         self.priorities.upsert(pc)
         for pod in list(self.state.waiting_for_class.values()):  # a class that was missing now exists
             self.state.waiting_for_class.pop(_key(pod), None)
-            await self.add_pod(pod)
+            await self.guarded("pods", pod, self.add_pod(pod))
 
     async def on_configmap(self, event: str, configmap: Obj) -> None:
         """A change to yunikorn-configs or yunikorn-defaults (see shim_k8s.configmaps): the queue
@@ -500,20 +526,19 @@ class K8sShim(ResponseHandler):
         self.state.pods[uid] = pod
         if finished(pod):
             return
-        ours = (pod.get("spec") or {}).get("schedulerName") == self.scheduler_name
+        if (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name:
+            if node_of(pod):
+                await self._add_foreign(pod)  # never ours to place or move: its priority does not count
+            return
         try:
             priority = self.priorities.resolve(pod)
         except UnknownPriorityClass as exc:
             self.state.waiting_for_class[uid] = pod
             await self.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
             return
-        if not ours:
-            if node_of(pod):
-                await self._add_foreign(pod)
-            return
         app_id, node = self.app_id(pod), node_of(pod)
         labels = self._namespace_labels(pod)
-        ask, wait, request = None, None, {}
+        ask, wait, request, ignored = None, None, {}, []
         if node:  # recovered: it already runs where it was bound
             request = translate.pod_request(pod)
             ask = translate.bound_pod_allocation(
@@ -524,6 +549,7 @@ class K8sShim(ResponseHandler):
             wait, volume_terms = self._why_wait(pod)
             if wait is None:
                 request = translate.pod_request(pod)
+                ignored = translate.ignored_placement(pod)
                 ask = translate.pod_ask(
                     pod, priority, app_id, task_group="", volume_terms=volume_terms, namespace_labels=labels,
                     request=request,
@@ -540,8 +566,7 @@ class K8sShim(ResponseHandler):
             self.state.bound_by_us.add(uid)
             self.state.placed[uid] = (app_id, node)
         else:
-            self.state.asked.add(uid)
-            ignored = translate.ignored_placement(pod)
+            self.state.asked[uid] = app_id
             if ignored:
                 message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
                 await self.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
@@ -564,8 +589,9 @@ class K8sShim(ResponseHandler):
         gang, its namespace's limits; sent and answered before any ask of it."""
         user = translate.user_info(pod)
         gang = await self._gang_of_new_app(pod, app_id, placeholders_exist)
-        request = translate.application_request(pod, app_id, user=user)
-        if gang is not None:
+        if gang is None:
+            request = translate.application_request(pod, app_id, user=user)
+        else:
             request = translate.application_request(
                 pod, app_id, gang_size=task_groups.gang_size(list(gang.groups.values())),
                 gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
@@ -670,7 +696,7 @@ class K8sShim(ResponseHandler):
         self.volumes.update(kind, event, obj)
         for pod in list(self.state.waiting_for_volumes.values()):
             self.state.waiting_for_volumes.pop(_key(pod), None)
-            await self.add_pod(pod)
+            await self.guarded("pods", pod, self.add_pod(pod))
 
     async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
         """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
@@ -718,10 +744,10 @@ class K8sShim(ResponseHandler):
             self.state.foreign.discard(uid)
             await self.client.release("", uid)
         elif uid in self.state.asked or uid in self.state.bound_by_us:
-            self.state.asked.discard(uid)
+            asked_as = self.state.asked.pop(uid, "")
             self.state.bound_by_us.discard(uid)
-            app_id, _ = self.state.placed.pop(uid, ("", ""))
-            await self.client.release(app_id or self.app_id(pod), uid)
+            app_id, _ = self.state.placed.pop(uid, (asked_as, ""))
+            await self.client.release(app_id or asked_as or self.app_id(pod), uid)
         self.state.given_up.discard(uid)
 
     # Reconciliation (shim_k8s.reconcile) ----------------------------------------------------------
@@ -797,9 +823,14 @@ class K8sShim(ResponseHandler):
         pod = self.state.pods.get(uid)
         if pod is None:
             return
-        if rejected.applicationID not in self.state.apps and uid in self.state.asked and not node_of(pod):
+        node = node_of(pod)
+        if node and node not in self.state.nodes:
+            # Running on a node the core does not know (yet: its event comes later, or it was refused):
+            # sent again once the node is added.
+            self.state.orphans.setdefault(node, set()).add(uid)
+        if rejected.applicationID not in self.state.apps and uid in self.state.asked and not node:
             # Its application completed in the core while the ask was on its way: add both again.
-            self.state.asked.discard(uid)
+            self.state.asked.pop(uid, None)
             await self.add_pod(pod)
             await self.flush()
             return
@@ -816,14 +847,14 @@ class K8sShim(ResponseHandler):
         except BindError as exc:
             # The core must not count a pod that never got there.
             self.state.bound_by_us.discard(uid)
-            self.state.asked.discard(uid)  # asked again by the reconciliation, once the API may take it
+            self.state.asked.pop(uid, None)  # asked again by the reconciliation, once the API may take it
             self.state.placed.pop(uid, None)
             reason = f"binding to {alloc.nodeID} failed: {exc}"
             await self.flush()
             await self.client.release(alloc.applicationID, uid, message=reason)
             await self.kube.record_event(pod, "BindingFailed", reason, True)
             return
-        self.state.asked.discard(uid)
+        self.state.asked.pop(uid, None)
         await self.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
 
     async def _evict(self, release: si_pb2.AllocationRelease) -> None:
@@ -842,7 +873,7 @@ class K8sShim(ResponseHandler):
             return
         if translate.is_placeholder(pod):
             held_room = uid in self.state.bound_by_us
-            self.state.asked.discard(uid)
+            self.state.asked.pop(uid, None)
             # Still ours (not bound_by_us dropped: the echo of its binding may come yet, and must not
             # look like another scheduler's pod); its DELETED event then sends nothing more.
             self.state.deleting.add(uid)
@@ -858,7 +889,7 @@ class K8sShim(ResponseHandler):
                 )
             return
         # A Hard gang failed: the core dropped this pod's ask; say so on the pod.
-        self.state.asked.discard(uid)
+        self.state.asked.pop(uid, None)
         self.state.given_up.add(uid)
         await self.kube.record_event(pod, "GangSchedulingFailed", release.message, warning=True)
 
@@ -879,6 +910,24 @@ def _readings(pod: Obj) -> tuple[object, object]:
     if isinstance(meta, Mapping):
         meta = {k: v for k, v in meta.items() if k not in ("resourceVersion", "managedFields")}
     return meta, pod.get("spec") if isinstance(pod, Mapping) else None
+
+
+def _sizing(pod: Obj) -> tuple[object, ...]:
+    """What a running pod's size is computed from, cheap to gather: compared before computing it (the
+    kubelet changes its status often, its containers' sizes rarely)."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    statuses = [*(status.get("containerStatuses") or ()), *(status.get("initContainerStatuses") or ())]
+    conditions = status.get("conditions") or ()
+    sizes = [(s.get("name"), s.get("allocatedResources"), s.get("resources")) for s in statuses if _is_obj(s)]
+    return (
+        spec.get("containers"), spec.get("initContainers"), spec.get("resources"), spec.get("overhead"),
+        sizes, [c for c in conditions if _is_obj(c) and c.get("type") == "PodResizePending"],
+        status.get("resize"),
+    )  # fmt: skip
+
+
+def _is_obj(value: object) -> bool:
+    return isinstance(value, Mapping)
 
 
 def _bound(pod: Obj) -> bool:

@@ -26,7 +26,7 @@ class ShimState:
     nodes: dict[str, Obj] = field(default_factory=dict)
     pods: dict[str, Obj] = field(default_factory=dict)  # by UID
     apps: set[str] = field(default_factory=set)  # applications the core accepted or was told about
-    asked: set[str] = field(default_factory=set)  # pod UIDs sent as asks
+    asked: dict[str, str] = field(default_factory=dict)  # pod UID sent as an ask -> its application
     bound_by_us: set[str] = field(default_factory=set)
     foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
@@ -46,6 +46,9 @@ class ShimState:
     sizes: dict[str, dict[str, int]] = field(default_factory=dict)
     # Pods that could not be read (bad_objects), with what was read of them: looked at again when it changes.
     refused: dict[str, tuple[object, object]] = field(default_factory=dict)
+    # Running pods the core refused because it did not know their node: node -> pod UIDs, sent again
+    # when the node is added.
+    orphans: dict[str, set[str]] = field(default_factory=dict)
 
 
 def node_of(pod: Obj) -> str:

@@ -52,6 +52,7 @@ LEGACY_PLACEHOLDER = "yunikorn.apache.org/placeholder"  # before 1.6, and pykorn
 LEGACY_PLACEHOLDER_LABEL = "placeholder"  # a label, before YuniKorn 1.6
 APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # an application tag: the core counts timeouts from it
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # what Go's strconv.ParseBool takes as true
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 class TranslationError(Refused):
@@ -215,13 +216,17 @@ def _json_kind(value: object) -> str:
 
 
 def is_placeholder(pod: Mapping[str, Any]) -> bool:
-    """A gang placeholder: YuniKorn's marker since 1.6 (read as Go's ParseBool reads it), or the
-    annotation or label of earlier versions (and of pykorn before it followed them)."""
+    """A gang placeholder: YuniKorn's marker since 1.6, else the annotation of earlier versions (and of
+    pykorn before it followed them), each read as Go's ParseBool reads it, the first readable one
+    deciding; else YuniKorn's label before 1.6, on a task group's member only (a label named
+    `placeholder` is too common a word to trust alone)."""
     meta = _meta(pod)
     annotations = meta.get("annotations") or {}
-    if annotations.get(PLACEHOLDER) in _TRUE or annotations.get(LEGACY_PLACEHOLDER) in _TRUE:
-        return True
-    return (meta.get("labels") or {}).get(LEGACY_PLACEHOLDER_LABEL) == "true"
+    for marker in (annotations.get(PLACEHOLDER), annotations.get(LEGACY_PLACEHOLDER)):
+        if marker in _TRUE or marker in _FALSE:
+            return marker in _TRUE
+    legacy = (meta.get("labels") or {}).get(LEGACY_PLACEHOLDER_LABEL) == "true"
+    return legacy and bool(annotations.get(TASK_GROUP_NAME))
 
 
 def creation_time(obj: Mapping[str, Any]) -> int:

@@ -351,6 +351,8 @@ class Partition:
         before, after = held.resource, alloc.resource
         if after == before:
             return True
+        if held.placeholder:  # it holds its task group's size for the real task; the gang counts on it
+            raise Rejection(f"allocation {alloc.key} is a placeholder: its size is its task group's")
         node = self.node(held.node_id)
         node.resize_allocation(held.key, after)
         self.node_index.update(node)

@@ -65,7 +65,13 @@ def ask_allocated(rm_id: str, ask: Allocation, now: float) -> Event:
 
 
 def allocation_resized(rm_id: str, alloc: Allocation, before: Resource, now: float) -> Event:
+    """On its application; a foreign allocation, which has none, on its node."""
     message = f"allocation {alloc.key} on node {alloc.node_id} resized from {before.as_dict()}"
+    if alloc.foreign:
+        return Event(
+            rm_id, EventType.NODE, alloc.node_id, ChangeType.SET, ChangeDetail.NODE_OCCUPIED, message, now,
+            reference_id=alloc.key, resource=alloc.resource.as_dict(),
+        )  # fmt: skip
     return Event(
         rm_id, EventType.APP, alloc.application_id, ChangeType.SET, ChangeDetail.APP_ALLOC, message, now,
         reference_id=alloc.key, resource=alloc.resource.as_dict(),

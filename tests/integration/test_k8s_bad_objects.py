@@ -234,3 +234,56 @@ async def test_an_api_server_that_never_answers_stops_the_start_with_one_reason(
         shim_main.StartupError, match=f"API server at http://127.0.0.1:{closed} did not answer"
     ):
         await shim_main.run_shim(core_address, host=f"http://127.0.0.1:{closed}", rm_id=rm_id)
+
+
+async def test_a_refused_pod_that_finishes_is_released_and_a_waiting_pod_that_fails_is_refused_alone(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="8Gi"))
+    async with shim_running(api, core_address, rm_id):
+        # Waiting for a class that does not exist yet: one of them cannot be read when it is looked at.
+        await api.put("pods", pod("waits-good", priorityClassName="late"))
+        await api.put("pods", _with(pod("waits-bad", priorityClassName="late"), {"memory": "4x"}))
+        await _until(lambda: len(_events(api, "waits-bad", "PriorityClassNotFound")) == 1, "both waiting")
+        await api.put("priorityclasses", {"metadata": {"name": "late"}, "value": 5})
+        await _until(lambda: ("waits-good", "n1") in api.bindings, "the readable one bound")
+        await _until(_event_says(api, "waits-bad", "Refused", "'4x'"), "the unreadable one refused")
+        assert not _events(api, "late", "Refused")  # the class itself is fine, and kept
+        # A refused pod that runs to its end (its status changes only) is gone for the shim too.
+        done = json.loads(json.dumps(api.get("pods", "waits-bad")))
+        done["status"] = {"phase": "Failed"}
+        await api.put("pods", done)
+        await api.put("pods", pod("after"))
+        await _until(lambda: ("after", "n1") in api.bindings, "the next pod")
+
+
+async def test_pods_on_a_node_the_core_did_not_know_yet_are_sent_again_once_it_does(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    """A pod's event may come before its node's (two watches), or its node was refused until
+    corrected: the core refuses the running pod then, and gets it again once the node is added."""
+    await api.put("nodes", node("n1", memory="8Gi"))
+    await api.put("nodes", {"metadata": {"name": "n2", "uid": "node-n2"}, "status": {"allocatable": "x"}})
+    await api.put("pods", pod("dns", scheduler="default-scheduler", node_name="n2", memory="3Gi"))
+    await api.put("pods", pod("web", node_name="n2", memory="2Gi"))  # ours, from before a restart
+    async with shim_running(api, core_address, rm_id), aiohttp.ClientSession() as session:
+        await _until(lambda: _events(api, "n2", "Refused"), "the unreadable node refused")
+        await api.put("nodes", node("n2", memory="8Gi"))  # corrected
+
+        def holds_both(body: dict[str, Any]) -> bool:
+            return body.get("occupied", {}).get("memory") == 3 * 2**30 and (
+                body.get("allocated", {}).get("memory") == 2 * 2**30
+            )
+
+        await rest_until(session, f"{partition_url(rest_url, rm_id)}/node/n2", holds_both, "both on n2")
+
+
+async def test_events_on_cluster_scoped_objects_are_where_kubectl_describe_looks(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", {"metadata": {"name": "odd", "uid": "node-odd"}, "status": {"allocatable": 5}})
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: _events(api, "odd", "Refused"), "the node refused")
+    (event,) = [e for e in api.events if e["involvedObject"]["name"] == "odd"]
+    assert event["involvedObject"] == {"kind": "Node", "name": "odd", "namespace": "", "uid": "node-odd"}
+    assert event["metadata"]["namespace"] == "default"  # as the kubelet's events on nodes

@@ -463,3 +463,17 @@ async def test_log_levels_from_the_configmap_apply_at_once(kube_and_shim: tuple[
         assert not [m for _, r, m in kube.events if r == "ConfigKeyIgnored"]  # nothing needs a restart
     finally:
         set_live_levels(logging.INFO, {})
+
+
+async def test_an_unreadable_configmap_at_a_resync_keeps_the_last_good_queues(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="8Gi")], [], configmap=configmap("1Gi"))
+    good = shim.config
+    broken = configmap("1Gi")
+    broken["data"]["queues.yaml"] = 5  # not a string: the ConfigMap cannot be read
+    shim.load(configmap=broken)  # what a re-sync after a core restart does with the informer's copy
+    assert shim.config == good
+    await shim.carry_out()
+    assert any(name == "yunikorn-configs" and reason == "Refused" for name, reason, _ in kube.events)

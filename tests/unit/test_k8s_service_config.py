@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from core.logging_setup import LiveLevels
 from shim_k8s import service_config as sc
+from shim_k8s.bad_objects import Refused
 
 
 def _parse(**data: str) -> sc.Parsed:
@@ -79,3 +82,44 @@ def test_live_levels_follow_the_longest_prefix() -> None:
         levels.threshold("pykorn.k8sx") == logging.WARNING
         and levels.threshold("pykorn.rmclient") == logging.WARNING
     )
+
+
+def _gz(text: str) -> str:
+    import base64
+    import gzip
+
+    return base64.b64encode(gzip.compress(text.encode())).decode()
+
+
+def test_binary_data_is_gunzipped_every_member_with_a_budget_and_faults_named() -> None:
+    import base64
+    import gzip
+
+    two_members = base64.b64encode(gzip.compress(b"a: ") + gzip.compress(b"1")).decode()
+    data, warnings = sc.flatten({
+        "data": {"queues.yaml": "from data"},
+        "binaryData": {"queues.yaml.gz": _gz("from gzip"), "two.yaml.GZ": two_members,
+                       "plain.txt": _gz("x"), "bad.gz": "not base64!", "corrupt.gz": _gz("x")[:-8],
+                       "empty.gz": ""},
+    })  # fmt: skip
+    assert data["queues.yaml"] == "from gzip"  # binaryData over data, as YuniKorn
+    assert data["two.yaml"] == "a: 1"  # every member, as Go's gzip reader
+    assert [w.split(":")[0] for w in warnings] == [
+        "binaryData.plain.txt", "binaryData.bad.gz", "binaryData.corrupt.gz", "binaryData.empty.gz"
+    ]  # fmt: skip
+    assert "plain.txt" not in data and "bad" not in data and "corrupt" not in data
+
+
+def test_what_gzip_may_expand_to_is_bounded_across_the_configmaps_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sc, "MAX_UNZIPPED", 1000)
+    data, warnings = sc.flatten({"binaryData": {"a.gz": _gz("x" * 600), "b.gz": _gz("y" * 600)}})
+    assert data == {"a": "x" * 600}  # the second would take the ConfigMap past the budget
+    assert warnings[0].startswith("binaryData.b.gz: not used") and "MiB unzipped" in warnings[0]
+
+
+def test_a_configmap_that_is_not_strings_is_refused() -> None:
+    for bad in ({"data": {"queues.yaml": 5}}, {"data": ["x"]}, {"binaryData": {"a.gz": None}}):
+        with pytest.raises(Refused):
+            sc.flatten(bad)

@@ -109,8 +109,12 @@ def test_placeholders_of_every_yunikorn_version_are_recognised() -> None:
     assert t.is_placeholder(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "true"}))  # 1.6+
     assert t.is_placeholder(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "T"}))  # ParseBool
     assert t.is_placeholder(_pod(annotations={"yunikorn.apache.org/placeholder": "true"}))  # before 1.6
-    assert t.is_placeholder(_pod(labels={"placeholder": "true"}))  # before 1.6, the label
+    member = {"yunikorn.apache.org/task-group-name": "workers"}
+    assert t.is_placeholder(_pod(labels={"placeholder": "true"}, annotations=member))  # before 1.6, the label
+    assert not t.is_placeholder(_pod(labels={"placeholder": "true"}))  # a common word: not alone
     assert not t.is_placeholder(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "yes"}))
+    both = {"internal.yunikorn.apache.org/placeholder": "false", "yunikorn.apache.org/placeholder": "true"}
+    assert not t.is_placeholder(_pod(annotations=both))  # the current marker decides, as YuniKorn's
     assert not t.is_placeholder(_pod())
     ask = t.pod_ask(_pod(annotations={"internal.yunikorn.apache.org/placeholder": "true"}), PRIORITY)
     assert ask.placeholder

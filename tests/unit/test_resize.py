@@ -90,3 +90,17 @@ def test_an_allocation_sent_again_on_another_node_is_refused_and_the_same_size_c
     assert not [r for b in batches for r in b.rejected_allocations]
     assert not [a for b in batches for a in b.new_allocations]
     assert c.partition.queues["root.parent.a"].allocated == Resource({"memory": 60})
+
+
+def test_a_placeholder_is_not_resized_its_size_is_its_task_groups() -> None:
+    c = _cluster()
+    placeholder = Allocation("ph", "app", c.pname(), Resource({"memory": 10}), node_id="n1",
+                             task_group="workers", placeholder=True)  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(placeholder,)))
+    c.ctx.drain_results()
+    grown = Allocation("ph", "app", c.pname(), Resource({"memory": 40}), node_id="n1",
+                       task_group="workers", placeholder=True)  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(grown,)))
+    (rejected,) = [r for b in c.ctx.drain_results() for r in b.rejected_allocations]
+    assert "is a placeholder" in rejected.reason
+    assert c.partition.queues["root.parent.a"].allocated == Resource({"memory": 10})
