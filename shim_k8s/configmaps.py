@@ -19,7 +19,9 @@ class ConfigMaps:
     def __init__(self) -> None:
         self.seen: dict[str, Obj | None] = {}
         self.service = service_config.ServiceConfig()  # the settings taken at start
-        self.queues = ""  # the queue configuration the core has
+        self.queues = ""  # the queue configuration the ConfigMaps hold, sent to the core
+        self.accepted = ""  # the last one the core took ("": none yet, so the core's own default)
+        self.refused: str | None = None  # one the core refused at a registration
         self.log_level = "info"  # --log-level: the default when the ConfigMaps set none
         self._warned: list[str] = []
 
@@ -58,6 +60,12 @@ class ConfigMaps:
         elif text != self.queues:
             send = text
         return send, self._new(warnings)
+
+    @property
+    def to_register(self) -> str:
+        """The queue configuration a registration sends: the ConfigMaps', unless the core refused it,
+        then the last it took."""
+        return self.accepted if self.queues == self.refused else self.queues
 
     def shown(self) -> Obj | None:
         """The object warnings are reported on: yunikorn-configs, else yunikorn-defaults."""

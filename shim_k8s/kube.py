@@ -24,8 +24,8 @@ from urllib.parse import quote
 
 import structlog
 
+from shim_k8s.decisions import BindError
 from shim_k8s.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
-from shim_k8s.shim import BindError
 
 log = structlog.get_logger("pykorn.k8s")
 

@@ -13,7 +13,7 @@ import grpc
 import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
-from rmclient.reconnect import Backoff, reconnect
+from rmclient.reconnect import Backoff, is_refusal, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s import metrics
 from shim_k8s.bad_objects import name_of
@@ -152,7 +152,7 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
         for kind in (*VOLUME_KINDS, "namespaces"):
             for obj in lists[kind][0]:
                 await shim.handle(kind, "ADDED", obj)
-        await client.register(config=shim.config)
+        await shim.register()
         # Followed from before anything is sent, so no pending reason of ours comes before it.
         first = await client.stream_events(types=[si_pb2.EventRecord.REQUEST])
         background.append(asyncio.create_task(_follow_pending(client, first, items, stop)))
@@ -310,8 +310,18 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
         shim.load(current["priorityclasses"], *_configmaps(current["configmaps"]))
         return shim.config
 
-    if await reconnect(client, config, resend, BACKOFF, stop) is not None:
-        log.info("core back; state sent again", rmID=client.rm_id)
+    while True:
+        try:
+            if await reconnect(client, config, resend, BACKOFF, stop) is not None:
+                shim.settings.accepted = shim.config
+                log.info("core back; state sent again", rmID=client.rm_id)
+            return
+        except grpc.aio.AioRpcError as exc:
+            # The ConfigMaps' queue configuration refused: the last one the core took, instead. A
+            # refusal of that one too is not the ConfigMap's fault: raised.
+            if not is_refusal(exc) or shim.config == shim.settings.accepted:
+                raise
+            shim.config_refused(shim.config, exc.details() or repr(exc))
 
 
 def _configmaps(configmaps: Sequence[Obj]) -> tuple[Obj | None, Obj | None]:

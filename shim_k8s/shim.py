@@ -8,9 +8,7 @@ fails goes back to the core as a release with the reason. `sync` lists what exis
 core's state, which is how a start and a core restart are handled.
 
 The shim is a handler of the RM client: each decision the core sends is queued as it arrives and
-carried out exactly once, however many arrive while earlier ones are being bound. `process_core`
-starts each as a task of its own (the HTTP layer bounds how many requests are in flight); a pod's
-decisions run one after the other, in the order the core sent them.
+carried out exactly once by shim_k8s.decisions.
 
 Inside `batch()` (the main loop, around what the informers delivered at once) asks are gathered and
 sent in one request at the end; anything that must not overtake them (a release, a node change, an
@@ -21,17 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterable, Mapping
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
+import grpc
 import structlog
 
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
+from rmclient.reconnect import is_refusal
 from shim_k8s import namespaces, object_shapes, service_config, task_groups, translate
 from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused, key_of, name_of
 from shim_k8s.configmaps import ConfigMaps
+from shim_k8s.decisions import Decisions, KubeActions
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.reconcile import Reconciler
 from shim_k8s.shim_state import AppGang, ShimState, finished, node_of
@@ -42,29 +42,6 @@ log = structlog.get_logger("pykorn.k8s")
 
 ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
 Obj = Mapping[str, Any]
-# What the core decided, in arrival order: bind an allocation, evict a victim, report a rejection.
-Decision = si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.RejectedAllocation
-
-
-class BindError(RuntimeError):
-    pass
-
-
-class KubeActions(Protocol):
-    """What the shim asks of the Kubernetes API."""
-
-    async def bind(self, pod: Obj, node: str) -> None: ...  # pods/binding; raises BindError
-
-    async def evict(self, pod: Obj, reason: str) -> None: ...  # policy/v1 Eviction
-
-    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
-
-    async def create_pod(self, pod: Obj) -> None: ...  # a placeholder pod
-
-    async def delete_pod(self, pod: Obj) -> None: ...  # a placeholder the core released; gone already is fine
-
-    # PodScheduled: False, with kube-scheduler's reason (Unschedulable, SchedulerError, SchedulingGated)
-    async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None: ...
 
 
 _key = key_of  # an object's identity: its UID, else namespace/name; never fails
@@ -102,9 +79,7 @@ class K8sShim(ResponseHandler):
         self.state = ShimState()
         self.settings = ConfigMaps()  # yunikorn-defaults and yunikorn-configs, and what they set
         self._wake = wake
-        self._decisions: deque[Decision] = deque()
-        self._running: dict[str, asyncio.Task[None]] = {}  # per pod: its latest decision being carried out
-        self._background: set[asyncio.Task[None]] = set()  # status patches
+        self.decisions = Decisions(self, wake)  # what the core decided, carried out
         self._outbox: list[si_pb2.Allocation] = []  # asks gathered in a batch
         self._batching = 0
         self._apps_answered: set[str] = set()
@@ -126,10 +101,7 @@ class K8sShim(ResponseHandler):
             self.state.placed[alloc.allocationKey] = (alloc.applicationID, alloc.nodeID)
         for release in response.released:
             self.state.placed.pop(release.allocationKey, None)
-        self._decisions.extend(response.new)
-        self._decisions.extend(r for r in response.released if r.terminationType in _CORE_RELEASES)
-        self._decisions.extend(response.rejectedAllocations)
-        if self._decisions and self._wake is not None:
+        if self.decisions.arrived(response) and self._wake is not None:
             self._wake()
 
     def on_applications(self, response: si_pb2.ApplicationResponse) -> None:
@@ -252,8 +224,37 @@ class K8sShim(ResponseHandler):
         """Register and send everything that exists: nodes, then applications and bound pods as
         existing allocations, then pending pods as asks. The core rebuilds its state from this."""
         self.load(priority_classes, configmap, defaults)
-        await self.client.register(config=self.config)
+        await self.register()
         await self.resend(nodes, pods)
+
+    async def register(self) -> None:
+        """Register with the ConfigMaps' queue configuration. One the core refuses is refused on the
+        ConfigMap (ConfigRejected, with the core's reasons) and the last one it took is registered
+        with instead (at a first start, none: the core's own default): a bad ConfigMap never keeps the
+        shim from scheduling. Any other refusal is raised (registering cannot succeed)."""
+        text = self.config
+        try:
+            await self.client.register(config=text)
+        except SEND_ERRORS as exc:
+            if not is_refusal(exc) or text == self.settings.accepted:
+                raise
+            assert isinstance(exc, grpc.aio.AioRpcError)
+            self.config_refused(text, exc.details() or repr(exc))
+            text = self.config
+            await self.client.register(config=text)
+        self.settings.accepted = text
+
+    def config_refused(self, text: str, reason: str) -> None:
+        """The core refused the ConfigMaps' queue configuration at a registration: said on the
+        ConfigMap, and the last one it took is used until the ConfigMaps change."""
+        self.settings.refused = text
+        message = f"queue configuration refused, the last one the core took is used: {reason}"
+        log.warning("queue configuration refused at registration", reason=reason)
+        shown = self.settings.shown()
+        if shown is not None:
+            self.in_background(self.kube.record_event(
+                {**shown, "kind": "ConfigMap"}, "ConfigRejected", message, warning=True
+            ))  # fmt: skip
 
     def load(
         self, priority_classes: Iterable[Obj] = (), configmap: Obj | None = None, defaults: Obj | None = None
@@ -286,8 +287,8 @@ class K8sShim(ResponseHandler):
 
     @property
     def config(self) -> str:
-        """The queue configuration the core has (a registration sends it)."""
-        return self.settings.queues
+        """The queue configuration a registration sends (ConfigMaps.to_register)."""
+        return self.settings.to_register
 
     @property
     def service(self) -> service_config.ServiceConfig:
@@ -306,7 +307,7 @@ class K8sShim(ResponseHandler):
     async def resend(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
         """After registering: tell a core that knows nothing of this RM everything that exists."""
         self.state = ShimState()
-        self._decisions.clear()  # decisions of a core that is gone; the new one decides afresh
+        self.decisions.queue.clear()  # decisions of a core that is gone; the new one decides afresh
         self._outbox.clear()
         infos = []
         for node in nodes:
@@ -510,7 +511,7 @@ class K8sShim(ResponseHandler):
             return
         response = await self.client.update_configuration(text)
         if response.accepted:
-            self.settings.queues = text
+            self.settings.queues = self.settings.accepted = text
             log.info("queue configuration updated from the configmap")
         else:
             message = "queue configuration refused, the previous one stays: " + "; ".join(response.errors)
@@ -723,9 +724,7 @@ class K8sShim(ResponseHandler):
 
     def in_background(self, work: Coroutine[Any, Any, None]) -> None:
         """A write nothing waits for (a status patch): the loop goes on meanwhile."""
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self.decisions.in_background(work)
 
     async def _pod_gone(self, pod: Obj) -> None:
         uid = _key(pod)
@@ -754,144 +753,30 @@ class K8sShim(ResponseHandler):
     async def reconcile(self, api_pods: Iterable[Obj]) -> int:
         """Repair what differs between what the core holds for us and the pods the API lists; returns
         how many repairs were made (see shim_k8s.reconcile)."""
-        if self._decisions:
+        if self.decisions.queue:
             return 0  # decisions not started yet would look like mismatches: next round
         return await self.reconciler.round(api_pods)
 
     @property
     def busy(self) -> Collection[str]:
         """Pods with a decision being carried out."""
-        return self._running.keys()
+        return self.decisions.busy
 
-    # The core's answers -----------------------------------------------------------------------
+    # The core's answers (shim_k8s.decisions) ---------------------------------------------------
     @property
     def has_decisions(self) -> bool:
-        return bool(self._decisions)
+        return bool(self.decisions.queue)
 
     @property
     def carrying_out(self) -> int:
         """Decisions started and not done yet."""
-        return len(self._running)
+        return len(self.decisions.busy)
 
     async def process_core(self) -> None:
-        """Start carrying out what the core decided, each decision once: bind, evict, report. Each
-        runs as a task; a pod's next decision waits for its previous one."""
-        while self._decisions:
-            decision = self._decisions.popleft()
-            key = decision.allocationKey
-            task = asyncio.create_task(self._carry_out(decision, self._running.get(key)))
-            self._running[key] = task
-            task.add_done_callback(partial(self._carried_out, key))
+        await self.decisions.process()
 
     async def carry_out(self) -> None:
-        """Start what the core decided and wait until all of it, and the writes behind it, is done."""
-        while True:
-            await self.process_core()
-            running = [*self._running.values(), *self._background]
-            if not running:
-                return
-            await asyncio.wait(running)
-
-    def _carried_out(self, key: str, task: asyncio.Task[None]) -> None:
-        if self._running.get(key) is task:
-            del self._running[key]
-        if task.cancelled():
-            return
-        error = task.exception()
-        if isinstance(error, SEND_ERRORS):  # telling the core failed: it went away; the re-sync repairs
-            self.client.connection_lost(repr(error))
-            if self._wake is not None:
-                self._wake()
-        elif error is not None:
-            log.error("carrying out a decision failed", allocationKey=key, error=repr(error))
-
-    async def _carry_out(self, decision: Decision, before: asyncio.Task[None] | None) -> None:
-        if before is not None:
-            await asyncio.wait([before])  # the same pod's earlier decision first
-        if isinstance(decision, si_pb2.Allocation):
-            await self._bind(decision)
-        elif isinstance(decision, si_pb2.AllocationRelease):
-            if decision.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:
-                await self._evict(decision)
-            else:
-                await self._gang_release(decision)
-        else:
-            await self._rejected(decision)
-
-    async def _rejected(self, rejected: si_pb2.RejectedAllocation) -> None:
-        uid = rejected.allocationKey
-        pod = self.state.pods.get(uid)
-        if pod is None:
-            return
-        node = node_of(pod)
-        if node and node not in self.state.nodes:
-            # Running on a node the core does not know (yet: its event comes later, or it was refused):
-            # sent again once the node is added.
-            self.state.orphans.setdefault(node, set()).add(uid)
-        if rejected.applicationID not in self.state.apps and uid in self.state.asked and not node:
-            # Its application completed in the core while the ask was on its way: add both again.
-            self.state.asked.pop(uid, None)
-            await self.add_pod(pod)
-            await self.flush()
-            return
-        await self.kube.record_event(pod, "SchedulingRejected", rejected.reason, warning=True)
-
-    async def _bind(self, alloc: si_pb2.Allocation) -> None:
-        uid = alloc.allocationKey
-        pod = self.state.pods.get(uid)
-        if pod is None or uid in self.state.bound_by_us or node_of(pod):
-            return  # a confirmation of a pod already running there: never bind twice
-        self.state.bound_by_us.add(uid)  # before the API answers: its echo must not look like a stranger's
-        try:
-            await self.kube.bind(pod, alloc.nodeID)
-        except BindError as exc:
-            # The core must not count a pod that never got there.
-            self.state.bound_by_us.discard(uid)
-            self.state.asked.pop(uid, None)  # asked again by the reconciliation, once the API may take it
-            self.state.placed.pop(uid, None)
-            reason = f"binding to {alloc.nodeID} failed: {exc}"
-            await self.flush()
-            await self.client.release(alloc.applicationID, uid, message=reason)
-            await self.kube.record_event(pod, "BindingFailed", reason, True)
-            return
-        self.state.asked.pop(uid, None)
-        await self.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
-
-    async def _evict(self, release: si_pb2.AllocationRelease) -> None:
-        pod = self.state.pods.get(release.allocationKey)
-        if pod is None:
-            return
-        await self.kube.record_event(pod, "Preempted", release.message, warning=True)
-        await self.kube.evict(pod, release.message)
-
-    async def _gang_release(self, release: si_pb2.AllocationRelease) -> None:
-        """A placeholder the core replaced or gave up: delete its pod, and tell the core it is gone
-        (with the same termination type) when it held room; or a real pod of a failed gang."""
-        uid = release.allocationKey
-        pod = self.state.pods.get(uid)
-        if pod is None:
-            return
-        if translate.is_placeholder(pod):
-            held_room = uid in self.state.bound_by_us
-            self.state.asked.pop(uid, None)
-            # Still ours (not bound_by_us dropped: the echo of its binding may come yet, and must not
-            # look like another scheduler's pod); its DELETED event then sends nothing more.
-            self.state.deleting.add(uid)
-            try:
-                await self.kube.delete_pod(pod)
-            except BaseException:
-                self.state.deleting.discard(uid)  # still there: the reconciliation may see to it
-                raise
-            if held_room:
-                await self.flush()
-                await self.client.release_many(
-                    [(release.applicationID, uid)], termination=release.terminationType
-                )
-            return
-        # A Hard gang failed: the core dropped this pod's ask; say so on the pod.
-        self.state.asked.pop(uid, None)
-        self.state.given_up.add(uid)
-        await self.kube.record_event(pod, "GangSchedulingFailed", release.message, warning=True)
+        await self.decisions.carry_out()
 
     def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
         if not create:
@@ -934,11 +819,6 @@ def _bound(pod: Obj) -> bool:
     """On a node already; a pod too malformed to say is taken as pending (add_pod refuses it)."""
     spec = pod.get("spec") if isinstance(pod, Mapping) else None
     return isinstance(spec, Mapping) and bool(spec.get("nodeName"))
-
-
-# Releases the core decides that the shim carries out: preemptions (evict), and gang placeholders
-# replaced or given up (delete), or a failed gang's real pods (an event).
-_CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT})
 
 
 # Application states after which the core no longer knows the application (YuniKorn's too).

@@ -287,3 +287,23 @@ async def test_events_on_cluster_scoped_objects_are_where_kubectl_describe_looks
     (event,) = [e for e in api.events if e["involvedObject"]["name"] == "odd"]
     assert event["involvedObject"] == {"kind": "Node", "name": "odd", "namespace": "", "uid": "node-odd"}
     assert event["metadata"]["namespace"] == "default"  # as the kubelet's events on nodes
+
+
+async def test_a_queue_configuration_the_core_refuses_at_start_is_refused_not_fatal(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    """Before, the core's refusal of the registration ended `pykorn k8s`, at every restart, while the
+    ConfigMap stayed. Now the ConfigMap is refused with the core's reasons, the shim registers with the
+    last configuration the core took (at a first start, none: the core's default) and schedules; once
+    the ConfigMap is corrected, its configuration is taken."""
+    broken = configmap("1Gi")
+    broken["data"]["queues.yaml"] = "0"
+    await api.put("configmaps", broken)
+    await api.put("nodes", node("n1"))
+    await api.put("pods", pod("first"))
+    async with shim_running(api, core_address, rm_id), aiohttp.ClientSession() as session:
+        await _until(lambda: ("first", "n1") in api.bindings, "a pod bound under the core's default")
+        await _until(_event_says(api, "yunikorn-configs", "ConfigRejected", "expected a mapping"), "")
+        await api.put("configmaps", configmap("3Gi"))
+        queue = f"{partition_url(rest_url, rm_id)}/queue/{quote('root.capped', safe='')}"
+        await rest_until(session, queue, lambda q: q.get("maxResource"), "the corrected configuration")
