@@ -25,7 +25,7 @@ counts one `pods` slot. A field that cannot be read is a PodResourceError naming
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -37,6 +37,7 @@ RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}  # Kubernetes name -> the 
 POD_LEVEL = frozenset({"cpu", "memory"})  # and hugepages-*: what `spec.resources` may set
 HUGEPAGES_PREFIX = "hugepages-"
 INT64_MAX = 2**63 - 1
+MILLI = quantity.NANO // 1000  # nano-units in a milli-unit
 RESTART_ALWAYS = "Always"
 
 
@@ -58,10 +59,10 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
 def request_nanos(pod: Mapping[str, Any], overhead: bool = True, pod_level: bool = True) -> Nanos:
     """The request in nano-units by Kubernetes resource name (`overhead`, `pod_level`: as
     PodRequests' ExcludeOverhead and SkipPodLevelResources, both off for scheduling)."""
-    spec = _mapping(pod.get("spec"), "spec")
-    status = _mapping(pod.get("status"), "status")
-    containers = list(_containers(spec, "containers"))
-    inits = list(_containers(spec, "initContainers"))
+    spec = _mapping(pod.get("spec"), ("spec",))
+    status = _mapping(pod.get("status"), ("status",))
+    containers = _containers(spec, "containers")
+    inits = _containers(spec, "initContainers")
     total = _aggregate(containers, inits, _spec_requests)
     running = _statuses(status)
     infeasible = _resize_infeasible(status)
@@ -71,17 +72,18 @@ def request_nanos(pod: Mapping[str, Any], overhead: bool = True, pod_level: bool
         total = {} if infeasible else total  # an infeasible resize: the new spec never counts
         _max(total, allocated)
         _max(total, actuated)
-    if pod_level:
-        requests = _requests(spec, "spec")  # spec.resources.requests
+    if pod_level and spec.get("resources"):
+        requests = _requests(spec, ("spec",))  # spec.resources.requests
         if any(_pod_level(name) for name in requests):
             total.update((name, value) for name, value in requests.items() if _pod_level(name))
-    if overhead:
-        _add(total, _quantities(spec.get("overhead"), "spec.overhead"))
+    if overhead and spec.get("overhead"):
+        _add(total, _quantities(spec["overhead"], ("spec", "overhead")))
     return total
 
 
-Container = tuple[str, Mapping[str, Any]]  # (where, the container)
-Getter = Callable[[str, Mapping[str, Any]], Nanos]
+Where = tuple[str | int, ...]  # a field's path, made text only for an error: ("spec", "containers", 0)
+Container = tuple[Where, Mapping[str, Any]]
+Getter = Callable[[Where, Mapping[str, Any]], Nanos]
 
 
 def _aggregate(containers: list[Container], inits: list[Container], requests_of: Getter) -> Nanos:
@@ -106,12 +108,12 @@ def _aggregate(containers: list[Container], inits: list[Container], requests_of:
     return total
 
 
-def _spec_requests(where: str, container: Mapping[str, Any]) -> Nanos:
+def _spec_requests(where: Where, container: Mapping[str, Any]) -> Nanos:
     return _requests(container, where)
 
 
 def _allocated(
-    running: Mapping[str, Mapping[str, Any]], infeasible: bool, where: str, container: Mapping[str, Any]
+    running: Mapping[str, Mapping[str, Any]], infeasible: bool, where: Where, container: Mapping[str, Any]
 ) -> Nanos:
     """What the kubelet allocated to the container; else its spec (nothing, when a resize of the pod
     is infeasible)."""
@@ -123,7 +125,7 @@ def _allocated(
 
 
 def _actuated(
-    running: Mapping[str, Mapping[str, Any]], infeasible: bool, where: str, container: Mapping[str, Any]
+    running: Mapping[str, Mapping[str, Any]], infeasible: bool, where: Where, container: Mapping[str, Any]
 ) -> Nanos:
     """What the kubelet reports the container runs with; else what it allocated; else its spec."""
     status = running.get(str(container.get("name")))
@@ -140,7 +142,7 @@ def _reported(values: object) -> Nanos | None:
     if values is None:
         return None
     try:
-        return _quantities(values, "status")
+        return _quantities(values, ("status",))
     except PodResourceError:
         return None
 
@@ -154,19 +156,18 @@ def to_core_units(nanos: Mapping[str, int], where: str) -> dict[str, int]:
     """Nano-units as the core counts them; negative or beyond int64 is a PodResourceError."""
     out: dict[str, int] = {}
     for name, value in nanos.items():
-        core_name = RESOURCE_NAMES.get(name, name)
-        units = quantity.Quantity(value).milli_value() if name == "cpu" else quantity.Quantity(value).value()
-        if units < 0:
+        if value < 0:
             raise PodResourceError(f"{where}: {name} totals {quantity.Quantity(value)}, below zero")
+        units = -(-value // (MILLI if name == "cpu" else quantity.NANO))  # rounded up, as Kubernetes
         if units > INT64_MAX:
             raise PodResourceError(f"{where}: {name} totals {quantity.Quantity(value)}, beyond int64")
-        out[core_name] = units
+        out[RESOURCE_NAMES.get(name, name)] = units
     return out
 
 
 def quantities(values: object, where: str) -> dict[str, int]:
     """A ResourceList (a node's allocatable, a task group's minResource) in the core's units."""
-    return to_core_units(_quantities(values, where), where)
+    return to_core_units(_quantities(values, (where,)), where)
 
 
 def from_json(value: object, where: str) -> int:
@@ -181,7 +182,7 @@ def from_json(value: object, where: str) -> int:
     else:
         raise PodResourceError(f"{where}: {_short(value)} is not a quantity (a string such as 500m or 2Gi)")
     try:
-        return quantity.parse(text).nanos
+        return quantity.nanos_of(text)
     except quantity.QuantityError as exc:
         raise PodResourceError(f"{where}: {exc}") from None
 
@@ -189,22 +190,36 @@ def from_json(value: object, where: str) -> int:
 # Reading the pod ------------------------------------------------------------------------------------
 
 
-def _requests(holder: Mapping[str, Any], where: str) -> Nanos:
-    resources = _mapping(holder.get("resources"), f"{where}.resources")
-    return _quantities(resources.get("requests"), f"{where}.resources.requests")
+def _requests(holder: Mapping[str, Any], where: Where) -> Nanos:
+    resources = holder.get("resources")
+    if resources is None:
+        return {}
+    if type(resources) is not dict:
+        resources = _mapping(resources, (*where, "resources"))
+    requests = resources.get("requests")
+    return _quantities(requests, (*where, "resources", "requests")) if requests else {}
 
 
-def _quantities(values: object, where: str) -> Nanos:
-    return {str(name): from_json(raw, f"{where}.{name}") for name, raw in _mapping(values, where).items()}
+def _quantities(values: object, where: Where) -> Nanos:
+    out: Nanos = {}
+    for name, raw in _mapping(values, where).items():
+        if type(raw) is str:  # as the API serves every quantity: the cached parse, no more
+            try:
+                out[name] = quantity.nanos_of(raw)
+                continue
+            except quantity.QuantityError:
+                pass  # said with the field's path below
+        out[str(name)] = from_json(raw, _text((*where, str(name))))
+    return out
 
 
-def _containers(spec: Mapping[str, Any], field: str) -> Iterable[Container]:
+def _containers(spec: Mapping[str, Any], field: str) -> list[Container]:
     items = spec.get(field)
     if items is None:
-        return ()
+        return []
     if not isinstance(items, list):
         raise PodResourceError(f"spec.{field}: expected a list, got {_short(items)}")
-    return ((f"spec.{field}[{i}]", _mapping(c, f"spec.{field}[{i}]")) for i, c in enumerate(items))
+    return [(("spec", field, i), _mapping(c, ("spec", field, i))) for i, c in enumerate(items)]
 
 
 def _statuses(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -230,12 +245,17 @@ def _resize_infeasible(status: Mapping[str, Any]) -> bool:
     return False
 
 
-def _mapping(value: object, where: str) -> Mapping[str, Any]:
+def _mapping(value: object, where: Where) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise PodResourceError(f"{where}: expected an object, got {_short(value)}")
+        raise PodResourceError(f"{_text(where)}: expected an object, got {_short(value)}")
     return value
+
+
+def _text(where: Where) -> str:
+    """A path as the error names it: spec.containers[0].resources."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in where).lstrip(".")
 
 
 def _add(into: Nanos, values: Mapping[str, int]) -> None:

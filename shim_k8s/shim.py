@@ -163,7 +163,12 @@ class K8sShim(ResponseHandler):
             if found:
                 await self._refuse(kind, obj, Refused(found))
                 return
-        await self.guarded(kind, obj, handler(event, obj))
+        try:  # as `guarded`, inline: every event of the cluster passes here
+            await handler(event, obj)
+        except SEND_ERRORS:
+            raise
+        except Exception as exc:
+            await self._refuse(kind, obj, exc)
 
     async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` on `obj`; if reading `obj` fails, refuse it. Losing the core is not the object's

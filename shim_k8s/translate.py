@@ -50,6 +50,7 @@ TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
 PLACEHOLDER = "internal.yunikorn.apache.org/placeholder"  # YuniKorn's marker since 1.6
 LEGACY_PLACEHOLDER = "yunikorn.apache.org/placeholder"  # before 1.6, and pykorn's before the switch
 LEGACY_PLACEHOLDER_LABEL = "placeholder"  # a label, before YuniKorn 1.6
+_PLACEHOLDER_MARKERS = (PLACEHOLDER, LEGACY_PLACEHOLDER)  # the first readable one decides
 APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # an application tag: the core counts timeouts from it
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # what Go's strconv.ParseBool takes as true
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
@@ -221,9 +222,12 @@ def is_placeholder(pod: Mapping[str, Any]) -> bool:
     deciding; else YuniKorn's label before 1.6, on a task group's member only (a label named
     `placeholder` is too common a word to trust alone)."""
     meta = _meta(pod)
-    annotations = meta.get("annotations") or {}
-    for marker in (annotations.get(PLACEHOLDER), annotations.get(LEGACY_PLACEHOLDER)):
-        if marker in _TRUE or marker in _FALSE:
+    annotations = meta.get("annotations")
+    if not annotations:  # most pods: nothing to read
+        return False
+    for key in _PLACEHOLDER_MARKERS:
+        marker = annotations.get(key)
+        if marker is not None and (marker in _TRUE or marker in _FALSE):
             return marker in _TRUE
     legacy = (meta.get("labels") or {}).get(LEGACY_PLACEHOLDER_LABEL) == "true"
     return legacy and bool(annotations.get(TASK_GROUP_NAME))
