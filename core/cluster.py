@@ -79,6 +79,9 @@ class ClusterContext:
             for event in part.events:
                 self.events.add(event)
             part.events.clear()
+            if part.scheduling_states:
+                self._out(part.rm_id).scheduling_states.extend(part.scheduling_states)
+                part.scheduling_states.clear()
             preempted = part.preemption.drain()
             if preempted:
                 self._out(part.rm_id).released.extend(

@@ -16,6 +16,26 @@ class Termination(StrEnum):
     PLACEHOLDER_REPLACED = "PLACEHOLDER_REPLACED"
 
 
+class Waiting(StrEnum):
+    """Why an ask waits, in the two kinds YuniKorn's RM callback UpdateContainerSchedulingState names:
+    it fits its queue, limits and gang but no node has room (FAILED: more nodes would help, the
+    cluster autoscaler's signal), or something of its own holds it back (SKIPPED: a queue's max,
+    maxapplications, a user's or group's limit, its gang's placeholders, its required node)."""
+
+    NO_NODE = "FAILED"
+    HELD = "SKIPPED"
+
+
+@dataclass(frozen=True)
+class SchedulingState:
+    """An ask's way of waiting changed: sent to its RM (si UpdateContainerSchedulingStateRequest)."""
+
+    app_id: str
+    key: str
+    waiting: Waiting
+    reason: str
+
+
 @dataclass(frozen=True)
 class Released:
     partition: PartitionKey
@@ -54,9 +74,12 @@ class ResultBatch:
     updated_apps: list[AppUpdate] = field(default_factory=list)
     accepted_nodes: list[str] = field(default_factory=list)
     rejected_nodes: list[RejectedItem] = field(default_factory=list)
+    scheduling_states: list[SchedulingState] = field(default_factory=list)
 
     def has_allocation_news(self) -> bool:
-        return bool(self.new_allocations or self.released or self.rejected_allocations)
+        return bool(
+            self.new_allocations or self.released or self.rejected_allocations or self.scheduling_states
+        )
 
     def has_application_news(self) -> bool:
         return bool(self.accepted_apps or self.rejected_apps or self.updated_apps)

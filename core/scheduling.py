@@ -25,6 +25,7 @@ from core.objects.partition import Partition
 from core.objects.queue import Queue
 from core.policies.queue_sort import AppKey, app_sort_key, sorted_children
 from core.preemption import inter_queue, required_node
+from core.results import SchedulingState, Waiting
 from core.ugm.tracker import Block
 
 RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
@@ -237,7 +238,7 @@ def allocate(
             break
         leaf, app, ask = found
         if ask.task_group and _waits_for_placeholder(app, ask):
-            _pending(partition, ask, held_reason(app, ask), now)
+            _pending(partition, ask, held_reason(app, ask), now, Waiting.HELD)
             cycle.tried(app)
             continue
         placed = False
@@ -251,7 +252,7 @@ def allocate(
                 _preempt(partition, leaf, ask, now, timings)
         elif ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
-            _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now)
+            _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now, Waiting.NO_NODE)
         else:
             if leaf.fits_headroom(ask.resource, not ask.required_node, ask.held):
                 started = perf_counter()
@@ -316,11 +317,20 @@ def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
 
 
 # Pending reasons ("why is this pending?"), kept on the ask for the REST API --------------------------
-def _pending(partition: Partition, ask: Allocation, why: str, now: float) -> None:
-    """Note why the ask waits; a REQUEST event when that changes (the RM shows it on the task)."""
+def _pending(partition: Partition, ask: Allocation, why: str, now: float, waiting: Waiting) -> None:
+    """Note why the ask waits; when that changes, a REQUEST event and, for its RM, the way it waits
+    (the Kubernetes shim shows it on the pod: Unschedulable for the autoscaler, or SchedulingSkipped)."""
     if why != ask.pending_reason:
         partition.events.append(partition_events.ask_pending(partition.rm_id, ask, why, now))
+        _waits(partition, ask, why, waiting)
     ask.note_pending(why, now)
+
+
+def _waits(partition: Partition, ask: Allocation, why: str, waiting: Waiting) -> None:
+    partition.scheduling_states.append(SchedulingState(ask.application_id, ask.key, waiting, why))
+    ask.waiting = waiting.value
+    if waiting is Waiting.NO_NODE:
+        ask.triggered_scale_up = True
 
 
 def _note_app_limit(partition: Partition, app: Application, cycle: _Cycle) -> None:
@@ -333,13 +343,14 @@ def _note_app_limit(partition: Partition, app: Application, cycle: _Cycle) -> No
         elif (blocked := partition.user_groups.run_block(app)) is not None:
             where = blocked.describe()
         why = f"application {app.app_id} may not start yet: {where or 'application limit'}"
-        _pending(partition, ask, why, cycle.now)
+        _pending(partition, ask, why, cycle.now, Waiting.HELD)
 
 
 def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now: float) -> None:
     why = blocked.describe()
     if why != ask.pending_reason:  # an event per change, not per cycle
         partition.events.append(partition_events.ask_over_limit(partition.rm_id, ask, why, now))
+        _waits(partition, ask, why, Waiting.HELD)
     ask.note_pending(why, now)
 
 
@@ -353,12 +364,17 @@ def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: floa
     used = queue.committed(ask.resource if ask.held else None) if queue.held else queue.allocated
     room = {k: max(0, limit[k] - used.get(k)) for k in short}
     what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
-    _pending(partition, ask, f"over {what}: asks {short}, room left {room}", now)
+    # Root's max is the nodes' room: more nodes would help there (YuniKorn's outstanding requests
+    # leave it out too), a queue's max they would not.
+    waiting = Waiting.NO_NODE if queue.is_root else Waiting.HELD
+    _pending(partition, ask, f"over {what}: asks {short}, room left {room}", now, waiting)
 
 
 def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
-    if ask.required_node:
+    waiting = Waiting.NO_NODE
+    if ask.required_node:  # more nodes would not help it (YuniKorn reports no such ask to autoscaling)
         message = f"required node {ask.required_node} has no room (or is not schedulable)"
+        waiting = Waiting.HELD
     elif ask.ref in partition.reservations:
         message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
     else:
@@ -366,4 +382,4 @@ def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
             ask.no_node_tally, ask.tallied_at = why_no_node(partition, ask), now
         where = " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
         message = f"no node has room for it{where} ({ask.no_node_tally})"
-    _pending(partition, ask, message, now)
+    _pending(partition, ask, message, now, waiting)

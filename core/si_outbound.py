@@ -10,7 +10,7 @@ from __future__ import annotations
 from core.ask_cache import AskCache
 from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.results import ResultBatch
+from core.results import ResultBatch, Waiting
 from si.v1 import si_pb2
 
 
@@ -77,7 +77,19 @@ def allocation_response(batch: ResultBatch, asks: AskCache) -> si_pb2.Allocation
             si_pb2.RejectedAllocation(allocationKey=r.key, applicationID=r.app_id, reason=r.reason)
             for r in batch.rejected_allocations
         ],
+        schedulingStates=[
+            si_pb2.UpdateContainerSchedulingStateRequest(
+                applicationID=s.app_id, allocationKey=s.key, state=_STATES[s.waiting], reason=s.reason
+            )
+            for s in batch.scheduling_states
+        ],
     )
+
+
+_STATES = {
+    Waiting.NO_NODE: si_pb2.UpdateContainerSchedulingStateRequest.FAILED,
+    Waiting.HELD: si_pb2.UpdateContainerSchedulingStateRequest.SKIPPED,
+}
 
 
 def application_response(batch: ResultBatch) -> si_pb2.ApplicationResponse:

@@ -439,6 +439,7 @@ def ask_info(part: Partition, ask: Allocation) -> Json:
             if message
         ],
         "triggeredPreemption": ask.triggered_preemption,
+        "triggeredScaleUp": ask.triggered_scale_up,
         "originator": ask.originator,
         "schedulingAttempted": ask.reason_count > 0 or ask.triggered_preemption,
         "pykorn": {
@@ -446,6 +447,9 @@ def ask_info(part: Partition, ask: Allocation) -> Json:
             "allowPreemptOther": ask.allow_preempt_other,
             "preempting": ask.preempting,
             "reservedOn": part.reservations.get(ask.ref, ""),
+            # FAILED: waits for a node only (more nodes would help); SKIPPED: held by its queue,
+            # limits, gang or required node. As sent to the RM (si UpdateContainerSchedulingState).
+            "waiting": ask.waiting,
         },
     }
     return _omit_empty(info, *(k for k in info if k not in ("allocationKey", "pykorn")))

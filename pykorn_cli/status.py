@@ -85,8 +85,15 @@ def render(state: list[dict[str, Any]], out: IO[str]) -> None:
         for app_id, req in pending:
             log = req.get("allocationLog", [])
             reason = log[0]["message"] if log else "not looked at yet"
-            out.write(f"  {app_id}/{req['allocationKey']} {_resource(req.get('resource', {}))}: {reason}\n")
+            kind = _WAITING.get((req.get("pykorn") or {}).get("waiting", ""), "")
+            out.write(
+                f"  {app_id}/{req['allocationKey']} {_resource(req.get('resource', {}))}: {kind}{reason}\n"
+            )
         out.write("\n")
+
+
+# How an ask waits (the core's si scheduling state), in the words a Kubernetes pod shows.
+_WAITING = {"FAILED": "[Unschedulable: waits for a node] ", "SKIPPED": "[SchedulingSkipped: held] "}
 
 
 def _queue_lines(queue: dict[str, Any], depth: int, out: IO[str]) -> None:

@@ -25,8 +25,10 @@ from si.v1 import si_pb2
 log = structlog.get_logger("pykorn.k8s")
 
 Obj = Mapping[str, Any]
-# What the core decided, in arrival order: bind an allocation, evict a victim, report a rejection.
-Decision = si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.RejectedAllocation
+# What the core decided, in arrival order: how an ask waits, bind an allocation, evict a victim, report
+# a rejection.
+Waiting = si_pb2.UpdateContainerSchedulingStateRequest
+Decision = Waiting | si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.RejectedAllocation
 # Releases the core decides that the shim carries out: preemptions (evict), and gang placeholders
 # replaced or given up (delete), or a failed gang's real pods (an event).
 CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT})
@@ -64,6 +66,7 @@ class Shim(Protocol):
     def client(self) -> SchedulerClient: ...
     async def flush(self) -> None: ...
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
+    async def on_pending(self, uid: str, reason: str, skipped: bool) -> None: ...
 
 
 class Decisions:
@@ -76,7 +79,9 @@ class Decisions:
         self._background: set[asyncio.Task[None]] = set()  # writes nothing waits for (status patches)
 
     def arrived(self, response: si_pb2.AllocationResponse) -> bool:
-        """Queue what the core decided; whether there is anything to carry out."""
+        """Queue what the core decided; whether there is anything to carry out. How asks wait goes
+        first: it was so before the allocations of the same answer."""
+        self.queue.extend(response.schedulingStates)
         self.queue.extend(response.new)
         self.queue.extend(r for r in response.released if r.terminationType in CORE_RELEASES)
         self.queue.extend(response.rejectedAllocations)
@@ -128,7 +133,10 @@ class Decisions:
     async def _carry_out(self, decision: Decision, before: asyncio.Task[None] | None) -> None:
         if before is not None:
             await asyncio.wait([before])  # the same pod's earlier decision first
-        if isinstance(decision, si_pb2.Allocation):
+        if isinstance(decision, Waiting):
+            skipped = decision.state == Waiting.SKIPPED
+            await self.shim.on_pending(decision.allocationKey, decision.reason, skipped)
+        elif isinstance(decision, si_pb2.Allocation):
             await self._bind(decision)
         elif isinstance(decision, si_pb2.AllocationRelease):
             if decision.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER:

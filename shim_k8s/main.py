@@ -35,13 +35,12 @@ from shim_k8s.service_config import CONFIGMAP_NAMES
 from shim_k8s.shim import K8sShim, Obj
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from shim_k8s.volumes import VOLUME_KINDS
-from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
 DEFAULTS_NAME = CONFIGMAP_NAMES[0]
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
-Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("pending", uid, why)
+Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("reconcile", "", pods)
 _CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
 _STOP: Item = ("stop", "", {})
 _LIST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSPORT_ERRORS)
@@ -153,9 +152,6 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
             for obj in lists[kind][0]:
                 await shim.handle(kind, "ADDED", obj)
         await shim.register()
-        # Followed from before anything is sent, so no pending reason of ours comes before it.
-        first = await client.stream_events(types=[si_pb2.EventRecord.REQUEST])
-        background.append(asyncio.create_task(_follow_pending(client, first, items, stop)))
         await shim.resend(lists["nodes"][0], lists["pods"][0])
         log.info("synced with the core", rmID=options.rm_id, nodes=len(lists["nodes"][0]),
                  pods=len(lists["pods"][0]))  # fmt: skip
@@ -230,35 +226,6 @@ async def _list_for_reconciliation(
         items.put_nowait(("reconcile", "", {"pods": pods}))
 
 
-PENDING_PREFIX = "is pending: "
-PENDING_RETRY = 1.0  # seconds between attempts to follow the core's events again after the stream ends
-_STREAM_ENDS: tuple[type[BaseException], ...] = (grpc.aio.AioRpcError, *SEND_ERRORS)
-EventCall = grpc.aio.UnaryStreamCall[si_pb2.EventStreamRequest, si_pb2.EventStreamResponse]
-
-
-async def _follow_pending(
-    client: SchedulerClient, call: EventCall | None, items: asyncio.Queue[Item], stop: asyncio.Event
-) -> None:
-    """The core's REQUEST events saying why an ask waits, into the main loop as ("pending", uid, reason):
-    the shim shows them on the pods. The stream ends with the core; it is followed again once back,
-    from the oldest event the core holds (a new core numbers its events afresh): the shim patches a pod
-    only when its reason differs from the one it last set, so the latest reason is what stays."""
-    while not stop.is_set():
-        try:
-            if call is None:
-                call = await client.stream_events(0, [si_pb2.EventRecord.REQUEST])
-            async for response in call:
-                event = response.event
-                _, found, reason = event.message.partition(PENDING_PREFIX)
-                if found and event.objectID:
-                    items.put_nowait(("pending", event.objectID, {"reason": reason}))
-        except _STREAM_ENDS as exc:
-            log.debug("event stream ended", rmID=client.rm_id, error=repr(exc))
-        call = None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), PENDING_RETRY)
-
-
 async def _forward_stop(stop: asyncio.Event, items: asyncio.Queue[Item]) -> None:
     await stop.wait()
     items.put_nowait(_STOP)
@@ -280,9 +247,7 @@ async def _follow(
         try:
             async with shim.batch():
                 for kind, event, obj in batch:
-                    if kind == "pending":
-                        await shim.on_pending(event, obj["reason"])
-                    elif kind == "reconcile":
+                    if kind == "reconcile":
                         await shim.reconcile(obj["pods"])
                     else:  # an informer's object: one that cannot be used is refused, not fatal
                         await shim.handle(kind, event, obj)

@@ -207,8 +207,8 @@ class K8sShim(ResponseHandler):
             return "the core keeps what it knew of it"
         if uid not in self.state.asked:
             why = "pykorn cannot read this pod: see its Refused event"
-            if self.state.unschedulable.get(uid) != why:
-                self.state.unschedulable[uid] = why
+            if self.state.unschedulable.get(uid) != f"SchedulerError:{why}":
+                self.state.unschedulable[uid] = f"SchedulerError:{why}"
                 self.in_background(self.kube.set_unschedulable(pod, why, "SchedulerError"))
             return "it is not scheduled until this is corrected"
         return "the core keeps what it was asked before"
@@ -706,26 +706,38 @@ class K8sShim(ResponseHandler):
 
     async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
         """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
-        volume cannot be). Says why, once per reason: an event, and the PodScheduled condition."""
+        volume cannot be). Says why, once per reason: an event, and the PodScheduled condition:
+        `SchedulingGated` as kube-scheduler's for gates, `SchedulingSkipped` for volumes (more nodes
+        would not help; the cluster autoscaler must not add any for it)."""
         uid = _key(pod)
         self.state.waiting_for_volumes[uid] = pod
-        if self.state.unschedulable.get(uid) == why:
+        condition = "SchedulingGated" if event_reason == "SchedulingGated" else SKIPPED
+        if self.state.unschedulable.get(uid) == f"{condition}:{why}":
             return
-        self.state.unschedulable[uid] = why
+        self.state.unschedulable[uid] = f"{condition}:{why}"
         await self.kube.record_event(pod, event_reason, why, warning=True)
-        self.in_background(self.kube.set_unschedulable(pod, why))
+        self.in_background(self.kube.set_unschedulable(pod, why, condition))
 
-    async def on_pending(self, uid: str, reason: str) -> None:
-        """The core says why an ask of ours still waits: the pod's PodScheduled condition says so, as
-        kube-scheduler's does (reason Unschedulable: the cluster autoscaler's signal). The API server
-        sets the condition to True when the pod is bound."""
+    async def on_pending(self, uid: str, reason: str, skipped: bool) -> None:
+        """The core says how an ask of ours waits, and why: the pod's PodScheduled condition says so,
+        as YuniKorn's shim does. `Unschedulable` (the cluster autoscaler's signal) only when the pod fits
+        its queue, limits and gang and no node has room; `SchedulingSkipped` when something of its own
+        holds it (a queue's max, maxapplications, a limit, its gang's placeholders, its required
+        node): more nodes would not help. A PodUnschedulable event when the kind changes. The API
+        server sets the condition to True when the pod is bound."""
         pod = self.state.pods.get(uid)
         if pod is None or uid not in self.state.asked or uid in self.state.bound_by_us or node_of(pod):
             return
-        if self.state.unschedulable.get(uid) == reason:
+        condition = SKIPPED if skipped else UNSCHEDULABLE
+        before = self.state.unschedulable.get(uid, "")
+        if before == f"{condition}:{reason}":
             return
-        self.state.unschedulable[uid] = reason
-        self.in_background(self.kube.set_unschedulable(pod, reason))
+        self.state.unschedulable[uid] = f"{condition}:{reason}"
+        self.in_background(self.kube.set_unschedulable(pod, reason, condition))
+        if not before.startswith(f"{condition}:"):
+            name = (pod.get("metadata") or {}).get("name", uid)
+            message = _WAITING_EVENT[condition] % name
+            self.in_background(self.kube.record_event(pod, "PodUnschedulable", message))
 
     def in_background(self, work: Coroutine[Any, Any, None]) -> None:
         """A write nothing waits for (a status patch): the loop goes on meanwhile."""
@@ -790,6 +802,12 @@ class K8sShim(ResponseHandler):
         return translate.node_info(node, action)
 
 
+UNSCHEDULABLE, SKIPPED = "Unschedulable", "SchedulingSkipped"  # PodScheduled=False reasons
+# YuniKorn's shim's event on the pod when it starts waiting one way or the other.
+_WAITING_EVENT = {
+    UNSCHEDULABLE: "Task %s is pending for the requested resources become available",
+    SKIPPED: "Task %s is skipped from scheduling because the queue quota has been exceed",
+}
 _FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
 
 

@@ -32,7 +32,8 @@ class ShimState:
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
     waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
-    unschedulable: dict[str, str] = field(default_factory=dict)  # pod UID -> the reason last patched
+    # pod UID -> the PodScheduled=False condition last patched, as "<reason>:<message>"
+    unschedulable: dict[str, str] = field(default_factory=dict)
     # What the core holds for us, as it told us (its allocations less its and our releases), or as we
     # told it (bound pods sent on a re-sync): pod UID -> (application ID, node). Reconciliation
     # compares it with the API's pods.

@@ -39,6 +39,8 @@ class Allocation:
     releasing: bool = False  # preempted: the core asked the RM to release it and awaits confirmation
     preempting: bool = False  # an ask with victims chosen for it, not all released yet
     triggered_preemption: bool = False  # victims were ever chosen for it (REST: triggeredPreemption)
+    triggered_scale_up: bool = False  # it ever waited for a node only (REST: triggeredScaleUp)
+    waiting: str = ""  # how it waits now (core.results.Waiting's value), as last sent to its RM
     held: bool = False  # its resource is held on its queues (Queue.held) until it is placed or removed
     constraints: AskConstraints = NO_CONSTRAINTS  # parsed from tags when the ask arrives
     # Gang scheduling: a real task taking a placeholder's place points at it, and the placeholder back,

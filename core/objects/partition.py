@@ -37,7 +37,7 @@ from core.policies.node_sort import NodeIndex
 from core.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
 from core.preemption.quota_enforcer import QuotaEnforcer
 from core.resources import ZERO, Resource
-from core.results import Termination
+from core.results import SchedulingState, Termination
 from core.ugm.limits import limit_table
 from core.ugm.resolver import resolve_groups
 from core.ugm.tracker import UserGroupTracker
@@ -79,6 +79,7 @@ class Partition:
         self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
         self._room_changed()
         self.events: list[Event] = []  # drained by the cluster into its event log
+        self.scheduling_states: list[SchedulingState] = []  # asks' ways of waiting, for the RM
         self.lifecycle = AppLifecycle(rm_id, self.events.append)
         self.quota = QuotaEnforcer(
             rm_id, self.tree, self.preemption, self._mark_victim, self.events.append, self.log

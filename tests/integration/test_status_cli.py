@@ -30,7 +30,7 @@ async def test_status_shows_queues_nodes_and_why_asks_wait(
     assert "fence" in tenants
     assert "node-1" in mine and "allocated memory=3000 of memory=4000" in mine
     assert "pending asks (1)" in mine
-    assert "app-1/t2 memory=3000: over the cluster's capacity" in mine
+    assert "app-1/t2 memory=3000: [Unschedulable: waits for a node] over the cluster's capacity" in mine
 
 
 def test_status_says_clearly_when_the_core_is_not_there() -> None:

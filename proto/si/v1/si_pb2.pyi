@@ -86,14 +86,16 @@ class NodeRequest(_message.Message):
     def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ..., rmID: _Optional[str] = ...) -> None: ...
 
 class AllocationResponse(_message.Message):
-    __slots__ = ("new", "released", "rejectedAllocations")
+    __slots__ = ("new", "released", "rejectedAllocations", "schedulingStates")
     NEW_FIELD_NUMBER: _ClassVar[int]
     RELEASED_FIELD_NUMBER: _ClassVar[int]
     REJECTEDALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULINGSTATES_FIELD_NUMBER: _ClassVar[int]
     new: _containers.RepeatedCompositeFieldContainer[Allocation]
     released: _containers.RepeatedCompositeFieldContainer[AllocationRelease]
     rejectedAllocations: _containers.RepeatedCompositeFieldContainer[RejectedAllocation]
-    def __init__(self, new: _Optional[_Iterable[_Union[Allocation, _Mapping]]] = ..., released: _Optional[_Iterable[_Union[AllocationRelease, _Mapping]]] = ..., rejectedAllocations: _Optional[_Iterable[_Union[RejectedAllocation, _Mapping]]] = ...) -> None: ...
+    schedulingStates: _containers.RepeatedCompositeFieldContainer[UpdateContainerSchedulingStateRequest]
+    def __init__(self, new: _Optional[_Iterable[_Union[Allocation, _Mapping]]] = ..., released: _Optional[_Iterable[_Union[AllocationRelease, _Mapping]]] = ..., rejectedAllocations: _Optional[_Iterable[_Union[RejectedAllocation, _Mapping]]] = ..., schedulingStates: _Optional[_Iterable[_Union[UpdateContainerSchedulingStateRequest, _Mapping]]] = ...) -> None: ...
 
 class ApplicationResponse(_message.Message):
     __slots__ = ("rejected", "accepted", "updated")
