@@ -34,6 +34,10 @@ Decision = Waiting | si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.Rejec
 CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT})
 
 
+GANG_TIMEOUT = "ResourceReservationTimeout"  # YuniKorn's reason for a failed gang's pods
+GANG_TIMEOUT_MESSAGE = "Scheduling has timed out due to insufficient resources"
+
+
 class BindError(RuntimeError):
     pass
 
@@ -54,6 +58,8 @@ class KubeActions(Protocol):
     # PodScheduled: False, with kube-scheduler's reason (Unschedulable, SchedulerError, SchedulingGated)
     async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None: ...
 
+    async def fail_pod(self, pod: Obj, reason: str, message: str) -> None: ...  # phase Failed, as YuniKorn
+
 
 class Shim(Protocol):
     """What of the shim carrying out a decision reads and calls."""
@@ -67,6 +73,7 @@ class Shim(Protocol):
     async def flush(self) -> None: ...
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
     async def on_pending(self, uid: str, reason: str, skipped: bool) -> None: ...
+    async def fail_pod(self, pod: Obj, app_id: str, reason: str, message: str) -> None: ...
 
 
 class Decisions:
@@ -223,7 +230,7 @@ class Decisions:
                     [(release.applicationID, uid)], termination=release.terminationType
                 )
             return
-        # A Hard gang failed: the core dropped this pod's ask; say so on the pod.
-        state.asked.pop(uid, None)
-        state.given_up.add(uid)
-        await shim.kube.record_event(pod, "GangSchedulingFailed", release.message, warning=True)
+        # A Hard gang failed: the core dropped this pod's ask; the pod fails, as YuniKorn's do.
+        await shim.fail_pod(
+            pod, release.applicationID, GANG_TIMEOUT, f"{GANG_TIMEOUT_MESSAGE} ({release.message})"
+        )

@@ -221,6 +221,22 @@ class Kube:
                 content_type="application/strategic-merge-patch+json",
             )  # fmt: skip
 
+    async def fail_pod(self, pod: PodLike, reason: str, message: str) -> None:
+        """Phase Failed, with the reason and message, through the status subresource (a strategic
+        merge), as YuniKorn's shim fails a pod it will not schedule (ApplicationRejected,
+        ResourceReservationTimeout); its PodScheduled condition says the same, instead of a reason that
+        no longer holds. A write that must happen: as `_persist` (gone already is fine)."""
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+                     "lastTransitionTime": _now()}  # fmt: skip
+        body = {
+            "status": {"phase": "Failed", "reason": reason, "message": message, "conditions": [condition]}
+        }
+        await self._persist(
+            lambda: self.http.request(
+                "PATCH", _pod_path(pod, "status"), body, content_type="application/strategic-merge-patch+json"
+            )
+        )
+
     def event_capacity(self, capacity: int) -> None:
         """How many events may wait to be sent (service.eventChannelCapacity); set before the first."""
         if self._events.empty():

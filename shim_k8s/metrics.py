@@ -15,7 +15,13 @@ from shim_k8s.kube import Kube
 from shim_k8s.kube_http import KubeHTTP
 from shim_k8s.shim import K8sShim
 
-REPAIR_KINDS = ("allocated-gone", "allocated-not-bound", "bound-unknown", "not-asked")
+REPAIR_KINDS = (
+    "allocated-gone",
+    "allocated-not-bound",
+    "bound-unknown",
+    "not-asked",
+    "asked-unknown-application",
+)
 
 
 @dataclass

@@ -4,7 +4,9 @@ Four kinds of mismatch, each repaired:
 - `allocated-gone`: the core holds an allocation for a pod the API no longer has: released in the core;
 - `allocated-not-bound`: the core placed the pod, the API shows it pending: released, asked again;
 - `bound-unknown`: a pod of ours is bound but the core does not hold it: sent as an existing allocation;
-- `not-asked`: a pending pod of ours was never asked for (a binding that failed, say): asked for.
+- `not-asked`: a pending pod of ours was never asked for (a binding that failed, say): asked for;
+- `asked-unknown-application`: a pod was asked for an application the core no longer holds (it
+  completed or failed while the ask was on its way): asked again, with its application.
 
 A mismatch is repaired only when two rounds in a row see the same one, so work under way (a binding
 whose echo has not arrived) is not mistaken for one. Each repair is counted (`repairs`, the metric
@@ -27,6 +29,7 @@ log = structlog.get_logger("pykorn.k8s")
 
 Obj = Mapping[str, Any]
 GONE, NOT_BOUND, UNKNOWN, NOT_ASKED = "allocated-gone", "allocated-not-bound", "bound-unknown", "not-asked"
+ASKED_UNKNOWN_APP = "asked-unknown-application"
 
 
 class _Events(Protocol):
@@ -101,7 +104,9 @@ class Reconciler:
             return ""
         if node_of(pod):
             return UNKNOWN
-        return "" if uid in state.asked else NOT_ASKED
+        if uid in state.asked:
+            return "" if state.asked[uid] in state.apps else ASKED_UNKNOWN_APP
+        return NOT_ASKED
 
     async def _repair(self, uid: str, kind: str, pod: Obj | None) -> None:
         shim = self.shim
@@ -109,12 +114,13 @@ class Reconciler:
         self.repairs[kind] += 1
         app_id, node = state.placed.pop(uid, ("", ""))
         log.warning("reconciliation repaired a mismatch", kind=kind, allocationKey=uid, applicationID=app_id)
-        if kind in (GONE, NOT_BOUND):
+        if kind in (GONE, NOT_BOUND, ASKED_UNKNOWN_APP):
             state.asked.pop(uid, None)
             state.bound_by_us.discard(uid)
             await shim.flush()
             why = "gone from the API" if pod is None else f"not bound to {node} in the API"
-            await shim.client.release(app_id, uid, message=f"reconciled: {why}")
+            if kind != ASKED_UNKNOWN_APP:  # the core holds nothing of it to release
+                await shim.client.release(app_id, uid, message=f"reconciled: {why}")
         if pod is None:
             state.pods.pop(uid, None)
             return
@@ -126,5 +132,6 @@ class Reconciler:
             NOT_BOUND: f"the core had placed it on {node} but it is not bound: asked again",
             UNKNOWN: f"bound to {node_of(pod)} but unknown to the core: told the core",
             NOT_ASKED: "pending and never asked for: asked now",
+            ASKED_UNKNOWN_APP: "asked for an application the core no longer holds: asked again",
         }
         shim.in_background(shim.kube.record_event(pod, "Reconciled", messages[kind], warning=True))

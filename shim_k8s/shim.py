@@ -31,7 +31,7 @@ from rmclient.reconnect import is_refusal
 from shim_k8s import namespaces, object_shapes, service_config, task_groups, translate
 from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused, key_of, name_of
 from shim_k8s.configmaps import ConfigMaps
-from shim_k8s.decisions import Decisions, KubeActions
+from shim_k8s.decisions import GANG_TIMEOUT, GANG_TIMEOUT_MESSAGE, Decisions, KubeActions
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.reconcile import Reconciler
 from shim_k8s.shim_state import AppGang, ShimState, finished, node_of
@@ -83,6 +83,7 @@ class K8sShim(ResponseHandler):
         self._outbox: list[si_pb2.Allocation] = []  # asks gathered in a batch
         self._batching = 0
         self._apps_answered: set[str] = set()
+        self._apps_rejected: dict[str, str] = {}  # application -> the core's reason, until handled
         self._nodes_answered = 0
         self.reconciler = Reconciler(self)
         self.bad = BadObjects(kube)  # objects refused or given a fallback: events, metrics, logs
@@ -106,11 +107,46 @@ class K8sShim(ResponseHandler):
 
     def on_applications(self, response: si_pb2.ApplicationResponse) -> None:
         self._apps_answered.update(a.applicationID for a in response.accepted)
-        self._apps_answered.update(r.applicationID for r in response.rejected)
+        for rejected in response.rejected:  # the pod that added it fails its pods (_add_application)
+            self._apps_answered.add(rejected.applicationID)
+            self._apps_rejected[rejected.applicationID] = rejected.reason
         for update in response.updated:
-            if update.state in _APPS_FORGOTTEN:  # the core forgot it: the next pod of it adds it again
-                self.state.apps.discard(update.applicationID)
-                self.state.gangs.pop(update.applicationID, None)
+            self._application_changed(update)
+
+    def _application_changed(self, update: si_pb2.UpdatedApplication) -> None:
+        """An application's new state: a failed one fails its pending pods (as YuniKorn's shim: reason
+        ResourceReservationTimeout for a Hard gang that timed out); one the core forgot is forgotten
+        here too, so its next pod adds it again; a gang's progress is said on its originator."""
+        app_id, state = update.applicationID, update.state
+        gang = self.state.gangs.get(app_id)
+        if gang is not None:
+            self._gang_progress(app_id, gang, state)
+        if state in ("Failing", "Failed"):
+            if TIMEOUT_REASON in update.message:
+                reason, message = TIMEOUT_REASON, TIMEOUT_MESSAGE
+            else:
+                reason, message = "ApplicationFailed", update.message or f"application {app_id} failed"
+            self.in_background(self._fail_application(app_id, reason, message))
+        if state in _APPS_FORGOTTEN:
+            self.state.apps.discard(app_id)
+            self.state.gangs.pop(app_id, None)
+
+    def _gang_progress(self, app_id: str, gang: AppGang, state: str) -> None:
+        """YuniKorn's gang scheduling events, on the pod that declared the gang."""
+        said: list[tuple[str, bool]] = []
+        if state == "Running" and gang.placeholders_exist and not gang.complete:
+            gang.complete = True
+            complete = f"Application {app_id} all placeholders are allocated. Transitioning to running state."
+            said.append((complete, False))
+        elif state in ("Resuming", "Failing"):
+            said.append((f"Application {app_id} placeholder has been timed out", True))
+            if state == "Resuming":
+                said.append((f"Application {app_id} resuming as non-gang application (SOFT)", True))
+        if gang.originator is not None:
+            for message, warning in said:
+                self.in_background(
+                    self.kube.record_event(gang.originator, "GangScheduling", message, warning)
+                )
 
     def on_nodes(self, response: si_pb2.NodeResponse) -> None:
         self._nodes_answered += len(response.accepted) + len(response.rejected)
@@ -560,8 +596,10 @@ class K8sShim(ResponseHandler):
                     pod, priority, app_id, task_group="", volume_terms=volume_terms, namespace_labels=labels,
                     request=request,
                 )  # fmt: skip
-        if app_id not in self.state.apps:
-            await self._add_application(pod, app_id, app_id in (with_placeholders or ()))
+        if app_id not in self.state.apps and not await self._add_application(
+            pod, app_id, app_id in (with_placeholders or ())
+        ):
+            return
         if ask is None:
             if wait is not None:
                 await self._wait(pod, *wait)
@@ -590,9 +628,10 @@ class K8sShim(ResponseHandler):
         why, volume_terms = self.volumes.placement(pod)
         return (("VolumesNotReady", why) if why else None), volume_terms
 
-    async def _add_application(self, pod: Obj, app_id: str, placeholders_exist: bool) -> None:
+    async def _add_application(self, pod: Obj, app_id: str, placeholders_exist: bool) -> bool:
         """The application of its first pod: its user (YuniKorn's fallbacks reported on the pod), its
-        gang, its namespace's limits; sent and answered before any ask of it."""
+        gang, its namespace's limits; sent and answered before any ask of it. False when the core
+        rejected it (its pending pods are failed)."""
         user = translate.user_info(pod)
         gang = await self._gang_of_new_app(pod, app_id, placeholders_exist)
         if gang is None:
@@ -613,8 +652,18 @@ class K8sShim(ResponseHandler):
         await self.client.add_applications(request)
         # Before its first ask: the asks travel on another stream and must not overtake it.
         await self._until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
+        refused = self._apps_rejected.pop(app_id, None)
+        if refused is not None:
+            # As YuniKorn's shim: its pods fail with the core's reason, and the application is
+            # forgotten, so that a later pod of the same ID is a new submission.
+            self.state.apps.discard(app_id)
+            self.state.gangs.pop(app_id, None)
+            log.warning("application rejected", applicationID=app_id, reason=refused)
+            await self._fail_application(app_id, "ApplicationRejected", refused)
+            return False
         if gang is not None and not gang.placeholders_exist:
             await self._create_placeholders(pod, app_id, gang)
+        return True
 
     # Gangs ------------------------------------------------------------------------------------
     async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:
@@ -635,13 +684,16 @@ class K8sShim(ResponseHandler):
         for warning in policy.warnings:
             await self.kube.record_event(pod, "SchedulingPolicyParameters", warning, warning=True)
         return AppGang(
-            {g.name: g for g in groups}, policy, placeholders_exist or translate.is_placeholder(pod)
+            {g.name: g for g in groups}, policy, placeholders_exist or translate.is_placeholder(pod), pod
         )
 
     async def _create_placeholders(self, originator: Obj, app_id: str, gang: AppGang) -> None:
         """One placeholder pod per member of each task group; they come back through the informer and
         are asked for like any pod of ours."""
         gang.placeholders_exist = True
+        await self.kube.record_event(
+            originator, "GangScheduling", f"Application {app_id} creating placeholders"
+        )
         queue = translate.queue_name(originator)
         placeholders = [
             task_groups.placeholder_pod(
@@ -688,6 +740,9 @@ class K8sShim(ResponseHandler):
             return ""
         gang = self.state.gangs.get(app_id)
         if gang is not None and name in gang.groups:
+            if not translate.is_placeholder(pod):  # as YuniKorn's, on each member
+                message = f"Pod belongs to the taskGroup {name}, it will be scheduled as a gang member"
+                self.in_background(self.kube.record_event(pod, "GangScheduling", message))
             return name
         declared = sorted(gang.groups) if gang is not None else []
         await self.kube.record_event(
@@ -696,6 +751,38 @@ class K8sShim(ResponseHandler):
             "scheduled as an ordinary pod", True,
         )  # fmt: skip
         return ""
+
+    async def _fail_application(self, app_id: str, reason: str, message: str) -> None:
+        """The core will not schedule the application: each pending pod of it fails, as YuniKorn's shim
+        fails them (phase Failed with the reason and message, an ApplicationFailed event)."""
+        for uid, pod in list(self.state.pods.items()):
+            if uid in self.state.given_up or node_of(pod) or finished(pod) or translate.is_placeholder(pod):
+                continue
+            if (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name:
+                continue
+            try:
+                of = self.state.asked.get(uid) or self.app_id(pod)
+            except Exception:
+                continue
+            if of == app_id:
+                await self.fail_pod(pod, app_id, reason, message)
+
+    async def fail_pod(self, pod: Obj, app_id: str, reason: str, message: str) -> None:
+        """One pod the core will not schedule: failed (once), and nothing asked for it again."""
+        uid = _key(pod)
+        if uid in self.state.given_up:
+            return
+        self.state.given_up.add(uid)
+        self.state.asked.pop(uid, None)
+        self.state.waiting_for_class.pop(uid, None)
+        self.state.waiting_for_volumes.pop(uid, None)
+        self.state.unschedulable[uid] = f"{reason}:{message}"
+        why = f"Application {app_id} scheduling failed, reason: {message}"
+        await self.kube.record_event(pod, "ApplicationFailed", why, warning=True)
+        try:
+            await self.kube.fail_pod(pod, reason, message)
+        except Exception as exc:  # the API would not take it: said, and the pod stays pending, not asked
+            log.warning("failing a pod failed", pod=uid, applicationID=app_id, error=repr(exc))
 
     async def on_volume_object(self, kind: str, event: str, obj: Obj) -> None:
         """A claim, volume or storage class changed: the pods that waited for their volumes look again."""
@@ -845,4 +932,5 @@ def _bound(pod: Obj) -> bool:
 
 
 # Application states after which the core no longer knows the application (YuniKorn's too).
-_APPS_FORGOTTEN = frozenset({"Completed", "Expired"})
+_APPS_FORGOTTEN = frozenset({"Completed", "Expired", "Failed"})
+TIMEOUT_REASON, TIMEOUT_MESSAGE = GANG_TIMEOUT, GANG_TIMEOUT_MESSAGE  # the core's message is the reason

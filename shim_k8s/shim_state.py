@@ -19,6 +19,8 @@ class AppGang:
     groups: dict[str, task_groups.TaskGroup]
     policy: task_groups.GangPolicy
     placeholders_exist: bool = False  # made already (by us before a restart, or just now)
+    originator: Obj | None = None  # the pod that declared the gang: its progress events go there
+    complete: bool = False  # its reservation completed (said once)
 
 
 @dataclass
@@ -38,7 +40,9 @@ class ShimState:
     # told it (bound pods sent on a re-sync): pod UID -> (application ID, node). Reconciliation
     # compares it with the API's pods.
     placed: dict[str, tuple[str, str]] = field(default_factory=dict)
-    given_up: set[str] = field(default_factory=set)  # pods the core gave up on (a failed gang's)
+    # Pods failed because the core will not schedule them (their application rejected or failed):
+    # their phase is being set to Failed; nothing is asked for them again.
+    given_up: set[str] = field(default_factory=set)
     # Placeholders the core released and we delete: their late watch events (the echo of their own
     # binding) are still ours, and their deletion tells the core nothing more.
     deleting: set[str] = field(default_factory=set)

@@ -370,14 +370,26 @@ class FakeKubeAPI:
         return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
     async def _patch_status(self, request: web.Request) -> web.Response:
-        """A strategic merge patch of the pod's status: conditions merge by type, as Kubernetes does."""
+        """A strategic merge patch of the pod's status: conditions merge by type, the phase, reason and
+        message are replaced, as Kubernetes does (and, as its validation, a terminal phase stays)."""
         patch = await request.json()
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:
                 return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
             pod = {**pod, "status": dict(pod.get("status") or {})}
-            _merge_conditions(pod, (patch.get("status") or {}).get("conditions") or [])
+            changes = patch.get("status") or {}
+            if pod["status"].get("phase") in ("Failed", "Succeeded") and changes.get("phase") not in (
+                None,
+                pod["status"]["phase"],
+            ):
+                message = "may not change phase from a terminal one"
+                invalid = {"kind": "Status", "code": 422, "reason": "Invalid", "message": message}
+                return web.json_response(invalid, status=422)
+            for field in ("phase", "reason", "message"):
+                if field in changes:
+                    pod["status"][field] = changes[field]
+            _merge_conditions(pod, changes.get("conditions") or [])
             self.status_patches.append((pod["metadata"]["name"], patch))
             self._put("pods", pod)
         return web.json_response(pod, status=200)

@@ -49,6 +49,7 @@ class MemoryKube:
         self.created: list[dict[str, Any]] = []  # pods the shim created (placeholders)
         self.deleted: list[str] = []
         self.unschedulable: list[tuple[str, str]] = []  # (pod name, message) as patched
+        self.failed: list[tuple[str, str, str]] = []  # (pod name, reason, message): phase Failed
 
     async def bind(self, pod: Mapping[str, Any], node: str) -> None:
         name = pod["metadata"]["name"]
@@ -77,6 +78,9 @@ class MemoryKube:
         self.deleted.append(pod["metadata"]["name"])
         assert self.shim is not None
         await self.shim.on_pod("DELETED", pod)
+
+    async def fail_pod(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
+        self.failed.append((pod["metadata"]["name"], reason, message))
 
     async def set_unschedulable(
         self, pod: Mapping[str, Any], message: str, reason: str = "Unschedulable"

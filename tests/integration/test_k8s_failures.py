@@ -1,0 +1,142 @@
+"""What a user sees when the core will not schedule a pod, through the whole shim (`run_shim`) against
+the HTTP emulation of the API and a real core: a rejected application and a Hard gang that timed out
+fail their pods as YuniKorn's do (and the next submission works), and a pending pod says which way it
+waits: Unschedulable (more nodes would help: the cluster autoscaler's signal) or SchedulingSkipped."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+from shim_k8s.task_groups import SCHEDULING_POLICY, TASK_GROUPS
+from tests.integration.kube_api import FakeKubeAPI, condition
+from tests.integration.rest_helpers import partition_url, rest_until
+from tests.integration.test_k8s_api import _until, shim_running
+from tests.integration.test_k8s_gang import _placeholders, member
+from tests.integration.test_k8s_shim import node, pod
+
+PROVIDED_ONLY = """
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: existing
+          - name: capped
+            resources: {max: {memory: 1Gi}}
+%(more)s
+"""
+
+
+def _configmap(more: str = "") -> dict[str, Any]:
+    return {"metadata": {"name": "yunikorn-configs", "namespace": "yunikorn"},
+            "data": {"queues.yaml": PROVIDED_ONLY % {"more": more}}}  # fmt: skip
+
+
+def _in(name: str, queue: str, app: str, memory: str = "256Mi") -> dict[str, Any]:
+    made = pod(name, memory=memory)
+    made["metadata"]["labels"] = {"queue": queue, "applicationId": app}
+    return made
+
+
+def _status(api: FakeKubeAPI, name: str) -> dict[str, Any]:
+    return (api.get("pods", name) or {}).get("status") or {}
+
+
+def _warned(api: FakeKubeAPI, name: str, reason: str) -> list[str]:
+    return [e["message"] for e in api.events if e["involvedObject"]["name"] == name and e["reason"] == reason]
+
+
+async def test_a_rejected_application_fails_its_pods_and_the_next_submission_works(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    """Before, the shim kept the rejected application as known: its pods stayed Pending for good, and
+    so did every later pod of its ID (with a generated ID, a whole namespace's)."""
+    await api.put("configmaps", _configmap())
+    await api.put("nodes", node("n1", memory="8Gi"))
+    async with shim_running(api, core_address, rm_id):
+        await api.put("pods", _in("lost-1", "root.missing", "lost"))
+        await api.put("pods", _in("lost-2", "root.missing", "lost"))
+        await _until(lambda: _status(api, "lost-1").get("phase") == "Failed", "lost-1 failed")
+        first = _status(api, "lost-1")
+        assert first["reason"] == "ApplicationRejected" and "root.missing" in first["message"]
+        assert (condition(api.get("pods", "lost-1"), "PodScheduled") or {}).get(
+            "reason"
+        ) == "ApplicationRejected"
+        assert any(
+            "Application lost scheduling failed" in m for m in _warned(api, "lost-1", "ApplicationFailed")
+        )
+        await _until(lambda: _status(api, "lost-2").get("phase") == "Failed", "lost-2 failed too")
+        # The queue appears: the same application ID is a new submission, and it runs.
+        await api.put("configmaps", _configmap("          - name: missing"))
+        async with aiohttp.ClientSession() as session:
+            queue = f"{partition_url(rest_url, rm_id)}/queue/root.missing"
+            await rest_until(session, queue, lambda q: q.get("queuename") == "root.missing", "the new queue")
+        await api.put("pods", _in("lost-3", "root.missing", "lost"))
+        await _until(lambda: ("lost-3", "n1") in api.bindings, "the resubmission bound")
+        assert [n for n, _ in api.bindings] == ["lost-3"]
+
+
+async def test_a_hard_gang_that_times_out_fails_its_pods_and_says_so_on_the_originator(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await api.put("nodes", node("n1", memory="2Gi"))
+    groups = [{"name": "workers", "minMember": 3, "minResource": {"cpu": "100m", "memory": "1Gi"}}]
+    policy = "placeholderTimeoutInSeconds=1 gangSchedulingStyle=Hard"
+    await api.put("pods", member("w-1", "workers", app="hard-1", **{TASK_GROUPS: json.dumps(groups),
+                                                                   SCHEDULING_POLICY: policy}))  # fmt: skip
+    await api.put("pods", member("w-2", "workers", app="hard-1"))
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: len(_placeholders(api)) == 3, "three placeholder pods")
+        await _until(lambda: _status(api, "w-1").get("phase") == "Failed", "w-1 failed at the timeout", 30)
+        await _until(lambda: _status(api, "w-2").get("phase") == "Failed", "w-2 failed too")
+        for name in ("w-1", "w-2"):
+            status = _status(api, name)
+            assert status["reason"] == "ResourceReservationTimeout"
+            assert status["message"].startswith("Scheduling has timed out due to insufficient resources")
+            reason = (condition(api.get("pods", name), "PodScheduled") or {}).get("reason")
+            assert reason == "ResourceReservationTimeout"  # not the stale "waiting for placeholders"
+        names = {p["metadata"]["name"] for p in _placeholders(api)}
+        await _until(lambda: names <= set(api.deleted), "the placeholders deleted")
+        said = _warned(api, "w-1", "GangScheduling")
+        assert "Application hard-1 creating placeholders" in said
+        assert "Application hard-1 placeholder has been timed out" in said
+        assert not [n for n, _ in api.bindings if n in ("w-1", "w-2")]
+
+
+async def test_a_pod_says_whether_more_nodes_would_help(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    """Unschedulable only when the pod fits its queue and no node has room (the cluster autoscaler adds
+    nodes for those); a pod held by its queue's max is SchedulingSkipped, with the core's reason."""
+    await api.put("configmaps", _configmap())
+    await api.put("nodes", node("n1", memory="2Gi"))
+    async with shim_running(api, core_address, rm_id), aiohttp.ClientSession() as session:
+        await api.put("pods", _in("fits", "root.capped", "capped-app", memory="768Mi"))
+        await _until(lambda: ("fits", "n1") in api.bindings, "the first bound")
+        await api.put("pods", _in("over-max", "root.capped", "capped-app", memory="512Mi"))
+        await api.put("pods", _in("too-big", "root.existing", "big-app", memory="4Gi"))
+
+        def reason_of(name: str) -> str:
+            return str((condition(api.get("pods", name), "PodScheduled") or {}).get("reason", ""))
+
+        await _until(lambda: reason_of("over-max") == "SchedulingSkipped", "the quota-held pod skipped")
+        await _until(lambda: reason_of("too-big") == "Unschedulable", "the pod no node fits: Unschedulable")
+        held = condition(api.get("pods", "over-max"), "PodScheduled") or {}
+        assert "over queue root.capped's max" in held["message"]
+        assert any("skipped from scheduling" in m for m in _warned(api, "over-max", "PodUnschedulable"))
+
+        def kinds(apps: list[dict[str, Any]]) -> dict[str, tuple[bool, str]]:
+            return {
+                r["allocationKey"]: (r.get("triggeredScaleUp", False), r["pykorn"].get("waiting", ""))
+                for app in apps for r in app.get("requests", [])
+            }  # fmt: skip
+
+        url = f"{partition_url(rest_url, rm_id)}/applications/active"
+        body = await rest_until(session, url, lambda apps: len(kinds(apps)) == 2, "both pending in REST")
+        assert kinds(body) == {"uid-over-max": (False, "SKIPPED"), "uid-too-big": (True, "FAILED")}
