@@ -51,6 +51,7 @@ PLACEHOLDER = "internal.yunikorn.apache.org/placeholder"  # YuniKorn's marker si
 LEGACY_PLACEHOLDER = "yunikorn.apache.org/placeholder"  # before 1.6, and pykorn's before the switch
 LEGACY_PLACEHOLDER_LABEL = "placeholder"  # a label, before YuniKorn 1.6
 _PLACEHOLDER_MARKERS = (PLACEHOLDER, LEGACY_PLACEHOLDER)  # the first readable one decides
+TAG_CREATE_FORCE = "application.create.force"  # si's AppTagCreateForce
 APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # an application tag: the core counts timeouts from it
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # what Go's strconv.ParseBool takes as true
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
@@ -70,6 +71,10 @@ class Note:
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
 
 
 def _first(*values: str | None) -> str:
@@ -392,7 +397,9 @@ def application_request(
         applicationID=app_id or application_id(pod),
         queueName=queue_name(pod),
         ugi=si_pb2.UserGroupInformation(user=user.user, groups=list(user.groups)),
-        tags={"namespace": namespace},
+        # As YuniKorn's shim: an application whose first pod runs already (a restart) is forced, so a
+        # core whose rules no longer place it keeps it in its recovery queue instead of losing the room.
+        tags={"namespace": namespace, TAG_CREATE_FORCE: "true" if _spec(pod).get("nodeName") else "false"},
     )
     if gang_size is not None:
         request.placeholderAsk.CopyFrom(_si_resource(gang_size))

@@ -13,6 +13,9 @@ from core.objects.acl import ACL, ACLError
 from core.resources import Resource, min_limit
 
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
+# YuniKorn's recovery queue: where an application recovered with allocations that no placement rule
+# places runs on (core.placement); made by the core, never configured.
+RECOVERY_QUEUE = "root.@recovery@"
 
 
 def validate_partition(reader: YamlReader, part: PartitionConfig) -> None:
@@ -115,6 +118,13 @@ def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Re
                 f"invalid queue name {child.name!r}: 1 to 64 characters of a-z A-Z 0-9 _ : # / @ -",
             )
         lowered = child.name.lower()
+        if queue.name.lower() == "root" and f"root.{lowered}" == RECOVERY_QUEUE:
+            _error(
+                reader,
+                child,
+                "name",
+                f"{RECOVERY_QUEUE} is the core's recovery queue: it cannot be configured",
+            )
         if lowered in seen:
             _error(
                 reader,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import structlog
 
 from core.config.schema import PartitionConfig
+from core.config.validation import RECOVERY_QUEUE
 from core.events import Event
 from core.objects import namespace_limits, partition_events, priority, queue_events
 from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
@@ -215,13 +216,17 @@ class Partition:
         except PlacementRefused as exc:
             raise Rejection(str(exc)) from None
         queue = self.tree.find(placement.queue_name)
-        if queue is None and placement.create:
+        if queue is None and placement.queue_name == RECOVERY_QUEUE:
+            queue = self.tree.create_recovery()
+            self.events.append(partition_events.queue_created(self.rm_id, queue.full_name, app_id, now))
+            self.log.warning("recovery queue made", applicationID=app_id, queue=queue.full_name)
+        elif queue is None and placement.create:
             existing = set(self.tree.queues)
             queue = self.tree.create(placement.queue_name)
             for created in [q for key, q in self.tree.queues.items() if key not in existing]:  # parents too
                 self.events.append(partition_events.queue_created(self.rm_id, created.full_name, app_id, now))
         assert queue is not None and queue.is_leaf
-        if not queue.managed:
+        if not queue.managed and queue.full_name != RECOVERY_QUEUE:
             self._apply_tagged_limits(queue, app_id, tags, now)
         app = Application(app_id, self.key, queue, user=user, groups=groups, tags=tags, now=now)
         self.applications[app_id] = app
@@ -304,6 +309,11 @@ class Partition:
         app = self.application(ask.application_id)
         if app.state in TERMINAL or app.state == AppState.FAILING:
             raise Rejection(f"application {app.app_id} is {app.state.value} and takes no new asks")
+        if app.queue.full_name == RECOVERY_QUEUE:
+            raise Rejection(
+                f"application {app.app_id} is in {RECOVERY_QUEUE}: it was recovered running and no "
+                "placement rule places it now; it keeps what runs and takes no new asks"
+            )
         if app.knows_key(ask.key):
             raise Rejection(f"allocation key {ask.key} already exists in application {app.app_id}")
         ask.constraints = _constraints(ask)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 from core.config import properties
 from core.config.schema import ChildTemplate, QueueConfig
+from core.config.validation import RECOVERY_QUEUE
 from core.objects.acl import ACL, NOBODY
 from core.objects.queue import Queue, QueueState
 
@@ -130,6 +131,14 @@ class QueueTree:
             if queue is not None:
                 return queue
         return self.root
+
+    def create_recovery(self) -> Queue:
+        """The recovery queue (core.config.validation.RECOVERY_QUEUE): a dynamic leaf under root, first
+        in first out, with no template's limits; removed once empty, as dynamic queues are."""
+        queue = self._new_queue(RECOVERY_QUEUE.removeprefix("root."), self.root, is_leaf=True, managed=False)
+        queue.own_properties = {properties.APPLICATION_SORT_POLICY: properties.SORT_FIFO}
+        self.refresh_properties()
+        return queue
 
     def create(self, full_name: str) -> Queue:
         """Create the missing levels of `full_name`: dynamic parents, then a dynamic leaf.

@@ -7,11 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.config.schema import PlacementRuleConfig
+from core.config.validation import RECOVERY_QUEUE
 from core.objects.queue import Queue, QueueState
 from core.objects.queue_tree import QueueTree
 from core.placement.rules import PlacementError, PlacementRequest, Rule
 
 DEFAULT_QUEUE = "root.default"
+# An application tag (YuniKorn's, si's AppTagCreateForce): "true" on an application recovered with
+# running allocations; placed in the recovery queue when no rule places it, never refused.
+TAG_CREATE_FORCE = "application.create.force"
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # Go's strconv.ParseBool
 
 __all__ = ["Placement", "PlacementError", "PlacementManager", "PlacementRequest"]
 
@@ -32,7 +37,17 @@ class PlacementManager:
         self.rules = [Rule(cfg) for cfg in configs]
 
     def place(self, req: PlacementRequest, tree: QueueTree) -> Placement:
-        """The queue for the application; PlacementRefused says why there is none."""
+        """The queue for the application; PlacementRefused says why there is none. An application
+        recovered with running allocations (TAG_CREATE_FORCE) that no rule places goes to the
+        recovery queue, as YuniKorn's implicit last rule puts it: what runs stays counted."""
+        try:
+            return self._place(req, tree)
+        except PlacementRefused:
+            if req.tags.get(TAG_CREATE_FORCE) in _TRUE:
+                return Placement(RECOVERY_QUEUE, create=True)
+            raise
+
+    def _place(self, req: PlacementRequest, tree: QueueTree) -> Placement:
         notes: list[str] = []
         for rule in self.rules:
             try:

@@ -5,15 +5,19 @@ waits: Unschedulable (more nodes would help: the cluster autoscaler's signal) or
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
+from rmclient.core_process import CoreProcess
+from shim_k8s.main import run_shim
 from shim_k8s.task_groups import SCHEDULING_POLICY, TASK_GROUPS
 from tests.integration.kube_api import FakeKubeAPI, condition
 from tests.integration.rest_helpers import partition_url, rest_until
-from tests.integration.test_k8s_api import _until, shim_running
+from tests.integration.test_k8s_api import _left_pending, _until, shim_running
 from tests.integration.test_k8s_gang import _placeholders, member
 from tests.integration.test_k8s_shim import node, pod
 
@@ -140,3 +144,42 @@ async def test_a_pod_says_whether_more_nodes_would_help(
         url = f"{partition_url(rest_url, rm_id)}/applications/active"
         body = await rest_until(session, url, lambda apps: len(kinds(apps)) == 2, "both pending in REST")
         assert kinds(body) == {"uid-over-max": (False, "SKIPPED"), "uid-too-big": (True, "FAILED")}
+
+
+async def test_after_a_restart_with_a_queue_gone_running_pods_stay_counted_in_the_recovery_queue(
+    api: FakeKubeAPI, rm_id: str
+) -> None:
+    """The core restarts with a configuration that no longer has a running application's queue: the
+    shim's re-sync sends the application forced (application.create.force), the core keeps it in
+    root.@recovery@, and every running pod still counts on its node, so a new pod cannot overcommit it.
+    Before, the application was refused and its node's room counted as free."""
+    first = CoreProcess()
+    await first.start()
+    second = CoreProcess(listen=first.address)
+    await api.put("configmaps", _configmap("          - name: team"))
+    await api.put("nodes", node("n1", memory="4Gi"))
+    await api.put("pods", _in("runner", "root.team", "team-app", memory="3Gi"))
+    stop = asyncio.Event()
+    host = f"http://127.0.0.1:{api.port}"
+    shim = asyncio.create_task(run_shim(first.address, host=host, rm_id=rm_id, stop=stop))
+    try:
+        await _until(lambda: ("runner", "n1") in api.bindings, "runner bound")
+        await first.stop()
+        await api.put("configmaps", _configmap())  # root.team is gone from the configuration
+        await second.start()
+        async with aiohttp.ClientSession() as session:
+            base = partition_url(second.rest_url, rm_id)
+            recovered = await rest_until(
+                session, f"{base}/queue/{quote('root.@recovery@', safe='')}",
+                lambda q: q.get("allocatedResource", {}).get("memory") == 3 * 2**30,
+                "the running pod counted in the recovery queue", timeout=60,
+            )  # fmt: skip
+            assert recovered.get("isManaged") is False
+        await api.put("pods", _in("newcomer", "root.existing", "new-app", memory="2Gi"))
+        await _left_pending(second.rest_url, rm_id, ["newcomer"], running=["runner"], timeout=30)
+        assert [n for n, _ in api.bindings] == ["runner"]  # 3Gi of 4Gi run: 2Gi does not fit
+    finally:
+        stop.set()
+        await asyncio.wait_for(shim, 10)
+        await second.stop()
+        await first.stop()

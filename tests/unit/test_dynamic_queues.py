@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.commands import AppAdd, AppRemove, UpdateApplications, UpdateConfig
 from core.config import load_config
+from core.config.loader import ConfigError
 from core.objects.application import AppState
 from core.objects.queue import Queue, QueueState
 from core.results import ResultBatch, Termination
@@ -318,3 +319,50 @@ def test_re_adding_a_draining_queue_makes_it_active_again() -> None:
     _remove_app(c, "app-1")
     _remove_app(c, "app-2")
     assert c.partition.find_queue("root.b") is b
+
+
+# The recovery queue ---------------------------------------------------------------------------------
+
+NO_DEFAULT = """
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: known
+"""
+
+
+def test_an_application_recovered_running_that_no_rule_places_goes_to_the_recovery_queue() -> None:
+    """As YuniKorn's: what runs stays counted on its node; the queue takes no new asks and goes when
+    empty. An application that is not recovered (no create.force tag) is rejected as before."""
+    c = Cluster(NO_DEFAULT)
+    c.node("n1", {"memory": 100})
+    forced = AppAdd("web", c.pname(), "root.gone", tags={"application.create.force": "true"})
+    plain = AppAdd("new", c.pname(), "root.gone", tags={"application.create.force": "false"})
+    c.ctx.apply(UpdateApplications(c.rm_id, adds=(forced, plain)))
+    (rejected,) = [r for b in c.ctx.drain_results() for r in b.rejected_apps]
+    assert rejected.app_id == "new"
+    app = c.partition.applications["web"]
+    assert app.queue.full_name == "root.@recovery@" and not app.queue.managed
+    c.ask("web", "running", {"memory": 60}, node_id="n1")  # its pod runs: counted
+    c.ask("web", "more", {"memory": 10})  # a new ask: refused
+    (refused,) = [r for b in c.ctx.drain_results() for r in b.rejected_allocations]
+    assert refused.key == "more" and "takes no new asks" in refused.reason
+    assert c.partition.nodes["n1"].allocated.get("memory") == 60
+    c.release("web", "running")
+    c.ctx.apply(UpdateApplications(c.rm_id, removes=(AppRemove("web", c.pname()),)))
+    assert c.partition.tree.find("root.@recovery@") is None
+
+
+def test_the_recovery_queue_cannot_be_configured() -> None:
+    text = NO_DEFAULT.replace("          - name: known", "          - name: '@recovery@'")
+    try:
+        load_config(text)
+    except ConfigError as exc:
+        assert "root.@recovery@ is the core's recovery queue" in str(exc)
+    else:
+        raise AssertionError("configured the recovery queue")
