@@ -482,3 +482,28 @@ async def test_an_unreadable_configmap_at_a_resync_keeps_the_last_good_queues(
     assert shim.config == good
     await shim.carry_out()
     assert any(name == "yunikorn-configs" and reason == "Refused" for name, reason, _ in kube.events)
+
+
+async def test_a_pod_asked_for_an_application_the_core_no_longer_holds_is_asked_again(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    """Its application completed or failed in the core while the ask was on its way: the
+    reconciliation adds it again and asks again (before, the pod stayed pending, skipped as asked)."""
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="1Gi")], [], configmap=configmap("8Gi"))
+    waiting = pod("waiting", memory="2Gi")  # no node has room: it stays pending, asked
+    await shim.on_pod("ADDED", waiting)
+    await shim.flush()
+    app_id = shim.state.asked["uid-waiting"]
+    # The core forgets the application (as when it completes or fails with the ask on its way), and
+    # the shim is not told: what it is left with then.
+    await shim.client.remove_application(app_id)
+    await shim.client.barrier()
+    shim.state.apps.discard(app_id)
+    for _ in range(2):  # a mismatch is repaired when two rounds in a row see it
+        await settle(shim)  # as the main loop: what the core sent is carried out between rounds
+        await shim.reconcile([waiting])
+    assert shim.reconciler.repairs["asked-unknown-application"] == 1
+    assert app_id in shim.state.apps and "uid-waiting" in shim.state.asked
+    await settle(shim)
+    assert ("waiting", "Reconciled") in [(name, reason) for name, reason, _ in kube.events]
