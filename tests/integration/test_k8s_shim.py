@@ -497,8 +497,10 @@ async def test_a_pod_asked_for_an_application_the_core_no_longer_holds_is_asked_
     app_id = shim.state.asked["uid-waiting"]
     # The core forgets the application (as when it completes or fails with the ask on its way), and
     # the shim is not told: what it is left with then.
-    await shim.client.remove_application(app_id)
-    await shim.client.barrier()
+    client = shim.client
+    assert isinstance(client, RecordingClient)
+    await client.remove_application(app_id)
+    await client.barrier()
     shim.state.apps.discard(app_id)
     for _ in range(2):  # a mismatch is repaired when two rounds in a row see it
         await settle(shim)  # as the main loop: what the core sent is carried out between rounds
