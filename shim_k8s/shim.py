@@ -17,7 +17,6 @@ application) sends them first.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterable, Mapping
 from functools import partial
@@ -32,9 +31,10 @@ from shim_k8s import namespaces, object_shapes, service_config, task_groups, tra
 from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused, key_of, name_of
 from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.decisions import GANG_TIMEOUT, GANG_TIMEOUT_MESSAGE, Decisions, KubeActions
+from shim_k8s.gangs import Gangs
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.reconcile import Reconciler
-from shim_k8s.shim_state import AppGang, ShimState, finished, node_of
+from shim_k8s.shim_state import ShimState, finished, node_of
 from shim_k8s.volumes import VOLUME_KINDS, Volumes
 from si.v1 import si_pb2
 
@@ -80,6 +80,7 @@ class K8sShim(ResponseHandler):
         self.settings = ConfigMaps()  # yunikorn-defaults and yunikorn-configs, and what they set
         self._wake = wake
         self.decisions = Decisions(self, wake)  # what the core decided, carried out
+        self.gangs = Gangs(self)  # task groups, placeholder pods, gang progress events
         self._outbox: list[si_pb2.Allocation] = []  # asks gathered in a batch
         self._batching = 0
         self._apps_answered: set[str] = set()
@@ -120,7 +121,7 @@ class K8sShim(ResponseHandler):
         app_id, state = update.applicationID, update.state
         gang = self.state.gangs.get(app_id)
         if gang is not None:
-            self._gang_progress(app_id, gang, state)
+            self.gangs.progress(app_id, gang, state)
         if state in ("Failing", "Failed"):
             if TIMEOUT_REASON in update.message:
                 reason, message = TIMEOUT_REASON, TIMEOUT_MESSAGE
@@ -130,23 +131,6 @@ class K8sShim(ResponseHandler):
         if state in _APPS_FORGOTTEN:
             self.state.apps.discard(app_id)
             self.state.gangs.pop(app_id, None)
-
-    def _gang_progress(self, app_id: str, gang: AppGang, state: str) -> None:
-        """YuniKorn's gang scheduling events, on the pod that declared the gang."""
-        said: list[tuple[str, bool]] = []
-        if state == "Running" and gang.placeholders_exist and not gang.complete:
-            gang.complete = True
-            complete = f"Application {app_id} all placeholders are allocated. Transitioning to running state."
-            said.append((complete, False))
-        elif state in ("Resuming", "Failing"):
-            said.append((f"Application {app_id} placeholder has been timed out", True))
-            if state == "Resuming":
-                said.append((f"Application {app_id} resuming as non-gang application (SOFT)", True))
-        if gang.originator is not None:
-            for message, warning in said:
-                self.in_background(
-                    self.kube.record_event(gang.originator, "GangScheduling", message, warning)
-                )
 
     def on_nodes(self, response: si_pb2.NodeResponse) -> None:
         self._nodes_answered += len(response.accepted) + len(response.rejected)
@@ -604,7 +588,7 @@ class K8sShim(ResponseHandler):
             if wait is not None:
                 await self._wait(pod, *wait)
             return
-        ask.taskGroupName = await self._task_group_of(pod, app_id)
+        ask.taskGroupName = await self.gangs.task_group_of(pod, app_id)
         self.state.sizes[uid] = request
         if node:
             self.state.bound_by_us.add(uid)
@@ -633,7 +617,7 @@ class K8sShim(ResponseHandler):
         gang, its namespace's limits; sent and answered before any ask of it. False when the core
         rejected it (its pending pods are failed)."""
         user = translate.user_info(pod)
-        gang = await self._gang_of_new_app(pod, app_id, placeholders_exist)
+        gang = await self.gangs.of_new_app(pod, app_id, placeholders_exist)
         if gang is None:
             request = translate.application_request(pod, app_id, user=user)
         else:
@@ -662,96 +646,10 @@ class K8sShim(ResponseHandler):
             await self._fail_application(app_id, "ApplicationRejected", refused)
             return False
         if gang is not None and not gang.placeholders_exist:
-            await self._create_placeholders(pod, app_id, gang)
+            await self.gangs.create_placeholders(pod, app_id, gang)
         return True
 
     # Gangs ------------------------------------------------------------------------------------
-    async def _gang_of_new_app(self, pod: Obj, app_id: str, placeholders_exist: bool) -> AppGang | None:
-        """The task groups the application's first pod declares; a declaration that cannot be used
-        is reported on the pod, and the application is then scheduled without a gang (as YuniKorn)."""
-        if self.service.disable_gang_scheduling:
-            return None  # service.disableGangScheduling: task groups are not looked at, as YuniKorn
-        try:
-            groups = task_groups.task_groups(pod)
-        except task_groups.TaskGroupError as exc:
-            await self.kube.record_event(
-                pod, "TaskGroupsError", f"gang scheduling off for {app_id}: {exc}", True
-            )
-            return None
-        if not groups:
-            return None
-        policy = task_groups.gang_policy(pod)
-        for warning in policy.warnings:
-            await self.kube.record_event(pod, "SchedulingPolicyParameters", warning, warning=True)
-        return AppGang(
-            {g.name: g for g in groups}, policy, placeholders_exist or translate.is_placeholder(pod), pod
-        )
-
-    async def _create_placeholders(self, originator: Obj, app_id: str, gang: AppGang) -> None:
-        """One placeholder pod per member of each task group; they come back through the informer and
-        are asked for like any pod of ours."""
-        gang.placeholders_exist = True
-        await self.kube.record_event(
-            originator, "GangScheduling", f"Application {app_id} creating placeholders"
-        )
-        queue = translate.queue_name(originator)
-        placeholders = [
-            task_groups.placeholder_pod(
-                originator,
-                app_id,
-                queue,
-                group,
-                self.placeholder_image,
-                self.scheduler_name,
-                self._placeholder_identity(),
-            )
-            for group in gang.groups.values()
-            for _ in range(group.min_member)
-        ]
-        results = await asyncio.gather(
-            *(self.kube.create_pod(p) for p in placeholders), return_exceptions=True
-        )
-        failed = [r for r in results if isinstance(r, Exception)]
-        for other in results:
-            if isinstance(other, BaseException) and not isinstance(other, Exception):
-                raise other  # cancelled: the shim is stopping
-        log.info("placeholders created", applicationID=app_id, placeholders=len(results) - len(failed))
-        if failed:  # the API refused them (a quota, a policy): the gang cannot be reserved in full
-            why = (f"{len(failed)} of {len(results)} placeholder pods of {app_id} could not be created "
-                   f"({failed[0]}); the gang waits for its placeholder timeout")  # fmt: skip
-            log.warning(
-                "placeholders not created", applicationID=app_id, failed=len(failed), error=repr(failed[0])
-            )
-            await self.kube.record_event(originator, "PlaceholderCreationFailed", why, warning=True)
-
-    def _placeholder_identity(self) -> dict[str, int]:
-        service = self.service
-        chosen = {
-            "runAsUser": service.placeholder_run_as_user,
-            "runAsGroup": service.placeholder_run_as_group,
-            "fsGroup": service.placeholder_fs_group,
-        }
-        return {key: value for key, value in chosen.items() if value is not None}
-
-    async def _task_group_of(self, pod: Obj, app_id: str) -> str:
-        """The task group a pod names, when its application declares it; otherwise none, with an event."""
-        name = task_groups.task_group_name(pod)
-        if not name or self.service.disable_gang_scheduling:
-            return ""
-        gang = self.state.gangs.get(app_id)
-        if gang is not None and name in gang.groups:
-            if not translate.is_placeholder(pod):  # as YuniKorn's, on each member
-                message = f"Pod belongs to the taskGroup {name}, it will be scheduled as a gang member"
-                self.in_background(self.kube.record_event(pod, "GangScheduling", message))
-            return name
-        declared = sorted(gang.groups) if gang is not None else []
-        await self.kube.record_event(
-            pod, "TaskGroupNotDeclared",
-            f"task group {name!r} is not among the task groups of {app_id} ({declared or 'none'}): "
-            "scheduled as an ordinary pod", True,
-        )  # fmt: skip
-        return ""
-
     async def _fail_application(self, app_id: str, reason: str, message: str) -> None:
         """The core will not schedule the application: each pending pod of it fails, as YuniKorn's shim
         fails them (phase Failed with the reason and message, an ApplicationFailed event)."""
