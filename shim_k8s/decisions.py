@@ -61,13 +61,19 @@ class KubeActions(Protocol):
     async def fail_pod(self, pod: Obj, reason: str, message: str) -> None: ...  # phase Failed, as YuniKorn
 
 
-class Shim(Protocol):
-    """What of the shim carrying out a decision reads and calls."""
+class ShimBase(Protocol):
+    """What every part of the shim (decisions, gangs, reconciliation) reads of it."""
 
     @property
     def state(self) -> ShimState: ...
     @property
     def kube(self) -> KubeActions: ...
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
+
+
+class Shim(ShimBase, Protocol):
+    """What of the shim carrying out a decision reads and calls."""
+
     @property
     def client(self) -> SchedulerClient: ...
     async def flush(self) -> None: ...

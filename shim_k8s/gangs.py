@@ -6,34 +6,29 @@ is what the shim reads from the pods and writes back to the API."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import structlog
 
 from shim_k8s import service_config, task_groups, translate
-from shim_k8s.decisions import KubeActions
-from shim_k8s.shim_state import AppGang, ShimState
+from shim_k8s.decisions import ShimBase
+from shim_k8s.shim_state import AppGang
 
 log = structlog.get_logger("pykorn.k8s")
 
 Obj = Mapping[str, Any]
 
 
-class Shim(Protocol):
+class Shim(ShimBase, Protocol):
     """What of the shim the gang side reads and calls."""
 
-    @property
-    def state(self) -> ShimState: ...
-    @property
-    def kube(self) -> KubeActions: ...
     @property
     def service(self) -> service_config.ServiceConfig: ...
     @property
     def scheduler_name(self) -> str: ...
     @property
     def placeholder_image(self) -> str: ...
-    def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
 
 
 class Gangs:

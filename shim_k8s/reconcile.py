@@ -23,7 +23,8 @@ import structlog
 
 from rmclient.client import SchedulerClient
 from shim_k8s.bad_objects import key_of
-from shim_k8s.shim_state import ShimState, finished, node_of, terminating
+from shim_k8s.decisions import ShimBase
+from shim_k8s.shim_state import finished, node_of, terminating
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -32,27 +33,18 @@ GONE, NOT_BOUND, UNKNOWN, NOT_ASKED = "allocated-gone", "allocated-not-bound", "
 ASKED_UNKNOWN_APP = "asked-unknown-application"
 
 
-class _Events(Protocol):
-    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
-
-
-class Shim(Protocol):
+class Shim(ShimBase, Protocol):
     """What of the shim the reconciliation reads and calls."""
 
-    @property
-    def state(self) -> ShimState: ...
     @property
     def scheduler_name(self) -> str: ...
     @property
     def busy(self) -> Collection[str]: ...  # pods with a decision being carried out
     @property
     def client(self) -> SchedulerClient: ...
-    @property
-    def kube(self) -> _Events: ...
     async def flush(self) -> None: ...
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
     async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None: ...
-    def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
 
 
 class Reconciler:
