@@ -98,12 +98,6 @@ class ParsedConfig:
     warnings: list[str] = field(default_factory=list)
 
 
-def merged_data(configmaps: Mapping[str, Obj | None], warnings: list[str] | None = None) -> dict[str, str]:
-    """yunikorn-defaults, then yunikorn-configs over it, as YuniKorn flattens them (gzipped binaryData
-    included: service_config.flatten)."""
-    return service_config.merged(configmaps, warnings)
-
-
 def admission_config(data: Mapping[str, str]) -> ParsedConfig:
     """The admission keys of the merged configmaps; a bad value keeps the default and is named."""
     values: dict[str, Any] = {}
@@ -308,7 +302,7 @@ class Controller:
             return None
         if request.get("operation") == "DELETE":
             return None
-        data = merged_data({**current, name: obj})
+        data = service_config.merged({**current, name: obj})
         group = data.get("service.policyGroup", "").strip() or self.config.policy_group
         return data.get(f"{group}.yaml", "")
 

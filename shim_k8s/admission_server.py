@@ -71,7 +71,7 @@ class AdmissionServer:
 
     def _reconfigure(self) -> None:
         warnings: list[str] = []
-        parsed = admission.admission_config(admission.merged_data(self.configmaps, warnings))
+        parsed = admission.admission_config(service_config.merged(self.configmaps, warnings))
         for warning in warnings + parsed.warnings:
             log.warning("admission configuration key not used as written", detail=warning)
         self.controller = admission.Controller(parsed.config, self.cluster)

@@ -66,14 +66,14 @@ class BadObjects:
     async def refuse(self, kind: str, obj: object, reason: str, message: str) -> None:
         """`obj` is not used; the event says so and why."""
         self.refused[(kind, reason)] += 1
-        message = _clip(message, MESSAGE_MOST)
+        message = clip(message, MESSAGE_MOST)
         self._log("refused", kind, reason, obj, message)
         await self._post(kind, obj, "Refused", f"pykorn refused this {_singular(kind)}: {message}")
 
     async def fallback(self, kind: str, obj: object, reason: str, message: str) -> None:
         """`obj` is used with YuniKorn's fallback for one field; `message` says which and what."""
         self.fallbacks[(kind, reason)] += 1
-        message = _clip(message, MESSAGE_MOST)
+        message = clip(message, MESSAGE_MOST)
         self._log("fallback used", kind, reason, obj, message)
         await self._post(kind, obj, reason_event(reason), message)
 
@@ -105,12 +105,14 @@ class BadObjects:
         more = logged.more if logged is not None else 0
         self._logged[slot] = _Logged(now)
         extra = {"more_since_last_line": more} if more else {}
-        name = _clip(key_of(obj), 120)
+        name = clip(key_of(obj), 120)
         headline = f"{_singular(kind)} {what}"
         log.warning(headline, kind=kind, reason=reason, object=name, detail=message, **extra)
 
 
-def _clip(text: str, most: int) -> str:
+def clip(text: object, most: int = 40) -> str:
+    """A text (or what an object holds, as written) cut short: it may be any size."""
+    text = str(text)
     return text if len(text) <= most else text[: most - 3] + "..."
 
 

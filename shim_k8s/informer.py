@@ -26,9 +26,6 @@ WATCH_SECONDS = 300  # how long the server keeps one watch open before the infor
 RETRY_SECONDS = 1.0
 
 
-_key = key_of  # never fails, whatever the object holds: the handlers refuse what they cannot read
-
-
 class Informer:
     def __init__(
         self,
@@ -49,7 +46,7 @@ class Informer:
         self._task: asyncio.Task[None] | None = None
 
     def start(self, items: list[Obj], resource_version: str) -> None:
-        self.known = {_key(o): o for o in items}
+        self.known = {key_of(o): o for o in items}
         self._rv = resource_version
         self._task = asyncio.create_task(self._run(), name=f"informer-{self.kind}")
 
@@ -60,7 +57,7 @@ class Informer:
     async def _relist(self) -> None:
         items, self._rv = await self.http.list(self.path)
         self.relists += 1
-        current = {_key(o): o for o in items if isinstance(o, dict)}
+        current = {key_of(o): o for o in items if isinstance(o, dict)}
         for key, obj in current.items():
             if self.known.get(key) != obj:
                 self.deliver(self.kind, "MODIFIED" if key in self.known else "ADDED", obj)
@@ -83,9 +80,9 @@ class Informer:
                 self._rv = rv or self._rv
                 continue
             if kind == "DELETED":
-                self.known.pop(_key(obj), None)
+                self.known.pop(key_of(obj), None)
             else:
-                self.known[_key(obj)] = obj
+                self.known[key_of(obj)] = obj
             self._rv = rv or self._rv
             self.deliver(self.kind, kind, obj)
 

@@ -13,7 +13,7 @@ import grpc
 import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
-from rmclient.reconnect import Backoff, is_refusal, reconnect
+from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s import metrics
 from shim_k8s.bad_objects import name_of
@@ -281,12 +281,9 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
                 shim.settings.accepted = shim.config
                 log.info("core back; state sent again", rmID=client.rm_id)
             return
-        except grpc.aio.AioRpcError as exc:
-            # The ConfigMaps' queue configuration refused: the last one the core took, instead. A
-            # refusal of that one too is not the ConfigMap's fault: raised.
-            if not is_refusal(exc) or shim.config == shim.settings.accepted:
+        except grpc.aio.AioRpcError as exc:  # the ConfigMaps' queue configuration refused: the last good one
+            if not shim.registration_refused(exc):
                 raise
-            shim.config_refused(shim.config, exc.details() or repr(exc))
 
 
 def _configmaps(configmaps: Sequence[Obj]) -> tuple[Obj | None, Obj | None]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shim_k8s.bad_objects import clip
+
 # A shape is a type (str, int, bool), OBJECT (any JSON object), STRINGS (an object of strings), a dict
 # of field -> shape (an object with those fields, each optional), or a one-item list [shape] (a list
 # of those).
@@ -98,7 +100,7 @@ def _check(value: object, shape: Any, where: str) -> str | None:
         for field, inner in shape.items():
             items = value.items() if field == "*" else [(field, value.get(field))]
             for name, item in items:
-                found = _check(item, inner, f"{where}.{_clip(name)}" if where else _clip(name))
+                found = _check(item, inner, f"{where}.{clip(name)}" if where else clip(name))
                 if found:
                     return found
         return None
@@ -121,7 +123,7 @@ def _leaf(value: object, shape: Any, where: str) -> str | None:
             return _wrong(where, "an object of strings", value)
         for key, item in value.items():
             if not isinstance(key, str) or not isinstance(item, str):
-                return _wrong(f"{where}[{_clip(key)}]", "a string", item)
+                return _wrong(f"{where}[{clip(key)}]", "a string", item)
         return None
     if shape is QUANTITY:
         ok = isinstance(value, str | int | float) and not isinstance(value, bool)
@@ -150,10 +152,4 @@ def _expected(shape: Any) -> str:
 
 
 def _wrong(where: str, expected: str, value: object) -> str:
-    return f"{where}: expected {expected}, got {_clip(repr(value))}"
-
-
-def _clip(text: object, most: int = 40) -> str:
-    """A key or value as written, cut short: what an object holds may be any size."""
-    text = str(text)
-    return text if len(text) <= most else text[: most - 3] + "..."
+    return f"{where}: expected {expected}, got {clip(repr(value))}"

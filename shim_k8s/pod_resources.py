@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any
 
 from shim_k8s import quantity
-from shim_k8s.bad_objects import Refused
+from shim_k8s.bad_objects import Refused, clip
 
 Nanos = dict[str, int]  # resource name (Kubernetes') -> nano-units
 RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}  # Kubernetes name -> the core's
@@ -180,7 +180,8 @@ def from_json(value: object, where: str) -> int:
     elif isinstance(value, int | float) and not isinstance(value, bool):
         text = str(value)
     else:
-        raise PodResourceError(f"{where}: {_short(value)} is not a quantity (a string such as 500m or 2Gi)")
+        shown = clip(repr(value))
+        raise PodResourceError(f"{where}: {shown} is not a quantity (a string such as 500m or 2Gi)")
     try:
         return quantity.nanos_of(text)
     except quantity.QuantityError as exc:
@@ -218,7 +219,7 @@ def _containers(spec: Mapping[str, Any], field: str) -> list[Container]:
     if items is None:
         return []
     if not isinstance(items, list):
-        raise PodResourceError(f"spec.{field}: expected a list, got {_short(items)}")
+        raise PodResourceError(f"spec.{field}: expected a list, got {clip(repr(items))}")
     return [(("spec", field, i), _mapping(c, ("spec", field, i))) for i, c in enumerate(items)]
 
 
@@ -249,7 +250,7 @@ def _mapping(value: object, where: Where) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise PodResourceError(f"{_text(where)}: expected an object, got {_short(value)}")
+        raise PodResourceError(f"{_text(where)}: expected an object, got {clip(repr(value))}")
     return value
 
 
@@ -267,8 +268,3 @@ def _max(into: Nanos, values: Mapping[str, int]) -> None:
     for name, value in values.items():
         if value > into.get(name, 0) or name not in into:
             into[name] = value
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -44,7 +44,6 @@ ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
 Obj = Mapping[str, Any]
 
 
-_key = key_of  # an object's identity: its UID, else namespace/name; never fails
 # What a refusal means for the object, by kind: said in its event.
 _REFUSED_MEANS = {
     "nodes": "the node is not scheduled on as it is now (a known node keeps its last good state)",
@@ -227,9 +226,7 @@ class K8sShim(ResponseHandler):
             return "the core keeps what it knew of it"
         if uid not in self.state.asked:
             why = "pykorn cannot read this pod: see its Refused event"
-            if self.state.unschedulable.get(uid) != f"SchedulerError:{why}":
-                self.state.unschedulable[uid] = f"SchedulerError:{why}"
-                self.in_background(self.kube.set_unschedulable(pod, why, "SchedulerError"))
+            self._pod_scheduled_false(pod, uid, "SchedulerError", why)
             return "it is not scheduled until this is corrected"
         return "the core keeps what it was asked before"
 
@@ -253,33 +250,35 @@ class K8sShim(ResponseHandler):
         await self.resend(nodes, pods)
 
     async def register(self) -> None:
-        """Register with the ConfigMaps' queue configuration. One the core refuses is refused on the
-        ConfigMap (ConfigRejected, with the core's reasons) and the last one it took is registered
-        with instead (at a first start, none: the core's own default): a bad ConfigMap never keeps the
-        shim from scheduling. Any other refusal is raised (registering cannot succeed)."""
-        text = self.config
+        """Register with the ConfigMaps' queue configuration; one the core refuses gives way to the last
+        one it took (`registration_refused`). Any other failure is raised (registering cannot succeed)."""
         try:
-            await self.client.register(config=text)
+            await self.client.register(config=self.config)
         except SEND_ERRORS as exc:
-            if not is_refusal(exc) or text == self.settings.accepted:
+            if not self.registration_refused(exc):
                 raise
-            assert isinstance(exc, grpc.aio.AioRpcError)
-            self.config_refused(text, exc.details() or repr(exc))
-            text = self.config
-            await self.client.register(config=text)
-        self.settings.accepted = text
+            await self.client.register(config=self.config)
+        self.settings.accepted = self.config
 
-    def config_refused(self, text: str, reason: str) -> None:
-        """The core refused the ConfigMaps' queue configuration at a registration: said on the
-        ConfigMap, and the last one it took is used until the ConfigMaps change."""
+    def registration_refused(self, exc: BaseException) -> bool:
+        """A registration failed. When the core refused the ConfigMaps' queue configuration: said on the
+        ConfigMap (ConfigRejected, with the core's reasons), the last one the core took (at a first
+        start, none: the core's own default) is registered with until the ConfigMaps change, and True:
+        register again. A bad ConfigMap never keeps the shim from scheduling. False for any other
+        failure, or a refusal of the last good one too (not the ConfigMap's fault): the caller raises."""
+        text = self.config
+        if not isinstance(exc, grpc.aio.AioRpcError) or not is_refusal(exc) or text == self.settings.accepted:
+            return False
+        reason = exc.details() or repr(exc)
         self.settings.refused = text
-        message = f"queue configuration refused, the last one the core took is used: {reason}"
         log.warning("queue configuration refused at registration", reason=reason)
         shown = self.settings.shown()
         if shown is not None:
+            message = f"queue configuration refused, the last one the core took is used: {reason}"
             self.in_background(self.kube.record_event(
                 {**shown, "kind": "ConfigMap"}, "ConfigRejected", message, warning=True
             ))  # fmt: skip
+        return True
 
     def load(
         self, priority_classes: Iterable[Obj] = (), configmap: Obj | None = None, defaults: Obj | None = None
@@ -395,7 +394,7 @@ class K8sShim(ResponseHandler):
             await self.client.node_action(name, action)
 
     async def on_pod(self, event: str, pod: Obj) -> None:
-        uid = _key(pod)
+        uid = key_of(pod)
         if event == "DELETED":
             await self._pod_gone(pod)
             return
@@ -433,7 +432,7 @@ class K8sShim(ResponseHandler):
             await self._pod_gone(pod)
 
     async def _add_foreign(self, pod: Obj) -> None:
-        uid = _key(pod)
+        uid = key_of(pod)
         if uid in self.state.foreign or finished(pod):
             return
         await self._send_ask(self._foreign_allocation(pod))
@@ -447,7 +446,7 @@ class K8sShim(ResponseHandler):
         alloc = translate.bound_pod_allocation(
             pod, _FOREIGN_PRIORITY, ours=False, namespace_labels=labels, request=request
         )
-        self.state.sizes[_key(pod)] = request
+        self.state.sizes[key_of(pod)] = request
         return alloc
 
     async def _adopt_orphans(self, name: str, answered: int) -> None:
@@ -469,7 +468,7 @@ class K8sShim(ResponseHandler):
     async def _resized(self, pod: Obj) -> None:
         """A running pod whose resources changed (an in-place resize, as the kubelet reports it): the
         core is sent its new size, and updates its node's, queue's, application's and user's usage."""
-        uid = _key(pod)
+        uid = key_of(pod)
         request = translate.pod_request(pod)
         if request == self.state.sizes.get(uid):
             return
@@ -521,7 +520,7 @@ class K8sShim(ResponseHandler):
             return
         self.priorities.upsert(pc)
         for pod in list(self.state.waiting_for_class.values()):  # a class that was missing now exists
-            self.state.waiting_for_class.pop(_key(pod), None)
+            self.state.waiting_for_class.pop(key_of(pod), None)
             await self.guarded("pods", pod, self.add_pod(pod))
 
     async def on_configmap(self, event: str, configmap: Obj) -> None:
@@ -548,7 +547,7 @@ class K8sShim(ResponseHandler):
         """A pod of ours is asked for (or, bound already, sent as an existing allocation); another
         scheduler's bound pod is counted on its node. All that is sent is read from the pod before
         anything is sent or remembered, so a pod that cannot be read is refused whole (see `guarded`)."""
-        uid = _key(pod)
+        uid = key_of(pod)
         self.state.pods[uid] = pod
         if finished(pod):
             return
@@ -667,7 +666,7 @@ class K8sShim(ResponseHandler):
 
     async def fail_pod(self, pod: Obj, app_id: str, reason: str, message: str) -> None:
         """One pod the core will not schedule: failed (once), and nothing asked for it again."""
-        uid = _key(pod)
+        uid = key_of(pod)
         if uid in self.state.given_up:
             return
         self.state.given_up.add(uid)
@@ -686,7 +685,7 @@ class K8sShim(ResponseHandler):
         """A claim, volume or storage class changed: the pods that waited for their volumes look again."""
         self.volumes.update(kind, event, obj)
         for pod in list(self.state.waiting_for_volumes.values()):
-            self.state.waiting_for_volumes.pop(_key(pod), None)
+            self.state.waiting_for_volumes.pop(key_of(pod), None)
             await self.guarded("pods", pod, self.add_pod(pod))
 
     async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
@@ -694,14 +693,11 @@ class K8sShim(ResponseHandler):
         volume cannot be). Says why, once per reason: an event, and the PodScheduled condition:
         `SchedulingGated` as kube-scheduler's for gates, `SchedulingSkipped` for volumes (more nodes
         would not help; the cluster autoscaler must not add any for it)."""
-        uid = _key(pod)
+        uid = key_of(pod)
         self.state.waiting_for_volumes[uid] = pod
         condition = "SchedulingGated" if event_reason == "SchedulingGated" else SKIPPED
-        if self.state.unschedulable.get(uid) == f"{condition}:{why}":
-            return
-        self.state.unschedulable[uid] = f"{condition}:{why}"
-        await self.kube.record_event(pod, event_reason, why, warning=True)
-        self.in_background(self.kube.set_unschedulable(pod, why, condition))
+        if self._pod_scheduled_false(pod, uid, condition, why):
+            await self.kube.record_event(pod, event_reason, why, warning=True)
 
     async def on_pending(self, uid: str, reason: str, skipped: bool) -> None:
         """The core says how an ask of ours waits, and why: the pod's PodScheduled condition says so,
@@ -715,21 +711,27 @@ class K8sShim(ResponseHandler):
             return
         condition = SKIPPED if skipped else UNSCHEDULABLE
         before = self.state.unschedulable.get(uid, "")
-        if before == f"{condition}:{reason}":
-            return
-        self.state.unschedulable[uid] = f"{condition}:{reason}"
-        self.in_background(self.kube.set_unschedulable(pod, reason, condition))
-        if not before.startswith(f"{condition}:"):
+        if self._pod_scheduled_false(pod, uid, condition, reason) and not before.startswith(f"{condition}:"):
             name = (pod.get("metadata") or {}).get("name", uid)
             message = _WAITING_EVENT[condition] % name
             self.in_background(self.kube.record_event(pod, "PodUnschedulable", message))
+
+    def _pod_scheduled_false(self, pod: Obj, uid: str, reason: str, message: str) -> bool:
+        """The pod's PodScheduled=False condition with this reason and message, patched once per change
+        (True: patched now)."""
+        said = f"{reason}:{message}"
+        if self.state.unschedulable.get(uid) == said:
+            return False
+        self.state.unschedulable[uid] = said
+        self.in_background(self.kube.set_unschedulable(pod, message, reason))
+        return True
 
     def in_background(self, work: Coroutine[Any, Any, None]) -> None:
         """A write nothing waits for (a status patch): the loop goes on meanwhile."""
         self.decisions.in_background(work)
 
     async def _pod_gone(self, pod: Obj) -> None:
-        uid = _key(pod)
+        uid = key_of(pod)
         self.state.pods.pop(uid, None)
         self.state.unschedulable.pop(uid, None)
         self.state.waiting_for_class.pop(uid, None)

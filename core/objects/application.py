@@ -176,15 +176,16 @@ class Application:
         self.allocations[alloc.key] = alloc
         self.allocated.add_in_place(alloc.resource)
         self.submission_time = min(self.submission_time, alloc.create_time)
-        most = self.max_allocated
-        for name, value in self.allocated.items():
-            if value > most.get(name, 0):
-                most[name] = value
+        self._note_peak()
 
     def resize_allocation(self, key: str, resource: Resource) -> None:
         """One of its allocations runs at a new size (the caller then sets the allocation's own)."""
         self.allocated.sub_in_place(self.allocations[key].resource)
         self.allocated.add_in_place(resource)
+        self._note_peak()
+
+    def _note_peak(self) -> None:
+        """max_allocated: the most of each type it ever held at once."""
         most = self.max_allocated
         for name, value in self.allocated.items():
             if value > most.get(name, 0):

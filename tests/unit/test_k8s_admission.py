@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from shim_k8s import admission
+from shim_k8s import admission, service_config
 
 DATA = Path(__file__).parent.parent / "data" / "admission"
 USER_INFO = "yunikorn.apache.org/user.info"
@@ -193,7 +193,7 @@ def test_the_configmaps_gzipped_binary_data_is_read_as_yunikorn_reads_it() -> No
         "binaryData": {"queues.yaml.gz": packed, "notes.txt": packed, "broken.gz": "bm90IGd6aXA="},
     }
     warnings: list[str] = []
-    data = admission.merged_data({"yunikorn-configs": configs}, warnings)
+    data = service_config.merged({"yunikorn-configs": configs}, warnings)
     assert data["queues.yaml"] == "queues from gzip"  # binaryData over data, as YuniKorn flattens them
     assert admission.admission_config(data).config.generate_unique_app_ids
     assert [w.split(": ")[1] for w in warnings] == ["binaryData.notes.txt", "binaryData.broken.gz"]
