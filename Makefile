@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The wheel `make dist` builds: what `make wheel-check` installs alone and the Containerfile installs.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+WHEEL := dist/pykorn_scheduler-$(VERSION)-py3-none-any.whl
 
-.PHONY: run test test-nightly bench proto proto-check lint venv clean
+.PHONY: run test test-nightly bench proto proto-check lint venv clean dist wheel-check
 
 venv: $(STAMP)
 
@@ -39,6 +42,18 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_constraints
 	$(BIN)/python -m benchmarks.bench_k8s
 
+## dist: the wheel, $(WHEEL): what users install and what the Containerfile copies.
+dist: $(STAMP)
+	rm -rf dist build
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+	rm -rf build
+	test -f $(WHEEL)
+
+## wheel-check: that wheel installed alone in a fresh virtualenv; its core started and its health read
+## (tools/check_wheel.py). CI runs it.
+wheel-check: dist
+	$(BIN)/python tools/check_wheel.py $(WHEEL)
+
 ## proto: regenerate the committed stubs from proto/si/v1/si.proto.
 proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -Iproto --python_out=proto --pyi_out=proto \
@@ -56,4 +71,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist build

@@ -285,16 +285,24 @@ def build_parser() -> argparse.ArgumentParser:
     hook.add_argument("--port", type=int, default=9089, help="HTTPS port (default 9089, as YuniKorn's)")
     hook.add_argument("--bind", default="0.0.0.0", help="address to listen on (default all)")
     hook.add_argument(
-        "--tls-cert", required=True, help="PEM certificate the API server trusts (the webhook's)"
-    )
-    hook.add_argument("--tls-key", required=True, help="PEM key of --tls-cert")
+        "--tls-cert", default=None,
+        help="PEM certificate to serve (made by hand or by cert-manager); the webhook configurations are "
+        "then not managed. Without it the controller makes its own and registers its webhooks",
+    )  # fmt: skip
+    hook.add_argument("--tls-key", default=None, help="PEM key of --tls-cert")
+    hook.add_argument(
+        "--secret-name", default="pykorn-admission-certs",
+        help="the Secret (in --namespace) that holds the controller's CAs (default pykorn-admission-certs)",
+    )  # fmt: skip
     hook.add_argument("--kubeconfig", default=None, help="kubeconfig file; in-cluster config without it")
     hook.add_argument("--namespace", default="yunikorn", help="where the yunikorn-configs ConfigMap lives")
     hook.add_argument(
         "--core-rest", default=None,
-        help="HOST:PORT of the core's REST API, to check queue configurations "
-        "(default: admissionController.webHook.schedulerServiceAddress, yunikorn-service:9080)",
+        help="HOST:PORT or URL (https://... when the core's REST API uses TLS) of the core's REST API, to "
+        "check queue configurations (default: admissionController.webHook.schedulerServiceAddress, "
+        "yunikorn-service:9080)",
     )  # fmt: skip
+    hook.add_argument("--core-rest-ca", default=None, help="CA (PEM) to trust for an https --core-rest")
     _add_logging_flags(hook)
 
     status = commands.add_parser("status", help="show a running core's queues, nodes and pending asks")
@@ -365,17 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
         return 0
     if args.command == "admission":
-        from shim_k8s.admission_server import run_admission
-
-        configure_logging(args.log_level, _json_flag(args.log_format))
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(
-                run_admission(
-                    args.port, args.tls_cert, args.tls_key, args.namespace, args.kubeconfig,
-                    core_rest=args.core_rest, bind=args.bind,
-                )
-            )  # fmt: skip
-        return 0
+        return _run_admission(args)
     if args.command == "status":
         from pykorn_cli.status import show_status
 
@@ -398,6 +396,29 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     return 2
+
+
+def _run_admission(args: argparse.Namespace) -> int:
+    from shim_k8s.admission_server import run_admission
+    from shim_k8s.webhook_setup import SetupError
+
+    if (args.tls_cert is None) != (args.tls_key is None):
+        sys.stderr.write("pykorn admission: give --tls-cert and --tls-key together, or neither\n")
+        return 2
+    configure_logging(args.log_level, _json_flag(args.log_format))
+    with contextlib.suppress(KeyboardInterrupt):
+        try:
+            asyncio.run(
+                run_admission(
+                    args.port, args.tls_cert, args.tls_key, args.namespace, args.kubeconfig,
+                    core_rest=args.core_rest, bind=args.bind, core_rest_ca=args.core_rest_ca,
+                    secret=args.secret_name,
+                )
+            )  # fmt: skip
+        except SetupError as exc:  # the installation's cause: exit 1, and say why
+            sys.stderr.write(f"pykorn admission: {exc}\n")
+            return 1
+    return 0
 
 
 def _json_flag(value: str | None) -> bool | None:

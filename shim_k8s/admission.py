@@ -71,6 +71,8 @@ class AdmissionConfig:
     external_users: tuple[re.Pattern[str], ...] = ()
     external_groups: tuple[re.Pattern[str], ...] = ()
     scheduler_service_address: str = "yunikorn-service:9080"
+    # The Service the API server calls the webhooks through (shim_k8s.webhook_setup registers it).
+    service_name: str = "yunikorn-admission-controller-service"
     policy_group: str = "queues"
 
 
@@ -88,8 +90,6 @@ _BOOL_KEYS = {
     "accessControl.bypassAuth": "bypass_auth",
     "accessControl.trustControllers": "trust_controllers",
 }
-# Keys that only place YuniKorn's own deployment (its service's name for self-registration).
-_NOT_APPLICABLE = {"webHook.amServiceName": "pykorn does not register its webhooks itself (see the docs)"}
 
 
 @dataclass
@@ -120,11 +120,17 @@ def admission_config(data: Mapping[str, str]) -> ParsedConfig:
                 warnings.append(f"{key}: {raw!r} is not true or false; default kept")
         elif short == "webHook.schedulerServiceAddress":
             values["scheduler_service_address"] = raw.strip()
-        elif short in _NOT_APPLICABLE:
-            warnings.append(f"{key}: not used: {_NOT_APPLICABLE[short]}")
+        elif short == "webHook.amServiceName":
+            if _SERVICE_NAME.match(raw.strip()):
+                values["service_name"] = raw.strip()
+            else:
+                warnings.append(f"{key}: {raw!r} is not a Service name; default kept")
         else:
             warnings.append(f"{key}: not a key pykorn's admission controller knows; ignored")
     return ParsedConfig(AdmissionConfig(**values), warnings)
+
+
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS-1035 label, as Services need
 
 
 def _patterns(raw: str) -> tuple[re.Pattern[str], ...]:

@@ -6,15 +6,24 @@ priority classes (allow-preemption) and the scheduler's configmaps (its `admissi
 keys, applied live) with informers. A queue configuration is checked by the core's own
 `/ws/v1/validate-conf`; when the core cannot be reached the change is let through (as YuniKorn does:
 an unreachable scheduler must not block every configmap write) and a warning says so.
+
+Without `--tls-cert`/`--tls-key` it sets itself up (shim_k8s.webhook_setup): CAs in a Secret, its own
+serving certificate, its webhook configurations, kept current (rotation, a new Service name, the
+namespace filters) by a task of its own. With them it serves those and registers nothing (certificates
+and webhooks made by hand or by cert-manager).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import ssl
+import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -24,25 +33,35 @@ from aiohttp import web
 from shim_k8s import admission, object_shapes, service_config
 from shim_k8s.bad_objects import Refused, key_of
 from shim_k8s.informer import Informer
-from shim_k8s.kube_http import KubeHTTP, cluster_access
+from shim_k8s.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP, cluster_access
 from shim_k8s.service_config import CONFIGMAP_NAMES
+from shim_k8s.webhook_setup import SECRET_NAME, SetupError, WebhookManager, utc_now
 
 log = structlog.get_logger("pykorn.admission")
 
 Decide = Callable[[admission.Obj], Awaitable[dict[str, Any]]]
 CHECK_TIMEOUT = 10.0  # seconds the core may take to judge a configuration
+_SETUP_ERRORS: tuple[type[BaseException], ...] = (SetupError, ApiError, *TRANSPORT_ERRORS)
+SETUP_RETRY = 60.0  # seconds before a failed renewal or webhook update is tried again
 
 
 class AdmissionServer:
-    def __init__(self, namespace: str, core_rest: str | None = None) -> None:
-        """`core_rest`: the core's REST address (host:port) to check configurations against; without
-        it, `admissionController.webHook.schedulerServiceAddress` from the configmaps."""
+    def __init__(self, namespace: str, core_rest: str | None = None, core_rest_ca: str | None = None) -> None:
+        """`core_rest`: the core's REST address (host:port, or a URL: https:// when the core serves its
+        REST API over TLS, trusting `core_rest_ca`) to check configurations against; without it,
+        `admissionController.webHook.schedulerServiceAddress` from the configmaps."""
         self.namespace = namespace
         self.core_rest = core_rest
+        self.core_trust: ssl.SSLContext | bool = True  # https: the system's CAs, or core_rest_ca
+        if core_rest_ca:
+            self.core_trust = ssl.create_default_context(cafile=core_rest_ca)
         self.cluster = admission.Cluster()
         self.configmaps: dict[str, admission.Obj | None] = {}
         self.controller = admission.Controller(admission.AdmissionConfig(), self.cluster)
         self._session: aiohttp.ClientSession | None = None
+        # Set when what the webhook configurations say may have changed (the Service's name, the
+        # namespace filters): the set-up task looks again.
+        self.changed = asyncio.Event()
 
     # What the informers deliver ----------------------------------------------------------------
     def on_object(self, kind: str, event: str, obj: admission.Obj) -> None:
@@ -61,6 +80,7 @@ class AdmissionServer:
             raise Refused("metadata.name: expected a string")
         if kind == "namespaces":
             _put(self.cluster.namespaces, name, obj, event)
+            self.changed.set()
         elif kind == "priorityclasses":
             _put(self.cluster.priority_classes, name, obj, event)
         elif kind == "configmaps" and name in CONFIGMAP_NAMES:
@@ -75,6 +95,7 @@ class AdmissionServer:
         for warning in warnings + parsed.warnings:
             log.warning("admission configuration key not used as written", detail=warning)
         self.controller = admission.Controller(parsed.config, self.cluster)
+        self.changed.set()
 
     # HTTP ----------------------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -133,11 +154,12 @@ class AdmissionServer:
         if not text.strip():
             return None  # no queues.yaml: the core's default configuration applies
         address = self.core_rest or self.controller.config.scheduler_service_address
-        url = f"http://{address}/ws/v1/validate-conf"
+        base = address if "://" in address else f"http://{address}"
+        url = f"{base.rstrip('/')}/ws/v1/validate-conf"
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT))
         try:
-            async with self._session.post(url, data=text.encode()) as answer:
+            async with self._session.post(url, data=text.encode(), ssl=self.core_trust) as answer:
                 verdict = await answer.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             log.warning("could not ask the core about a configuration; let through", url=url, error=repr(exc))
@@ -164,6 +186,68 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
     return context
 
 
+def load_serving(context: ssl.SSLContext, chain_pem: bytes, key_pem: bytes) -> None:
+    """Put a certificate made in memory into the context (new connections get it): the ssl module
+    reads files only, so it passes through a private temporary directory, removed at once."""
+    with tempfile.TemporaryDirectory(prefix="pykorn-admission-") as directory:
+        cert, key = Path(directory) / "tls.crt", Path(directory) / "tls.key"
+        cert.write_bytes(chain_pem)
+        key.touch(mode=0o600)
+        key.write_bytes(key_pem)
+        context.load_cert_chain(cert, key)
+
+
+@dataclass
+class SelfSetup:
+    """The set-up: the manager, the context it keeps current, and what it last installed for."""
+
+    manager: WebhookManager
+    context: ssl.SSLContext
+    service: str = ""
+    wake: asyncio.Event = field(default_factory=asyncio.Event)  # tests: the clock moved, look again
+    installed: asyncio.Event = field(default_factory=asyncio.Event)  # set after each install
+
+    async def start(self, server: AdmissionServer) -> None:
+        """The CAs and the serving certificate: before the server listens."""
+        await self.manager.load_cas()
+        self._sign(server.controller.config.service_name)
+
+    def _sign(self, service: str) -> None:
+        serving = self.manager.make_serving(service)
+        load_serving(self.context, serving.chain_pem, serving.key_pem)
+        self.service = service
+        log.info("admission serving certificate made", service=service, expires=serving.not_after.isoformat())
+
+    async def keep(self, server: AdmissionServer, stop: asyncio.Event) -> None:
+        """Install the webhooks, then keep them and the certificates current until stopped."""
+        while not stop.is_set():
+            try:
+                due = self.manager.renewal_due()
+                if self.manager.clock() >= due:
+                    await self.manager.load_cas()
+                    self._sign(server.controller.config.service_name)
+                elif server.controller.config.service_name != self.service:
+                    self._sign(server.controller.config.service_name)
+                server.changed.clear()
+                await self.manager.install(self.service, server.controller.config, server.cluster)
+                self.installed.set()
+                wait = (self.manager.renewal_due() - self.manager.clock()).total_seconds()
+            except _SETUP_ERRORS as exc:
+                log.warning("admission set-up not current; tried again shortly", error=str(exc) or repr(exc))
+                wait = SETUP_RETRY
+            await _first_of(stop, server.changed, self.wake, timeout=max(wait, 0.0))
+            self.wake.clear()
+
+
+async def _first_of(*events: asyncio.Event, timeout: float) -> None:
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=min(timeout, 86_400.0), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
 async def run_admission(
     port: int,
     cert: str | None,
@@ -175,11 +259,16 @@ async def run_admission(
     bind: str = "0.0.0.0",
     stop: asyncio.Event | None = None,
     on_ready: Callable[[int], None] | None = None,
+    core_rest_ca: str | None = None,
+    secret: str = SECRET_NAME,
+    clock: Callable[[], datetime.datetime] = utc_now,
+    on_setup: Callable[[SelfSetup], None] | None = None,
 ) -> None:
-    """Serve until stopped; `on_ready` is told the port once it listens. Without `cert`/`key` it
-    serves plain HTTP (behind a TLS-terminating proxy only: the API server calls webhooks over HTTPS)."""
+    """Serve until stopped; `on_ready` is told the port once it listens. With `cert`/`key` it serves
+    them; without, it sets itself up (CAs in the Secret `secret`, its serving certificate, its webhook
+    configurations) and keeps that current; `on_setup` (tests) is given the set-up to watch."""
     stop = stop or asyncio.Event()
-    server = AdmissionServer(namespace, core_rest)
+    server = AdmissionServer(namespace, core_rest, core_rest_ca)
     http = KubeHTTP(cluster_access(kubeconfig, host), 50.0, 100, 8)
     paths = {
         "namespaces": "/api/v1/namespaces",
@@ -188,6 +277,7 @@ async def run_admission(
     }
     informers: list[Informer] = []
     runner = web.AppRunner(server.app(), access_log=None)
+    keeper: asyncio.Task[None] | None = None
     try:
         for kind, path in paths.items():
             items, version = await http.list(path)
@@ -196,15 +286,30 @@ async def run_admission(
             informer = Informer(kind, path, http, server.on_object)
             informer.start(items, version)
             informers.append(informer)
+        setup: SelfSetup | None = None
+        if cert and key:
+            context = tls_context(cert, key)
+            log.info("serving the given certificate; the webhook configurations are not managed")
+        else:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            setup = SelfSetup(WebhookManager(http, namespace, secret, clock), context)
+            await setup.start(server)
+            if on_setup is not None:
+                on_setup(setup)
         await runner.setup()
-        context = tls_context(cert, key) if cert and key else None
         await web.TCPSite(runner, bind, port, ssl_context=context).start()
         bound = runner.addresses[0][1]  # the port chosen, when `port` is 0
-        log.info("admission controller serving", port=bound, tls=context is not None, namespace=namespace)
+        log.info("admission controller serving", port=bound, namespace=namespace, managed=setup is not None)
+        if setup is not None:  # once it serves: the API server may call it as soon as it is registered
+            keeper = asyncio.create_task(setup.keep(server, stop))
         if on_ready is not None:
             on_ready(bound)
         await stop.wait()
     finally:
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         for informer in informers:
             informer.stop()
         with contextlib.suppress(Exception):

@@ -140,6 +140,10 @@ class KubeHTTP:
         self._pool = Http1Pool(access.host, access.ssl_context)  # every other request
         self._static_headers: dict[str, bytes] = {}  # by content type
         self.requests = 0  # sent, for the benchmarks and the metrics
+        # Requests the API server forbade, by (resource, verb): a role that lacks a rule is a cause of
+        # the installation's, said loudly (a warning and a metric), never a silent stall.
+        self.forbidden: dict[tuple[str, str], int] = {}
+        self._forbidden_logged: dict[tuple[str, str], float] = {}
         self.in_flight_peak = 0
         self._busy = 0
 
@@ -203,7 +207,10 @@ class KubeHTTP:
                 self._busy -= 1
         if got.status >= 400:
             text = got.body.decode("utf-8", "replace")
-            raise ApiError(got.status, _reason(text, got.reason), text)
+            error = ApiError(got.status, _reason(text, got.reason), text)
+            if got.status == 403:
+                self.note_forbidden(method, path, error)
+            raise error
         if not answer or not got.body:
             return {}
         decoded: Obj = json.loads(got.body)
@@ -216,7 +223,7 @@ class KubeHTTP:
         async with self._open().get(
             self.access.host + path, headers=self._headers(), timeout=aiohttp.ClientTimeout(total=120.0)
         ) as response:  # fmt: skip
-            await _raise_for_status(response)
+            await self._raise_for_status("GET", path, response)
             text = await response.text()
         self.requests += 1
         body = json.loads(text) if text else {}
@@ -233,7 +240,7 @@ class KubeHTTP:
             self.access.host + path, params=params, headers=self._headers(),
             timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30),
         ) as response:  # fmt: skip
-            await _raise_for_status(response)
+            await self._raise_for_status("WATCH", path, response)
             content = response.content
             while True:
                 # One event a line, as large as its object (aiohttp's line limit is 128 KiB).
@@ -248,17 +255,62 @@ class KubeHTTP:
                     raise ApiError(int(status.get("code") or 500), str(status.get("message", "")))
                 yield event
 
+    async def _raise_for_status(self, method: str, path: str, response: aiohttp.ClientResponse) -> None:
+        """ApiError, with the API's Status message, for an answer that is an error."""
+        if response.status >= 400:
+            text = await response.text()
+            error = ApiError(response.status, _reason(text, response.reason or ""), text)
+            if response.status == 403:
+                self.note_forbidden(method, path, error)
+            raise error
+
+    def note_forbidden(self, method: str, path: str, error: ApiError) -> None:
+        """Count a 403 and say it: once per resource and verb, then once a minute with the count."""
+        key = (resource_of(path), verb_of(method, path))
+        self.forbidden[key] = self.forbidden.get(key, 0) + 1
+        now = time.monotonic()
+        last = self._forbidden_logged.get(key)
+        if last is None or now - last >= FORBIDDEN_LOG_PERIOD:
+            self._forbidden_logged[key] = now
+            log.warning(
+                "the API server forbade a request: the role does not grant it (see deploy/kubernetes)",
+                resource=key[0], verb=key[1], times=self.forbidden[key], message=error.reason,
+            )  # fmt: skip
+
+
+FORBIDDEN_LOG_PERIOD = 60.0  # seconds between two log lines about the same forbidden resource and verb
+_VERBS = {
+    "GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "WATCH": "watch",
+}  # fmt: skip
+
+
+def resource_of(path: str) -> str:
+    """The resource (and subresource) a REST path names, as RBAC names it: `pods/binding`, `nodes`."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]  # after /api/v1 or /apis/GROUP/VERSION
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
+        rest = rest[2:]  # namespaced: the resource follows the namespace's name
+    if not rest:
+        return ""
+    return f"{rest[0]}/{rest[2]}" if len(rest) >= 3 else rest[0]
+
+
+def verb_of(method: str, path: str) -> str:
+    """The RBAC verb of a request: a GET of a collection is a list."""
+    verb = _VERBS.get(method.upper(), method.lower())
+    if verb == "get":
+        parts = [p for p in path.split("?", 1)[0].split("/") if p]
+        rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+        if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
+            rest = rest[2:]
+        if len(rest) == 1:
+            return "list"
+    return verb
+
 
 def _static_headers(content_type: str) -> dict[str, str]:
     """Every request's headers but the credentials."""
     return {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
-
-
-async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
-    """ApiError, with the API's Status message, for an answer that is an error."""
-    if response.status >= 400:
-        text = await response.text()
-        raise ApiError(response.status, _reason(text, response.reason or ""), text)
 
 
 def _reason(text: str, fallback: str) -> str:

@@ -68,7 +68,6 @@ class _Options:
     placeholder_image: str
     log_level: str
     reconcile_period: float
-    metrics_listen: str
 
 
 async def run_shim(
@@ -93,32 +92,41 @@ async def run_shim(
     `metrics_listen` (HOST:PORT) serves the shim's metrics."""
     stop = stop or asyncio.Event()
     options = _Options(scheduler_name, namespace, rm_id, tls, placeholder_image, log_level,
-                       reconcile_period, metrics_listen)  # fmt: skip
+                       reconcile_period)  # fmt: skip
     http = KubeHTTP(cluster_access(kubeconfig, host), limits.qps, limits.burst, limits.in_flight)
+    health = metrics.Health(http)
+    # Served before the election, so that a standby answers the kubelet's probes too.
+    endpoints = await metrics.serve(metrics_listen, health) if metrics_listen else None
     elector: LeaderElector | None = None
     leading: asyncio.Task[None] | None = None
-    if election is not None:
-        elector = LeaderElector(http, election)
-        if not await elector.acquire(stop):
-            await http.close()
-            return
-        leading = asyncio.create_task(elector.keep())
-        leading.add_done_callback(lambda _: stop.set())  # lost: stop scheduling at once
     lost = False
     try:
-        await _run_leading(core_address, http, stop, options)
+        if election is not None:
+            elector = LeaderElector(http, election)
+            health.state = "standby"
+            if not await elector.acquire(stop):
+                return
+            health.state = "starting"
+            leading = asyncio.create_task(elector.keep())
+            leading.add_done_callback(lambda _: stop.set())  # lost: stop scheduling at once
+        await _run_leading(core_address, http, stop, options, health)
     finally:
+        health.state = "stopping"
         if leading is not None:
             lost = leading.done()  # keep() returns only when the lease could not be renewed
             leading.cancel()
-        if elector is not None:
+        if elector is not None and leading is not None:
             await elector.release()
+        if endpoints is not None:
+            await endpoints.cleanup()
         await http.close()
     if lost:
         raise LeadershipLost("the lease was not renewed within the renew deadline; stopped scheduling")
 
 
-async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, options: _Options) -> None:
+async def _run_leading(
+    core_address: str, http: KubeHTTP, stop: asyncio.Event, options: _Options, health: metrics.Health
+) -> None:
     kube = Kube(http, options.namespace)
     # One queue wakes the loop: informer events, and a word that the core sent something.
     items: asyncio.Queue[Item] = asyncio.Queue()
@@ -138,11 +146,8 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
     stopping = asyncio.create_task(_forward_stop(stop, items))
     background: list[asyncio.Task[None]] = []
     informers: list[Informer] = []
-    metrics_runner = None
+    health.sources = metrics.Sources(shim, kube, http, lambda: informers)
     try:
-        if options.metrics_listen:
-            sources = metrics.Sources(shim, kube, http, lambda: informers)
-            metrics_runner = await metrics.serve(options.metrics_listen, sources)
         lists = await _list_everything(http, kube.paths, stop)
         shim.load(lists["priorityclasses"][0], *_configmaps(lists["configmaps"][0]))
         _apply_api_settings(shim, kube, http)
@@ -161,6 +166,7 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
         )
         for informer in informers:
             informer.start(*lists[informer.kind])
+        health.state = "synced"
         if options.reconcile_period > 0:
             lister = _list_for_reconciliation(http, kube.paths["pods"], items, options.reconcile_period, stop)
             background.append(asyncio.create_task(lister))
@@ -173,8 +179,6 @@ async def _run_leading(core_address: str, http: KubeHTTP, stop: asyncio.Event, o
             task.cancel()
         with contextlib.suppress(TimeoutError, *SEND_ERRORS):
             await asyncio.wait_for(shim.carry_out(), STOP_GRACE)  # bindings under way finish
-        if metrics_runner is not None:
-            await metrics_runner.cleanup()
         await kube.close()
         await client.close()
 

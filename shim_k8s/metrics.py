@@ -1,12 +1,19 @@
-"""The shim's own metrics, in Prometheus' text format (`pykorn k8s --metrics-listen HOST:PORT`,
-path /metrics): reconciliation repairs by kind, requests to the API, events dropped, informer re-lists,
-decisions under way, objects refused or given a fallback (shim_k8s.bad_objects) by kind and reason.
-The core's scheduling metrics are the core's (its /ws/v1/metrics)."""
+"""The shim's own HTTP endpoints (`pykorn k8s --metrics-listen HOST:PORT`), for Prometheus and the kubelet.
+
+- `/metrics`, Prometheus' text format: reconciliation repairs by kind, requests to the API, requests
+  the API server forbade (RBAC) by resource and verb, events dropped, informer re-lists, decisions under
+  way, objects refused or given a fallback (shim_k8s.bad_objects) by kind and reason. The core's
+  scheduling metrics are the core's (its /ws/v1/metrics).
+- `/healthz` (liveness): answered while the process's event loop runs, in every state.
+- `/readyz` (readiness): 200 once the shim is synced with the core and following the API, or is a
+  standby waiting for the Lease (`--leader-elect`); 503 with the state while it starts.
+
+Served from the start, before leader election, so that a standby answers its probes too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -32,6 +39,20 @@ class Sources:
     informers: Callable[[], Iterable[Informer]]
 
 
+@dataclass
+class Health:
+    """What the endpoints answer: the shim's state, and its metrics once it leads."""
+
+    http: KubeHTTP
+    state: str = "starting"  # starting | standby | synced | stopping
+    sources: Sources | None = None
+    ready_states: frozenset[str] = field(default=frozenset({"standby", "synced"}))
+
+    @property
+    def ready(self) -> bool:
+        return self.state in self.ready_states
+
+
 def render(sources: Sources) -> str:
     lines: list[str] = []
 
@@ -53,6 +74,10 @@ def render(sources: Sources) -> str:
            [(f'{{kind="{i.kind}"}}', i.relists) for i in sources.informers()])  # fmt: skip
     metric("pykorn_k8s_decisions_in_progress", "gauge", "Core decisions being carried out.",
            [("", sources.shim.carrying_out)])  # fmt: skip
+    metric("pykorn_k8s_api_forbidden_total", "counter",
+           "Requests the API server answered 403 (the role does not grant them), by resource and verb.",
+           [(f'{{resource="{r}",verb="{v}"}}', n)
+            for (r, v), n in sorted(sources.http.forbidden.items())])  # fmt: skip
     bad = sources.shim.bad
     metric("pykorn_k8s_objects_refused_total", "counter",
            "Objects (or changes of them) not used because a field could not be read, by kind and reason.",
@@ -67,12 +92,31 @@ def _labels(kind: str, reason: str) -> str:
     return f'{{kind="{kind}",reason="{reason}"}}'
 
 
-async def serve(listen: str, sources: Sources) -> web.AppRunner:
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(text=render(sources), content_type="text/plain", charset="utf-8")
+def render_standby(health: Health) -> str:
+    """Before the shim leads: what the client has seen so far (a standby's Lease requests)."""
+    forbidden = [f'pykorn_k8s_api_forbidden_total{{resource="{r}",verb="{v}"}} {n}'
+                 for (r, v), n in sorted(health.http.forbidden.items())]  # fmt: skip
+    lines = ["# TYPE pykorn_k8s_api_requests_total counter",
+             f"pykorn_k8s_api_requests_total {health.http.requests}",
+             "# TYPE pykorn_k8s_api_forbidden_total counter", *forbidden]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+async def serve(listen: str, health: Health) -> web.AppRunner:
+    async def metrics(request: web.Request) -> web.Response:
+        text = render(health.sources) if health.sources is not None else render_standby(health)
+        return web.Response(text=text, content_type="text/plain", charset="utf-8")
+
+    async def live(request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def ready(request: web.Request) -> web.Response:
+        return web.Response(text=f"{health.state}\n", status=200 if health.ready else 503)
 
     app = web.Application()
-    app.router.add_get("/metrics", handler)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", live)
+    app.router.add_get("/readyz", ready)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     host, _, port = listen.rpartition(":")

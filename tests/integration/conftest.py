@@ -13,6 +13,8 @@ import pytest
 from rmclient.core_process import CoreProcess
 from tests.integration.core_helpers import running
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.kube_rbac import RBAC
+from tests.integration.manifests import render
 from tests.recording_client import RecordingClient
 
 
@@ -45,8 +47,14 @@ async def client(core_address: str, rm_id: str) -> AsyncIterator[RecordingClient
 
 @pytest.fixture
 async def api() -> AsyncIterator[FakeKubeAPI]:
-    """The HTTP emulation of the Kubernetes API server, fresh for each test."""
-    fake = FakeKubeAPI()
+    """The HTTP emulation of the Kubernetes API server, fresh for each test, enforcing the roles of
+    deploy/kubernetes as rendered: the shim and the admission controller run as its ServiceAccounts
+    (`api.kubeconfig(SCHEDULER_SA)`), and a request those roles do not grant is answered 403."""
+    fake = FakeKubeAPI(RBAC.from_manifests(render()))
     await fake.start()
     yield fake
     await fake.stop()
+    # A forbidden request the code under test got past (an event dropped, say) is a role that lacks a
+    # rule: it fails the test that made it, unless that test removed the rule on purpose.
+    if not fake.forbidden_expected:
+        assert not fake.forbidden, f"requests the rendered roles do not grant: {fake.forbidden}"

@@ -3,6 +3,12 @@
 Serves list and watch (chunked JSON lines) for nodes, pods, priority classes and config maps, with
 resource versions; pods/binding, pods/eviction, events, creating and deleting pods (placeholders), and
 Leases with resourceVersion conflicts (leader election).
+Secrets and the admission webhook configurations are kept with get, create and update (resourceVersion
+conflicts as the API server's). Given an RBAC (tests/integration/kube_rbac.py, made from the rendered
+deploy/kubernetes), every API request is authenticated by its bearer token and authorized as the API
+server does: 401 for a token nobody was given, 403 with the API server's message for what the roles do
+not grant. `kubeconfig()` writes a kubeconfig for a ServiceAccount, which a client reads as it would a
+real cluster's.
 `expire_watches()` makes the next watches answer 410 Gone, as a real API server does when a resource
 version is too old. `stop()` ends the open watches at once (as an API server going away does), so
 stopping does not wait out their timeouts.
@@ -18,12 +24,16 @@ import argparse
 import asyncio
 import bisect
 import json
+import os
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+from tests.integration.kube_rbac import RBAC, Attributes, attributes
 
 Obj = dict[str, Any]
 KINDS = {
@@ -36,12 +46,38 @@ KINDS = {
     "storageclasses": "StorageClassList",
     "namespaces": "NamespaceList",
     "leases": "LeaseList",
+    "secrets": "SecretList",
+    "mutatingwebhookconfigurations": "MutatingWebhookConfigurationList",
+    "validatingwebhookconfigurations": "ValidatingWebhookConfigurationList",
 }
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+# Kept with get, create and update: kind -> its collection's path.
+WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/"
+STORED = {
+    "secrets": "/api/v1/namespaces/{ns}/secrets",
+    "mutatingwebhookconfigurations": WEBHOOKS + "mutatingwebhookconfigurations",
+    "validatingwebhookconfigurations": WEBHOOKS + "validatingwebhookconfigurations",
+}
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: emulation, cluster: {server: "http://127.0.0.1:%(port)d"}}]
+users: [{name: %(user)s, user: {token: "%(token)s"}}]
+contexts: [{name: emulation, context: {cluster: emulation, user: %(user)s}}]
+current-context: emulation
+"""
 
 
 class FakeKubeAPI:
-    def __init__(self) -> None:
+    def __init__(self, rbac: RBAC | None = None) -> None:
+        self.rbac = rbac  # None: every request is allowed
+        self.forbidden: list[tuple[str, Attributes]] = []  # (user, what) the roles did not grant
+        self.forbidden_expected = False  # a test that takes a rule away on purpose sets it
+        self.reads: list[tuple[str, str]] = []  # (kind, name) of the stored kinds read, in order
+        self.conflicts: list[tuple[str, str]] = []  # (kind, name) of updates answered 409
+        # Updates of a stored kind wait for its event (a test holding writers back, to make them race).
+        self.hold_updates: dict[str, asyncio.Event] = {}
+        self.writes: list[tuple[str, str, str]] = []  # (verb, kind, name) of the stored kinds, in order
+        self._files: tempfile.TemporaryDirectory[str] | None = None  # the kubeconfigs written
         self.rv = 0
         self.objects: dict[str, dict[str, Obj]] = {k: {} for k in KINDS}
         self.by_name: dict[str, dict[str, str]] = {k: {} for k in KINDS}  # name -> key in objects
@@ -142,9 +178,107 @@ class FakeKubeAPI:
         self.history_rvs[kind].append(self.rv)
         self.changed.notify_all()
 
+    def kubeconfig(self, service_account: str, namespace: str = "yunikorn") -> str:
+        """A kubeconfig file with a token for the ServiceAccount (any token when nothing is enforced),
+        in a directory of the emulation's own that stop() removes."""
+        if self._files is None:
+            self._files = tempfile.TemporaryDirectory(prefix="kube-api-")
+        token = self.rbac.token_for(namespace, service_account) if self.rbac is not None else "unchecked"
+        path = (
+            Path(self._files.name)
+            / f"kubeconfig-{namespace}-{service_account}-{len(os.listdir(self._files.name))}"
+        )
+        path.write_text(KUBECONFIG % {"port": self.port, "user": service_account, "token": token})
+        return str(path)
+
+    @web.middleware
+    async def _authorize(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        wanted = attributes(request.method, request.path, dict(request.query))
+        if self.rbac is None or wanted is None:
+            return await handler(request)
+        user = self.rbac.user_of(request.headers.get("Authorization"))
+        if user is None:
+            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": "Unauthorized", "reason": "Unauthorized", "code": 401}  # fmt: skip
+            return web.json_response(status, status=401)
+        if not self.rbac.allows(user, wanted):
+            self.forbidden.append((user, wanted))
+            details = {"name": wanted.name, "group": wanted.group, "kind": wanted.resource.split("/")[0]}
+            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": wanted.forbidden_message(user), "reason": "Forbidden",
+                      "details": details, "code": 403}  # fmt: skip
+            return web.json_response(status, status=403)
+        return await handler(request)
+
+    # Stored kinds: get, create, update with resourceVersion conflicts, as the API server's ---------
+    def _stored_key(self, request: web.Request, name: str) -> str:
+        return f"{request.match_info.get('ns', '')}/{name}"
+
+    def _stored_get(self, kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(request: web.Request) -> web.Response:
+            name = request.match_info["name"]
+            found = self.objects[kind].get(self._stored_key(request, name))
+            self.reads.append((kind, name))
+            if found is None:
+                return _status(404, "NotFound", f'{kind} "{name}" not found', kind, name)
+            return web.json_response(found)
+
+        return handler
+
+    def _stored_create(self, kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(request: web.Request) -> web.Response:
+            obj = await request.json()
+            meta = obj.setdefault("metadata", {})
+            if request.match_info.get("ns"):
+                meta["namespace"] = request.match_info["ns"]
+            name = meta.get("name", "")
+            async with self.changed:
+                if self._stored_key(request, name) in self.objects[kind]:
+                    return _status(409, "AlreadyExists", f'{kind} "{name}" already exists', kind, name)
+                meta["uid"] = f"uid-{kind}-{name}"
+                self._put(kind, obj)
+                self.writes.append(("create", kind, name))
+                return web.json_response(self.objects[kind][self._stored_key(request, name)], status=201)
+
+        return handler
+
+    def _stored_update(self, kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(request: web.Request) -> web.Response:
+            obj = await request.json()
+            name = request.match_info["name"]
+            meta = obj.setdefault("metadata", {})
+            if request.match_info.get("ns"):
+                meta["namespace"] = request.match_info["ns"]
+            if kind in self.hold_updates:
+                await self.hold_updates[kind].wait()
+            async with self.changed:
+                stored = self.objects[kind].get(self._stored_key(request, name))
+                if stored is None:
+                    return _status(404, "NotFound", f'{kind} "{name}" not found', kind, name)
+                sent = meta.get("resourceVersion")
+                if sent and sent != stored["metadata"]["resourceVersion"]:
+                    message = (
+                        f'Operation cannot be fulfilled on {kind} "{name}": the object has been '
+                        "modified; please apply your changes to the latest version and try again"
+                    )
+                    self.conflicts.append((kind, name))
+                    return _status(409, "Conflict", message, kind, name)
+                meta["uid"] = stored["metadata"].get("uid")
+                self._put(kind, obj)
+                self.writes.append(("update", kind, name))
+                return web.json_response(self.objects[kind][self._stored_key(request, name)])
+
+        return handler
+
     # HTTP -------------------------------------------------------------------------------------
     async def start(self) -> str:
-        app = web.Application()
+        app = web.Application(middlewares=[self._authorize])
+        for kind, collection in STORED.items():
+            app.router.add_post(collection, self._stored_create(kind))
+            app.router.add_get(collection + "/{name}", self._stored_get(kind))
+            app.router.add_put(collection + "/{name}", self._stored_update(kind))
         app.router.add_get("/api/v1/nodes", self._list_or_watch("nodes"))
         app.router.add_get("/api/v1/namespaces", self._list_or_watch("namespaces"))
         app.router.add_get("/api/v1/pods", self._list_or_watch("pods"))
@@ -181,6 +315,8 @@ class FakeKubeAPI:
             self.changed.notify_all()  # wakes every watch, which then ends its response
         if self.runner is not None:
             await self.runner.cleanup()
+        if self._files is not None:
+            self._files.cleanup()
 
     def _list_or_watch(self, kind: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handler(request: web.Request) -> web.StreamResponse:
@@ -446,6 +582,12 @@ class FakeKubeAPI:
         if request.query.get("full"):
             body["times"] = {n: [self.made_at[n], self.bound_at.get(n)] for n in made}
         return web.json_response(body)
+
+
+def _status(code: int, reason: str, message: str, kind: str, name: str) -> web.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "details": {"name": name, "kind": kind}, "code": code}  # fmt: skip
+    return web.json_response(body, status=code)
 
 
 async def serve(port_file: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from shim_k8s.admission_server import run_admission
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.manifests import ADMISSION_SA
 from tests.tls_certs import PKI, make_pki
 
 DATA = Path(__file__).parent.parent / "data" / "admission"
@@ -37,7 +38,7 @@ async def webhook(api: FakeKubeAPI, pki: PKI, rest_url: str) -> AsyncIterator[st
         "yunikorn.apache.org/namespace.generateAppId": "false"}}})  # fmt: skip
     stop, port = asyncio.Event(), asyncio.get_running_loop().create_future()
     served = asyncio.create_task(run_admission(
-        0, str(pki.server.cert), str(pki.server.key), host=f"http://127.0.0.1:{api.port}",
+        0, str(pki.server.cert), str(pki.server.key), kubeconfig=api.kubeconfig(ADMISSION_SA),
         core_rest=rest_url.removeprefix("http://"), bind="127.0.0.1", stop=stop, on_ready=port.set_result,
     ))  # fmt: skip
     yield f"https://127.0.0.1:{await asyncio.wait_for(port, 10)}"

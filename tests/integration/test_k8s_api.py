@@ -15,6 +15,7 @@ import pytest
 from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
 from tests.integration.kube_api import FakeKubeAPI, Obj, condition
+from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_shim import configmap, daemonset_pod, node, pod
 
@@ -62,7 +63,7 @@ async def shim_running(
     """The whole shim against the emulation, for the block; stopped (and waited for) after it."""
     stop = asyncio.Event()
     shim = asyncio.create_task(
-        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop, **options)
+        run_shim(core_address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stop, **options)
     )
     try:
         yield
@@ -82,7 +83,7 @@ async def test_pods_in_the_api_are_bound_where_the_core_says_even_after_a_410(
     await api.put("pods", pod("early"))  # exists before the shim starts: found by the initial list
     stop = asyncio.Event()
     shim = asyncio.create_task(
-        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+        run_shim(core_address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stop)
     )
     try:
         await _until(lambda: ("early", "n1") in api.bindings, "the listed pod to be bound")
@@ -106,7 +107,7 @@ async def test_a_preemption_becomes_an_eviction_through_the_api(
     await api.put("pods", pod("batch-2", created="2026-11-22T10:05:00Z"))
     stop = asyncio.Event()
     shim = asyncio.create_task(
-        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+        run_shim(core_address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stop)
     )
     try:
         await _until(lambda: len(api.bindings) == 2, "the node to fill")
@@ -132,7 +133,9 @@ async def test_after_a_core_restart_the_shim_rebuilds_its_state_without_binding_
     for name in ("a", "b", "c"):
         await api.put("pods", pod(name))
     stop = asyncio.Event()
-    shim = asyncio.create_task(run_shim(address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop))
+    shim = asyncio.create_task(
+        run_shim(address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stop)
+    )
     second = CoreProcess(listen=address)
     try:
         await _until(lambda: len(api.bindings) == 2, "two pods on the 2Gi node")
@@ -167,7 +170,11 @@ async def test_foreign_pods_classes_and_the_configmap_through_the_api(
     stop = asyncio.Event()
     shim = asyncio.create_task(
         run_shim(
-            core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, namespace="yunikorn", stop=stop
+            core_address,
+            kubeconfig=api.kubeconfig(SCHEDULER_SA),
+            rm_id=rm_id,
+            namespace="yunikorn",
+            stop=stop,
         )
     )
     try:
@@ -206,7 +213,7 @@ async def test_priorities_and_foreign_room_through_the_api(
     await api.put("pods", pod("other", memory="3Gi", scheduler="default-scheduler", node_name="n1"))
     stop = asyncio.Event()
     shim = asyncio.create_task(
-        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+        run_shim(core_address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stop)
     )
     try:
         await api.put("pods", pod("filler"))  # takes the one free slot
@@ -256,7 +263,7 @@ async def test_the_shim_schedules_through_a_mutual_tls_core(
     await api.put("pods", pod("secured"))
     stop = asyncio.Event()
     shim = asyncio.create_task(
-        run_shim(core.address, host=f"http://127.0.0.1:{api.port}", rm_id="k8s-mtls", stop=stop, tls=tls)
+        run_shim(core.address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id="k8s-mtls", stop=stop, tls=tls)
     )
     try:
         await _until(lambda: ("secured", "n1") in api.bindings, "the pod to be bound over mutual TLS")
@@ -284,7 +291,7 @@ async def test_a_burst_of_thousands_of_pods_is_bound_every_one_exactly_once(
         await api.put("pods", job_pod(f"backlog-{i:04d}", i % 10))
     stop = asyncio.Event()
     shim = asyncio.create_task(
-        run_shim(core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop)
+        run_shim(core_address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stop)
     )
     try:
         for i in range(later):  # and more arrive through the watch meanwhile

@@ -16,6 +16,7 @@ from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
 from shim_k8s.task_groups import SCHEDULING_POLICY, TASK_GROUPS
 from tests.integration.kube_api import FakeKubeAPI, condition
+from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_api import _left_pending, _until, shim_running
 from tests.integration.test_k8s_gang import _placeholders, member
@@ -160,8 +161,8 @@ async def test_after_a_restart_with_a_queue_gone_running_pods_stay_counted_in_th
     await api.put("nodes", node("n1", memory="4Gi"))
     await api.put("pods", _in("runner", "root.team", "team-app", memory="3Gi"))
     stop = asyncio.Event()
-    host = f"http://127.0.0.1:{api.port}"
-    shim = asyncio.create_task(run_shim(first.address, host=host, rm_id=rm_id, stop=stop))
+    kubeconfig = api.kubeconfig(SCHEDULER_SA)
+    shim = asyncio.create_task(run_shim(first.address, kubeconfig=kubeconfig, rm_id=rm_id, stop=stop))
     try:
         await _until(lambda: ("runner", "n1") in api.bindings, "runner bound")
         await first.stop()

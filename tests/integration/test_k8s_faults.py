@@ -17,6 +17,7 @@ from shim_k8s.kube import Kube
 from shim_k8s.kube_http import KubeHTTP, cluster_access
 from tests.integration.core_helpers import free_port
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_api import _until, shim_running
 from tests.integration.test_k8s_shim import daemonset_pod, node, pod
@@ -162,7 +163,7 @@ async def test_a_conflict_is_success_only_for_the_same_pod_on_the_same_node(api:
     await api.put("nodes", node("n1"))
     ours = pod("web")
     await api.put("pods", {**ours, "spec": {**ours["spec"], "nodeName": "n1"}})
-    kube = Kube(KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}")))
+    kube = Kube(KubeHTTP(cluster_access(api.kubeconfig(SCHEDULER_SA))))
     try:
         await kube.bind(ours, "n1")  # already there: an earlier attempt's answer was lost
         with pytest.raises(BindError, match="409"):

@@ -23,6 +23,8 @@ from shim_k8s.main import run_shim
 from tests.integration.core_helpers import free_port
 from tests.integration.hostile_objects import Hostile, hostile_objects
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.kube_rbac import RBAC
+from tests.integration.manifests import SCHEDULER_SA, render
 from tests.integration.test_k8s_api import _until
 from tests.integration.test_k8s_faults import _metrics
 from tests.integration.test_k8s_shim import node, pod
@@ -38,7 +40,7 @@ def _good(i: int) -> dict[str, object]:
 
 
 async def _scenario(core_address: str, hostile: list[Hostile], goods: int, order: list[int]) -> None:
-    api = FakeKubeAPI()
+    api = FakeKubeAPI(RBAC.from_manifests(render()))
     await api.start()
     port = free_port()
     stop = asyncio.Event()
@@ -51,7 +53,7 @@ async def _scenario(core_address: str, hostile: list[Hostile], goods: int, order
                 await api.put_raw(item.kind, item.text)
         rm_id = f"rm-hostile-{next(_runs)}"
         shim = asyncio.create_task(run_shim(
-            core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop,
+            core_address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stop,
             metrics_listen=f"127.0.0.1:{port}", reconcile_period=0.5,
         ))  # fmt: skip
         late = [h for h in hostile if not h.early]

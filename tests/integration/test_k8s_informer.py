@@ -11,6 +11,7 @@ from typing import Any
 from shim_k8s.informer import Informer
 from shim_k8s.kube_http import KubeHTTP, cluster_access
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.test_k8s_shim import pod
 
 Seen = asyncio.Queue[tuple[str, dict[str, Any]]]
@@ -19,7 +20,7 @@ Seen = asyncio.Queue[tuple[str, dict[str, Any]]]
 @contextlib.asynccontextmanager
 async def pods_informer(api: FakeKubeAPI) -> AsyncIterator[tuple[Informer, Seen]]:
     """An informer of the emulation's pods, started from a list; what it delivers, as (event, object)."""
-    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"))
+    http = KubeHTTP(cluster_access(api.kubeconfig(SCHEDULER_SA)))
     seen: Seen = asyncio.Queue()
     informer = Informer("pods", "/api/v1/pods", http, lambda kind, event, obj: seen.put_nowait((event, obj)))
     try:

@@ -8,12 +8,12 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 from shim_k8s.kube_http import KubeHTTP, cluster_access
 from shim_k8s.leader import LeaderElection, LeaderElector
 from shim_k8s.main import run_shim
 from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.test_k8s_api import _until
 from tests.integration.test_k8s_shim import node, pod
 
@@ -21,15 +21,6 @@ from tests.integration.test_k8s_shim import node, pod
 def _fast(identity: str) -> LeaderElection:
     """Short times, so a take-over happens within a test."""
     return LeaderElection(identity=identity, lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
-
-
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: emulation, cluster: {server: "http://127.0.0.1:%(port)d"}}]
-users: [{name: test, user: {}}]
-contexts: [{name: test, context: {cluster: emulation, user: test}}]
-current-context: test
-"""
 
 
 class Clock:
@@ -41,7 +32,7 @@ class Clock:
 
 
 async def test_one_candidate_wins_and_a_standby_waits_out_the_lease(api: FakeKubeAPI) -> None:
-    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"), 1000.0, 1000, 8)
+    http = KubeHTTP(cluster_access(api.kubeconfig(SCHEDULER_SA)), 1000.0, 1000, 8)
     clock = Clock()
     a = LeaderElector(http, _fast("a"), clock)
     b = LeaderElector(http, _fast("b"), clock)
@@ -75,7 +66,7 @@ async def test_a_lease_with_unreadable_fields_is_waited_out_and_taken_not_fatal(
     spec = {"holderIdentity": 5, "leaseDurationSeconds": "long", "leaseTransitions": [1]}
     lease = {"metadata": {"name": "pykorn", "namespace": "yunikorn"}, "spec": spec}
     await api.put("leases", lease)
-    http = KubeHTTP(cluster_access(host=f"http://127.0.0.1:{api.port}"), 1000.0, 1000, 8)
+    http = KubeHTTP(cluster_access(api.kubeconfig(SCHEDULER_SA)), 1000.0, 1000, 8)
     clock = Clock()
     candidate = LeaderElector(http, _fast("a"), clock)
     try:
@@ -95,13 +86,12 @@ def _bound_once(api: FakeKubeAPI) -> Counter[str]:
 
 
 async def test_the_standby_takes_over_when_the_leader_is_killed(
-    api: FakeKubeAPI, core_address: str, rm_id: str, tmp_path: Path
+    api: FakeKubeAPI, core_address: str, rm_id: str
 ) -> None:
     await api.put("nodes", node("n1", memory="64Gi"))
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG % {"port": api.port})
+    kubeconfig = api.kubeconfig(SCHEDULER_SA)
     leader = subprocess.Popen(  # noqa: ASYNC220 - a real replica: killed below, not waited on in the loop
-        [sys.executable, "-m", "pykorn_cli", "k8s", "--core", core_address, "--kubeconfig", str(kubeconfig),
+        [sys.executable, "-m", "pykorn_cli", "k8s", "--core", core_address, "--kubeconfig", kubeconfig,
          "--rm-id", rm_id, "--leader-elect", "--leader-elect-identity", "replica-1",
          "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms",
          "--leader-elect-retry-period", "200ms", "--log-level", "warning"],
@@ -114,7 +104,11 @@ async def test_the_standby_takes_over_when_the_leader_is_killed(
         election = _fast("replica-2")
         standby = asyncio.create_task(
             run_shim(
-                core_address, host=f"http://127.0.0.1:{api.port}", rm_id=rm_id, stop=stop, election=election
+                core_address,
+                kubeconfig=api.kubeconfig(SCHEDULER_SA),
+                rm_id=rm_id,
+                stop=stop,
+                election=election,
             )
         )
         for i in range(5):

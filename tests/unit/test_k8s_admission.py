@@ -132,15 +132,21 @@ def test_bad_configuration_values_keep_the_defaults_and_are_named() -> None:
         "admissionController.filtering.bypassNamespaces": "^(kube-system$",
         "admissionController.accessControl.bypassAuth": "maybe",
         "admissionController.filtering.sillyKey": "1",
-        "admissionController.webHook.amServiceName": "svc",
+        "admissionController.webHook.amServiceName": "Not_A_Service",
         "service.policyGroup": "queues",
     })  # fmt: skip
     assert parsed.config.bypass_namespaces == admission.AdmissionConfig().bypass_namespaces
     assert not parsed.config.bypass_auth
+    assert parsed.config.service_name == "yunikorn-admission-controller-service"
     assert [w.split(":")[0] for w in parsed.warnings] == [
         "admissionController.filtering.bypassNamespaces", "admissionController.accessControl.bypassAuth",
         "admissionController.filtering.sillyKey", "admissionController.webHook.amServiceName",
     ]  # fmt: skip
+
+
+def test_the_webhook_service_name_is_taken_from_the_configmaps() -> None:
+    parsed = admission.admission_config({"admissionController.webHook.amServiceName": "pykorn-admission"})
+    assert parsed.config.service_name == "pykorn-admission" and not parsed.warnings
 
 
 def test_the_configmap_check_covers_the_two_configmaps_together() -> None:
