@@ -67,7 +67,8 @@ async def _replica(
         on_ready=ready.set_result, on_setup=setups.append, core_rest="127.0.0.1:1", **extra,
     ))  # fmt: skip
     try:
-        done, _ = await asyncio.wait([served, ready], timeout=20, return_when=asyncio.FIRST_COMPLETED)
+        waiting: list[asyncio.Future[Any]] = [served, ready]
+        done, _ = await asyncio.wait(waiting, timeout=20, return_when=asyncio.FIRST_COMPLETED)
         if served in done:
             served.result()  # the failure, raised
         port = ready.result()
