@@ -221,22 +221,26 @@ class SelfSetup:
     async def keep(self, server: AdmissionServer, stop: asyncio.Event) -> None:
         """Install the webhooks, then keep them and the certificates current until stopped."""
         while not stop.is_set():
+            by_hand = self.wake.is_set()
+            self.wake.clear()
             try:
-                due = self.manager.renewal_due()
-                if self.manager.clock() >= due:
+                renewing = self.manager.clock() >= self.manager.renewal_due()
+                if renewing:
                     await self.manager.load_cas()
                     self._sign(server.controller.config.service_name)
                 elif server.controller.config.service_name != self.service:
                     self._sign(server.controller.config.service_name)
                 server.changed.clear()
-                await self.manager.install(self.service, server.controller.config, server.cluster)
+                config, cluster = server.controller.config, server.cluster
+                # Read back at each renewal (and when woken by hand): a configuration someone changed
+                # or removed is put right then; in between, only a change of ours is written.
+                await self.manager.install(self.service, config, cluster, force=renewing or by_hand)
                 self.installed.set()
                 wait = (self.manager.renewal_due() - self.manager.clock()).total_seconds()
             except _SETUP_ERRORS as exc:
                 log.warning("admission set-up not current; tried again shortly", error=str(exc) or repr(exc))
                 wait = SETUP_RETRY
             await _first_of(stop, server.changed, self.wake, timeout=max(wait, 0.0))
-            self.wake.clear()
 
 
 async def _first_of(*events: asyncio.Event, timeout: float) -> None:

@@ -84,6 +84,7 @@ class WebhookManager:
     clock: Callable[[], datetime.datetime] = utc_now
     cas: tuple[CertificateAuthority, CertificateAuthority] | None = None
     serving: ServingCertificate | None = None
+    installed: dict[str, Obj] | None = None  # what the last install made sure of
 
     # The CAs ------------------------------------------------------------------------------------
     async def load_cas(self) -> tuple[CertificateAuthority, CertificateAuthority]:
@@ -154,16 +155,23 @@ class WebhookManager:
         return min(first_ca, self.serving.not_after - SERVING_RENEW_BEFORE)
 
     # The webhook configurations -------------------------------------------------------------------
-    async def install(self, service: str, config: AdmissionConfig, cluster: Cluster) -> int:
-        """Both configurations as they should be; the number written (0 when both already were)."""
+    async def install(
+        self, service: str, config: AdmissionConfig, cluster: Cluster, force: bool = False
+    ) -> int:
+        """Both configurations as they should be; the number written (0 when both already were). Unless
+        `force`d, nothing is read when they should be what the last install made sure of (a namespace
+        changing, say, that changes no filter)."""
         bundle = _b64(self.bundle)
         desired = {
             "validating": validating_webhook(service, self.namespace, bundle),
             "mutating": mutating_webhook(service, self.namespace, bundle, mutating_selector(config, cluster)),
         }
+        if desired == self.installed and not force:
+            return 0
         written = 0
         for kind, wanted in desired.items():
             written += await self._install_one(kind, wanted)
+        self.installed = desired
         return written
 
     async def _install_one(self, kind: str, wanted: Obj) -> int:

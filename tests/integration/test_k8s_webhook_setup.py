@@ -298,3 +298,16 @@ async def test_a_missing_secret_stops_the_start_with_the_reason(api: FakeKubeAPI
             raise AssertionError("started without its Secret")
     except SetupError as exc:
         assert "pykorn-admission-certs does not exist" in str(exc)
+
+
+async def test_a_configuration_changed_by_hand_is_put_right(api: FakeKubeAPI) -> None:
+    await _with_secret(api)
+    async with _replica(api) as replica:
+        stored = api.objects[MUTATING][f"/{MUTATING_NAME}"]
+        [hook] = stored["webhooks"]
+        await api.put(MUTATING, {**stored, "webhooks": [{**hook, "failurePolicy": "Fail"}]})
+        replica.setup.installed.clear()
+        replica.setup.wake.set()  # as at a renewal: read back, and put right
+        await asyncio.wait_for(replica.setup.installed.wait(), 20)
+        assert _hook(api, MUTATING, MUTATING_NAME)["failurePolicy"] == "Ignore"
+        assert api.writes[-1] == ("update", MUTATING, MUTATING_NAME)
