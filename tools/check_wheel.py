@@ -6,9 +6,13 @@ time but the wheel leaves out breaks only them. This check:
    (the bundled queues.yaml, the .proto and the stub types) must be in the wheel;
 2. makes a fresh virtualenv with nothing in it, installs the wheel (and what it depends on, from the
    package index), and from a directory outside this tree (so nothing here can be imported)
-3. starts `pykorn core` from that virtualenv, reads its REST health check and its gRPC health service,
-   registers a resource manager without a configuration (the core then reads its bundled default
-   queues.yaml) and reads the partition that made, then stops it with SIGTERM.
+3. imports every entry point's modules (the core, the Kubernetes shim, the admission controller, the
+   fake RM) from it, so a dependency left out of the wheel's requirements fails here;
+4. starts `pykorn core` from it, reads its REST health check and its gRPC health service, registers a
+   resource manager without a configuration (the core then reads its bundled default queues.yaml) and
+   reads the partition that made, then stops it with SIGTERM;
+5. checks that nothing was written into the virtualenv meanwhile (run with the image's environment:
+   the image's root filesystem may be read-only, and only /tmp is writable there).
 Any step that fails ends the check with status 1 and says which.
 """
 
@@ -40,6 +44,9 @@ SKIPPED = {"__pycache__"}
 START_TIMEOUT = 60.0
 
 # Run by the installed wheel's Python: gRPC health, then a registration with no configuration.
+# Every module a `pykorn` command starts from (pykorn_cli imports them lazily, per command).
+ENTRY_MODULES = "core.server.daemon shim_k8s.main shim_k8s.admission_server shim_fake.scenario.command"
+IMPORTS = f"import importlib; [importlib.import_module(m) for m in {ENTRY_MODULES.split()!r}]"
 PROBE = """
 import asyncio, sys
 import grpc
@@ -84,6 +91,15 @@ def install(wheel: Path, where: Path) -> Path:
     return where / "bin"
 
 
+def snapshot(where: Path) -> dict[str, tuple[int, int]]:
+    """Every file of the install with its size and modification time."""
+    return {str(p): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in where.rglob("*")}
+
+
+def written(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    return sorted(path for path in after if before.get(path) != after[path])
+
+
 def wait_for_file(path: Path, process: subprocess.Popen[bytes]) -> str:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -100,6 +116,9 @@ def run_core(bin_dir: Path, work: Path) -> None:
     command = [str(bin_dir / "pykorn"), "core", "--listen", "127.0.0.1:0", "--port-file", str(port_file),
                "--rest-listen", "127.0.0.1:0", "--rest-port-file", str(rest_file)]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    (work / "tmp").mkdir()
+    env.update(PYTHONDONTWRITEBYTECODE="1", HOME=str(work / "tmp"), TMPDIR=str(work / "tmp"))  # the image's
+    subprocess.run([str(bin_dir / "python"), "-c", IMPORTS], check=True, cwd=work, env=env)
     core = subprocess.Popen(command, cwd=work, env=env)
     try:
         address = f"127.0.0.1:{wait_for_file(port_file, core)}"
@@ -132,12 +151,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pykorn-wheel-") as temp:
         work = Path(temp)
         try:
-            run_core(install(wheel, work / "venv"), work)
+            bin_dir = install(wheel, work / "venv")
+            before = snapshot(work / "venv")
+            run_core(bin_dir, work)
+            changed = written(before, snapshot(work / "venv"))
+            if changed:
+                raise RuntimeError(f"files written into the install at run time: {changed[:10]}")
         except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
             sys.stderr.write(f"wheel-check: {wheel.name}: {exc}\n")
             return 1
-    sys.stdout.write(f"wheel-check: {wheel.name} installs alone, its core starts, is healthy and "
-                     "serves the bundled default configuration\n")  # fmt: skip
+    sys.stdout.write(f"wheel-check: {wheel.name} installs alone, every command's modules import, its "
+                     "core starts, is healthy and serves the bundled default "
+                     "configuration, and nothing is written into the install\n")  # fmt: skip
     return 0
 
 
