@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -344,34 +344,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return validate_file(args.file, sys.stdout)
     if args.command == "k8s":
-        from shim_k8s.leader import LeadershipLost
-        from shim_k8s.main import ApiLimits, StartupError, run_shim
-
-        configure_logging(args.log_level, _json_flag(args.log_format), live=True)  # log.* from the ConfigMaps
-        tls = _client_tls(args)
-        election = _leader_election(args)
-        with contextlib.suppress(KeyboardInterrupt):
-            try:
-                asyncio.run(
-                    run_shim(
-                        args.core,
-                        args.kubeconfig,
-                        args.scheduler_name,
-                        args.namespace,
-                        args.rm_id,
-                        tls=tls,
-                        placeholder_image=args.placeholder_image,
-                        limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight),
-                        election=election,
-                        log_level=args.log_level,
-                        reconcile_period=args.reconcile_period,
-                        metrics_listen=args.metrics_listen,
-                    )
-                )
-            except (LeadershipLost, StartupError) as exc:  # the cluster's cause: exit 1, and say why
-                sys.stderr.write(f"pykorn k8s: {exc}\n")
-                return 1
-        return 0
+        return _run_k8s(args)
     if args.command == "admission":
         return _run_admission(args)
     if args.command == "status":
@@ -398,6 +371,43 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def _run_k8s(args: argparse.Namespace) -> int:
+    from shim_k8s.leader import LeadershipLost
+    from shim_k8s.main import ApiLimits, StartupError, run_shim
+
+    configure_logging(args.log_level, _json_flag(args.log_format), live=True)  # log.* from the ConfigMaps
+    tls = _client_tls(args)
+    election = _leader_election(args)
+
+    async def until_signalled() -> None:
+        stop = _stop_on_signals()
+        await run_shim(
+            args.core, args.kubeconfig, args.scheduler_name, args.namespace, args.rm_id, stop=stop, tls=tls,
+            placeholder_image=args.placeholder_image,
+            limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight), election=election,
+            log_level=args.log_level, reconcile_period=args.reconcile_period,
+            metrics_listen=args.metrics_listen,
+        )  # fmt: skip
+
+    try:
+        asyncio.run(until_signalled())
+    except (LeadershipLost, StartupError) as exc:  # the cluster's cause: exit 1, and say why
+        sys.stderr.write(f"pykorn k8s: {exc}\n")
+        return 1
+    return 0
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event SIGTERM and SIGINT set: a clean stop (bindings under way finish, the Lease is given up).
+    A handler of its own is needed: in a container the process is PID 1, to which the kernel delivers
+    no signal it has no handler for, so without one a pod would only stop at the SIGKILL."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
 def _run_admission(args: argparse.Namespace) -> int:
     from shim_k8s.admission_server import run_admission
     from shim_k8s.webhook_setup import SetupError
@@ -406,18 +416,19 @@ def _run_admission(args: argparse.Namespace) -> int:
         sys.stderr.write("pykorn admission: give --tls-cert and --tls-key together, or neither\n")
         return 2
     configure_logging(args.log_level, _json_flag(args.log_format))
-    with contextlib.suppress(KeyboardInterrupt):
-        try:
-            asyncio.run(
-                run_admission(
-                    args.port, args.tls_cert, args.tls_key, args.namespace, args.kubeconfig,
-                    core_rest=args.core_rest, bind=args.bind, core_rest_ca=args.core_rest_ca,
-                    secret=args.secret_name,
-                )
-            )  # fmt: skip
-        except SetupError as exc:  # the installation's cause: exit 1, and say why
-            sys.stderr.write(f"pykorn admission: {exc}\n")
-            return 1
+
+    async def until_signalled() -> None:
+        await run_admission(
+            args.port, args.tls_cert, args.tls_key, args.namespace, args.kubeconfig,
+            core_rest=args.core_rest, bind=args.bind, core_rest_ca=args.core_rest_ca,
+            secret=args.secret_name, stop=_stop_on_signals(),
+        )  # fmt: skip
+
+    try:
+        asyncio.run(until_signalled())
+    except SetupError as exc:  # the installation's cause: exit 1, and say why
+        sys.stderr.write(f"pykorn admission: {exc}\n")
+        return 1
     return 0
 
 

@@ -21,6 +21,7 @@ import datetime
 import json
 import ssl
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ Decide = Callable[[admission.Obj], Awaitable[dict[str, Any]]]
 CHECK_TIMEOUT = 10.0  # seconds the core may take to judge a configuration
 _SETUP_ERRORS: tuple[type[BaseException], ...] = (SetupError, ApiError, *TRANSPORT_ERRORS)
 SETUP_RETRY = 60.0  # seconds before a failed renewal or webhook update is tried again
+RECHECK_PERIOD = 3600.0  # seconds between readings of the webhook configurations (changed by hand?)
 
 
 class AdmissionServer:
@@ -208,8 +210,10 @@ class SelfSetup:
     installed: asyncio.Event = field(default_factory=asyncio.Event)  # set after each install
 
     async def start(self, server: AdmissionServer) -> None:
-        """The CAs and the serving certificate: before the server listens."""
+        """The CAs and the serving certificate, signed by a CA the API server already trusts: before
+        the server listens."""
         await self.manager.load_cas()
+        await self.manager.read_trusted()
         self._sign(server.controller.config.service_name)
 
     def _sign(self, service: str) -> None:
@@ -218,27 +222,45 @@ class SelfSetup:
         self.service = service
         log.info("admission serving certificate made", service=service, expires=serving.not_after.isoformat())
 
+    async def first_install(self, server: AdmissionServer) -> None:
+        """The webhook configurations, once the server listens (the API server may call it as soon as
+        they name it). What fails here is the installation's (a configuration missing that the role may
+        not create): SetupError, and the controller does not start."""
+        config = server.controller.config
+        await self.manager.install(self.service, config, server.cluster, force=True)
+        server.changed.clear()
+        self.installed.set()
+
     async def keep(self, server: AdmissionServer, stop: asyncio.Event) -> None:
-        """Install the webhooks, then keep them and the certificates current until stopped."""
+        """Install the webhooks, then keep them and the certificates current until stopped. Any failure
+        is logged and tried again shortly: the task never ends while the controller serves."""
+        next_check = time.monotonic() + RECHECK_PERIOD  # when the configurations are next read back
         while not stop.is_set():
             by_hand = self.wake.is_set()
             self.wake.clear()
             try:
                 renewing = self.manager.clock() >= self.manager.renewal_due()
                 if renewing:
-                    await self.manager.load_cas()
-                    self._sign(server.controller.config.service_name)
-                elif server.controller.config.service_name != self.service:
-                    self._sign(server.controller.config.service_name)
+                    await self.manager.load_cas()  # the expiring CA replaced in the Secret
                 server.changed.clear()
                 config, cluster = server.controller.config, server.cluster
-                # Read back at each renewal (and when woken by hand): a configuration someone changed
-                # or removed is put right then; in between, only a change of ours is written.
-                await self.manager.install(self.service, config, cluster, force=renewing or by_hand)
+                checking = renewing or by_hand or time.monotonic() >= next_check
+                if checking:
+                    next_check = time.monotonic() + RECHECK_PERIOD
+                # The certificate first, signed by a CA the installed bundle holds (at a renewal, the one
+                # that stays: the new CA signs only from the next renewal on, long after its bundle is
+                # everywhere); then the bundle and the Service's name.
+                if renewing or config.service_name != self.service:
+                    self._sign(config.service_name)
+                await self.manager.install(self.service, config, cluster, force=checking)
                 self.installed.set()
                 wait = (self.manager.renewal_due() - self.manager.clock()).total_seconds()
+                wait = min(wait, next_check - time.monotonic())
             except _SETUP_ERRORS as exc:
                 log.warning("admission set-up not current; tried again shortly", error=str(exc) or repr(exc))
+                wait = SETUP_RETRY
+            except Exception:  # a fault of ours: said in full, and tried again rather than left dead
+                log.exception("admission set-up failed; tried again shortly")
                 wait = SETUP_RETRY
             await _first_of(stop, server.changed, self.wake, timeout=max(wait, 0.0))
 
@@ -305,6 +327,7 @@ async def run_admission(
         bound = runner.addresses[0][1]  # the port chosen, when `port` is 0
         log.info("admission controller serving", port=bound, namespace=namespace, managed=setup is not None)
         if setup is not None:  # once it serves: the API server may call it as soon as it is registered
+            await setup.first_install(server)
             keeper = asyncio.create_task(setup.keep(server, stop))
         if on_ready is not None:
             on_ready(bound)

@@ -88,7 +88,9 @@ def make_serving(
     ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
     key = ec.generate_private_key(ec.SECP256R1())
     not_after = min(now + SERVING_LIFETIME, ca_cert.not_valid_after_utc)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[-1])])
+    # A short name of its own: the Service's names (a CN holds at most 64 characters) are in the SANs,
+    # which is all a client checks.
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pykorn-admission")])
     cert = (
         _builder(subject, ca_cert.subject, key.public_key(), now, not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)

@@ -7,12 +7,18 @@ serving certificate, and its MutatingWebhookConfiguration and ValidatingWebhookC
   (6 and 12 months), so the two never expire together. Writes carry the resourceVersion read: when
   another replica wrote first (409 Conflict) this one reads again and takes what it wrote, so replicas
   share one pair of CAs without fighting.
-- **The serving certificate** is made by each replica in memory, signed by the CA that expires last,
-  for the Service's names (`admissionController.webHook.amServiceName`, YuniKorn's
-  `yunikorn-admission-controller-service` by default).
-- **The webhook configurations** carry both CAs as their bundle; each is created when missing and
-  updated (with its resourceVersion; a conflict reads it again) only when it differs from what it
-  should be, so replicas agreeing on the CAs agree on the configuration and write nothing.
+- **The serving certificate** is made by each replica in memory, for the Service's names
+  (`admissionController.webHook.amServiceName`, YuniKorn's `yunikorn-admission-controller-service` by
+  default), signed by the CA that expires last **among those the API server already trusts** (the
+  bundle in the webhook configuration before this change): a CA just made signs only from the next
+  renewal on, months after its bundle was installed, so no replica ever serves a certificate an API
+  server cannot verify yet.
+- **The webhook configurations** carry both CAs as their bundle. deploy/kubernetes ships both empty,
+  so the role needs no `create` (which could not be limited to their names): each is updated (with
+  its resourceVersion; a conflict reads it again) only when it differs from what it should be, so
+  replicas agreeing on the CAs agree on the configuration and write nothing; one that is missing is
+  created when the role allows it. They are read back every hour and at each renewal, and put right
+  when someone changed them; in between only a change of the controller's own is written.
   Failure policy `Ignore` and side effects `None`, as YuniKorn's: a controller that is down never
   blocks a pod or a ConfigMap. The validating webhook is limited to the scheduler's namespace, where
   the ConfigMaps it checks live. The mutating one sees every namespace: the controller refuses a
@@ -21,7 +27,7 @@ serving certificate, and its MutatingWebhookConfiguration and ValidatingWebhookC
   (namespaces named exactly, less those whose `namespace.enableYuniKorn` annotation is "true").
 - **Rotation:** `renewal_due()` is when the first CA comes within 90 days of its expiry or the serving
   certificate within 30 days of its own; then the CAs are loaded again (the expiring one replaced),
-  the serving certificate made again and the bundle updated.
+  the serving certificate made again (by the CA that stays) and the bundle updated.
 """
 
 from __future__ import annotations
@@ -85,6 +91,7 @@ class WebhookManager:
     cas: tuple[CertificateAuthority, CertificateAuthority] | None = None
     serving: ServingCertificate | None = None
     installed: dict[str, Obj] | None = None  # what the last install made sure of
+    trusted: bytes | None = None  # the CA bundle the API server has (None: no webhook installed yet)
 
     # The CAs ------------------------------------------------------------------------------------
     async def load_cas(self) -> tuple[CertificateAuthority, CertificateAuthority]:
@@ -142,10 +149,29 @@ class WebhookManager:
         assert self.cas is not None, "load_cas() first"
         return self.cas[0].cert_pem + self.cas[1].cert_pem
 
+    async def read_trusted(self) -> bytes | None:
+        """The CA bundle of the mutating webhook configuration as it stands, or None without one."""
+        try:
+            current = await self.http.request("GET", f"{WEBHOOK_PATHS['mutating']}/{MUTATING_NAME}")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise SetupError(f"reading the mutating webhook configuration {MUTATING_NAME}: {exc}") from None
+        hooks = current.get("webhooks") or [{}]
+        bundle = str((hooks[0].get("clientConfig") or {}).get("caBundle") or "")
+        self.trusted = base64.b64decode(bundle) if bundle else None
+        return self.trusted
+
     # The serving certificate ----------------------------------------------------------------------
     def make_serving(self, service: str) -> ServingCertificate:
+        """Signed by the CA that expires last among those the API server trusts (any of ours when it
+        trusts none yet, as before the first install: nothing calls the webhook then)."""
         assert self.cas is not None, "load_cas() first"
-        best = max(self.cas, key=lambda ca: ca.not_after)
+        trusted = [ca for ca in self.cas if self.trusted is not None and ca.cert_pem in self.trusted]
+        if self.trusted and not trusted:
+            log.warning("no CA of the Secret is in the installed bundle: serving with the newest until "
+                        "the bundle is updated")  # fmt: skip
+        best = max(trusted or self.cas, key=lambda ca: ca.not_after)
         self.serving = make_serving(best, service_names(service, self.namespace), self.clock())
         return self.serving
 
@@ -171,7 +197,7 @@ class WebhookManager:
         written = 0
         for kind, wanted in desired.items():
             written += await self._install_one(kind, wanted)
-        self.installed = desired
+        self.installed, self.trusted = desired, self.bundle
         return written
 
     async def _install_one(self, kind: str, wanted: Obj) -> int:
@@ -185,7 +211,7 @@ class WebhookManager:
                     raise SetupError(f"reading the {kind} webhook configuration {name}: {exc}") from None
                 current = None
             try:
-                if current is None:
+                if current is None:  # not applied with deploy/kubernetes: made, if the role allows it
                     await self.http.request("POST", WEBHOOK_PATHS[kind], wanted, answer=False)
                 elif _differs(current, wanted):
                     meta = {
@@ -203,7 +229,10 @@ class WebhookManager:
             except ApiError as exc:
                 if exc.status in (404, 409):  # changed or removed under us: read it again
                     continue
-                raise SetupError(f"writing the {kind} webhook configuration {name}: {exc}") from None
+                missing = (
+                    " (it does not exist: apply deploy/kubernetes, which makes it)" if current is None else ""
+                )
+                raise SetupError(f"writing the {kind} webhook configuration {name}{missing}: {exc}") from None
             log.info("webhook configuration written", kind=kind, name=name, created=current is None)
             return 1
         raise SetupError(f"the {kind} webhook configuration {name} kept changing; gave up")
@@ -286,7 +315,10 @@ def mutating_selector(config: AdmissionConfig, cluster: Cluster) -> Obj:
     processed = _literal_names(config.process_namespaces)
     if processed:
         wanted = sorted((set(processed) | enabled) - (set(bypassed or []) - enabled))
-        expressions.append({"key": "kubernetes.io/metadata.name", "operator": "In", "values": wanted})
+        if wanted:
+            expressions.append({"key": "kubernetes.io/metadata.name", "operator": "In", "values": wanted})
+        else:  # every processed namespace is bypassed: none (an empty In is refused by the API server)
+            expressions.append({"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"})
     return {"matchExpressions": expressions} if expressions else {}
 
 

@@ -234,6 +234,9 @@ class FakeKubeAPI:
             if request.match_info.get("ns"):
                 meta["namespace"] = request.match_info["ns"]
             name = meta.get("name", "")
+            invalid = _default_and_validate(kind, obj)
+            if invalid:
+                return _status(422, "Invalid", f'{kind} "{name}" is invalid: {invalid}', kind, name)
             async with self.changed:
                 if self._stored_key(request, name) in self.objects[kind]:
                     return _status(409, "AlreadyExists", f'{kind} "{name}" already exists', kind, name)
@@ -251,6 +254,9 @@ class FakeKubeAPI:
             meta = obj.setdefault("metadata", {})
             if request.match_info.get("ns"):
                 meta["namespace"] = request.match_info["ns"]
+            invalid = _default_and_validate(kind, obj)
+            if invalid:
+                return _status(422, "Invalid", f'{kind} "{name}" is invalid: {invalid}', kind, name)
             if kind in self.hold_updates:
                 await self.hold_updates[kind].wait()
             async with self.changed:
@@ -582,6 +588,37 @@ class FakeKubeAPI:
         if request.query.get("full"):
             body["times"] = {n: [self.made_at[n], self.bound_at.get(n)] for n in made}
         return web.json_response(body)
+
+
+def _default_and_validate(kind: str, obj: Obj) -> str:
+    """As the API server does for admissionregistration.k8s.io/v1 webhook configurations: the defaults
+    filled in (so a client that compares what it reads with what it wants must give them itself), and
+    the checks a client may trip over refused with the field at fault ("" when valid)."""
+    if not kind.endswith("webhookconfigurations"):
+        return ""
+    for i, hook in enumerate(obj.get("webhooks") or []):
+        if hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
+            return f"webhooks[{i}].sideEffects: Required value: must be None or NoneOnDryRun"
+        if not hook.get("admissionReviewVersions"):
+            return f"webhooks[{i}].admissionReviewVersions: Required value"
+        hook.setdefault("failurePolicy", "Fail")
+        hook.setdefault("matchPolicy", "Equivalent")
+        hook.setdefault("namespaceSelector", {})
+        hook.setdefault("objectSelector", {})
+        hook.setdefault("timeoutSeconds", 10)
+        if kind.startswith("mutating"):
+            hook.setdefault("reinvocationPolicy", "Never")
+        service = (hook.get("clientConfig") or {}).get("service")
+        if service is not None:
+            service.setdefault("port", 443)
+        for rule in hook.get("rules") or []:
+            rule.setdefault("scope", "*")
+        for selector in ("namespaceSelector", "objectSelector"):
+            for expression in hook[selector].get("matchExpressions") or []:
+                if expression.get("operator") in ("In", "NotIn") and not expression.get("values"):
+                    return (f"webhooks[{i}].{selector}.matchExpressions.values: Required value: must be "
+                            "specified when `operator` is 'In' or 'NotIn'")  # fmt: skip
+    return ""
 
 
 def _status(code: int, reason: str, message: str, kind: str, name: str) -> web.Response:

@@ -21,6 +21,10 @@ from tests.integration.manifests import ADMISSION_SA, DEPLOY, NAMESPACE, SCHEDUL
 ROOT = DEPLOY.parent.parent
 OVERLAYS = {"base": DEPLOY, "ha": DEPLOY / "overlays" / "ha", "rest-tls": DEPLOY / "overlays" / "rest-tls"}
 Obj = dict[str, Any]
+CLUSTER_SCOPED = {
+    "Namespace", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+}  # fmt: skip
 
 
 def _model(obj: Obj) -> Any:
@@ -52,12 +56,13 @@ def test_every_rendered_object_is_read_whole_by_the_official_models(overlay: str
     objects = render(OVERLAYS[overlay])
     assert {o["kind"] for o in objects} >= {
         "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-        "ConfigMap", "Secret", "Deployment", "Service",
+        "ConfigMap", "Secret", "Deployment", "Service", "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
     }  # fmt: skip
     sanitize = client.ApiClient().sanitize_for_serialization
     for obj in objects:
         assert sanitize(_model(obj)) == obj, f"{obj['kind']} {obj['metadata']['name']} not read whole"
-        if obj["kind"] != "Namespace" and not obj["kind"].startswith("Cluster"):
+        if obj["kind"] not in CLUSTER_SCOPED:
             assert obj["metadata"]["namespace"] == NAMESPACE
 
 

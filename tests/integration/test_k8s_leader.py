@@ -130,3 +130,30 @@ async def test_the_standby_takes_over_when_the_leader_is_killed(
         if standby is not None:
             await asyncio.wait_for(standby, 15)
     assert api.lease_holder("pykorn") == ""  # given up on its clean stop
+
+
+async def test_sigterm_stops_a_leading_replica_cleanly_and_gives_the_lease_up(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    """What a pod's stop sends: the process (PID 1 in its container, where a signal without a handler is
+    not delivered) stops at once, gives the Lease up and exits 0, so a standby takes over without
+    waiting out the lease duration (an hour here)."""
+    await api.put("nodes", node("n1", memory="64Gi"))
+    leader = subprocess.Popen(  # noqa: ASYNC220 - a real replica, stopped by a signal below
+        [sys.executable, "-m", "pykorn_cli", "k8s", "--core", core_address, "--kubeconfig",
+         api.kubeconfig(SCHEDULER_SA), "--rm-id", rm_id, "--leader-elect", "--leader-elect-identity",
+         "replica-1", "--leader-elect-lease-duration", "1h", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        await _until(lambda: api.lease_holder("pykorn") == "replica-1", "replica-1 leading", timeout=60)
+        await api.put("pods", pod("web"))
+        await _until(lambda: len(api.bindings) == 1, "the leader binding web", timeout=60)
+        leader.send_signal(signal.SIGTERM)
+        await _until(lambda: api.lease_holder("pykorn") == "", "the lease given up", timeout=30)
+        await _until(lambda: leader.poll() is not None, "the process exiting", timeout=30)
+        assert leader.returncode == 0
+    finally:
+        if leader.poll() is None:
+            leader.kill()
+            leader.wait(10)

@@ -86,6 +86,8 @@ def test_the_roles_grant_what_the_code_calls_and_no_more() -> None:
         "PUT",
         "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/pykorn-admission-controller-mutations",
     )
+    # No `create` of webhook configurations (it cannot be limited to names): deploy/kubernetes ships them.
+    assert not may(admission, "POST", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations")
     assert not may(admission, "GET", "/api/v1/pods")
     assert not may(admission, "POST", "/api/v1/namespaces/team-a/pods/web/binding")
 
@@ -179,3 +181,26 @@ async def test_the_shim_serves_its_probes_as_a_standby_too(
     finally:
         stop.set()
         await asyncio.wait_for(shim, 15)
+
+
+async def test_an_admission_role_without_update_on_its_secret_stops_the_start_with_the_reason(
+    api: FakeKubeAPI,
+) -> None:
+    """The controller cannot keep its CAs: it does not serve half set up, it says why and exits."""
+    from shim_k8s.admission_server import run_admission
+    from shim_k8s.webhook_setup import SECRET_NAME, SetupError
+    from tests.integration.manifests import find
+
+    assert api.rbac is not None
+    api.rbac = api.rbac.without("pykorn-admission", "secrets", "update")
+    api.forbidden_expected = True
+    await api.put("secrets", find(render(), "Secret", SECRET_NAME))
+    try:
+        await asyncio.wait_for(
+            run_admission(0, None, None, kubeconfig=api.kubeconfig(ADMISSION_SA), bind="127.0.0.1"), 20
+        )
+        raise AssertionError("started without being able to write its Secret")
+    except SetupError as exc:
+        assert f"writing the Secret yunikorn/{SECRET_NAME}: 403" in str(exc)
+        assert "cannot update resource" in str(exc)
+    assert {(w.verb, w.resource, w.name) for _, w in api.forbidden} == {("update", "secrets", SECRET_NAME)}

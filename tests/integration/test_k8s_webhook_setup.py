@@ -19,12 +19,13 @@ from typing import Any
 
 import aiohttp
 from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import DNSName
 from cryptography.x509.verification import PolicyBuilder, Store
 
 from shim_k8s.admission_server import SelfSetup, run_admission
 from shim_k8s.certificates import make_ca
-from shim_k8s.webhook_setup import MUTATING_NAME, SECRET_NAME, VALIDATING_NAME
+from shim_k8s.webhook_setup import MUTATING_NAME, SECRET_NAME, VALIDATING_NAME, SetupError
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.manifests import ADMISSION_SA, find, render
 
@@ -48,9 +49,13 @@ class Clock:
 
 
 async def _with_secret(api: FakeKubeAPI, data: dict[str, str] | None = None) -> None:
-    """The Secret as deploy/kubernetes ships it (empty), or with `data`."""
-    secret = find(render(), "Secret", SECRET_NAME)
+    """What deploy/kubernetes ships for the controller: its Secret (empty, or with `data`) and its two
+    webhook configurations (empty)."""
+    objects = render()
+    secret = find(objects, "Secret", SECRET_NAME)
     await api.put("secrets", {**secret, "data": data} if data else secret)
+    await api.put(MUTATING, find(objects, "MutatingWebhookConfiguration", MUTATING_NAME))
+    await api.put(VALIDATING, find(objects, "ValidatingWebhookConfiguration", VALIDATING_NAME))
 
 
 @asynccontextmanager
@@ -215,11 +220,14 @@ async def test_a_ca_about_to_expire_is_replaced_at_start(api: FakeKubeAPI) -> No
 
 
 async def test_the_certificates_are_rotated_when_the_clock_reaches_the_renewal(api: FakeKubeAPI) -> None:
+    """The expiring CA is replaced and the bundle updated; the new serving certificate is signed by the
+    CA that stays, so both the bundle the API servers had and the new one trust it."""
     await _with_secret(api)
     clock = Clock()
     async with _replica(api, clock) as replica:
         first_bundle = _bundle(api)
         before = await _served_certificate(replica.port, first_bundle)
+        staying = x509.load_pem_x509_certificate(_secret_data(api)["ca2.crt"])
         due = replica.setup.manager.renewal_due()
         # The first CA expires in about six months: its renewal comes 90 days before that.
         assert datetime.timedelta(days=85) < due - clock.now < datetime.timedelta(days=95)
@@ -228,13 +236,19 @@ async def test_the_certificates_are_rotated_when_the_clock_reaches_the_renewal(a
         replica.setup.wake.set()  # the timer's wait, ended as the clock says it would have
         await asyncio.wait_for(replica.setup.installed.wait(), 20)
         data = _secret_data(api)
-        assert data["ca1.crt"] not in first_bundle and data["ca2.crt"] in first_bundle
+        assert data["ca1.crt"] not in first_bundle and data["ca2.crt"] == staying.public_bytes(Encoding.PEM)
         assert _bundle(api) == data["ca1.crt"] + data["ca2.crt"]
-        after = await _served_certificate(
-            replica.port, _bundle(api), at=clock.now
-        )  # the new bundle trusts it
-        assert after.serial_number != before.serial_number
-        assert after.issuer == x509.load_pem_x509_certificate(data["ca1.crt"]).subject
+        for bundle in (first_bundle, _bundle(api)):  # an API server not yet told, and one told
+            after = await _served_certificate(replica.port, bundle, at=clock.now)
+        assert after.serial_number != before.serial_number and after.issuer == staying.subject
+        # At the next renewal the CA made now signs: its bundle has been installed for months by then.
+        clock.now = replica.setup.manager.renewal_due() + datetime.timedelta(seconds=1)
+        second_bundle = _bundle(api)
+        replica.setup.installed.clear()
+        replica.setup.wake.set()
+        await asyncio.wait_for(replica.setup.installed.wait(), 20)
+        later = await _served_certificate(replica.port, second_bundle, at=clock.now)
+        assert later.issuer == x509.load_pem_x509_certificate(data["ca1.crt"]).subject
 
 
 async def _both_read_the_secret_then_write(api: FakeKubeAPI, release: asyncio.Event) -> None:
@@ -256,12 +270,13 @@ async def test_two_replicas_share_one_secret_without_fighting(api: FakeKubeAPI) 
             stack.enter_async_context(_replica(api)), stack.enter_async_context(_replica(api))
         )
         await racing
-        assert api.conflicts == [("secrets", SECRET_NAME)]  # the loser read again and took the winner's
+        # The loser read again and took the winner's (as for the webhook configurations, if they raced).
+        assert [c for c in api.conflicts if c[0] == "secrets"] == [("secrets", SECRET_NAME)]
         secret_updates = [w for w in api.writes if w[1] == "secrets"]
         assert secret_updates == [("update", "secrets", SECRET_NAME)]
         webhook_writes = [w for w in api.writes if w[1] in (MUTATING, VALIDATING)]
-        assert sorted(webhook_writes) == [("create", MUTATING, MUTATING_NAME),
-                                          ("create", VALIDATING, VALIDATING_NAME)]  # fmt: skip
+        assert sorted(webhook_writes) == [("update", MUTATING, MUTATING_NAME),
+                                          ("update", VALIDATING, VALIDATING_NAME)]  # fmt: skip
         for replica in (one, two):  # each one's certificate is trusted by the one bundle
             await _served_certificate(replica.port, _bundle(api))
         # Told to look again, neither writes: they agree on what the configurations should say.
@@ -291,13 +306,27 @@ async def test_with_bypass_auth_the_bypassed_namespaces_are_left_out_of_the_webh
 
 
 async def test_a_missing_secret_stops_the_start_with_the_reason(api: FakeKubeAPI) -> None:
-    from shim_k8s.webhook_setup import SetupError
-
     try:
         async with _replica(api):
             raise AssertionError("started without its Secret")
     except SetupError as exc:
         assert "pykorn-admission-certs does not exist" in str(exc)
+
+
+async def test_a_missing_webhook_configuration_the_role_may_not_create_stops_the_start(
+    api: FakeKubeAPI,
+) -> None:
+    """The role has no `create` on webhook configurations (it could not be limited to names): one that
+    was not applied is said, and the controller does not run without its webhooks."""
+    api.forbidden_expected = True
+    secret = find(render(), "Secret", SECRET_NAME)
+    await api.put("secrets", secret)
+    try:
+        async with _replica(api):
+            raise AssertionError("started without its webhook configurations")
+    except SetupError as exc:
+        assert "it does not exist: apply deploy/kubernetes" in str(exc) and "403" in str(exc)
+    assert {(w.verb, w.resource) for _, w in api.forbidden} == {("create", VALIDATING)}
 
 
 async def test_a_configuration_changed_by_hand_is_put_right(api: FakeKubeAPI) -> None:

@@ -60,3 +60,11 @@ def test_with_bypass_auth_namespaces_named_exactly_become_the_selector() -> None
 def test_a_real_regular_expression_is_left_to_the_controller() -> None:
     config = _config(bypass_auth=True, bypass_namespaces=["^kube-"], process_namespaces=["team"])
     assert mutating_selector(config, Cluster()) == {}
+
+
+def test_processed_namespaces_all_bypassed_select_none_rather_than_an_empty_list() -> None:
+    """An `In` with no values is refused by the API server: a selector that matches no namespace."""
+    config = _config(bypass_auth=True, process_namespaces=["^a$"], bypass_namespaces=["^a$"])
+    left_out = {"key": NAME, "operator": "NotIn", "values": ["a"]}
+    none = {"key": NAME, "operator": "DoesNotExist"}
+    assert mutating_selector(config, Cluster()) == {"matchExpressions": [left_out, none]}
