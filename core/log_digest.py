@@ -36,7 +36,7 @@ class RejectionDigest:
         kind = reason
         for item_id in ids:
             if item_id:
-                kind = kind.replace(item_id, "<id>")
+                kind = _take_out(kind, item_id)
         entry = self._kinds.get((what, kind))
         if entry is None:
             entry = self._kinds[(what, kind)] = _Kind()
@@ -57,6 +57,41 @@ class RejectionDigest:
                 **bound,
             )
         self._kinds.clear()
+
+
+_SEPARATORS = ".:/"  # join parts of one name (a queue `root.a`, a path), or end a phrase
+
+
+def _is_name_char(char: str) -> bool:
+    return char.isalnum() or char in "_-"
+
+
+def _take_out(text: str, item_id: str) -> str:
+    """`text` with `item_id` replaced by <id> where it stands as a name of its own, not inside a longer
+    one: an application `a` must not take the letter out of "already" or of the queue `root.a.b`.
+    A separator followed by a name character joins (`a.b`); one followed by anything else ends a
+    phrase ("application a: ..."). Without a regular expression: this runs once per refused item."""
+    if item_id not in text:
+        return text
+    out, start, size = [], 0, len(item_id)
+    found = text.find(item_id)
+    while found >= 0:
+        before, after = found - 1, found + size
+        joined_before = before >= 0 and (
+            _is_name_char(text[before])
+            or (text[before] in _SEPARATORS and before >= 1 and _is_name_char(text[before - 1]))
+        )
+        joined_after = after < len(text) and (
+            _is_name_char(text[after])
+            or (text[after] in _SEPARATORS and after + 1 < len(text) and _is_name_char(text[after + 1]))
+        )
+        if not joined_before and not joined_after:
+            out.append(text[start:found])
+            out.append("<id>")
+            start = after
+        found = text.find(item_id, max(start, found + 1))
+    out.append(text[start:])
+    return "".join(out)
 
 
 @dataclass

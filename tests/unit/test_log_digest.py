@@ -69,3 +69,16 @@ def test_a_forgotten_rm_starts_again_with_a_full_bucket() -> None:
             limiter.warn(_logger(), "x", "rm-1")
     assert len(lines) == 4
     assert all("suppressedBefore" not in line for line in lines)
+
+
+def test_a_one_letter_id_is_taken_out_where_it_stands_alone_not_from_every_word() -> None:
+    digest = RejectionDigest()
+    digest.add(("a", "b"), "ask b of application a: application a is already completed", "allocations")
+    digest.add(("x", "b"), "ask b of application x: application x is already completed", "allocations")
+    digest.add(("a.b",), "queue a.b is a leaf: app a is elsewhere", "applications")
+    with capture_logs() as lines:
+        digest.log(WarningLimiter(clock=Clock()), _logger(), "rm-1")
+    assert [(line["reason"], line["count"]) for line in lines] == [
+        ("ask <id> of application <id>: application <id> is already completed", 2),
+        ("queue <id> is a leaf: app a is elsewhere", 1),
+    ]
