@@ -63,13 +63,18 @@ class Limits:
     # it, items are rejected with a "retry" reason instead of queueing without bound. 0 turns it off.
     rate_items_per_second: float = 50_000.0
     rate_burst: int = 250_000
-    # Responses the core has queued on one stream and its RM has not read yet, in messages and in
-    # bytes. A reading RM keeps this near zero (one message per engine step and stream); a burst of
-    # 200,000 allocations is a few tens of MiB. Past either bound the stream is cut with
-    # RESOURCE_EXHAUSTED, the queue is freed, and the RM's state waits out the grace period as for any
-    # dropped stream: one RM that stops reading cannot make the core's memory grow without end.
+    # Responses the core has queued on one stream and its RM has not read yet (core.response_stream).
+    # A reading RM keeps this near zero (one message per engine step and stream). Bytes are the
+    # responses' wire size; held in memory they take about four times that. Per stream: over
+    # `max_unread_response_bytes` for `unread_grace_seconds` (a burst that is being read passes), or
+    # over four times it, or over `max_unread_responses` messages, the stream is cut with
+    # RESOURCE_EXHAUSTED and its queue freed; its RM's state waits out the grace period as for any
+    # dropped stream. Over every stream together, past `max_unread_response_bytes_total` the streams
+    # furthest behind are cut: however many RMs stop reading, the core's memory stays bounded.
     max_unread_responses: int = 10_000
-    max_unread_response_bytes: int = 256 * 1024 * 1024
+    max_unread_response_bytes: int = 8 * 1024 * 1024
+    unread_grace_seconds: float = 5.0
+    max_unread_response_bytes_total: int = 64 * 1024 * 1024
 
     def clip(self, text: str) -> str:
         """`text` as it may be echoed back: an over-long ID is cut, so a rejection stays small."""

@@ -18,7 +18,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
@@ -42,6 +41,7 @@ from core.limits import DEFAULT_LIMITS, Limits, TokenBucket, config_size_problem
 from core.log_digest import RejectionDigest, WarningLimiter
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
+from core.response_stream import Backlogs, ResponseStream, StreamKind
 from core.results import ResultBatch
 from core.si_inbound import (
     BadItem,
@@ -81,82 +81,19 @@ class CoreStopping(RuntimeError):
     """The core is shutting down; the server answers UNAVAILABLE, which an RM retries."""
 
 
-class StreamKind(StrEnum):
-    ALLOCATION = "allocation"
-    APPLICATION = "application"
-    NODE = "node"
-
-
-_END = None  # queued on a ResponseStream to end it
-
-
-@dataclass(eq=False)
-class ResponseStream:
-    """The outbound half of one bidirectional call: the responses queued for it, bounded.
-
-    The transport takes them one by one (`next`) and writes each. An RM that stops reading blocks that
-    write, and the queue grows: past `max_messages` or `max_bytes` unread, the stream is cut. Its
-    queue is freed at once and `on_cut` tells the transport to stop the write and end the call with
-    RESOURCE_EXHAUSTED and `cut` as the details.
-    """
-
-    kind: StreamKind
-    max_messages: int = 0  # 0: unbounded
-    max_bytes: int = 0
-    queue: asyncio.Queue[tuple[Any, int]] = field(default_factory=asyncio.Queue)
-    rm_id: str = ""
-    closed: bool = False
-    unread_bytes: int = 0
-    cut: str = ""  # why the stream was cut; empty while it is not
-    on_cut: Callable[[], object] | None = None
-
-    def send(self, message: Any) -> None:
-        if self.closed:
-            return
-        size = message.ByteSize() if self.max_bytes else 0
-        self.unread_bytes += size
-        self.queue.put_nowait((message, size))
-        unread = self.queue.qsize()
-        if (self.max_messages and unread > self.max_messages) or (
-            self.max_bytes and self.unread_bytes > self.max_bytes
-        ):
-            self._cut(unread)
-
-    def _cut(self, unread: int) -> None:
-        self.cut = (
-            f"response backlog of {unread:,} messages ({self.unread_bytes:,} bytes) not read, over the "
-            "limit (max_unread_responses, max_unread_response_bytes): read the stream as the core writes "
-            "it; reconnect and register again to carry on"
-        )
-        self.closed = True
-        while not self.queue.empty():  # the memory is the point: free it now, not when the call ends
-            self.queue.get_nowait()
-        self.unread_bytes = 0
-        self.queue.put_nowait((_END, 0))
-        if self.on_cut is not None:
-            self.on_cut()
-
-    def end(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.queue.put_nowait((_END, 0))
-
-    async def next(self) -> Any:
-        """The next response, or None once the stream has ended (or was cut)."""
-        message, size = await self.queue.get()
-        self.unread_bytes -= size
-        return message
-
-
 @dataclass
 class _RMRoute:
     current: dict[StreamKind, ResponseStream] = field(default_factory=dict)
     asks: AskCache = field(default_factory=AskCache)  # the messages of its asks the core has not answered
     # Items per second on each kind of stream (Limits.rate_items_per_second).
     rates: dict[StreamKind, TokenBucket] = field(default_factory=dict)
-    backlog: dict[StreamKind, deque[Any]] = field(
+    # Responses held while no stream of their kind is open (a reconnect within the grace period gets
+    # them), with their sizes, bounded in messages (BACKLOG_LIMIT) and in bytes
+    # (Limits.max_unread_response_bytes_total: generous, as what is dropped here is lost to the RM).
+    backlog: dict[StreamKind, deque[tuple[Any, int]]] = field(
         default_factory=lambda: {k: deque(maxlen=BACKLOG_LIMIT) for k in StreamKind}
     )
+    backlog_bytes: dict[StreamKind, int] = field(default_factory=lambda: dict.fromkeys(StreamKind, 0))
 
 
 class RMProxy:
@@ -177,6 +114,7 @@ class RMProxy:
         self._submit = submit
         self._routes: dict[str, _RMRoute] = {}
         self._streams: set[ResponseStream] = set()
+        self.backlogs = Backlogs(limits.max_unread_response_bytes_total)  # unread, over every stream
         # An RM whose last stream closed keeps its state this long (a network blip, a shim restarting
         # its streams); if none of its streams is back by then, its partitions are removed.
         self.grace_period = grace_period
@@ -344,7 +282,10 @@ class RMProxy:
     # Streams ----------------------------------------------------------------------------------
     def open_stream(self, kind: StreamKind) -> ResponseStream:
         limits = self.limits
-        stream = ResponseStream(kind, limits.max_unread_responses, limits.max_unread_response_bytes)
+        stream = ResponseStream(
+            kind, limits.max_unread_responses, limits.max_unread_response_bytes, limits.unread_grace_seconds,
+            self.backlogs,
+        )  # fmt: skip
         if self._stopping:
             stream.end()  # opened during the shutdown: ended at once, cleanly
             return stream
@@ -420,7 +361,8 @@ class RMProxy:
             route.current[stream.kind] = stream
             backlog = route.backlog[stream.kind]
             while backlog:
-                stream.send(backlog.popleft())
+                stream.send(backlog.popleft()[0])
+            route.backlog_bytes[stream.kind] = 0
         return None
 
     def _route(self, rm_id: str, kind: StreamKind, message: Any) -> None:
@@ -431,10 +373,19 @@ class RMProxy:
         if stream is not None and not stream.closed:
             stream.send(message)
             return
-        backlog = route.backlog[kind]
+        backlog, size = route.backlog[kind], message.ByteSize()
+        dropped = 0
         if len(backlog) == backlog.maxlen:
-            log.warning("response backlog full, dropping the oldest", rmID=rm_id, stream=kind.value)
-        backlog.append(message)
+            route.backlog_bytes[kind] -= backlog[0][1]  # the deque drops it on the append below
+            dropped += 1
+        backlog.append((message, size))
+        route.backlog_bytes[kind] += size
+        while len(backlog) > 1 and route.backlog_bytes[kind] > self.limits.max_unread_response_bytes_total:
+            route.backlog_bytes[kind] -= backlog.popleft()[1]
+            dropped += 1
+        if dropped:
+            log.warning("response backlog full, dropping the oldest", rmID=rm_id, stream=kind.value,
+                        dropped=dropped, heldBytes=route.backlog_bytes[kind])  # fmt: skip
 
     # Inbound ------------------------------------------------------------------------------------
     def on_allocation_request(self, msg: si_pb2.AllocationRequest, stream: ResponseStream) -> None:

@@ -7,6 +7,8 @@ message was kept (AskCache), which costs far less than building a new one.
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.ask_cache import AskCache
 from core.objects.allocation import Allocation
 from core.resources import Resource
@@ -136,3 +138,34 @@ def node_rejections(items: list[tuple[str, str]]) -> si_pb2.NodeResponse:
     return si_pb2.NodeResponse(
         rejected=[si_pb2.RejectedNode(nodeID=node_id, reason=reason) for node_id, reason in items]
     )
+
+
+def split_response(message: Any, limit: int = 4 * 1024 * 1024 - 64 * 1024) -> list[Any]:
+    """A response of repeated items as several of the same type, each at most `limit` bytes, the items
+    in their order (each field's items in turn, in the fields' order): what one message said, for a
+    client whose receive limit is lower. An item larger than the limit goes alone in its own part."""
+    parts: list[Any] = []
+    current, size = type(message)(), 0
+    for descriptor in sorted(message.DESCRIPTOR.fields, key=lambda f: f.number):
+        if not descriptor.is_repeated:  # none today: carried by the first part
+            if message.HasField(descriptor.name):
+                getattr(current, descriptor.name).CopyFrom(getattr(message, descriptor.name))
+            continue
+        for item in getattr(message, descriptor.name):
+            item_size = item.ByteSize()
+            framed = item_size + 1 + _varint_length(item_size)  # its tag (field numbers < 16) and length
+            if size and size + framed > limit:
+                parts.append(current)
+                current, size = type(message)(), 0
+            getattr(current, descriptor.name).append(item)
+            size += framed
+    parts.append(current)
+    return parts
+
+
+def _varint_length(value: int) -> int:
+    length = 1
+    while value >= 0x80:
+        value >>= 7
+        length += 1
+    return length

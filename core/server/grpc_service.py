@@ -10,7 +10,8 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
-from core.rmproxy import CoreStopping, InvalidRequest, ResponseStream, RMProxy, StreamKind
+from core.response_stream import ResponseStream, StreamKind
+from core.rmproxy import CoreStopping, InvalidRequest, RMProxy
 from core.server.event_stream import EventStreams
 from core.server.identity import Caller, caller
 from core.server.redact import redacted
@@ -142,7 +143,8 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
                 if not stream.cut:
                     raise  # a shutdown or the RM going away: not ours to answer
             if stream.cut:
-                log.warning("stream cut: responses not read", rmID=stream.rm_id, stream=kind.value)
+                log.warning("stream cut: responses not read", rmID=stream.rm_id, stream=kind.value,
+                            reason=stream.cut, **stream.cut_figures)  # fmt: skip
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, stream.cut)
             failure = reader.result() if reader.done() and not reader.cancelled() else ""
             if failure:
@@ -150,6 +152,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         finally:
             reader.cancel()
             self._rmproxy.close_stream(stream)
+            stream.detach()  # the call is over: what it held no longer counts against the core's bound
             self._active_streams -= 1
             if self._active_streams == 0:
                 self._no_streams.set()

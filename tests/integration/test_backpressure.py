@@ -109,8 +109,9 @@ async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_serve
             async for _ in call:
                 pass
         assert cut.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert "not read, over the limit (max_unread_responses" in (cut.value.details() or "")
-        assert "stream cut: responses not read" in core.log_text()
+        details = cut.value.details() or ""
+        assert "response backlog not read:" in details and "(max_unread_responses)" in details
+        assert "stream cut: responses not read" in core.log_text() and "unreadMessages" in core.log_text()
         await channel.close()
         # The hog's resync brings it back, as after any dropped stream: it registers again, re-sends
         # its state and is served.
@@ -124,3 +125,64 @@ async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_serve
             await back.asks(messages.ask("hog-app", f"again-{i}", ASK) for i in range(10))
             allocated = await back.wait_allocations(10)
             assert {a.allocationKey for a in allocated} == {f"again-{i}" for i in range(10)}
+
+
+@pytest.fixture(scope="module")
+def byte_bounded_core() -> Iterator[CoreProcess]:
+    """The default byte budgets, no message bound, a short grace: the bytes alone decide."""
+    limits = ["max_unread_responses=0", "unread_grace_seconds=1"]
+    yield from running(CoreProcess(extra_args=[a for limit in limits for a in ("--limit", limit)]))
+
+
+async def test_a_stream_not_read_is_cut_by_its_byte_budget_and_the_log_says_how_far_behind(
+    byte_bounded_core: CoreProcess,
+) -> None:
+    core = byte_bounded_core
+    async with RecordingClient(core.address, "hog") as hog:
+        await hog.register(config=CONFIG)
+        await hog.add_node("node-1", {"memory": 10**9, "vcore": 10**9})
+        await hog.wait_nodes_answered(1)
+        await hog.add_application("hog-app", "root.work")
+        await hog.wait_apps_answered(1)
+        channel = grpc.aio.insecure_channel(core.address, options=[("grpc.http2.bdp_probe", 0)])
+        stop = asyncio.Event()
+        call = si_pb2_grpc.SchedulerStub(channel).UpdateAllocation(
+            _requests("hog", stop), metadata=((metadata.RM_ID, "hog"),)
+        )
+        async with aiohttp.ClientSession() as session:
+            await _until_cut(session, core, await _cut_count(session, core))
+            assert _rss_mb(core) < RSS_CEILING_MB
+        stop.set()
+        with pytest.raises(grpc.aio.AioRpcError) as cut:
+            async for _ in call:
+                pass
+        assert cut.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "max_unread_response_bytes" in (cut.value.details() or "")
+        line = next(li for li in core.log_text().splitlines() if "stream cut: responses not read" in li)
+        assert '"unreadBytes"' in line and '"oldestSeconds"' in line
+        await channel.close()
+
+
+async def test_a_standard_client_reads_an_answer_larger_than_its_four_mib_receive_limit(
+    core_address: str, rm_id: str
+) -> None:
+    """100,000 refused asks make an answer of about 8 MiB: it comes in parts a stock gRPC client (4 MiB
+    receive limit) reads, in order, every rejection with its reason."""
+    async with grpc.aio.insecure_channel(core_address) as channel:  # gRPC's defaults
+        stub = si_pb2_grpc.SchedulerStub(channel)
+        await stub.RegisterResourceManager(
+            si_pb2.RegisterResourceManagerRequest(rmID=rm_id, config=CONFIG, policyGroup="queues")
+        )
+        asks = [messages.ask("nobody-knows-this-app", f"ask-{i:06d}", ASK) for i in range(100_000)]
+
+        async def one_message() -> AsyncIterator[si_pb2.AllocationRequest]:
+            yield si_pb2.AllocationRequest(rmID=rm_id, allocations=asks)
+
+        keys: list[str] = []
+        parts = 0
+        call = stub.UpdateAllocation(one_message(), metadata=((metadata.RM_ID, rm_id),))
+        async for response in call:
+            parts += 1
+            keys.extend(r.allocationKey for r in response.rejectedAllocations)
+            assert all("nobody-knows-this-app" in r.reason for r in response.rejectedAllocations)
+        assert keys == [f"ask-{i:06d}" for i in range(100_000)] and parts >= 2

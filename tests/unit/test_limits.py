@@ -12,7 +12,8 @@ import pytest
 from core.cluster import ClusterContext
 from core.commands import Command
 from core.limits import Limits, TokenBucket
-from core.rmproxy import InvalidRequest, ResponseStream, RMProxy, StreamKind
+from core.response_stream import ResponseStream, StreamKind
+from core.rmproxy import InvalidRequest, RMProxy
 from rmclient import messages
 from si.v1 import si_pb2
 from tests.unit.domain_helpers import ONE_LEAF, FakeClock
@@ -62,7 +63,7 @@ def drain(stream: ResponseStream) -> list[Any]:
     """The responses queued on the stream now (each is queued with its size)."""
     out = []
     while not stream.queue.empty():
-        message, _size = stream.queue.get_nowait()
+        message, _size, _queued = stream.queue.get_nowait()
         out.append(message)
     return out
 

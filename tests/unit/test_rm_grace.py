@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from core.commands import Command, RegisterRM, UnregisterRM
-from core.rmproxy import CoreStopping, ResponseStream, RMProxy, StreamKind
+from core.response_stream import MAX_RESPONSE_BYTES, Backlogs, ResponseStream, StreamKind
+from core.rmproxy import CoreStopping, RMProxy
 from si.v1 import si_pb2
 
 
@@ -76,14 +77,89 @@ async def test_a_stream_whose_responses_are_not_read_is_cut_at_its_bound_and_its
     for _ in range(2):
         stream.send(message)  # 4 unread: one over the bound
     assert cut == [True] and stream.closed
-    assert "response backlog of 4 messages" in stream.cut and "(max_unread_responses" in stream.cut
+    assert "response backlog not read: 4 messages" in stream.cut and "(max_unread_responses)" in stream.cut
+    assert stream.cut_figures["unreadMessages"] == 4
     assert await stream.next() is None and stream.unread_bytes == 0  # freed: only the end is left
     stream.send(message)  # a cut stream takes nothing more
     assert stream.queue.empty()
 
 
-def test_the_bytes_bound_cuts_too() -> None:
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _node_answer(reason_bytes: int) -> si_pb2.NodeResponse:
+    return si_pb2.NodeResponse(rejected=[si_pb2.RejectedNode(nodeID="n", reason="y" * reason_bytes)])
+
+
+async def test_a_burst_over_the_byte_budget_that_is_read_in_time_is_not_cut() -> None:
+    clock = Clock()
+    stream = ResponseStream(
+        StreamKind.NODE, max_messages=1_000, max_bytes=500, grace_seconds=5.0, clock=clock
+    )
+    stream.send(_node_answer(600))  # over the budget, under four times it: a burst
+    assert not stream.cut
+    clock.now += 4.0
+    await stream.next()  # read within the grace period
+    clock.now += 10.0
+    stream.send(_node_answer(100))
+    assert not stream.cut and stream.unread_bytes < 500
+
+
+async def test_a_reader_that_stays_behind_past_the_grace_period_is_cut_with_how_far_behind() -> None:
+    clock = Clock()
+    stream = ResponseStream(
+        StreamKind.NODE, max_messages=1_000, max_bytes=500, grace_seconds=5.0, clock=clock
+    )
+    stream.send(_node_answer(600))
+    clock.now += 6.0
+    stream.send(_node_answer(10))  # the next answer finds the first still unread after 6 s
+    assert stream.cut and "over max_unread_response_bytes (500 bytes) for 6.0 s" in stream.cut
+    assert stream.cut_figures == {"unreadMessages": 2, "unreadBytes": stream.cut_figures["unreadBytes"],
+                                  "oldestSeconds": 6.0}  # fmt: skip
+    assert stream.unread_bytes == 0
+
+
+def test_four_times_the_budget_is_cut_at_once() -> None:
     stream = ResponseStream(StreamKind.NODE, max_messages=1_000, max_bytes=500)
-    big = si_pb2.NodeResponse(rejected=[si_pb2.RejectedNode(nodeID="n", reason="y" * 600)])
-    stream.send(big)
-    assert stream.cut and "bytes) not read" in stream.cut
+    stream.send(_node_answer(2_100))
+    assert stream.cut and "over 4 times max_unread_response_bytes" in stream.cut
+
+
+def test_over_the_core_wide_bound_the_stream_furthest_behind_is_cut() -> None:
+    backlogs = Backlogs(max_total_bytes=3_000)
+    reading = ResponseStream(StreamKind.NODE, max_bytes=2_000, backlogs=backlogs)
+    behind = ResponseStream(StreamKind.NODE, max_bytes=2_000, backlogs=backlogs)
+    behind.send(_node_answer(1_900))
+    reading.send(_node_answer(600))
+    assert not behind.cut and not reading.cut and backlogs.total_bytes < 3_000
+    reading.send(_node_answer(600))  # together over 3,000: the one furthest behind goes
+    assert behind.cut and "max_unread_response_bytes_total" in behind.cut
+    assert not reading.cut and backlogs.total_bytes == reading.unread_bytes
+    reading.detach()
+    behind.detach()
+    assert backlogs.total_bytes == 0 and not backlogs.streams
+
+
+async def test_a_response_over_four_mib_is_split_in_order_with_nothing_lost() -> None:
+    stream = ResponseStream(StreamKind.ALLOCATION, max_messages=1_000, max_bytes=64 * 2**20)
+    rejected = [si_pb2.RejectedAllocation(allocationKey=f"ask-{i}", applicationID="app", reason="r" * 60)
+                for i in range(100_000)]  # fmt: skip
+    released = [si_pb2.AllocationRelease(allocationKey=f"done-{i}", applicationID="app") for i in range(3)]
+    message = si_pb2.AllocationResponse(rejectedAllocations=rejected, released=released)
+    assert message.ByteSize() > 7 * 2**20
+    stream.send(message)
+    stream.end()
+    parts = []
+    while (part := await stream.next()) is not None:
+        parts.append(part)
+    assert len(parts) >= 2 and all(p.ByteSize() <= MAX_RESPONSE_BYTES for p in parts)
+    assert [r.allocationKey for p in parts for r in p.released] == [f"done-{i}" for i in range(3)]
+    assert [r.allocationKey for p in parts for r in p.rejectedAllocations] == [
+        f"ask-{i}" for i in range(100_000)
+    ]
+    assert stream.unread_bytes == 0
