@@ -31,6 +31,7 @@ from core.config.schema import SchedulerConfig
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
 from core.history import History
+from core.limits import DEFAULT_LIMITS
 from core.log_digest import RejectionDigest, WarningLimiter
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
@@ -51,8 +52,17 @@ log = structlog.get_logger("pykorn.cluster")
 
 
 class ClusterContext:
-    def __init__(self, clock: Callable[[], float], event_capacity: int = DEFAULT_EVENT_CAPACITY) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        event_capacity: int = DEFAULT_EVENT_CAPACITY,
+        max_pending_asks: int = DEFAULT_LIMITS.max_pending_asks_per_application,
+    ) -> None:
         self.clock = clock
+        # Limits.max_pending_asks_per_application, checked here against the asks the core holds, as
+        # each ask of a message is added: whatever mix of releases, refusals and asks came before it
+        # (rmproxy checks it early too, on what it has seen, which a refused release can mislead).
+        self.max_pending_asks = max_pending_asks
         self.configs: dict[str, SchedulerConfig] = {}
         self.partitions: dict[PartitionKey, Partition] = {}
         self._results: dict[str, ResultBatch] = {}
@@ -378,6 +388,7 @@ class ClusterContext:
                 # Confirm an RM-reported allocation as YuniKorn does, so the RM knows it is counted.
                 self._out(rm_id).new_allocations.append(alloc)
             else:
+                self._check_pending(part, alloc.application_id)
                 part.add_ask(alloc, now)
         except Rejection as exc:
             self.metrics.count("rejected")
@@ -385,6 +396,15 @@ class ClusterContext:
                 RejectedItem(alloc.key, alloc.application_id, str(exc))
             )
             self._rejections.add((alloc.application_id, alloc.key), str(exc), "allocations")
+
+    def _check_pending(self, part: Partition, app_id: str) -> None:
+        app = part.applications.get(app_id)
+        pending = len(app.asks) if app is not None else 0
+        if pending >= self.max_pending_asks:
+            raise Rejection(
+                f"application {app_id} already has {pending:,} pending asks, the limit "
+                "(max_pending_asks_per_application): send this ask again once some are allocated or released"
+            )
 
     def _release(self, rm_id: str, release: ReleaseRequest) -> None:
         try:

@@ -73,7 +73,9 @@ class CoreDaemon:
         rest_token = read_token(options.rest_token_file) if options.rest_token_file else None
         config_text = options.config_path.read_text() if options.config_path else default_config_text()
         load_config(config_text)  # an unusable default config is a startup error, not a registration one
-        self.context = ClusterContext(time.time, options.event_log_size)
+        self.context = ClusterContext(
+            time.time, options.event_log_size, options.limits.max_pending_asks_per_application
+        )
         self.context.on_last_rm_gone = lambda: release_memory("no resource manager left")
         self.rmproxy = RMProxy(
             config_text,

@@ -27,7 +27,7 @@ class Harness:
 
     def __init__(self, limits: Limits) -> None:
         self.clock = FakeClock()
-        self.ctx = ClusterContext(self.clock)
+        self.ctx = ClusterContext(self.clock, max_pending_asks=limits.max_pending_asks_per_application)
         self.proxy = RMProxy(ONE_LEAF, self._apply, limits=limits, clock=self.clock)
         self.alloc = self.proxy.open_stream(StreamKind.ALLOCATION)
         self.apps = self.proxy.open_stream(StreamKind.APPLICATION)
