@@ -69,6 +69,14 @@ def _add_rest_bound_flags(core: argparse.ArgumentParser) -> None:
         help="connections open at once; past it a new one pushes out the oldest that has not sent a "
         f"whole header, or gets 503 ({bounds.max_connections})",
     )
+    rest.add_argument(
+        "--rest-max-event-streams",
+        type=_positive_int,
+        default=None,
+        help="of those, event streams open at once (below --rest-max-connections: the rest stay free for "
+        f"the healthcheck and other short requests; default {bounds.max_event_streams}, at most half "
+        "of --rest-max-connections)",
+    )
 
 
 def _add_server_tls_flags(core: argparse.ArgumentParser) -> None:
@@ -448,6 +456,16 @@ def _run_core(args: argparse.Namespace) -> int:
     except ValueError as exc:
         sys.stderr.write(f"pykorn core: --limit: {exc}\n")
         return 2
+    if args.rest_max_event_streams is None:
+        args.rest_max_event_streams = max(
+            1, min(ConnectionBounds.max_event_streams, args.rest_max_connections // 2)
+        )
+    if args.rest_max_event_streams >= args.rest_max_connections:
+        sys.stderr.write(
+            f"pykorn core: --rest-max-event-streams ({args.rest_max_event_streams}) must be below "
+            f"--rest-max-connections ({args.rest_max_connections}): short requests need room\n"
+        )
+        return 2
     options = CoreOptions(
         listen=args.listen,
         config_path=args.config,
@@ -464,7 +482,10 @@ def _run_core(args: argparse.Namespace) -> int:
         rest_token_file=args.rest_token_file,
         limits=limits,
         rest_bounds=ConnectionBounds(
-            args.rest_header_timeout, args.rest_idle_timeout, args.rest_max_connections
+            args.rest_header_timeout,
+            args.rest_idle_timeout,
+            args.rest_max_connections,
+            args.rest_max_event_streams,
         ),
     )
     try:

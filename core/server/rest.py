@@ -67,8 +67,10 @@ class StateAPI:
         default_config: str,
         limits: Limits = DEFAULT_LIMITS,
         body_timeout: float = ConnectionBounds.header_timeout,
+        max_event_streams: int = ConnectionBounds.max_event_streams,
     ) -> None:
         self.context = context
+        self.max_event_streams = max_event_streams
         self.default_config = default_config
         self.max_config_bytes = limits.max_config_bytes  # the same limit as over gRPC
         self.body_timeout = body_timeout  # for a request body (validate-conf) to arrive whole
@@ -171,6 +173,14 @@ class StateAPI:
         A reader so far behind that the ring drops events it has not read is cut off rather than let
         it miss them unknowingly; it can reconnect and page what is still held from /events/batch.
         """
+        if len(self._followers) >= self.max_event_streams:
+            # Streams keep to their share of the connections, so that short requests always have room.
+            message = (
+                f"{len(self._followers)} event streams are open, the limit (--rest-max-event-streams): "
+                "retry shortly, or page /ws/v1/events/batch"
+            )
+            body = {"status_code": 503, "message": message, "description": ""}
+            return web.json_response(body, status=503, headers={"Retry-After": "1", **cors_headers("GET")})
         count = _int_param(request, "count", 0)
         events = self.context.events
         follower = Follower(events, start=events.highest_id + 1 - count)
@@ -318,7 +328,10 @@ class RestServer:
         self.app = web.Application(
             middlewares=[cors, *middlewares, _state_errors], client_max_size=limits.max_config_bytes
         )
-        self.api = StateAPI(context, default_config, limits, body_timeout=bounds.header_timeout)
+        self.api = StateAPI(
+            context, default_config, limits, body_timeout=bounds.header_timeout,
+            max_event_streams=bounds.max_event_streams,
+        )  # fmt: skip
         self.app.router.add_routes(self.api.routes())
         config_text = lambda rm_id: state.config_source(context, rm_id, default_config)  # noqa: E731
         self.app.router.add_routes(ClusterAPI(context, config_text).routes(json_handler))

@@ -8,7 +8,11 @@ send a request header a byte at a time (slowloris), cannot hold the API away fro
 - **Connection cap**: at most `max_connections` at once. A connection over the cap first pushes out
   the oldest connection that has not yet sent a whole header: under a slowloris load the new client
   (a healthcheck, a scrape) is served and the slow ones go. Only when every connection is busy with
-  a request (event streams, say) is the new one answered 503 and closed.
+  a request is the new one answered 503 and closed.
+- **Event streams' share**: long-lived event streams (`/ws/v1/events/stream`) may hold at most
+  `max_event_streams` of those connections (rest.StateAPI answers one more 503): the rest are kept for
+  short requests, so streams alone can never fill the cap and the healthcheck, the metrics and the
+  state stay answerable however many readers follow the events.
 
 The guard sits between asyncio and aiohttp's own protocol, one per connection, and sees the plain
 bytes (under TLS too); it looks only for the end of the first header, never parses HTTP itself.
@@ -40,6 +44,9 @@ class ConnectionBounds:
     header_timeout: float = 10.0  # seconds from opening to the end of the first request's header
     idle_timeout: float = 60.0  # seconds a kept-alive connection may wait for its next request
     max_connections: int = 512  # open at once; well under the usual 1,024 file descriptors
+    # Of those, held by event streams at most (each also costs a write per event): the rest stay free
+    # for short requests (probes, scrapes, the web UI).
+    max_event_streams: int = 64
 
 
 DEFAULT_BOUNDS = ConnectionBounds()

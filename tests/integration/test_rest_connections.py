@@ -109,12 +109,50 @@ async def test_under_a_slowloris_load_the_healthcheck_is_answered(core: CoreProc
             writer.close()
 
 
-async def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(core: CoreProcess) -> None:
-    before = await _closed_count("refused", core)
+async def test_event_streams_keep_to_their_share_and_the_healthcheck_is_always_answered(
+    core: CoreProcess,
+) -> None:
+    """With the cap at 20, event streams get at most 10 connections (half, by default): the 11th is
+    answered 503 with the reason, and the healthcheck and the metrics are answered all along."""
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        streams = [await session.get(f"{core.rest_url}/ws/v1/events/stream") for _ in range(CAP)]
+        streams = [await session.get(f"{core.rest_url}/ws/v1/events/stream") for _ in range(CAP // 2)]
         try:
             assert all(stream.status == 200 for stream in streams)  # each holds a connection, busy
+            async with session.get(f"{core.rest_url}/ws/v1/events/stream") as refused:
+                assert refused.status == 503 and refused.headers["Retry-After"] == "1"
+                assert "--rest-max-event-streams" in (await refused.json())["message"]
+            for _ in range(CAP):  # more short requests than the cap, one after another: each served
+                assert await _health(core) == 200
+            assert await _closed_count("refused", core) >= 0  # the metrics answer too
+        finally:
+            for stream in streams:
+                stream.close()
+
+
+@pytest.fixture(scope="module")
+def patient_core() -> Iterator[CoreProcess]:
+    """A long header (and body) timeout: requests that send their body slowly stay busy for the test."""
+    flags = ["--rest-header-timeout", "60", "--rest-max-connections", str(CAP)]
+    yield from running(CoreProcess(extra_args=flags))
+
+
+async def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(patient_core: CoreProcess) -> None:
+    """Event streams at their share, every other connection in the middle of a request (a body not
+    sent whole): only then is a new connection refused, with 503 and the reason."""
+    core = patient_core
+    before = await _closed_count("refused", core)
+    writers: list[asyncio.StreamWriter] = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        streams = [await session.get(f"{core.rest_url}/ws/v1/events/stream") for _ in range(CAP // 2)]
+        try:
+            for _ in range(CAP - CAP // 2):
+                reader, writer = await asyncio.open_connection(*_host_port(core))
+                writers.append(writer)
+                writer.write(b"POST /ws/v1/validate-conf HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                             b"Expect: 100-continue\r\n\r\n")  # fmt: skip
+                # The core read the header (its 100 Continue says so): the connection is busy, not slow.
+                assert await asyncio.wait_for(reader.readline(), 10) == b"HTTP/1.1 100 Continue\r\n"
+                writer.write(b"abc")  # and a body that never comes whole
             async with _connection(core) as (reader, writer):
                 writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
                 answer = await _closed_by_core(reader, within=10)
@@ -123,6 +161,8 @@ async def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(core: Co
         finally:
             for stream in streams:
                 stream.close()
-    # Once the streams are gone, everyone is served again.
+            for writer in writers:
+                writer.close()
+    # Once they are gone, everyone is served again.
     assert await _health(core) == 200
     assert await _closed_count("refused", core) == before + 1
