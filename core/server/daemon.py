@@ -40,7 +40,9 @@ class CoreOptions:
     listen: str = "127.0.0.1:3333"
     config_path: Path | None = None
     port_file: Path | None = None
-    shutdown_grace: float = 5.0
+    # Of the 2 s a stop takes at most (SIGTERM to exit, in every state): how long response streams
+    # may take to write what is queued for them before their calls are ended.
+    shutdown_grace: float = 0.8
     rest_listen: str = "127.0.0.1:9080"  # empty: no REST API
     rm_grace_period: float = DEFAULT_GRACE_PERIOD  # seconds an RM with no open stream keeps its state
     event_log_size: int = DEFAULT_EVENT_CAPACITY  # events held for REST and StreamEvents readers
@@ -147,21 +149,38 @@ class CoreDaemon:
         self._stop.set()
 
     async def wait_stopped(self) -> None:
+        """The stop, within STOP_SECONDS of the signal whatever the core is doing: every stream is
+        ended cleanly if it can be in time, and abandoned if not (a reader that does not read)."""
         await self._stop.wait()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STOP_SECONDS
         log.info("core stopping")
+        self.engine.stop()  # the engine stops between slices; nothing new is scheduled meanwhile
         await self.health.enter_graceful_shutdown()
-        # End every response stream so clients see a clean end (status OK), then stop the server.
+        # End every response stream so clients see a clean end (status OK), then stop the servers.
         self.rmproxy.close_all_streams()
         self.service.events.end_all()
-        await self.service.wait_streams_finished(self.options.shutdown_grace)
-        await asyncio.sleep(0.1)  # gRPC sends each call's final status after its handler returns
-        await self.server.stop(self.options.shutdown_grace)
         if self.rest is not None:
-            await self.rest.stop()
-        self.engine.stop()
+            self.rest.api.end_streams()
+        await self.service.wait_streams_finished(self.options.shutdown_grace)
+        await asyncio.sleep(0.05)  # gRPC sends each call's final status after its handler returns
+        await self.server.stop(_left(deadline, loop, 0.2))
+        if self.rest is not None:
+            await self.rest.stop(_left(deadline, loop, 0.3))
         if self._engine_task is not None:
-            await self._engine_task
-        log.info("core stopped")
+            try:
+                await asyncio.wait_for(self._engine_task, _left(deadline, loop, 0.1))
+            except TimeoutError:
+                log.warning("engine still busy at the stop deadline; abandoned")
+        log.info("core stopped", seconds=round(STOP_SECONDS - (deadline - loop.time()), 3))
+
+
+STOP_SECONDS = 1.8  # from the signal to the process's exit, with room for the interpreter's own exit
+
+
+def _left(deadline: float, loop: asyncio.AbstractEventLoop, most: float) -> float:
+    """At most `most` seconds, and no more than what is left before the deadline."""
+    return max(0.0, min(most, deadline - loop.time()))
 
 
 def tune_garbage_collector() -> None:

@@ -11,6 +11,7 @@ must carry `Authorization: Bearer <token>` (401 in the same error shape otherwis
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -57,7 +58,7 @@ def json_handler(read: Callable[[web.Request], Any]) -> Handler:
 
 
 DEFAULT_BATCH = 10_000
-SHUTDOWN_SECONDS = 5.0  # at most this long for requests under way to finish when the core stops
+SHUTDOWN_SECONDS = 0.3  # at most this long for requests under way to finish when the core stops
 
 
 class StateAPI:
@@ -75,6 +76,8 @@ class StateAPI:
         self.max_config_bytes = limits.max_config_bytes  # the same limit as over gRPC
         self.body_timeout = body_timeout  # for a request body (validate-conf) to arrive whole
         self._followers: set[Follower] = set()  # open event streams
+        self._no_followers = asyncio.Event()
+        self._no_followers.set()
         self.instance = str(uuid.uuid4())  # tells a reader of event numbers that the core restarted
 
     def routes(self) -> list[web.RouteDef]:
@@ -185,6 +188,7 @@ class StateAPI:
         events = self.context.events
         follower = Follower(events, start=events.highest_id + 1 - count)
         self._followers.add(follower)
+        self._no_followers.clear()
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson", **cors_headers("GET")})
         await response.prepare(request)
         try:
@@ -196,12 +200,19 @@ class StateAPI:
         finally:
             follower.close()
             self._followers.discard(follower)
+            if not self._followers:
+                self._no_followers.set()
         return response
 
     def end_streams(self) -> None:
         """End every open event stream after what it has been sent (the core is stopping)."""
         for follower in list(self._followers):
             follower.end()
+
+    async def streams_ended(self, timeout: float) -> None:
+        """Until every event stream handler has returned, or the timeout."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._no_followers.wait(), timeout)
 
     async def metrics(self, request: web.Request) -> web.Response:
         text = render_metrics(self.context, self.context.metrics)
@@ -343,7 +354,7 @@ class RestServer:
             self.app,
             access_log=None,
             handler_cancellation=True,
-            shutdown_timeout=SHUTDOWN_SECONDS,
+            shutdown_timeout=0.1,  # stop() has given requests their time already
             keepalive_timeout=bounds.idle_timeout,
         )
         self.port = 0
@@ -373,8 +384,12 @@ class RestServer:
             log.warning("the REST token travels in plaintext off this host; give --rest-tls-cert/-key")
         return self.port
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = SHUTDOWN_SECONDS) -> None:
+        """Within about `grace` seconds: event streams end after what they were sent, requests under way
+        finish; then every connection still open is closed, a write its reader left blocked with it."""
         self.api.end_streams()
         if self._listener is not None:
-            self._listener.close()  # no new connections; those open end in the runner's cleanup
+            self._listener.close()  # no new connections
+        await self.api.streams_ended(grace)
+        self.guard.abort_all()  # what is left (a reader that does not read) is abandoned, not waited for
         await self._runner.cleanup()

@@ -89,6 +89,11 @@ class ConnectionGuard:
         self._no_header_yet[conn] = None
         return True
 
+    def abort_all(self) -> None:
+        """Close every connection at once, unsent data dropped (the server is stopping)."""
+        for conn in list(self._open):
+            conn.abort()
+
     def header_seen(self, conn: _GuardedConnection) -> None:
         self._no_header_yet.pop(conn, None)
 
@@ -165,6 +170,10 @@ class _GuardedConnection(asyncio.Protocol):
         self._guard.left(self)
         if self._inner is not None:
             self._inner.connection_lost(exc)
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
 
     def close(self, reason: str) -> None:
         """Close the connection before its first header arrived: it timed out, or was pushed out."""
