@@ -11,7 +11,7 @@ import asyncio
 import json
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 
 import grpc
 
@@ -120,7 +120,7 @@ async def test_with_a_grpc_event_reader_reading_and_one_not_reading() -> None:
     await _stopped_within_bound(readers)
 
 
-async def _drain(call: AsyncIterator[object]) -> None:
+async def _drain(call: AsyncIterable[object]) -> None:
     try:
         async for _ in call:
             pass
@@ -140,7 +140,9 @@ async def test_with_rest_event_readers_reading_and_one_not_reading_mid_burst() -
             if reads:
                 held.append(asyncio.create_task(_read_all(reader)))
             else:
-                writer.transport.pause_reading()  # never read: the core's writes block
+                transport = writer.transport
+                assert isinstance(transport, asyncio.Transport)
+                transport.pause_reading()  # never read: the core's writes block
         await _events_burst(client, 20_000)
 
     await _stopped_within_bound(readers)
