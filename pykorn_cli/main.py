@@ -450,12 +450,7 @@ def _run_core(args: argparse.Namespace) -> int:
     from core.server.daemon import CoreOptions, run_core
     from core.server.tls import SecurityConfigError
 
-    configure_logging(args.log_level, _json_flag(args.log_format))
-    try:
-        limits = Limits.from_overrides(args.limit)
-    except ValueError as exc:
-        sys.stderr.write(f"pykorn core: --limit: {exc}\n")
-        return 2
+    # Checked before logging is set up: a refusal here is one line on stderr, nothing else.
     if args.rest_max_event_streams is None:
         args.rest_max_event_streams = max(
             1, min(ConnectionBounds.max_event_streams, args.rest_max_connections // 2)
@@ -465,6 +460,12 @@ def _run_core(args: argparse.Namespace) -> int:
             f"pykorn core: --rest-max-event-streams ({args.rest_max_event_streams}) must be below "
             f"--rest-max-connections ({args.rest_max_connections}): short requests need room\n"
         )
+        return 2
+    configure_logging(args.log_level, _json_flag(args.log_format))
+    try:
+        limits = Limits.from_overrides(args.limit)
+    except ValueError as exc:
+        sys.stderr.write(f"pykorn core: --limit: {exc}\n")
         return 2
     options = CoreOptions(
         listen=args.listen,

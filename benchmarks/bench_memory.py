@@ -1,0 +1,147 @@
+"""Whether the core gives memory back when load leaves it (docs/reliability.md, "Memory after RMs leave").
+
+A `pykorn core` process (RM grace period 0.2 s), its resident size (VmRSS) read from /proc:
+- **stay**: an RM with one allocation stays; another registers, places `--allocations` asks on 100
+  nodes, and leaves (closes its streams; its state goes after the grace period); `--rounds` times;
+- **again**: one RM registers, places `--allocations` asks, and registers again (as every reconnect
+  does), `--rounds` times;
+- **refused**: an RM sends `--rounds` configurations of `--queues` queues that the core refuses (the
+  last queue is invalid).
+
+    python -m benchmarks.bench_memory --allocations 100000 --rounds 5 --queues 50000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import urllib.request
+from pathlib import Path
+
+import grpc
+
+from rmclient import messages
+from rmclient.core_process import CoreProcess
+from si.v1 import si_pb2, si_pb2_grpc
+from tests.recording_client import RecordingClient
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: work
+"""
+ASK = {"memory": 1, "vcore": 1}
+
+
+def rss_mb(core: CoreProcess) -> float:
+    assert core.process is not None
+    for line in Path(f"/proc/{core.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def partitions(core: CoreProcess) -> list[str]:
+    with urllib.request.urlopen(f"{core.rest_url}/ws/v1/partitions", timeout=30) as answer:
+        return [str(p.get("name")) for p in json.load(answer)]
+
+
+async def loaded(core: CoreProcess, rm_id: str, allocations: int) -> RecordingClient:
+    client = RecordingClient(core.address, rm_id)
+    await client.connect()
+    await client.register(config=CONFIG)
+    for i in range(100):
+        await client.add_node(f"{rm_id}-n{i}", {"memory": 10**9, "vcore": 10**9})
+    await client.wait_nodes_answered(100)
+    await client.add_application("app", "root.work")
+    await client.wait_apps_answered(1)
+    await client.asks(messages.ask("app", f"k{i}", ASK) for i in range(allocations))
+    await client.wait_allocations(allocations, timeout=300)
+    return client
+
+
+async def until_gone(core: CoreProcess, rm_id: str, expected: int) -> None:
+    """Until the core shows `expected` partitions (the RM's state removed after its grace period)."""
+    for _ in range(600):
+        if len(partitions(core)) <= expected:
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"{rm_id}'s state was not removed")
+
+
+async def stay(core: CoreProcess, allocations: int, rounds: int) -> list[float]:
+    small = await loaded(core, "small", 1)
+    figures = [rss_mb(core)]
+    for n in range(rounds):
+        big = await loaded(core, f"big-{n}", allocations)
+        await big.close()
+        await until_gone(core, f"big-{n}", 1)
+        figures.append(rss_mb(core))
+    await small.close()
+    return figures
+
+
+async def again(core: CoreProcess, allocations: int, rounds: int) -> list[float]:
+    figures = []
+    client = await loaded(core, "again", allocations)
+    figures.append(rss_mb(core))
+    for _ in range(rounds):
+        await client.close()
+        client = await loaded(core, "again", allocations)
+        figures.append(rss_mb(core))
+    await client.close()
+    return figures
+
+
+async def refused(core: CoreProcess, queues: int, rounds: int) -> list[float]:
+    client = await loaded(core, "configs", 1)
+    lines = [f"          - name: q{i}" for i in range(queues)] + ["          - name: bad queue name!"]
+    text = CONFIG + "\n".join(lines) + "\n"
+    figures = [rss_mb(core)]
+    async with grpc.aio.insecure_channel(core.address, options=[("grpc.max_send_message_length", -1)]) as ch:
+        stub = si_pb2_grpc.SchedulerStub(ch)
+        for _ in range(rounds):
+            answer = await stub.UpdateConfiguration(
+                si_pb2.UpdateConfigurationRequest(rmID="configs", config=text, policyGroup="queues")
+            )
+            assert not answer.accepted, "the configuration was taken"
+            figures.append(rss_mb(core))
+    await client.close()
+    return figures
+
+
+async def run(allocations: int, rounds: int, queues: int) -> None:
+    for name, scenario in (
+        ("stay", lambda core: stay(core, allocations, rounds)),
+        ("again", lambda core: again(core, allocations, rounds)),
+        ("refused", lambda core: refused(core, queues, rounds)),
+    ):
+        core = CoreProcess(extra_args=["--rm-grace-period", "0.2", "--limit", "max_config_bytes=16000000"])
+        await core.start()
+        try:
+            fresh = rss_mb(core)
+            figures = await scenario(core)
+            sys.stdout.write(
+                f"{name}: fresh {fresh:.0f} MB; " + " -> ".join(f"{f:.0f}" for f in figures) + " MB\n"
+            )
+        finally:
+            await core.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--allocations", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--queues", type=int, default=50_000)
+    args = parser.parse_args()
+    asyncio.run(run(args.allocations, args.rounds, args.queues))
+
+
+if __name__ == "__main__":
+    main()
