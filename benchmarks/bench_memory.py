@@ -116,13 +116,16 @@ async def refused(core: CoreProcess, queues: int, rounds: int) -> list[float]:
     return figures
 
 
-async def run(allocations: int, rounds: int, queues: int) -> None:
+async def run(allocations: int, rounds: int, queues: int, event_log_size: int, only: str) -> None:
     for name, scenario in (
         ("stay", lambda core: stay(core, allocations, rounds)),
         ("again", lambda core: again(core, allocations, rounds)),
         ("refused", lambda core: refused(core, queues, rounds)),
     ):
-        core = CoreProcess(extra_args=["--rm-grace-period", "0.2", "--limit", "max_config_bytes=16000000"])
+        if only and name != only:
+            continue
+        flags = ["--rm-grace-period", "0.2", "--limit", "max_config_bytes=16000000"]
+        core = CoreProcess(extra_args=[*flags, "--event-log-size", str(event_log_size)])
         await core.start()
         try:
             fresh = rss_mb(core)
@@ -139,8 +142,10 @@ def main() -> None:
     parser.add_argument("--allocations", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--queues", type=int, default=50_000)
+    parser.add_argument("--event-log-size", type=int, default=10_000, help="the core's (its default)")
+    parser.add_argument("--only", default="", choices=["", "stay", "again", "refused"])
     args = parser.parse_args()
-    asyncio.run(run(args.allocations, args.rounds, args.queues))
+    asyncio.run(run(args.allocations, args.rounds, args.queues, args.event_log_size, args.only))
 
 
 if __name__ == "__main__":

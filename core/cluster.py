@@ -74,8 +74,9 @@ class ClusterContext:
         self.rm_build: dict[str, dict[str, str]] = {}  # by rmID: its buildInfo and its rmId
         self.warnings = WarningLimiter()  # about what an RM sent: a few lines a second at most, per RM
         self._rejections = RejectionDigest()  # items of the command being applied that were refused
-        # Called once the last RM's state is gone; the daemon gives memory back to the system there.
-        self.on_last_rm_gone: Callable[[], None] | None = None
+        # Called with a reason whenever an RM's state is dropped (it left, or registered again): the
+        # daemon gives the memory back to the system there (core.server.memory).
+        self.on_state_dropped: Callable[[str], None] | None = None
 
     # Results ----------------------------------------------------------------------------------
     def _out(self, rm_id: str) -> ResultBatch:
@@ -209,10 +210,13 @@ class ClusterContext:
         return rm_id in self.configs
 
     # RMs and configuration ----------------------------------------------------------------------
-    def _drop_rm_state(self, rm_id: str) -> None:
-        for key in [k for k in self.partitions if k.rm_id == rm_id]:
+    def _drop_rm_state(self, rm_id: str) -> bool:
+        """Forget the RM's partitions and results; True when it had any."""
+        keys = [k for k in self.partitions if k.rm_id == rm_id]
+        for key in keys:
             del self.partitions[key]
         self._results.pop(rm_id, None)
+        return bool(keys)
 
     def _unregister(self, rm_id: str) -> None:
         self._drop_rm_state(rm_id)
@@ -220,18 +224,22 @@ class ClusterContext:
         self.rm_build.pop(rm_id, None)
         self.warnings.forget(rm_id)
         log.info("rm removed", rmID=rm_id)
-        if not self.configs and self.on_last_rm_gone is not None:
-            self.on_last_rm_gone()
+        if self.on_state_dropped is not None:
+            self.on_state_dropped(
+                "no resource manager left" if not self.configs else "resource manager removed"
+            )
 
     def _register(self, cmd: RegisterRM) -> None:
         # Registering again starts the RM from scratch: it re-sends its full state afterwards.
-        self._drop_rm_state(cmd.rm_id)
+        dropped = self._drop_rm_state(cmd.rm_id)
         self.configs[cmd.rm_id] = cmd.config
         self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
         for part_cfg in cmd.config.partitions:
             key = PartitionKey(cmd.rm_id, part_cfg.name)
             self.partitions[key] = Partition(key, part_cfg, self.clock())
         log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
+        if dropped and self.on_state_dropped is not None:
+            self.on_state_dropped("resource manager registered again")
         if cmd.reply:
             cmd.reply(None)
 

@@ -71,6 +71,7 @@ log = structlog.get_logger("pykorn.rmproxy")
 
 BACKLOG_LIMIT = 100_000  # responses kept per RM and stream kind while no stream is open
 DEFAULT_GRACE_PERIOD = 60.0  # seconds an RM with no stream open keeps its state
+BIG_CONFIG_BYTES = 64 * 1024  # a refused configuration this large is worth giving memory back for
 
 
 class InvalidRequest(ValueError):
@@ -114,6 +115,9 @@ class RMProxy:
         self._submit = submit
         self._routes: dict[str, _RMRoute] = {}
         self._streams: set[ResponseStream] = set()
+        # Called after a large configuration (BIG_CONFIG_BYTES) was refused: reading it made garbage
+        # that the daemon gives back to the system there (core.server.memory).
+        self.on_config_refused: Callable[[str], None] | None = None
         self.backlogs = Backlogs(limits.max_unread_response_bytes_total)  # unread, over every stream
         # An RM whose last stream closed keeps its state this long (a network blip, a shim restarting
         # its streams); if none of its streams is back by then, its partitions are removed.
@@ -168,6 +172,7 @@ class RMProxy:
         route = self._routes.setdefault(rm_id, _RMRoute())
         for backlog in route.backlog.values():
             backlog.clear()  # answers about the previous registration's state mean nothing now
+        route.backlog_bytes = dict.fromkeys(StreamKind, 0)
         route.asks.clear()
         log.info(
             "resource manager registered",
@@ -198,6 +203,8 @@ class RMProxy:
             except ConfigError as exc:
                 problems = [str(p) for p in exc.problems]
                 log.warning("configuration rejected", rmID=rm_id, errors=problems)
+                exc.__traceback__ = None  # its frames hold what was read: let it all go now
+                self._config_refused(request.config)
                 return si_pb2.UpdateConfigurationResponse(accepted=False, errors=problems)
             try:
                 await self._await_engine(lambda reply: UpdateConfig(rm_id, loaded.config, reply))
@@ -206,6 +213,10 @@ class RMProxy:
         for warning in loaded.warnings:
             log.warning("configuration warning", rmID=rm_id, detail=str(warning))
         return si_pb2.UpdateConfigurationResponse(accepted=True, warnings=[str(w) for w in loaded.warnings])
+
+    def _config_refused(self, text: str) -> None:
+        if len(text) >= BIG_CONFIG_BYTES and self.on_config_refused is not None:
+            self.on_config_refused("a large configuration refused")
 
     def _config_lock(self, rm_id: str) -> asyncio.Lock:
         lock = self._config_locks.get(rm_id)
@@ -225,7 +236,10 @@ class RMProxy:
         try:
             loaded = await self._load_config(request.config)
         except ConfigError as exc:
-            return si_pb2.DryRunConfigurationResponse(valid=False, errors=[str(p) for p in exc.problems])
+            problems = [str(p) for p in exc.problems]
+            exc.__traceback__ = None
+            self._config_refused(request.config)
+            return si_pb2.DryRunConfigurationResponse(valid=False, errors=problems)
         future: asyncio.Future[list[QuotaPreview] | Exception] = asyncio.get_running_loop().create_future()
         self._send_command(PreviewConfig(rm_id, loaded.config, future.set_result))
         result = await future
@@ -260,6 +274,8 @@ class RMProxy:
         try:
             loaded = await self._load_config(text or self._default_config_text)
         except ConfigError as exc:
+            exc.__traceback__ = None
+            self._config_refused(text)
             raise InvalidRequest(str(exc)) from None
         for warning in loaded.warnings:
             log.warning("configuration warning", detail=str(warning))

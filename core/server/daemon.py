@@ -78,13 +78,14 @@ class CoreDaemon:
         self.context = ClusterContext(
             time.time, options.event_log_size, options.limits.max_pending_asks_per_application
         )
-        self.context.on_last_rm_gone = lambda: release_memory("no resource manager left")
+        self.context.on_state_dropped = release_memory
         self.rmproxy = RMProxy(
             config_text,
             grace_period=options.rm_grace_period,
             limits=options.limits,
             metrics=self.context.metrics,
         )
+        self.rmproxy.on_config_refused = release_memory
         self.engine = Engine(self.context, self.rmproxy.deliver)
         self.rmproxy.bind_engine(self.engine.submit)
         self.server = grpc.aio.server(

@@ -280,16 +280,23 @@ def test_reregistration_replaces_everything_the_rm_had() -> None:
     assert c.partition.find_queue("root.default") is not None
 
 
-def test_the_last_rm_leaving_is_announced_once_every_rm_has_gone() -> None:
+def test_every_drop_of_an_rms_state_is_announced_after_the_state_went() -> None:
+    """So that the daemon gives memory back each time: an RM leaving, an RM registering again, the
+    last RM leaving; a first registration drops nothing and is not announced."""
     ctx = ClusterContext(FakeClock())
-    gone: list[int] = []
-    ctx.on_last_rm_gone = lambda: gone.append(len(ctx.partitions))
+    dropped: list[tuple[str, int]] = []
+    ctx.on_state_dropped = lambda reason: dropped.append((reason, len(ctx.partitions)))
     for rm_id in ("rm-a", "rm-b"):
         ctx.apply(RegisterRM(rm_id, load_config("").config))
+    assert dropped == []
+    ctx.apply(RegisterRM("rm-a", load_config("").config))
     ctx.apply(UnregisterRM("rm-a"))
-    assert gone == []  # rm-b is still served
     ctx.apply(UnregisterRM("rm-b"))
-    assert gone == [0]  # announced after the state went, not before
+    assert dropped == [
+        ("resource manager registered again", 2),
+        ("resource manager removed", 1),  # rm-b is still served
+        ("no resource manager left", 0),
+    ]
 
 
 TWO_PARTITIONS = """
