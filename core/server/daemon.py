@@ -22,12 +22,13 @@ from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.limits import DEFAULT_LIMITS, Limits
 from core.rmproxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.server.event_stream import EventStreams
+from core.server.grpc_handlers import LargeMessages, add_scheduler
 from core.server.grpc_service import SchedulerService
 from core.server.memory import release_memory
 from core.server.rest import RestServer
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds
 from core.server.tls import ServerTLS, grpc_credentials, read_token, server_tls, ssl_context
-from si.v1 import si_pb2, si_pb2_grpc
+from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.daemon")
 
@@ -100,7 +101,7 @@ class CoreDaemon:
             EventStreams(self.context.events, self.rmproxy.is_registered),
             enforce_rm_identity=self.tls is not None and self.tls.client_ca is not None,
         )
-        si_pb2_grpc.add_SchedulerServicer_to_server(self.service, self.server)
+        add_scheduler(self.service, self.server, LargeMessages(asyncio.get_running_loop()))
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
