@@ -396,7 +396,7 @@ class ClusterContext:
                 # Confirm an RM-reported allocation as YuniKorn does, so the RM knows it is counted.
                 self._out(rm_id).new_allocations.append(alloc)
             else:
-                self._check_pending(part, alloc.application_id)
+                self._check_pending(part, alloc.application_id, alloc.key)
                 part.add_ask(alloc, now)
         except Rejection as exc:
             self.metrics.count("rejected")
@@ -405,9 +405,14 @@ class ClusterContext:
             )
             self._rejections.add((alloc.application_id, alloc.key), str(exc), "allocations")
 
-    def _check_pending(self, part: Partition, app_id: str) -> None:
+    def _check_pending(self, part: Partition, app_id: str, key: str) -> None:
+        """Over the limit: refused. Pending are the asks not yet placed, and the real asks of a gang
+        waiting for their placeholder's place (they go back to pending if it goes). A key it knows is
+        left to add_ask, which refuses it as a duplicate."""
         app = part.applications.get(app_id)
-        pending = len(app.asks) if app is not None else 0
+        if app is None or app.knows_key(key):
+            return
+        pending = len(app.asks) + len(app.replacing)
         if pending >= self.max_pending_asks:
             raise Rejection(
                 f"application {app_id} already has {pending:,} pending asks, the limit "

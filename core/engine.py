@@ -39,12 +39,16 @@ class Engine:
         self._tick_interval = tick_interval
         self._queue: asyncio.Queue[Command | None] = asyncio.Queue()  # None: stop
         self._dirty = False
+        self._stopping = False
         self._last_tick = 0.0
 
     def submit(self, command: Command) -> None:
         self._queue.put_nowait(command)
 
     def stop(self) -> None:
+        """Stop after the commands already queued, and between two slices of scheduling: nothing more
+        is scheduled once told (the core is stopping; nobody would hear of it)."""
+        self._stopping = True
         self._queue.put_nowait(None)
 
     async def run(self) -> None:
@@ -62,9 +66,9 @@ class Engine:
                 self._tick()
                 self._last_tick = loop.time()
             self._emit()
-            await self._schedule()
             if stop:
                 break
+            await self._schedule()
         log.info("engine stopped")
 
     def _tick(self) -> None:
@@ -102,7 +106,7 @@ class Engine:
                 command.reply(exc)
 
     async def _schedule(self) -> None:
-        while self._dirty and self.context.has_pending():
+        while self._dirty and not self._stopping and self.context.has_pending():
             started = time.perf_counter()
             try:
                 made = self.context.schedule(self._slice_size)

@@ -57,7 +57,7 @@ class Backlogs:
         """Over the core-wide bound: cut the streams furthest behind (over their own budget first)
         until the total is back under it."""
         behind = sorted(
-            (s for s in self.streams if s.unread_bytes > 0 and not s.closed),
+            (s for s in self.streams if s.unread_bytes > 0 and not s.cut),
             key=lambda s: (s.over_budget(), s.unread_bytes),
             reverse=True,
         )
@@ -116,8 +116,9 @@ class ResponseStream:
         return bool(self.max_bytes) and self.unread_bytes > self.max_bytes
 
     def _lagging(self) -> None:
-        """Over its budget: cut once the oldest unread response has waited the grace period."""
-        if self.closed or not self.over_budget():
+        """Over its budget: cut once the oldest unread response has waited the grace period (an ended
+        stream too: what it holds until its reader reads it counts the same)."""
+        if self.cut or not self.over_budget():
             return
         waited = self.clock() - self._oldest[0] if self._oldest else 0.0
         if waited >= self.grace_seconds:
@@ -132,7 +133,7 @@ class ResponseStream:
 
     def cut_now(self, why: str) -> None:
         """End the stream at once, its queue freed: the memory is the point, not when the call ends."""
-        if self.closed:
+        if self.cut:
             return
         unread = self.queue.qsize()
         oldest = self.clock() - self._oldest[0] if self._oldest else 0.0

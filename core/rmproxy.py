@@ -41,7 +41,8 @@ from core.limits import DEFAULT_LIMITS, Limits, TokenBucket, config_size_problem
 from core.log_digest import RejectionDigest, WarningLimiter
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
-from core.response_stream import Backlogs, ResponseStream, StreamKind
+from core.off_loop import in_daemon_thread
+from core.response_stream import HARD_FACTOR, Backlogs, ResponseStream, StreamKind
 from core.results import ResultBatch
 from core.si_inbound import (
     BadItem,
@@ -89,8 +90,9 @@ class _RMRoute:
     # Items per second on each kind of stream (Limits.rate_items_per_second).
     rates: dict[StreamKind, TokenBucket] = field(default_factory=dict)
     # Responses held while no stream of their kind is open (a reconnect within the grace period gets
-    # them), with their sizes, bounded in messages (BACKLOG_LIMIT) and in bytes
-    # (Limits.max_unread_response_bytes_total: generous, as what is dropped here is lost to the RM).
+    # them), with their sizes, bounded in messages (BACKLOG_LIMIT) and in bytes: what the new stream
+    # takes at once (four times Limits.max_unread_response_bytes), no more, or it would be cut on
+    # arrival. The oldest go first, with a log line.
     backlog: dict[StreamKind, deque[tuple[Any, int]]] = field(
         default_factory=lambda: {k: deque(maxlen=BACKLOG_LIMIT) for k in StreamKind}
     )
@@ -268,7 +270,9 @@ class RMProxy:
         too_large = config_size_problem(text, self.limits.max_config_bytes)
         if too_large:
             raise ConfigError([Problem("", 0, too_large)])
-        return await asyncio.to_thread(load_config, text)
+        if len(text) >= BIG_CONFIG_BYTES:  # the reading takes seconds: said, as it is a state of the core
+            log.info("reading a configuration", bytes=len(text))
+        return await in_daemon_thread(lambda: load_config(text), "pykorn-config")
 
     async def _parse_config(self, text: str) -> SchedulerConfig:
         try:
@@ -282,6 +286,8 @@ class RMProxy:
         return loaded.config
 
     async def _await_engine(self, build: Callable[[Callable[[Exception | None], None]], Command]) -> None:
+        if self._stopping:  # the engine takes no more commands: say so rather than never answer
+            raise CoreStopping("the core is shutting down: send this again when it is back")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def reply(error: Exception | None) -> None:
@@ -396,7 +402,8 @@ class RMProxy:
             dropped += 1
         backlog.append((message, size))
         route.backlog_bytes[kind] += size
-        while len(backlog) > 1 and route.backlog_bytes[kind] > self.limits.max_unread_response_bytes_total:
+        most = HARD_FACTOR * self.limits.max_unread_response_bytes  # what the stream will take at once
+        while most and len(backlog) > 1 and route.backlog_bytes[kind] > most:
             route.backlog_bytes[kind] -= backlog.popleft()[1]
             dropped += 1
         if dropped:

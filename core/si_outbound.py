@@ -143,17 +143,28 @@ def node_rejections(items: list[tuple[str, str]]) -> si_pb2.NodeResponse:
 def split_response(message: Any, limit: int = 4 * 1024 * 1024 - 64 * 1024) -> list[Any]:
     """A response of repeated items as several of the same type, each at most `limit` bytes, the items
     in their order (each field's items in turn, in the fields' order): what one message said, for a
-    client whose receive limit is lower. An item larger than the limit goes alone in its own part."""
-    parts: list[Any] = []
-    current, size = type(message)(), 0
+    client whose receive limit is lower. Fields that are not lists of messages (none in today's
+    responses) go whole in the first part. An item larger than the limit goes alone in its own part."""
+    first = type(message)()
+    lists = []
     for descriptor in sorted(message.DESCRIPTOR.fields, key=lambda f: f.number):
-        if not descriptor.is_repeated:  # none today: carried by the first part
+        entry = descriptor.message_type
+        if descriptor.is_repeated and entry is not None and not entry.GetOptions().map_entry:
+            lists.append(descriptor)
+        elif descriptor.is_repeated:
+            getattr(first, descriptor.name).MergeFrom(getattr(message, descriptor.name))
+        elif entry is not None:
             if message.HasField(descriptor.name):
-                getattr(current, descriptor.name).CopyFrom(getattr(message, descriptor.name))
-            continue
+                getattr(first, descriptor.name).CopyFrom(getattr(message, descriptor.name))
+        else:
+            setattr(first, descriptor.name, getattr(message, descriptor.name))
+    parts: list[Any] = []
+    current, size = first, first.ByteSize()
+    for descriptor in lists:
+        tag = _varint_length(descriptor.number << 3)
         for item in getattr(message, descriptor.name):
             item_size = item.ByteSize()
-            framed = item_size + 1 + _varint_length(item_size)  # its tag (field numbers < 16) and length
+            framed = tag + _varint_length(item_size) + item_size
             if size and size + framed > limit:
                 parts.append(current)
                 current, size = type(message)(), 0

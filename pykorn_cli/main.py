@@ -452,9 +452,8 @@ def _run_core(args: argparse.Namespace) -> int:
 
     # Checked before logging is set up: a refusal here is one line on stderr, nothing else.
     if args.rest_max_event_streams is None:
-        args.rest_max_event_streams = max(
-            1, min(ConnectionBounds.max_event_streams, args.rest_max_connections // 2)
-        )
+        # Half the cap at most (none with a cap of 1: every connection is kept for short requests).
+        args.rest_max_event_streams = min(ConnectionBounds.max_event_streams, args.rest_max_connections // 2)
     if args.rest_max_event_streams >= args.rest_max_connections:
         sys.stderr.write(
             f"pykorn core: --rest-max-event-streams ({args.rest_max_event_streams}) must be below "

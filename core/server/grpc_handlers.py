@@ -3,7 +3,7 @@ makes them, with one addition: each request's wire size is seen as it is decoded
 
 A message of `LARGE_MESSAGE_BYTES` or more (up to Limits.max_message_bytes, 64 MiB) leaves its
 decoded copy's memory with the allocator after it is handled, refused or not; the core then gives it
-back to the system once, shortly after (core.server.memory), however many such messages came meanwhile.
+back to the system, shortly after and coalesced with any other such request (core.server.memory).
 """
 
 from __future__ import annotations
@@ -15,34 +15,38 @@ from typing import Any
 import grpc
 
 from core.server.grpc_service import SchedulerService
-from core.server.memory import release_memory
 from si.v1 import si_pb2
 
 SERVICE = "si.v1.Scheduler"
 LARGE_MESSAGE_BYTES = 16 * 1024 * 1024
-RELEASE_DELAY = 1.0  # seconds after a large message, time for it to be handled and dropped
+# The service's methods, as si.proto declares them: a test holds them equal to the handlers below.
+SERVICE_METHODS = (
+    "RegisterResourceManager", "UpdateAllocation", "UpdateApplication", "UpdateNode",
+    "UpdateConfiguration", "DryRunConfiguration", "StreamEvents",
+)  # fmt: skip
 
 
 class LargeMessages:
-    """Gives memory back once after large requests; at most one release waits at a time."""
+    """Asks for memory to be given back after a large request (on the loop's thread: the decoding
+    may run on another)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, threshold: int = LARGE_MESSAGE_BYTES) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        release: Callable[[str], None],
+        threshold: int = LARGE_MESSAGE_BYTES,
+    ) -> None:
         self._loop = loop
+        self._release = release
         self._threshold = threshold
-        self._waiting = False
 
     def watch(self, parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
         def parse_and_note(data: bytes) -> Any:
-            if len(data) >= self._threshold and not self._waiting:
-                self._waiting = True
-                self._loop.call_soon_threadsafe(self._loop.call_later, RELEASE_DELAY, self._release)
+            if len(data) >= self._threshold:
+                self._loop.call_soon_threadsafe(self._release, "a large message handled")
             return parse(data)
 
         return parse_and_note
-
-    def _release(self) -> None:
-        self._waiting = False
-        release_memory("a large message handled")
 
 
 def add_scheduler(service: SchedulerService, server: grpc.aio.Server, large: LargeMessages) -> None:
@@ -85,5 +89,6 @@ def add_scheduler(service: SchedulerService, server: grpc.aio.Server, large: Lar
             response_serializer=si_pb2.EventStreamResponse.SerializeToString,
         ),
     }
+    assert set(handlers) == set(SERVICE_METHODS)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)

@@ -30,6 +30,7 @@ from core.config import ConfigError, load_config
 from core.config.as_json import config_json
 from core.events import Follower
 from core.limits import DEFAULT_LIMITS, Limits, config_size_problem
+from core.off_loop import in_daemon_thread
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record
 from core.server.prometheus import render as render_metrics
@@ -245,7 +246,7 @@ class StateAPI:
         try:
             # Off the event loop: a large configuration takes seconds to read, and the gRPC streams
             # and other REST readers are served meanwhile.
-            loaded = await asyncio.to_thread(load_config, text)
+            loaded = await in_daemon_thread(lambda: load_config(text), "pykorn-config")
         except ConfigError as exc:
             reason = "; ".join(str(problem) for problem in exc.problems)
             return web.json_response({"allowed": False, "reason": reason, "warnings": []})
@@ -341,7 +342,8 @@ class RestServer:
         )
         self.api = StateAPI(
             context, default_config, limits, body_timeout=bounds.header_timeout,
-            max_event_streams=bounds.max_event_streams,
+            # Below the cap whatever the bounds say: short requests always keep room.
+            max_event_streams=max(0, min(bounds.max_event_streams, bounds.max_connections - 1)),
         )  # fmt: skip
         self.app.router.add_routes(self.api.routes())
         config_text = lambda rm_id: state.config_source(context, rm_id, default_config)  # noqa: E731

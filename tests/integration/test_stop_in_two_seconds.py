@@ -148,6 +148,14 @@ async def test_with_rest_event_readers_reading_and_one_not_reading_mid_burst() -
     await _stopped_within_bound(readers)
 
 
+async def _until_logged(core: CoreProcess, text: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while text not in core.log_text():
+        assert loop.time() < deadline, f"the core never logged {text!r}"
+        await asyncio.sleep(0.02)
+
+
 async def _read_all(reader: asyncio.StreamReader) -> None:
     while await reader.read(65536):
         pass
@@ -164,7 +172,8 @@ async def test_in_the_middle_of_a_burst() -> None:
 
 
 async def test_while_a_large_configuration_is_validated() -> None:
-    queues = "\n".join(f"          - name: q{i}\n            properties: {{a: '{i}'}}" for i in range(4_500))
+    # Near the 10,000-queue limit: seconds to read (2.3 s measured), so the stop comes in the middle.
+    queues = "\n".join(f"          - name: q{i}\n            properties: {{a: '{i}'}}" for i in range(9_990))
     big = CONFIG + "\n" + queues
 
     async def validating(core: CoreProcess, held: list[object]) -> None:
@@ -175,7 +184,7 @@ async def test_while_a_large_configuration_is_validated() -> None:
         request = si_pb2.UpdateConfigurationRequest(rmID="rm-config", config=big, policyGroup="queues")
         update = asyncio.ensure_future(si_pb2_grpc.SchedulerStub(channel).UpdateConfiguration(request))
         held.append(update)
-        await asyncio.sleep(0)  # sent: the core is reading it when the signal comes
+        await _until_logged(core, "reading a configuration")  # the core is reading it now
 
     await _stopped_within_bound(validating)
 

@@ -9,6 +9,7 @@ import pytest
 from core.commands import Command, RegisterRM, UnregisterRM
 from core.response_stream import MAX_RESPONSE_BYTES, Backlogs, ResponseStream, StreamKind
 from core.rmproxy import CoreStopping, RMProxy
+from core.si_outbound import split_response
 from si.v1 import si_pb2
 
 
@@ -163,3 +164,30 @@ async def test_a_response_over_four_mib_is_split_in_order_with_nothing_lost() ->
         f"ask-{i}" for i in range(100_000)
     ]
     assert stream.unread_bytes == 0
+
+
+def test_items_of_fields_with_two_byte_tags_are_counted_whole_so_no_part_is_over_the_limit() -> None:
+    """schedulingStates is field 100: its tag takes two bytes, each of 200,000 items counted so."""
+    state = si_pb2.UpdateContainerSchedulingStateRequest
+    states = [state(applicationID="a", allocationKey=f"k{i:07d}", reason="r" * 20) for i in range(200_000)]
+    message = si_pb2.AllocationResponse(schedulingStates=states)
+    parts = split_response(message)
+    assert len(parts) >= 2 and all(p.ByteSize() <= MAX_RESPONSE_BYTES for p in parts)
+    assert [s.allocationKey for p in parts for s in p.schedulingStates] == [
+        f"k{i:07d}" for i in range(200_000)
+    ]
+
+
+async def test_an_ended_stream_that_is_not_read_is_still_cut_and_not_a_stream_that_reads() -> None:
+    """The RM half-closed its side and never read what was queued: its bytes count until it is cut,
+    and the core-wide bound takes it rather than a stream that is being read."""
+    clock = Clock()
+    backlogs = Backlogs(max_total_bytes=3_000)
+    ended = ResponseStream(StreamKind.NODE, max_bytes=2_000, backlogs=backlogs, clock=clock)
+    reading = ResponseStream(StreamKind.NODE, max_bytes=2_000, backlogs=backlogs, clock=clock)
+    ended.send(_node_answer(2_100))  # over its budget, within the grace period
+    ended.end()
+    reading.send(_node_answer(600))
+    reading.send(_node_answer(600))  # the total over 3,000: the ended stream, furthest behind, goes
+    assert ended.cut and not reading.cut
+    assert backlogs.total_bytes == reading.unread_bytes
