@@ -63,18 +63,19 @@ class Limits:
     # it, items are rejected with a "retry" reason instead of queueing without bound. 0 turns it off.
     rate_items_per_second: float = 50_000.0
     rate_burst: int = 250_000
-    # Responses the core has queued on one stream and its RM has not read yet (core.response_stream).
-    # A reading RM keeps this near zero (one message per engine step and stream). Bytes are the
-    # responses' wire size; held in memory they take about four times that. Per stream: over
-    # `max_unread_response_bytes` for `unread_grace_seconds` (a burst that is being read passes), or
-    # over four times it, or over `max_unread_responses` messages, the stream is cut with
-    # RESOURCE_EXHAUSTED and its queue freed; its RM's state waits out the grace period as for any
-    # dropped stream. Over every stream together, past `max_unread_response_bytes_total` the streams
-    # furthest behind are cut: however many RMs stop reading, the core's memory stays bounded.
+    # Responses the core has queued on one stream and its RM has not read yet (core.response_stream),
+    # in their wire size, which is what the queue holds (they are queued serialized). A reading RM
+    # keeps this near zero (one message per engine step and stream); one busy sending a recovery of
+    # 200,000 pods reads late, and its answers (about 30 MiB) wait meanwhile. Per stream: over
+    # `max_unread_response_bytes` with nothing read for `unread_grace_seconds`, or over four times
+    # it, or over `max_unread_responses` messages, the stream is cut with RESOURCE_EXHAUSTED and its
+    # queue freed; its RM's state waits out the grace period as for any dropped stream. Over every
+    # stream together, past `max_unread_response_bytes_total` the streams furthest behind are cut:
+    # however many RMs stop reading, the core's memory stays bounded.
     max_unread_responses: int = 10_000
-    max_unread_response_bytes: int = 8 * 1024 * 1024
-    unread_grace_seconds: float = 5.0
-    max_unread_response_bytes_total: int = 64 * 1024 * 1024
+    max_unread_response_bytes: int = 16 * 1024 * 1024
+    unread_grace_seconds: float = 30.0
+    max_unread_response_bytes_total: int = 128 * 1024 * 1024
 
     def clip(self, text: str) -> str:
         """`text` as it may be echoed back: an over-long ID is cut, so a rejection stays small."""

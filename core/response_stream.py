@@ -1,11 +1,13 @@
 """The outbound half of each bidirectional call: the responses queued for an RM, bounded in messages and
 in bytes, per stream and for the whole core, and each no larger than a standard gRPC client reads.
 
-The transport takes the responses one by one (`next`) and writes each. An RM that stops reading blocks
-that write, and its queue grows. Three bounds hold it (core.limits, docs/reliability.md):
-- **per stream, soft:** `max_unread_response_bytes` (a few MiB). A burst may go over it for a moment (one
-  answer to a large message is queued at once); a reader that has not caught up `unread_grace_seconds`
-  after its oldest unread response was queued has fallen behind, and is cut;
+Responses are queued serialized, as the bytes gRPC sends (core.server.grpc_handlers passes them
+through), so what the bounds count is what the queue holds in memory. The transport takes them one by
+one (`next`) and writes each. An RM that stops reading blocks that write, and its queue grows. Three
+bounds hold it (core.limits, docs/reliability.md):
+- **per stream, soft:** `max_unread_response_bytes`. A burst may go over it (one answer to a large
+  message is queued at once, an RM busy sending a recovery reads late); a stream over it from which
+  nothing has been taken for `unread_grace_seconds` has a reader that stopped, and is cut;
 - **per stream, hard:** four times that, and `max_unread_responses` messages: cut at once;
 - **the whole core:** `max_unread_response_bytes_total` over every stream. Past it, the streams furthest
   behind are cut at once (those over their own budget first) until the total is back under it: one RM
@@ -75,7 +77,7 @@ class ResponseStream:
     grace_seconds: float = 5.0  # how long a burst may stay over the budget
     backlogs: Backlogs = field(default_factory=Backlogs)
     clock: Callable[[], float] = time.monotonic
-    queue: asyncio.Queue[tuple[Any, int, float]] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[tuple[bytes | None, int, float]] = field(default_factory=asyncio.Queue)
     rm_id: str = ""
     closed: bool = False
     unread_bytes: int = 0
@@ -83,21 +85,29 @@ class ResponseStream:
     cut_figures: dict[str, float] = field(default_factory=dict)  # how far behind, for the log
     on_cut: Callable[[], object] | None = None
     _oldest: deque[float] = field(default_factory=deque)  # when each unread response was queued
+    _progress: float = -1.0  # when a response was last taken off the queue (or the budget first passed)
     _check: asyncio.TimerHandle | None = None
 
     def __post_init__(self) -> None:
         self.backlogs.streams.add(self)
 
     def send(self, message: Any) -> None:
+        """Queue a response, serialized now (split first when over MAX_RESPONSE_BYTES)."""
         if self.closed:
             return
-        size = message.ByteSize()
-        parts = [(message, size)] if size <= MAX_RESPONSE_BYTES else _sized(split_response(message))
+        data = message.SerializeToString()
+        parts = (
+            [data]
+            if len(data) <= MAX_RESPONSE_BYTES
+            else [p.SerializeToString() for p in split_response(message)]
+        )
         now = self.clock()
-        for part, part_size in parts:
-            self.unread_bytes += part_size
-            self.backlogs.total_bytes += part_size
-            self.queue.put_nowait((part, part_size, now))
+        if not self.unread_bytes:
+            self._progress = now  # an empty queue is a reader that is keeping up
+        for part in parts:
+            self.unread_bytes += len(part)
+            self.backlogs.total_bytes += len(part)
+            self.queue.put_nowait((part, len(part), now))
             self._oldest.append(now)
         self._bound()
 
@@ -116,16 +126,18 @@ class ResponseStream:
         return bool(self.max_bytes) and self.unread_bytes > self.max_bytes
 
     def _lagging(self) -> None:
-        """Over its budget: cut once the oldest unread response has waited the grace period (an ended
-        stream too: what it holds until its reader reads it counts the same)."""
+        """Over its budget: cut once nothing has been taken off the queue for the grace period (an
+        ended stream too: what it holds until its reader reads it counts the same)."""
         if self.cut or not self.over_budget():
             return
-        waited = self.clock() - self._oldest[0] if self._oldest else 0.0
-        if waited >= self.grace_seconds:
-            self.cut_now(f"over max_unread_response_bytes ({self.max_bytes:,} bytes) for {waited:.1f} s")
+        still = self.clock() - self._progress
+        if still >= self.grace_seconds:
+            self.cut_now(
+                f"over max_unread_response_bytes ({self.max_bytes:,} bytes), nothing read for {still:.1f} s"
+            )
         elif self._check is None:
             loop = asyncio.get_running_loop()
-            self._check = loop.call_later(self.grace_seconds - waited, self._recheck)
+            self._check = loop.call_later(self.grace_seconds - still, self._recheck)
 
     def _recheck(self) -> None:
         self._check = None
@@ -171,15 +183,12 @@ class ResponseStream:
             self._check.cancel()
             self._check = None
 
-    async def next(self) -> Any:
-        """The next response, or None once the stream has ended (or was cut)."""
+    async def next(self) -> bytes | None:
+        """The next response, serialized, or None once the stream has ended (or was cut)."""
         message, size, _queued = await self.queue.get()
         if message is not _END and self._oldest:
             self.unread_bytes -= size
             self.backlogs.total_bytes -= size
             self._oldest.popleft()
+            self._progress = self.clock()
         return message
-
-
-def _sized(parts: list[Any]) -> list[tuple[Any, int]]:
-    return [(part, part.ByteSize()) for part in parts]

@@ -49,6 +49,16 @@ class LargeMessages:
         return parse_and_note
 
 
+def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """The three streams' responses come serialized already (core.response_stream queues them so):
+    passed as they are; a message is serialized as ever."""
+
+    def serialize_unless_bytes(message: Any) -> bytes:
+        return message if isinstance(message, bytes) else serialize(message)
+
+    return serialize_unless_bytes
+
+
 def add_scheduler(service: SchedulerService, server: grpc.aio.Server, large: LargeMessages) -> None:
     stream = grpc.stream_stream_rpc_method_handler
     unary = grpc.unary_unary_rpc_method_handler
@@ -61,17 +71,17 @@ def add_scheduler(service: SchedulerService, server: grpc.aio.Server, large: Lar
         "UpdateAllocation": stream(
             service.UpdateAllocation,
             request_deserializer=large.watch(si_pb2.AllocationRequest.FromString),
-            response_serializer=si_pb2.AllocationResponse.SerializeToString,
+            response_serializer=_passing_bytes(si_pb2.AllocationResponse.SerializeToString),
         ),
         "UpdateApplication": stream(
             service.UpdateApplication,
             request_deserializer=large.watch(si_pb2.ApplicationRequest.FromString),
-            response_serializer=si_pb2.ApplicationResponse.SerializeToString,
+            response_serializer=_passing_bytes(si_pb2.ApplicationResponse.SerializeToString),
         ),
         "UpdateNode": stream(
             service.UpdateNode,
             request_deserializer=large.watch(si_pb2.NodeRequest.FromString),
-            response_serializer=si_pb2.NodeResponse.SerializeToString,
+            response_serializer=_passing_bytes(si_pb2.NodeResponse.SerializeToString),
         ),
         "UpdateConfiguration": unary(
             service.UpdateConfiguration,

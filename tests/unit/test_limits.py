@@ -59,12 +59,20 @@ class Harness:
         self.proxy.on_application_request(si_pb2.ApplicationRequest(rmID=RM, new=[add]), self.apps)
 
 
+_RESPONSES = {
+    StreamKind.ALLOCATION: si_pb2.AllocationResponse,
+    StreamKind.APPLICATION: si_pb2.ApplicationResponse,
+    StreamKind.NODE: si_pb2.NodeResponse,
+}
+
+
 def drain(stream: ResponseStream) -> list[Any]:
-    """The responses queued on the stream now (each is queued with its size)."""
+    """The responses queued on the stream now, read back (they are queued serialized, with sizes)."""
     out = []
     while not stream.queue.empty():
-        message, _size, _queued = stream.queue.get_nowait()
-        out.append(message)
+        data, _size, _queued = stream.queue.get_nowait()
+        if data is not None:
+            out.append(_RESPONSES[stream.kind].FromString(data))
     return out
 
 
