@@ -59,7 +59,7 @@ class Harness:
         self.proxy.on_application_request(si_pb2.ApplicationRequest(rmID=RM, new=[add]), self.apps)
 
 
-_RESPONSES = {
+_RESPONSES: dict[StreamKind, Any] = {
     StreamKind.ALLOCATION: si_pb2.AllocationResponse,
     StreamKind.APPLICATION: si_pb2.ApplicationResponse,
     StreamKind.NODE: si_pb2.NodeResponse,
