@@ -18,7 +18,6 @@ import asyncio
 import json
 import sys
 import urllib.request
-from pathlib import Path
 
 import grpc
 
@@ -37,14 +36,6 @@ partitions:
           - name: work
 """
 ASK = {"memory": 1, "vcore": 1}
-
-
-def rss_mb(core: CoreProcess) -> float:
-    assert core.process is not None
-    for line in Path(f"/proc/{core.process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def partitions(core: CoreProcess) -> list[str]:
@@ -77,12 +68,12 @@ async def until_gone(core: CoreProcess, rm_id: str, expected: int) -> None:
 
 async def stay(core: CoreProcess, allocations: int, rounds: int) -> list[float]:
     small = await loaded(core, "small", 1)
-    figures = [rss_mb(core)]
+    figures = [core.resident_mb()]
     for n in range(rounds):
         big = await loaded(core, f"big-{n}", allocations)
         await big.close()
         await until_gone(core, f"big-{n}", 1)
-        figures.append(rss_mb(core))
+        figures.append(core.resident_mb())
     await small.close()
     return figures
 
@@ -90,11 +81,11 @@ async def stay(core: CoreProcess, allocations: int, rounds: int) -> list[float]:
 async def again(core: CoreProcess, allocations: int, rounds: int) -> list[float]:
     figures = []
     client = await loaded(core, "again", allocations)
-    figures.append(rss_mb(core))
+    figures.append(core.resident_mb())
     for _ in range(rounds):
         await client.close()
         client = await loaded(core, "again", allocations)
-        figures.append(rss_mb(core))
+        figures.append(core.resident_mb())
     await client.close()
     return figures
 
@@ -103,7 +94,7 @@ async def refused(core: CoreProcess, queues: int, rounds: int) -> list[float]:
     client = await loaded(core, "configs", 1)
     lines = [f"          - name: q{i}" for i in range(queues)] + ["          - name: bad queue name!"]
     text = CONFIG + "\n".join(lines) + "\n"
-    figures = [rss_mb(core)]
+    figures = [core.resident_mb()]
     async with grpc.aio.insecure_channel(core.address, options=[("grpc.max_send_message_length", -1)]) as ch:
         stub = si_pb2_grpc.SchedulerStub(ch)
         for _ in range(rounds):
@@ -111,7 +102,7 @@ async def refused(core: CoreProcess, queues: int, rounds: int) -> list[float]:
                 si_pb2.UpdateConfigurationRequest(rmID="configs", config=text, policyGroup="queues")
             )
             assert not answer.accepted, "the configuration was taken"
-            figures.append(rss_mb(core))
+            figures.append(core.resident_mb())
     await client.close()
     return figures
 
@@ -128,7 +119,7 @@ async def run(allocations: int, rounds: int, queues: int, event_log_size: int, o
         core = CoreProcess(extra_args=[*flags, "--event-log-size", str(event_log_size)])
         await core.start()
         try:
-            fresh = rss_mb(core)
+            fresh = core.resident_mb()
             figures = await scenario(core)
             sys.stdout.write(
                 f"{name}: fresh {fresh:.0f} MB; " + " -> ".join(f"{f:.0f}" for f in figures) + " MB\n"

@@ -20,7 +20,6 @@ import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -40,14 +39,6 @@ partitions:
           - name: work
 """
 ASK = {"memory": 1, "vcore": 1}
-
-
-def rss_mb(core: CoreProcess) -> float:
-    assert core.process is not None
-    for line in Path(f"/proc/{core.process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def streams_cut(core: CoreProcess) -> int:
@@ -99,7 +90,7 @@ async def run(hogs: int, tag_bytes: int, seconds: float) -> None:
         await neighbour.wait_nodes_answered(1)
         await neighbour.add_application("n-app", "root.work")
         await neighbour.wait_apps_answered(1)
-        idle = rss_mb(core)
+        idle = core.resident_mb()
         cuts_before = streams_cut(core)
         started = time.monotonic()
         for n in range(hogs):
@@ -117,13 +108,13 @@ async def run(hogs: int, tag_bytes: int, seconds: float) -> None:
             trips.append(time.perf_counter() - t0)
             await neighbour.release("n-app", f"n{i}")
             i += 1
-            peak = max(peak, rss_mb(core))
+            peak = max(peak, core.resident_mb())
             if i % 50 == 0:
                 for n in range(streams_cut(core) - cuts_before):
                     if n < hogs and not cut_at[n]:
                         cut_at[n] = time.monotonic() - started
         stop.set()
-        after = rss_mb(core)
+        after = core.resident_mb()
         cuts = ", ".join(f"{c:.1f} s" if c else "not cut" for c in sorted(cut_at))
         p99 = statistics.quantiles(trips, n=100)[98] * 1000 if len(trips) >= 100 else max(trips) * 1000
         sys.stdout.write(

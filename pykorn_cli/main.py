@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.logging_setup import configure_logging
 from core.server.rest_connections import ConnectionBounds
-
-if TYPE_CHECKING:
-    from rmclient.tls import ClientTLS
-    from shim_k8s.leader import LeaderElection
+from pykorn_cli.options import client_tls, json_flag
 
 
 def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:
@@ -110,15 +105,6 @@ def _add_client_tls_flags(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--core-key", type=Path, default=None, help="private key of --core-cert")
 
 
-def _client_tls(args: argparse.Namespace) -> ClientTLS | None:
-    from rmclient.tls import client_tls
-
-    try:
-        return client_tls(args.core_ca, args.core_cert, args.core_key)
-    except ValueError as exc:
-        raise SystemExit(f"pykorn {args.command}: {exc}") from None
-
-
 def _duration(text: str) -> float:
     """A duration as kube-scheduler's flags take it ("15s", "500ms", "1m"), or plain seconds."""
     units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -164,21 +150,6 @@ def _add_leader_election_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--leader-elect-identity", default=None,
                        help="its name in the Lease (default: host name, unique suffix)")  # fmt: skip
-
-
-def _leader_election(args: argparse.Namespace) -> LeaderElection | None:
-    if not args.leader_elect:
-        return None
-    from shim_k8s.leader import LeaderElection, default_identity
-
-    try:
-        return LeaderElection(
-            args.leader_elect_resource_name, args.leader_elect_resource_namespace or args.namespace,
-            args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
-            args.leader_elect_retry_period, args.leader_elect_identity or default_identity(),
-        )  # fmt: skip
-    except ValueError as exc:
-        raise SystemExit(f"pykorn k8s: {exc}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -347,14 +318,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.config_command == "diff":
             from pykorn_cli.config_diff import diff_files
 
-            return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=_client_tls(args))
+            return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=client_tls(args))
         from core.config.report import validate_file
 
         return validate_file(args.file, sys.stdout)
     if args.command == "k8s":
-        return _run_k8s(args)
+        from pykorn_cli.k8s_commands import run_k8s
+
+        return run_k8s(args)
     if args.command == "admission":
-        return _run_admission(args)
+        from pykorn_cli.k8s_commands import run_admission_controller
+
+        return run_admission_controller(args)
     if args.command == "status":
         from pykorn_cli.status import show_status
 
@@ -362,11 +337,11 @@ def main(argv: list[str] | None = None) -> int:
             args.core, sys.stdout, sys.stderr, token_file=args.token_file, ca_cert=args.ca_cert
         )
     if args.command == "fake":
-        configure_logging(args.log_level, _json_flag(args.log_format))
+        configure_logging(args.log_level, json_flag(args.log_format))
         from shim_fake.scenario.command import run_scenario
 
         progress = sys.stdout.isatty()
-        tls = _client_tls(args)
+        tls = client_tls(args)
         if tls is not None and args.core is None:
             raise SystemExit(
                 "pykorn fake: --core-ca/--core-cert/--core-key are for a running core given with --core"
@@ -377,71 +352,6 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     return 2
-
-
-def _run_k8s(args: argparse.Namespace) -> int:
-    from shim_k8s.leader import LeadershipLost
-    from shim_k8s.main import ApiLimits, StartupError, run_shim
-
-    configure_logging(args.log_level, _json_flag(args.log_format), live=True)  # log.* from the ConfigMaps
-    tls = _client_tls(args)
-    election = _leader_election(args)
-
-    async def until_signalled() -> None:
-        stop = _stop_on_signals()
-        await run_shim(
-            args.core, args.kubeconfig, args.scheduler_name, args.namespace, args.rm_id, stop=stop, tls=tls,
-            placeholder_image=args.placeholder_image,
-            limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight), election=election,
-            log_level=args.log_level, reconcile_period=args.reconcile_period,
-            metrics_listen=args.metrics_listen,
-        )  # fmt: skip
-
-    try:
-        asyncio.run(until_signalled())
-    except (LeadershipLost, StartupError) as exc:  # the cluster's cause: exit 1, and say why
-        sys.stderr.write(f"pykorn k8s: {exc}\n")
-        return 1
-    return 0
-
-
-def _stop_on_signals() -> asyncio.Event:
-    """An event SIGTERM and SIGINT set: a clean stop (bindings under way finish, the Lease is given up).
-    A handler of its own is needed: in a container the process is PID 1, to which the kernel delivers
-    no signal it has no handler for, so without one a pod would only stop at the SIGKILL."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
-
-
-def _run_admission(args: argparse.Namespace) -> int:
-    from shim_k8s.admission_server import run_admission
-    from shim_k8s.webhook_setup import SetupError
-
-    if (args.tls_cert is None) != (args.tls_key is None):
-        sys.stderr.write("pykorn admission: give --tls-cert and --tls-key together, or neither\n")
-        return 2
-    configure_logging(args.log_level, _json_flag(args.log_format))
-
-    async def until_signalled() -> None:
-        await run_admission(
-            args.port, args.tls_cert, args.tls_key, args.namespace, args.kubeconfig,
-            core_rest=args.core_rest, bind=args.bind, core_rest_ca=args.core_rest_ca,
-            secret=args.secret_name, stop=_stop_on_signals(),
-        )  # fmt: skip
-
-    try:
-        asyncio.run(until_signalled())
-    except SetupError as exc:  # the installation's cause: exit 1, and say why
-        sys.stderr.write(f"pykorn admission: {exc}\n")
-        return 1
-    return 0
-
-
-def _json_flag(value: str | None) -> bool | None:
-    return None if value is None else value == "json"
 
 
 def _run_core(args: argparse.Namespace) -> int:
@@ -460,7 +370,7 @@ def _run_core(args: argparse.Namespace) -> int:
             f"--rest-max-connections ({args.rest_max_connections}): short requests need room\n"
         )
         return 2
-    configure_logging(args.log_level, _json_flag(args.log_format))
+    configure_logging(args.log_level, json_flag(args.log_format))
     try:
         limits = Limits.from_overrides(args.limit)
     except ValueError as exc:

@@ -162,6 +162,14 @@ class CoreProcess:
     async def stop(self, timeout: float = 15.0) -> int:
         return await asyncio.to_thread(self.stop_blocking, timeout)
 
+    def resident_mb(self) -> float:
+        """The running core's resident set size (VmRSS, Linux's /proc), in MiB."""
+        assert self.process is not None, "start() first"
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS in /proc: resident size unknown here")
+
     def log_text(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
 

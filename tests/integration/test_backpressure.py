@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import aiohttp
 import grpc
@@ -34,14 +33,6 @@ ASK = {"memory": 1, "vcore": 1}
 @pytest.fixture(scope="module")
 def bounded_core() -> Iterator[CoreProcess]:
     yield from running(CoreProcess(extra_args=["--limit", f"max_unread_responses={UNREAD_BOUND}"]))
-
-
-def _rss_mb(core: CoreProcess) -> float:
-    assert core.process is not None
-    for line in Path(f"/proc/{core.process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 async def _cut_count(session: aiohttp.ClientSession, core: CoreProcess) -> int:
@@ -99,7 +90,7 @@ async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_serve
         async with aiohttp.ClientSession() as session:
             before = await _cut_count(session, core)
             await _until_cut(session, core, before)
-            assert _rss_mb(core) < RSS_CEILING_MB
+            assert core.resident_mb() < RSS_CEILING_MB
             # The neighbour is served all along, and after the cut.
             await other.asks(messages.ask("other-app", f"o{i}", ASK) for i in range(50))
             await other.wait_allocations(50)
@@ -151,7 +142,7 @@ async def test_a_stream_not_read_is_cut_by_its_byte_budget_and_the_log_says_how_
         )
         async with aiohttp.ClientSession() as session:
             await _until_cut(session, core, await _cut_count(session, core))
-            assert _rss_mb(core) < RSS_CEILING_MB
+            assert core.resident_mb() < RSS_CEILING_MB
         stop.set()
         with pytest.raises(grpc.aio.AioRpcError) as cut:
             async for _ in call:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -26,14 +25,6 @@ GROWTH_CEILING_MB = 10  # from the second round's leftover to the last (the firs
 @pytest.fixture(scope="module")
 def core() -> Iterator[CoreProcess]:
     yield from running(CoreProcess(extra_args=["--rm-grace-period", "0.5"]))
-
-
-def _rss_mb(core: CoreProcess) -> float:
-    assert core.process is not None
-    for line in Path(f"/proc/{core.process.pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 async def _partitions(session: aiohttp.ClientSession, core: CoreProcess) -> list[object]:
@@ -69,7 +60,7 @@ async def _busy_rm(core: CoreProcess, index: int) -> RecordingClient:
 async def test_memory_returns_near_idle_after_every_rm_has_left(core: CoreProcess) -> None:
     async with aiohttp.ClientSession() as session:
         await _partitions(session, core)  # the REST server has answered once, as it will later
-        idle = _rss_mb(core)
+        idle = core.resident_mb()
         leftovers = []
         for _ in range(ROUNDS):
             clients = await asyncio.gather(*(_busy_rm(core, i) for i in range(RMS)))
@@ -78,7 +69,7 @@ async def test_memory_returns_near_idle_after_every_rm_has_left(core: CoreProces
                 await client.close()
             await _until_no_partitions(session, core)
             await _until_released(core, "no resource manager left", released)
-            leftovers.append(_rss_mb(core))
+            leftovers.append(core.resident_mb())
     assert "memory released" in core.log_text()
     assert max(leftovers) - idle < ABOVE_IDLE_CEILING_MB, (idle, leftovers)
     assert leftovers[-1] - leftovers[1] < GROWTH_CEILING_MB, (idle, leftovers)
@@ -143,7 +134,7 @@ async def test_memory_is_returned_when_an_rm_leaves_while_another_stays(core: Co
             await big.close()
             await _until_partitions(session, core, 1)
             await _until_released(core, "resource manager removed", released)
-            leftovers.append(_rss_mb(core))
+            leftovers.append(core.resident_mb())
         await stays.close()
     assert leftovers[-1] - leftovers[1] < GROWTH_CEILING_MB, leftovers
 
@@ -157,7 +148,7 @@ async def test_registering_again_gives_the_previous_state_back(core: CoreProcess
         await client.close()
         client = await _loaded(core, "again", 20_000)
         await _until_released(core, "resource manager registered again", released)
-        after.append(_rss_mb(core))
+        after.append(core.resident_mb())
     await client.close()
     assert after[-1] - after[1] < GROWTH_CEILING_MB, after
 
@@ -174,6 +165,6 @@ async def test_refused_large_configurations_leave_nothing_behind(core: CoreProce
         answer = await client.update_configuration(text)
         assert not answer.accepted and any("not a queue name" in e for e in answer.errors)
         await _until_released(core, "a large configuration refused", released)
-        after.append(_rss_mb(core))
+        after.append(core.resident_mb())
     await client.close()
     assert after[-1] - after[1] < GROWTH_CEILING_MB, after
