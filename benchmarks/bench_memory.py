@@ -21,20 +21,11 @@ import urllib.request
 
 import grpc
 
-from rmclient import messages
 from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2, si_pb2_grpc
+from tests.integration.core_helpers import WORK_CONFIG, loaded_rm
 from tests.recording_client import RecordingClient
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
 ASK = {"memory": 1, "vcore": 1}
 
 
@@ -44,17 +35,7 @@ def partitions(core: CoreProcess) -> list[str]:
 
 
 async def loaded(core: CoreProcess, rm_id: str, allocations: int) -> RecordingClient:
-    client = RecordingClient(core.address, rm_id)
-    await client.connect()
-    await client.register(config=CONFIG)
-    for i in range(100):
-        await client.add_node(f"{rm_id}-n{i}", {"memory": 10**9, "vcore": 10**9})
-    await client.wait_nodes_answered(100)
-    await client.add_application("app", "root.work")
-    await client.wait_apps_answered(1)
-    await client.asks(messages.ask("app", f"k{i}", ASK) for i in range(allocations))
-    await client.wait_allocations(allocations, timeout=300)
-    return client
+    return await loaded_rm(core, rm_id, allocations, nodes=100, timeout=300)
 
 
 async def until_gone(core: CoreProcess, rm_id: str, expected: int) -> None:
@@ -93,7 +74,7 @@ async def again(core: CoreProcess, allocations: int, rounds: int) -> list[float]
 async def refused(core: CoreProcess, queues: int, rounds: int) -> list[float]:
     client = await loaded(core, "configs", 1)
     lines = [f"          - name: q{i}" for i in range(queues)] + ["          - name: bad queue name!"]
-    text = CONFIG + "\n".join(lines) + "\n"
+    text = WORK_CONFIG + "\n".join(lines) + "\n"
     figures = [core.resident_mb()]
     async with grpc.aio.insecure_channel(core.address, options=[("grpc.max_send_message_length", -1)]) as ch:
         stub = si_pb2_grpc.SchedulerStub(ch)

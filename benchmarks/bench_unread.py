@@ -27,17 +27,9 @@ import grpc
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from si.v1 import metadata, si_pb2, si_pb2_grpc
+from tests.integration.core_helpers import WORK_CONFIG
 from tests.recording_client import RecordingClient
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
 ASK = {"memory": 1, "vcore": 1}
 
 
@@ -77,7 +69,7 @@ async def run(hogs: int, tag_bytes: int, seconds: float) -> None:
             hog = RecordingClient(core.address, f"hog-{n}")
             await hog.__aenter__()
             clients.append(hog)
-            await hog.register(config=CONFIG)
+            await hog.register(config=WORK_CONFIG)
             await hog.add_node("node-1", {"memory": 10**12, "vcore": 10**12})
             await hog.wait_nodes_answered(1)
             await hog.add_application(f"hog-{n}-app", "root.work")
@@ -85,7 +77,7 @@ async def run(hogs: int, tag_bytes: int, seconds: float) -> None:
         neighbour = RecordingClient(core.address, "neighbour")
         await neighbour.__aenter__()
         clients.append(neighbour)
-        await neighbour.register(config=CONFIG)
+        await neighbour.register(config=WORK_CONFIG)
         await neighbour.add_node("node-1", {"memory": 10**12, "vcore": 10**12})
         await neighbour.wait_nodes_answered(1)
         await neighbour.add_application("n-app", "root.work")

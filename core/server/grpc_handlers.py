@@ -60,44 +60,31 @@ def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
 
 
 def add_scheduler(service: SchedulerService, server: grpc.aio.Server, large: LargeMessages) -> None:
-    stream = grpc.stream_stream_rpc_method_handler
-    unary = grpc.unary_unary_rpc_method_handler
+    # (method, handler kind, request type, response type, responses queued serialized already)
+    table: tuple[tuple[str, Callable[..., Any], Any, Any, bool], ...] = (
+        ("RegisterResourceManager", grpc.unary_unary_rpc_method_handler,
+         si_pb2.RegisterResourceManagerRequest, si_pb2.RegisterResourceManagerResponse, False),
+        ("UpdateAllocation", grpc.stream_stream_rpc_method_handler,
+         si_pb2.AllocationRequest, si_pb2.AllocationResponse, True),
+        ("UpdateApplication", grpc.stream_stream_rpc_method_handler,
+         si_pb2.ApplicationRequest, si_pb2.ApplicationResponse, True),
+        ("UpdateNode", grpc.stream_stream_rpc_method_handler, si_pb2.NodeRequest, si_pb2.NodeResponse, True),
+        ("UpdateConfiguration", grpc.unary_unary_rpc_method_handler,
+         si_pb2.UpdateConfigurationRequest, si_pb2.UpdateConfigurationResponse, False),
+        ("DryRunConfiguration", grpc.unary_unary_rpc_method_handler,
+         si_pb2.UpdateConfigurationRequest, si_pb2.DryRunConfigurationResponse, False),
+        ("StreamEvents", grpc.unary_stream_rpc_method_handler,
+         si_pb2.EventStreamRequest, si_pb2.EventStreamResponse, False),
+    )  # fmt: skip
     handlers = {
-        "RegisterResourceManager": unary(
-            service.RegisterResourceManager,
-            request_deserializer=large.watch(si_pb2.RegisterResourceManagerRequest.FromString),
-            response_serializer=si_pb2.RegisterResourceManagerResponse.SerializeToString,
-        ),
-        "UpdateAllocation": stream(
-            service.UpdateAllocation,
-            request_deserializer=large.watch(si_pb2.AllocationRequest.FromString),
-            response_serializer=_passing_bytes(si_pb2.AllocationResponse.SerializeToString),
-        ),
-        "UpdateApplication": stream(
-            service.UpdateApplication,
-            request_deserializer=large.watch(si_pb2.ApplicationRequest.FromString),
-            response_serializer=_passing_bytes(si_pb2.ApplicationResponse.SerializeToString),
-        ),
-        "UpdateNode": stream(
-            service.UpdateNode,
-            request_deserializer=large.watch(si_pb2.NodeRequest.FromString),
-            response_serializer=_passing_bytes(si_pb2.NodeResponse.SerializeToString),
-        ),
-        "UpdateConfiguration": unary(
-            service.UpdateConfiguration,
-            request_deserializer=large.watch(si_pb2.UpdateConfigurationRequest.FromString),
-            response_serializer=si_pb2.UpdateConfigurationResponse.SerializeToString,
-        ),
-        "DryRunConfiguration": unary(
-            service.DryRunConfiguration,
-            request_deserializer=large.watch(si_pb2.UpdateConfigurationRequest.FromString),
-            response_serializer=si_pb2.DryRunConfigurationResponse.SerializeToString,
-        ),
-        "StreamEvents": grpc.unary_stream_rpc_method_handler(
-            service.StreamEvents,
-            request_deserializer=si_pb2.EventStreamRequest.FromString,
-            response_serializer=si_pb2.EventStreamResponse.SerializeToString,
-        ),
+        name: make(
+            getattr(service, name),
+            request_deserializer=large.watch(request.FromString),
+            response_serializer=_passing_bytes(response.SerializeToString)
+            if queued
+            else response.SerializeToString,
+        )
+        for name, make, request, response, queued in table
     }
     assert set(handlers) == set(SERVICE_METHODS)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

@@ -13,20 +13,11 @@ import pytest
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from si.v1 import metadata, si_pb2, si_pb2_grpc
-from tests.integration.core_helpers import running
+from tests.integration.core_helpers import WORK_CONFIG, running
 from tests.recording_client import RecordingClient
 
 UNREAD_BOUND = 200
 RSS_CEILING_MB = 400  # what the core may grow to meanwhile; unbounded it grew by about 12 MB a second
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
 ASK = {"memory": 1, "vcore": 1}
 
 
@@ -75,7 +66,7 @@ async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_serve
         RecordingClient(core.address, "neighbour") as other,
     ):
         for client, app in ((hog, "hog-app"), (other, "other-app")):
-            await client.register(config=CONFIG)
+            await client.register(config=WORK_CONFIG)
             await client.add_node("node-1", {"memory": 10**9, "vcore": 10**9})
             await client.wait_nodes_answered(1)
             await client.add_application(app, "root.work")
@@ -108,7 +99,7 @@ async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_serve
         # its state and is served.
         await hog.close()
         async with RecordingClient(core.address, "hog") as back:
-            await back.register(config=CONFIG)
+            await back.register(config=WORK_CONFIG)
             await back.add_node("node-1", {"memory": 10**9, "vcore": 10**9})
             await back.wait_nodes_answered(1)
             await back.add_application("hog-app", "root.work")
@@ -130,7 +121,7 @@ async def test_a_stream_not_read_is_cut_by_its_byte_budget_and_the_log_says_how_
 ) -> None:
     core = byte_bounded_core
     async with RecordingClient(core.address, "hog") as hog:
-        await hog.register(config=CONFIG)
+        await hog.register(config=WORK_CONFIG)
         await hog.add_node("node-1", {"memory": 10**9, "vcore": 10**9})
         await hog.wait_nodes_answered(1)
         await hog.add_application("hog-app", "root.work")
@@ -162,7 +153,7 @@ async def test_a_standard_client_reads_an_answer_larger_than_its_four_mib_receiv
     async with grpc.aio.insecure_channel(core_address) as channel:  # gRPC's defaults
         stub = si_pb2_grpc.SchedulerStub(channel)
         await stub.RegisterResourceManager(
-            si_pb2.RegisterResourceManagerRequest(rmID=rm_id, config=CONFIG, policyGroup="queues")
+            si_pb2.RegisterResourceManagerRequest(rmID=rm_id, config=WORK_CONFIG, policyGroup="queues")
         )
         asks = [messages.ask("nobody-knows-this-app", f"ask-{i:06d}", ASK) for i in range(100_000)]
 

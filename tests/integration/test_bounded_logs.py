@@ -12,21 +12,12 @@ import pytest
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2
-from tests.integration.core_helpers import running
+from tests.integration.core_helpers import WORK_CONFIG, running
 from tests.recording_client import RecordingClient
 
 ITEMS = 10_000
 PENDING_BOUND = 10  # per application, so that a message of asks goes over it
 MOST_LINES = 5  # "a handful" per message
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +42,7 @@ async def _refused_in_one_message(
 
 async def test_ten_thousand_refused_items_in_one_message_are_a_few_log_lines(core: CoreProcess) -> None:
     async with RecordingClient(core.address, "rm-noisy") as client:
-        await client.register(config=CONFIG)
+        await client.register(config=WORK_CONFIG)
         await client.add_node("node-1", {"memory": 10**6})
         await client.wait_nodes_answered(1)
         await client.add_application("app-1", "root.work")

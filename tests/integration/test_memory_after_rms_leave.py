@@ -10,7 +10,7 @@ import pytest
 
 from rmclient import messages
 from rmclient.core_process import CoreProcess
-from tests.integration.core_helpers import running
+from tests.integration.core_helpers import WORK_CONFIG, loaded_rm, running
 from tests.recording_client import RecordingClient
 
 RMS = 10
@@ -75,31 +75,6 @@ async def test_memory_returns_near_idle_after_every_rm_has_left(core: CoreProces
     assert leftovers[-1] - leftovers[1] < GROWTH_CEILING_MB, (idle, leftovers)
 
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
-
-
-async def _loaded(core: CoreProcess, rm_id: str, asks: int) -> RecordingClient:
-    client = RecordingClient(core.address, rm_id)
-    await client.connect()
-    await client.register(config=CONFIG)
-    for n in range(10):
-        await client.add_node(f"node-{n}", {"memory": 10**9, "vcore": 10**9})
-    await client.wait_nodes_answered(10)
-    await client.add_application("app", "root.work")
-    await client.wait_apps_answered(1)
-    await client.asks(messages.ask("app", f"k{j}", {"memory": 1, "vcore": 1}) for j in range(asks))
-    await client.wait_allocations(asks, timeout=120)
-    return client
-
-
 async def _until_partitions(session: aiohttp.ClientSession, core: CoreProcess, count: int) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
@@ -126,10 +101,10 @@ async def test_memory_is_returned_when_an_rm_leaves_while_another_stays(core: Co
     """Before, the memory came back only once every RM had gone: with one small RM staying, each round
     of a large RM coming and going added about 20 MB (docs/reliability.md)."""
     async with aiohttp.ClientSession() as session:
-        stays = await _loaded(core, "stays", 1)
+        stays = await loaded_rm(core, "stays", 1)
         leftovers = []
         for i in range(4):
-            big = await _loaded(core, f"comes-and-goes-{i}", 20_000)
+            big = await loaded_rm(core, f"comes-and-goes-{i}", 20_000)
             released = _released(core, "resource manager removed")
             await big.close()
             await _until_partitions(session, core, 1)
@@ -142,11 +117,11 @@ async def test_memory_is_returned_when_an_rm_leaves_while_another_stays(core: Co
 async def test_registering_again_gives_the_previous_state_back(core: CoreProcess) -> None:
     """Every reconnect registers again: the state it replaces is given back, not piled up."""
     after = []
-    client = await _loaded(core, "again", 20_000)
+    client = await loaded_rm(core, "again", 20_000)
     for _ in range(4):
         released = _released(core, "resource manager registered again")
         await client.close()
-        client = await _loaded(core, "again", 20_000)
+        client = await loaded_rm(core, "again", 20_000)
         await _until_released(core, "resource manager registered again", released)
         after.append(core.resident_mb())
     await client.close()
@@ -157,8 +132,8 @@ async def test_refused_large_configurations_leave_nothing_behind(core: CoreProce
     """Before, about 5 MB per thousand queues of each refused configuration stayed until a collection
     that came rarely (and stalled every RM when it did)."""
     lines = [f"          - name: q{i}" for i in range(9_000)] + ["          - name: not a queue name!"]
-    text = CONFIG + "\n".join(lines) + "\n"
-    client = await _loaded(core, "configs", 1)
+    text = WORK_CONFIG + "\n".join(lines) + "\n"
+    client = await loaded_rm(core, "configs", 1)
     after = []
     for _ in range(5):
         released = _released(core, "a large configuration refused")

@@ -18,18 +18,10 @@ import grpc
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2, si_pb2_grpc
+from tests.integration.core_helpers import WORK_CONFIG
 from tests.recording_client import RecordingClient
 
 STOP_BOUND = 2.0
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
 Setup = Callable[[CoreProcess, list[object]], Awaitable[None]]
 
 
@@ -70,7 +62,7 @@ async def _let_go(item: object) -> None:
 async def _registered(core: CoreProcess, rm_id: str, nodes: int = 1) -> RecordingClient:
     client = RecordingClient(core.address, rm_id)
     await client.connect()
-    await client.register(config=CONFIG)
+    await client.register(config=WORK_CONFIG)
     for i in range(nodes):
         await client.add_node(f"n{i}", {"memory": 10**6, "vcore": 10**6})
     await client.wait_nodes_answered(nodes)
@@ -174,7 +166,7 @@ async def test_in_the_middle_of_a_burst() -> None:
 async def test_while_a_large_configuration_is_validated() -> None:
     # Near the 10,000-queue limit: seconds to read (2.3 s measured), so the stop comes in the middle.
     queues = "\n".join(f"          - name: q{i}\n            properties: {{a: '{i}'}}" for i in range(9_990))
-    big = CONFIG + "\n" + queues
+    big = WORK_CONFIG + "\n" + queues
 
     async def validating(core: CoreProcess, held: list[object]) -> None:
         client = await _registered(core, "rm-config")
