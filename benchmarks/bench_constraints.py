@@ -32,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmarks.counting_client import CountingClient
-from core.logging_setup import configure_logging
 from rmclient import messages
 from rmclient.core_process import CoreProcess
+from rmclient.logging_setup import configure_logging
 from si.v1 import si_pb2
 
 CONFIG = """

@@ -36,12 +36,12 @@ from core.commands import (
 )
 from core.config import load_config
 from core.engine import Engine
-from core.logging_setup import configure_logging
 from core.objects.allocation import Allocation
 from core.objects.partition_key import PartitionKey
 from core.resources import Resource
 from core.results import ResultBatch, Termination
 from core.server.daemon import tune_garbage_collector
+from rmclient.logging_setup import configure_logging
 
 PART = PartitionKey(RM, "default")
 

@@ -18,10 +18,10 @@ from collections import deque
 
 from benchmarks.bench_scheduling import ASK, CONFIG
 from benchmarks.counting_client import CountingClient
-from core.logging_setup import configure_logging
 from core.server.daemon import tune_garbage_collector
 from rmclient import messages
 from rmclient.core_process import CoreProcess
+from rmclient.logging_setup import configure_logging
 from si.v1 import si_pb2
 
 SLOTS_PER_NODE = 2

@@ -36,7 +36,7 @@ from core.log_digest import RejectionDigest, WarningLimiter
 from core.metrics import SchedulerMetrics
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
-from core.objects.gang import TAG_APP_CREATION_TIME, Gang, GangStyle, placeholder_timeout
+from core.objects.gang import Gang, GangStyle, placeholder_timeout
 from core.objects.partition import Partition, Rejection
 from core.objects.partition_key import PartitionKey
 from core.objects.rejected_apps import RejectedApplication
@@ -45,6 +45,7 @@ from core.preemption.dry_run import QuotaPreview
 from core.resources import Resource
 from core.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
 from core.scheduling import allocate
+from si.v1.tags import TAG_APP_CREATION_TIME
 
 _Item = TypeVar("_Item", NodeChange, AppAdd, AppRemove, Allocation, ReleaseRequest)  # of an RM's request
 

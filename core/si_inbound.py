@@ -11,12 +11,11 @@ from functools import lru_cache
 from core.commands import AppAdd, AppRemove, NodeAction, NodeChange, ReleaseRequest
 from core.config.schema import DEFAULT_PARTITION
 from core.limits import Limits
-from core.objects.allocation import TAG_CREATION_TIME, TAG_FOREIGN, Allocation
+from core.objects.allocation import Allocation
 from core.objects.partition_key import PartitionKey
 from core.resources import INT64_MAX, Resource
 from si.v1 import si_pb2
-
-NODE_PARTITION_ATTRIBUTE = "si/node-partition"
+from si.v1.tags import ATTR_NODE_PARTITION, TAG_CREATION_TIME, TAG_FOREIGN
 
 
 class BadItem(ValueError):
@@ -248,10 +247,10 @@ def node_change_from_si(rm_id: str, info: si_pb2.NodeInfo, limits: Limits) -> No
     attributes = dict(info.attributes)
     if attributes:
         check_map(attributes, f"node {info.nodeID}", "attribute", "max_node_attributes", limits)
-        partition = attributes.get(NODE_PARTITION_ATTRIBUTE, "")
+        partition = attributes.get(ATTR_NODE_PARTITION, "")
         if len(partition) > limits.max_id_length:
             problem = over_long(limits.max_id_length, "max_id_length", partitionName=partition)
-            raise BadItem(f"node {info.nodeID}: {problem} (attribute {NODE_PARTITION_ATTRIBUTE})")
+            raise BadItem(f"node {info.nodeID}: {problem} (attribute {ATTR_NODE_PARTITION})")
     action = _NODE_ACTIONS.get(info.action)
     if action is None:
         raise BadItem(f"node {info.nodeID} has no action (expected CREATE, UPDATE, DRAIN_NODE, ...)")
@@ -263,7 +262,7 @@ def node_change_from_si(rm_id: str, info: si_pb2.NodeInfo, limits: Limits) -> No
     return NodeChange(
         node_id=info.nodeID,
         action=action,
-        partition=partition_of(rm_id, attributes.get(NODE_PARTITION_ATTRIBUTE, "")),
+        partition=partition_of(rm_id, attributes.get(ATTR_NODE_PARTITION, "")),
         attributes=attributes,
         capacity=capacity,
     )

@@ -19,6 +19,7 @@ from core.objects.partition import Partition
 from core.objects.queue import Queue
 from core.objects.rejected_apps import RejectedApplication
 from core.resources import Resource
+from si.v1.tags import ATTR_HOSTNAME, ATTR_RACK_NAME
 
 Json = dict[str, Any]
 
@@ -229,8 +230,8 @@ def node_info(part: Partition, node: Node) -> Json:
     foreign = [a for a in node.allocations.values() if a.foreign]
     info: Json = {
         "nodeID": node.node_id,
-        "hostName": node.attributes.get("si/hostname", ""),
-        "rackName": node.attributes.get("si/rackname", ""),
+        "hostName": node.attributes.get(ATTR_HOSTNAME, ""),
+        "rackName": node.attributes.get(ATTR_RACK_NAME, ""),
         "attributes": dict(node.attributes),
         "capacity": _res(node.capacity),
         "allocated": _res(node.allocated),

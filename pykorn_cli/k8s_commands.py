@@ -9,8 +9,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from core.logging_setup import configure_logging
 from pykorn_cli.options import client_tls, json_flag
+from rmclient.logging_setup import configure_logging
 
 if TYPE_CHECKING:
     from shim_k8s.leader import LeaderElection

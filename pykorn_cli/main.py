@@ -9,9 +9,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from core.logging_setup import configure_logging
 from core.server.rest_connections import ConnectionBounds
 from pykorn_cli.options import client_tls, json_flag
+from rmclient.logging_setup import configure_logging
 
 
 def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:

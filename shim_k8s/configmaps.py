@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.logging_setup import set_live_levels
+from rmclient.logging_setup import set_live_levels
 from shim_k8s import service_config
 
 Obj = Mapping[str, Any]

@@ -26,6 +26,7 @@ from typing import Any
 
 from shim_k8s.bad_objects import Refused
 from shim_k8s.translate import TranslationError, quantities
+from si.v1.tags import TAG_GUARANTEED, TAG_MAX_APPS, TAG_PARENT_QUEUE, TAG_QUOTA
 
 DOMAIN = "yunikorn.apache.org/"
 QUOTA = DOMAIN + "namespace.quota"
@@ -38,10 +39,6 @@ ENABLE_YUNIKORN = DOMAIN + "namespace.enableYuniKorn"
 GENERATE_APP_ID = DOMAIN + "namespace.generateAppId"
 
 # Application tags, as the scheduler interface names them.
-TAG_QUOTA = "namespace.resourcequota"
-TAG_GUARANTEED = "namespace.resourceguaranteed"
-TAG_MAX_APPS = "namespace.resourcemaxapps"
-TAG_PARENT_QUEUE = "namespace.parentqueue"
 
 
 @dataclass

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from core.logging_setup import level_number
+from rmclient.logging_setup import level_number
 from shim_k8s.bad_objects import Refused
 
 CONFIGMAP_NAMES = ("yunikorn-defaults", "yunikorn-configs")  # merged in this order

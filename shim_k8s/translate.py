@@ -21,6 +21,26 @@ from shim_k8s.bad_objects import Refused
 from shim_k8s.priority import PodPriority
 from shim_k8s.volumes import with_volume_terms
 from si.v1 import si_pb2
+from si.v1.tags import (
+    ATTR_HOSTNAME,
+    ATTR_TAINTS,
+    LABEL_PREFIX,
+    NAMESPACE_LABEL_PREFIX,
+    TAG_APP_CREATION_TIME,
+    TAG_CREATE_FORCE,
+    TAG_CREATION_TIME,
+    TAG_FOREIGN,
+    TAG_HOST_PORTS,
+    TAG_NAMESPACE,
+    TAG_NODE_AFFINITY,
+    TAG_NODE_SELECTOR,
+    TAG_POD_AFFINITY,
+    TAG_POD_ANTI_AFFINITY,
+    TAG_POD_NAME,
+    TAG_REQUIRED_NODE,
+    TAG_TOLERATIONS,
+    TAG_TOPOLOGY_SPREAD,
+)
 
 APP_ID_KEY = "yunikorn.apache.org/app-id"
 APP_ID_LABEL = "applicationId"
@@ -32,27 +52,11 @@ QUEUE_LABEL = "queue"
 USER_INFO = "yunikorn.apache.org/user.info"
 USERNAME_LABEL = "yunikorn.apache.org/username"  # deprecated; YuniKorn 1.9 still falls back to it
 DEFAULT_USER = "nobody"
-LABEL_PREFIX = "kubernetes.io/label/"
-NAMESPACE_LABEL_TAG_PREFIX = "pykorn.io/namespace-label/"
-META_NAMESPACE = "kubernetes.io/meta/namespace"
-META_POD_NAME = "kubernetes.io/meta/podName"
-TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
-TAG_NODE_SELECTOR = "pykorn.io/node-selector"
-TAG_TOLERATIONS = "pykorn.io/tolerations"
-TAG_NODE_AFFINITY = "pykorn.io/node-affinity"
-TAG_HOST_PORTS = "pykorn.io/host-ports"
-TAG_POD_AFFINITY = "pykorn.io/pod-affinity"
-TAG_POD_ANTI_AFFINITY = "pykorn.io/pod-anti-affinity"
-TAG_TOPOLOGY_SPREAD = "pykorn.io/topology-spread"
-ATTR_TAINTS = "pykorn.io/taints"
-ATTR_HOSTNAME = "si/hostname"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
 PLACEHOLDER = "internal.yunikorn.apache.org/placeholder"  # YuniKorn's marker since 1.6
 LEGACY_PLACEHOLDER = "yunikorn.apache.org/placeholder"  # before 1.6, and pykorn's before the switch
 LEGACY_PLACEHOLDER_LABEL = "placeholder"  # a label, before YuniKorn 1.6
 _PLACEHOLDER_MARKERS = (PLACEHOLDER, LEGACY_PLACEHOLDER)  # the first readable one decides
-TAG_CREATE_FORCE = "application.create.force"  # si's AppTagCreateForce
-APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # an application tag: the core counts timeouts from it
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # what Go's strconv.ParseBool takes as true
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
@@ -271,14 +275,14 @@ def pod_tags(
     (shim_k8s.volumes), ANDed into its node affinity; `namespace_labels`: its namespace's labels, which
     pod (anti-)affinity terms' namespaceSelector match."""
     meta, spec = _meta(pod), pod.get("spec") or {}
-    tags = {META_NAMESPACE: meta.get("namespace", "default"), META_POD_NAME: meta.get("name", "")}
+    tags = {TAG_NAMESPACE: meta.get("namespace", "default"), TAG_POD_NAME: meta.get("name", "")}
     for key, value in (meta.get("labels") or {}).items():
         tags[LABEL_PREFIX + key] = str(value)
     for key, value in (namespace_labels or {}).items():
-        tags[NAMESPACE_LABEL_TAG_PREFIX + key] = str(value)
+        tags[NAMESPACE_LABEL_PREFIX + key] = str(value)
     created = creation_time(pod)
     if created:
-        tags["creationTime"] = str(created)
+        tags[TAG_CREATION_TIME] = str(created)
     if spec.get("nodeSelector"):
         tags[TAG_NODE_SELECTOR] = json.dumps(spec["nodeSelector"], sort_keys=True)
     if spec.get("tolerations"):
@@ -376,7 +380,7 @@ def bound_pod_allocation(
     )  # fmt: skip
     alloc.nodeID = (pod.get("spec") or {}).get("nodeName", "")
     if not ours:
-        alloc.allocationTags["foreign"] = "default"
+        alloc.allocationTags[TAG_FOREIGN] = "default"
     return alloc
 
 
@@ -407,7 +411,7 @@ def application_request(
         request.executionTimeoutMilliSeconds = placeholder_timeout_seconds * 1000
         created = creation_time(pod)
         if created:
-            request.tags[APP_CREATION_TIME] = str(created)
+            request.tags[TAG_APP_CREATION_TIME] = str(created)
     return request
 
 

@@ -14,9 +14,6 @@ from core.objects.partition_key import PartitionKey
 from core.resources import Resource
 
 # Tag keys the core reads (YuniKorn's names, so its shims' tags work unchanged).
-TAG_CREATION_TIME = "creationTime"
-TAG_FOREIGN = "foreign"
-TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"
 
 
 @dataclass(eq=False, slots=True)

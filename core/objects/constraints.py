@@ -26,22 +26,19 @@ from dataclasses import dataclass, field
 
 from core.objects.host_ports import HostPort, HostPortError, parse_host_ports
 from core.objects.node_affinity import AffinityError, NodeAffinity, parse_node_affinity
-from core.objects.pod_affinity import (
+from core.objects.pod_affinity import PodAffinity, PodAffinityError, parse_pod_affinity, pod_identity
+from core.objects.topology_spread import SpreadConstraint, SpreadError, parse_spread
+from si.v1.tags import (
+    ATTR_TAINTS,
+    LABEL_PREFIX,
+    TAG_HOST_PORTS,
+    TAG_NODE_AFFINITY,
+    TAG_NODE_SELECTOR,
     TAG_POD_AFFINITY,
     TAG_POD_ANTI_AFFINITY,
-    PodAffinity,
-    PodAffinityError,
-    parse_pod_affinity,
-    pod_identity,
+    TAG_TOLERATIONS,
+    TAG_TOPOLOGY_SPREAD,
 )
-from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD, SpreadConstraint, SpreadError, parse_spread
-
-LABEL_PREFIX = "kubernetes.io/label/"
-ATTR_TAINTS = "pykorn.io/taints"
-TAG_NODE_SELECTOR = "pykorn.io/node-selector"
-TAG_TOLERATIONS = "pykorn.io/tolerations"
-TAG_NODE_AFFINITY = "pykorn.io/node-affinity"
-TAG_HOST_PORTS = "pykorn.io/host-ports"
 
 # Effects that keep an untolerating pod off a node; PreferNoSchedule is only a preference.
 _HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})

@@ -17,7 +17,6 @@ from core.resources import Resource
 
 DEFAULT_PLACEHOLDER_TIMEOUT = 15 * 60.0  # seconds, as YuniKorn when the RM sends none
 # An application's creation time (Unix seconds) as YuniKorn's shims tag it: the timeout counts from it.
-TAG_APP_CREATION_TIME = "yunikorn.apache.org/creationTime"
 SMALLEST_TIMEOUT = 0.001  # a timeout already over when the application arrives still fires
 
 

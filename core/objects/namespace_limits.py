@@ -13,10 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from core.resources import Resource
-
-TAG_QUOTA = "namespace.resourcequota"  # si.Resource JSON: the queue's max
-TAG_GUARANTEED = "namespace.resourceguaranteed"  # si.Resource JSON: the queue's guaranteed
-TAG_MAX_APPS = "namespace.resourcemaxapps"  # a whole number: the queue's maxapplications
+from si.v1.tags import TAG_GUARANTEED, TAG_MAX_APPS, TAG_QUOTA
 
 
 @dataclass

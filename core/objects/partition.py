@@ -13,7 +13,7 @@ from core.config.schema import PartitionConfig
 from core.config.validation import RECOVERY_QUEUE
 from core.events import Event
 from core.objects import namespace_limits, partition_events, priority, queue_events
-from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
+from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.constraints import (
@@ -42,6 +42,7 @@ from core.results import SchedulingState, Termination
 from core.ugm.limits import limit_table
 from core.ugm.resolver import resolve_groups
 from core.ugm.tracker import UserGroupTracker
+from si.v1.tags import TAG_REQUIRED_NODE
 
 log = structlog.get_logger("pykorn.partition")
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-TAG_POD_AFFINITY = "pykorn.io/pod-affinity"
-TAG_POD_ANTI_AFFINITY = "pykorn.io/pod-anti-affinity"
-TAG_NAMESPACE = "kubernetes.io/meta/namespace"
-LABEL_TAG_PREFIX = "kubernetes.io/label/"
-NAMESPACE_LABEL_TAG_PREFIX = "pykorn.io/namespace-label/"
+from si.v1.tags import (
+    LABEL_PREFIX,
+    NAMESPACE_LABEL_PREFIX,
+    TAG_NAMESPACE,
+)
+
 Identity = tuple[str, dict[str, str], dict[str, str]]  # a pod's namespace, its labels, its namespace's labels
 _NO_LABELS: dict[str, str] = {}
 _OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
@@ -91,10 +92,10 @@ def pod_identity(tags: Mapping[str, str]) -> Identity:
     labels: dict[str, str] = {}
     namespace_labels: dict[str, str] = {}
     for key, value in tags.items():
-        if key.startswith(LABEL_TAG_PREFIX):
-            labels[key[len(LABEL_TAG_PREFIX) :]] = value
-        elif key.startswith(NAMESPACE_LABEL_TAG_PREFIX):
-            namespace_labels[key[len(NAMESPACE_LABEL_TAG_PREFIX) :]] = value
+        if key.startswith(LABEL_PREFIX):
+            labels[key[len(LABEL_PREFIX) :]] = value
+        elif key.startswith(NAMESPACE_LABEL_PREFIX):
+            namespace_labels[key[len(NAMESPACE_LABEL_PREFIX) :]] = value
     return tags.get(TAG_NAMESPACE, "default"), labels, namespace_labels or _NO_LABELS
 
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 from core.objects.pod_affinity import LabelRequirement, PodAffinityError, PodSelector, parse_label_selector
 
-TAG_TOPOLOGY_SPREAD = "pykorn.io/topology-spread"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR, IGNORE = "Honor", "Ignore"

@@ -11,11 +11,11 @@ from core.config.validation import RECOVERY_QUEUE
 from core.objects.queue import Queue, QueueState
 from core.objects.queue_tree import QueueTree
 from core.placement.rules import PlacementError, PlacementRequest, Rule
+from si.v1.tags import TAG_CREATE_FORCE
 
 DEFAULT_QUEUE = "root.default"
 # An application tag (YuniKorn's, si's AppTagCreateForce): "true" on an application recovered with
 # running allocations; placed in the recovery queue when no rule places it, never refused.
-TAG_CREATE_FORCE = "application.create.force"
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # Go's strconv.ParseBool
 
 __all__ = ["Placement", "PlacementError", "PlacementManager", "PlacementRequest"]

@@ -20,16 +20,7 @@ from core.config import ConfigError, load_config
 from core.config.properties import parse_duration
 from core.config.schema import QueueConfig
 from core.config.yaml_reader import Problem, YamlReader, line_of
-from core.objects.allocation import TAG_REQUIRED_NODE
-from core.objects.constraints import (
-    LABEL_PREFIX,
-    TAG_NODE_AFFINITY,
-    TAG_NODE_SELECTOR,
-    ConstraintError,
-    parse_ask_constraints,
-)
-from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY
-from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD
+from core.objects.constraints import ConstraintError, parse_ask_constraints
 from core.resources import Resource, ResourceError, parse_quantity
 from shim_fake.scenario.model import (
     AppSpec,
@@ -43,6 +34,16 @@ from shim_fake.scenario.model import (
     NodeSpec,
     Scenario,
     TaskGroup,
+)
+from si.v1.tags import (
+    LABEL_PREFIX,
+    TAG_NAMESPACE,
+    TAG_NODE_AFFINITY,
+    TAG_NODE_SELECTOR,
+    TAG_POD_AFFINITY,
+    TAG_POD_ANTI_AFFINITY,
+    TAG_REQUIRED_NODE,
+    TAG_TOPOLOGY_SPREAD,
 )
 
 _TOP = frozenset(

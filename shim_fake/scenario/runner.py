@@ -41,6 +41,7 @@ from shim_fake.scenario.model import (
 )
 from shim_fake.scenario.recording import Recording
 from si.v1 import si_pb2
+from si.v1.tags import LABEL_PREFIX
 
 log = structlog.get_logger("pykorn.fake.runner")
 
@@ -536,7 +537,7 @@ def _placeholder_group(group: GangGroup) -> TaskGroup:
     )  # fmt: skip
 
 
-HOSTNAME_LABEL = "kubernetes.io/label/kubernetes.io/hostname"
+HOSTNAME_LABEL = LABEL_PREFIX + "kubernetes.io/hostname"
 
 
 def _node_info(

@@ -20,12 +20,17 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
-from core.objects.allocation import TAG_FOREIGN, Allocation
-from core.objects.constraints import LABEL_PREFIX
-from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY
-from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD
+from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.results import Termination
+from si.v1.tags import (
+    LABEL_PREFIX,
+    TAG_FOREIGN,
+    TAG_NAMESPACE,
+    TAG_POD_AFFINITY,
+    TAG_POD_ANTI_AFFINITY,
+    TAG_TOPOLOGY_SPREAD,
+)
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """

@@ -17,10 +17,11 @@ from core.commands import (
     UpdateConfig,
 )
 from core.config import load_config
-from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
+from core.objects.allocation import Allocation
 from core.objects.queue import Queue
 from core.resources import Resource
 from core.results import Termination
+from si.v1.tags import TAG_REQUIRED_NODE
 from tests.unit.domain_helpers import Cluster
 
 G = 10**9  # the document's "G" of memory

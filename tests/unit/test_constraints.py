@@ -7,12 +7,8 @@ import json
 import pytest
 
 from core.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
-from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
+from core.objects.allocation import Allocation
 from core.objects.constraints import (
-    ATTR_TAINTS,
-    LABEL_PREFIX,
-    TAG_NODE_SELECTOR,
-    TAG_TOLERATIONS,
     AskConstraints,
     ConstraintError,
     NodeTraits,
@@ -24,6 +20,7 @@ from core.objects.constraints import (
 )
 from core.resources import Resource
 from core.results import ResultBatch
+from si.v1.tags import ATTR_TAINTS, LABEL_PREFIX, TAG_NODE_SELECTOR, TAG_REQUIRED_NODE, TAG_TOLERATIONS
 from tests.unit.domain_helpers import Cluster
 
 # Helpers ------------------------------------------------------------------------------------------

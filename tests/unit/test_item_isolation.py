@@ -12,8 +12,8 @@ import pytest
 from core.commands import UpdateAllocations
 from core.objects.allocation import Allocation
 from core.objects.partition import Partition
-from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD
 from core.resources import Resource
+from si.v1.tags import TAG_TOPOLOGY_SPREAD
 from tests.unit.domain_helpers import Cluster
 
 

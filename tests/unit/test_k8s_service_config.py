@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from core.logging_setup import LiveLevels
+from rmclient.logging_setup import LiveLevels
 from shim_k8s import service_config as sc
 from shim_k8s.bad_objects import Refused
 

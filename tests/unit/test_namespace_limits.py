@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from core.events import ChangeDetail, EventType
-from core.objects.namespace_limits import TAG_GUARANTEED, TAG_MAX_APPS, TAG_QUOTA, from_tags
+from core.objects.namespace_limits import from_tags
+from si.v1.tags import TAG_GUARANTEED, TAG_MAX_APPS, TAG_QUOTA
 from tests.unit.domain_helpers import Cluster
 from tests.unit.test_dynamic_queues import DYNAMIC, _add_app, _drain, _queue
 

@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from core.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
-from core.objects.allocation import TAG_FOREIGN, Allocation
-from core.objects.constraints import LABEL_PREFIX, TAG_HOST_PORTS, TAG_NODE_AFFINITY, ConstraintError
+from core.objects.allocation import Allocation
+from core.objects.constraints import ConstraintError
 from core.objects.host_ports import HostPort, PortsInUse
 from core.objects.node_affinity import AffinityError, parse_node_affinity
 from core.resources import Resource
+from si.v1.tags import LABEL_PREFIX, TAG_FOREIGN, TAG_HOST_PORTS, TAG_NODE_AFFINITY
 from tests.unit.domain_helpers import Cluster
 
 ZONE = "topology.kubernetes.io/zone"

@@ -10,15 +10,16 @@ from typing import Any
 import pytest
 
 from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
-from core.objects.allocation import TAG_FOREIGN, Allocation
-from core.objects.constraints import LABEL_PREFIX
-from core.objects.pod_affinity import (
-    NAMESPACE_LABEL_TAG_PREFIX,
+from core.objects.allocation import Allocation
+from core.resources import Resource
+from si.v1.tags import (
+    LABEL_PREFIX,
+    NAMESPACE_LABEL_PREFIX,
+    TAG_FOREIGN,
     TAG_NAMESPACE,
     TAG_POD_AFFINITY,
     TAG_POD_ANTI_AFFINITY,
 )
-from core.resources import Resource
 from tests.unit.domain_helpers import Cluster
 
 HOST = "kubernetes.io/hostname"
@@ -46,7 +47,7 @@ def _pod_tags(
     **rules: str,
 ) -> dict[str, str]:
     tags = {TAG_NAMESPACE: namespace, **{LABEL_PREFIX + k: v for k, v in labels.items()}}
-    tags.update({NAMESPACE_LABEL_TAG_PREFIX + k: v for k, v in (namespace_labels or {}).items()})
+    tags.update({NAMESPACE_LABEL_PREFIX + k: v for k, v in (namespace_labels or {}).items()})
     if "affinity" in rules:
         tags[TAG_POD_AFFINITY] = rules["affinity"]
     if "anti" in rules:

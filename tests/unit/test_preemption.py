@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 
 from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
-from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
-from core.objects.constraints import LABEL_PREFIX, TAG_NODE_SELECTOR
-from core.objects.pod_affinity import TAG_NAMESPACE, TAG_POD_ANTI_AFFINITY
-from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD
+from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.results import Termination
 from core.state import ask_info
+from si.v1.tags import (
+    LABEL_PREFIX,
+    TAG_NAMESPACE,
+    TAG_NODE_SELECTOR,
+    TAG_POD_ANTI_AFFINITY,
+    TAG_REQUIRED_NODE,
+    TAG_TOPOLOGY_SPREAD,
+)
 from tests.unit.domain_helpers import Cluster
 
 HOST = "kubernetes.io/hostname"

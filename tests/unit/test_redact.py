@@ -11,8 +11,8 @@ import structlog
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from google.protobuf.message import Message
 
-from core.logging_setup import configure_logging
 from core.server.redact import REDACTED, is_secret, redacted
+from rmclient.logging_setup import configure_logging
 from si.v1 import si_pb2
 
 SECRET = "hunter2-do-not-log"

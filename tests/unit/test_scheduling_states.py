@@ -4,9 +4,10 @@ FAILED when more nodes would help, SKIPPED when its own queue, limits, gang or r
 from __future__ import annotations
 
 from core.commands import UpdateAllocations
-from core.objects.allocation import TAG_REQUIRED_NODE, Allocation
+from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.results import Waiting
+from si.v1.tags import TAG_REQUIRED_NODE
 from tests.limits_config import limits_config
 from tests.unit.domain_helpers import Cluster
 

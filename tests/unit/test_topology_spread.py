@@ -11,10 +11,9 @@ import pytest
 
 from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from core.objects.allocation import Allocation
-from core.objects.constraints import LABEL_PREFIX, TAG_NODE_AFFINITY
-from core.objects.pod_affinity import TAG_NAMESPACE
-from core.objects.topology_spread import TAG_TOPOLOGY_SPREAD, DomainCounts
+from core.objects.topology_spread import DomainCounts
 from core.resources import Resource
+from si.v1.tags import LABEL_PREFIX, TAG_NAMESPACE, TAG_NODE_AFFINITY, TAG_TOPOLOGY_SPREAD
 from tests.unit.domain_helpers import Cluster
 from tests.unit.test_pod_affinity import BINPACKING
 

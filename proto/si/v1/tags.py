@@ -1,0 +1,47 @@
+"""The names of allocation tags, application tags and node attributes that travel on the wire.
+
+si.proto carries them as free-form string maps, so their keys are defined here, once, beside the stubs
+(as `metadata.py` does for call metadata): the core reads them, every client writes them, and both import
+them from this module. Where YuniKorn defines a key (its interface's `common/constants.go`), the value is
+YuniKorn's, so a YuniKorn shim's tags mean the same here; pykorn's own keys start with `pykorn.io/`.
+"""
+
+from __future__ import annotations
+
+# ---- Node attributes -------------------------------------------------------------------------------
+# A node's Kubernetes labels, one attribute each: this prefix, then the label's key.
+LABEL_PREFIX = "kubernetes.io/label/"
+ATTR_HOSTNAME = "si/hostname"
+ATTR_RACK_NAME = "si/rackname"
+ATTR_NODE_PARTITION = "si/node-partition"
+# The node's taints, as the JSON list of Kubernetes Taint objects.
+ATTR_TAINTS = "pykorn.io/taints"
+
+# ---- Allocation (ask) tags: where a pod may run ----------------------------------------------------
+# Every value is JSON in the shape Kubernetes writes the field (see docs/interface.md).
+TAG_REQUIRED_NODE = "yunikorn.apache.org/requiredNode"  # a node name: a DaemonSet pod's node
+TAG_NODE_SELECTOR = "pykorn.io/node-selector"
+TAG_TOLERATIONS = "pykorn.io/tolerations"
+TAG_NODE_AFFINITY = "pykorn.io/node-affinity"
+TAG_HOST_PORTS = "pykorn.io/host-ports"
+TAG_POD_AFFINITY = "pykorn.io/pod-affinity"
+TAG_POD_ANTI_AFFINITY = "pykorn.io/pod-anti-affinity"
+TAG_TOPOLOGY_SPREAD = "pykorn.io/topology-spread"
+
+# ---- Allocation tags: what the pod is ----------------------------------------------------------------
+TAG_NAMESPACE = "kubernetes.io/meta/namespace"
+TAG_POD_NAME = "kubernetes.io/meta/podName"
+# The labels of the pod's namespace, one tag each: this prefix, then the label's key.
+NAMESPACE_LABEL_PREFIX = "pykorn.io/namespace-label/"
+TAG_CREATION_TIME = "creationTime"  # seconds since the epoch: the pod's creation
+TAG_FOREIGN = "foreign"  # on an allocation the RM reports that another scheduler placed
+
+# ---- Application tags ----------------------------------------------------------------------------------
+TAG_APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # the core counts gang timeouts from it
+TAG_CREATE_FORCE = "application.create.force"  # si's AppTagCreateForce: place even where rules refuse
+# The namespace's quota and guarantee (si.Resource JSON) and maxapplications (a whole number), and the
+# parent queue a namespace's queue is created under: YuniKorn's AppTagNamespace* keys.
+TAG_QUOTA = "namespace.resourcequota"
+TAG_GUARANTEED = "namespace.resourceguaranteed"
+TAG_MAX_APPS = "namespace.resourcemaxapps"
+TAG_PARENT_QUEUE = "namespace.parentqueue"
