@@ -21,8 +21,12 @@ import sys
 import time
 from dataclasses import dataclass
 
-from core.cluster import ClusterContext
-from core.commands import (
+from core.config import load_config
+from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
+from core.resources import Resource
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.commands import (
     AppAdd,
     NodeAction,
     NodeChange,
@@ -31,12 +35,8 @@ from core.commands import (
     UpdateApplications,
     UpdateNodes,
 )
-from core.config import load_config
-from core.engine import Engine
-from core.objects.allocation import Allocation
-from core.objects.partition_key import PartitionKey
-from core.resources import Resource
-from core.results import ResultBatch
+from core.scheduler.engine import Engine
+from core.scheduler.results import ResultBatch
 from core.server.daemon import tune_garbage_collector
 from rmclient.logging_setup import configure_logging
 

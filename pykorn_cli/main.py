@@ -356,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_core(args: argparse.Namespace) -> int:
     from core.config import ConfigError
-    from core.limits import Limits
+    from core.config.input_limits import Limits
     from core.server.daemon import CoreOptions, run_core
     from core.server.tls import SecurityConfigError
 

@@ -13,6 +13,7 @@ from importlib import resources as importlib_resources
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from core.config import resolver_names
 from core.config.schema import (
     DEFAULT_PARTITION,
     ROOT_QUEUE,
@@ -29,7 +30,6 @@ from core.config.schema import (
 from core.config.validation import validate_partition
 from core.config.yaml_reader import Problem, YamlReader, line_of
 from core.resources import Resource, ResourceError, parse_quantity
-from core.ugm import resolver
 
 _TOP_KEYS = frozenset({"partitions", "checksum"})
 _PARTITION_KEYS = frozenset(
@@ -528,22 +528,24 @@ def _read_limits(reader: YamlReader, node: Node | None, path: str) -> tuple[Limi
 def _read_resolver(reader: YamlReader, node: Node | None, path: str) -> str:
     """usergroupresolver: {type: ...}: how the groups of a user whose RM sent none are found."""
     if node is None:
-        return resolver.DEFAULT
+        return resolver_names.DEFAULT
     fields = reader.mapping(node, path, _RESOLVER_KEYS) or {}
     if "type" not in fields:
-        return resolver.DEFAULT
+        return resolver_names.DEFAULT
     kind = (reader.string(fields["type"], f"{path}.type") or "").strip().lower()
-    if kind in resolver.UNSUPPORTED:
+    if kind in resolver_names.UNSUPPORTED:
         reader.error(
-            f"{path}.type", fields["type"], f"type {kind!r} is not supported: {resolver.UNSUPPORTED[kind]}"
+            f"{path}.type",
+            fields["type"],
+            f"type {kind!r} is not supported: {resolver_names.UNSUPPORTED[kind]}",
         )
-    elif kind not in resolver.SUPPORTED:
+    elif kind not in resolver_names.SUPPORTED:
         reader.error(
             f"{path}.type", fields["type"],
             f"unknown type {kind!r}: expected default (the user's group is its name) or os (this host's "
             "user database)",
         )  # fmt: skip
-    return resolver.OS if kind == resolver.OS else resolver.DEFAULT
+    return resolver_names.OS if kind == resolver_names.OS else resolver_names.DEFAULT
 
 
 def _read_preemption(reader: YamlReader, node: Node | None, path: str) -> PreemptionConfig:

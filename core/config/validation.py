@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 from core.config import properties
+from core.config.acl import ACL, ACLError
 from core.config.limits_check import check_limits
 from core.config.placement_check import check_placement
 from core.config.schema import PartitionConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
-from core.objects.acl import ACL, ACLError
 from core.resources import Resource, min_limit
 
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")

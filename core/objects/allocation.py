@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.objects.constraints import NO_CONSTRAINTS, AskConstraints
+from core.constraints.ask import NO_CONSTRAINTS, AskConstraints
 from core.objects.partition_key import PartitionKey
 from core.resources import Resource
 
@@ -37,7 +37,7 @@ class Allocation:
     preempting: bool = False  # an ask with victims chosen for it, not all released yet
     triggered_preemption: bool = False  # victims were ever chosen for it (REST: triggeredPreemption)
     triggered_scale_up: bool = False  # it ever waited for a node only (REST: triggeredScaleUp)
-    waiting: str = ""  # how it waits now (core.results.Waiting's value), as last sent to its RM
+    waiting: str = ""  # how it waits now (core.scheduler.results.Waiting's value), as last sent to its RM
     held: bool = False  # its resource is held on its queues (Queue.held) until it is placed or removed
     constraints: AskConstraints = NO_CONSTRAINTS  # parsed from tags when the ask arrives
     # Gang scheduling: a real task taking a placeholder's place points at it, and the placeholder back,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from core.constraints.ask import NO_CONSTRAINTS, NO_TRAITS, NodeTraits
+from core.constraints.host_ports import PortsInUse
 from core.objects.allocation import Allocation
-from core.objects.constraints import NO_CONSTRAINTS, NO_TRAITS, NodeTraits
-from core.objects.host_ports import PortsInUse
 from core.resources import Resource
 
 

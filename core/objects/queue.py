@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypedDict
 
+from core.config.acl import ACL, NOBODY
 from core.config.properties import QueueProperties
 from core.config.schema import ChildTemplate
-from core.objects.acl import ACL, NOBODY
 from core.objects.priority_range import MIN_PRIORITY
 from core.resources import Resource
 
@@ -71,7 +71,7 @@ class Queue:
         self.containers_allocated = 0
         self.containers_released = 0
         self.apps_ended: dict[str, int] = {}
-        # Quota enforcement (core.preemption.quota): when the timer started, the victims of a run in
+        # Quota enforcement (core.scheduler.preemption.quota): when the timer started, the victims of a run in
         # progress, and the last run's outcome (for the REST API).
         self.quota_timer: float | None = None
         self.quota_running: set[tuple[str, str]] = set()

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from core.config import properties
+from core.config.acl import ACL, NOBODY
 from core.config.schema import ChildTemplate, QueueConfig
 from core.config.validation import RECOVERY_QUEUE
-from core.objects.acl import ACL, NOBODY
 from core.objects.queue import Queue, QueueState
 
 Warn = Callable[[str, str], None]  # (queue full name, message)

@@ -14,13 +14,13 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from core.cluster import ClusterContext
 from core.config import load_config
+from core.config.input_limits import DEFAULT_LIMITS, Limits
 from core.config.loader import default_config_text
-from core.engine import Engine
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
-from core.limits import DEFAULT_LIMITS, Limits
-from core.rmproxy import DEFAULT_GRACE_PERIOD, RMProxy
+from core.rm.proxy import DEFAULT_GRACE_PERIOD, RMProxy
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.engine import Engine
 from core.server.event_stream import EventStreams
 from core.server.grpc_handlers import LargeMessages, add_scheduler
 from core.server.grpc_service import SchedulerService
@@ -57,7 +57,9 @@ class CoreOptions:
     rest_tls_cert: Path | None = None
     rest_tls_key: Path | None = None
     rest_token_file: Path | None = None
-    limits: Limits = DEFAULT_LIMITS  # what an RM may send (core/limits.py, `pykorn core --limit`)
+    limits: Limits = (
+        DEFAULT_LIMITS  # what an RM may send (core/config/input_limits.py, `pykorn core --limit`)
+    )
     rest_bounds: ConnectionBounds = DEFAULT_BOUNDS  # REST timeouts and connection cap
 
 

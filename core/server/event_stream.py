@@ -17,7 +17,7 @@ import structlog
 
 from core.events import Event, EventLog, Follower
 from core.resources import Resource
-from core.si_outbound import resource_to_si
+from core.rm.si_outbound import resource_to_si
 from si.v1 import metadata, si_pb2
 
 log = structlog.get_logger("pykorn.events")

@@ -50,7 +50,7 @@ class LargeMessages:
 
 
 def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
-    """The three streams' responses come serialized already (core.response_stream queues them so):
+    """The three streams' responses come serialized already (core.rm.response_stream queues them so):
     passed as they are; a message is serialized as ever."""
 
     def serialize_unless_bytes(message: Any) -> bytes:

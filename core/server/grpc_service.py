@@ -10,8 +10,8 @@ import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
-from core.response_stream import ResponseStream, StreamKind
-from core.rmproxy import CoreStopping, InvalidRequest, RMProxy
+from core.rm.proxy import CoreStopping, InvalidRequest, RMProxy
+from core.rm.response_stream import ResponseStream, StreamKind
 from core.server.event_stream import EventStreams
 from core.server.identity import Caller, caller
 from core.server.redact import redacted

@@ -1,6 +1,6 @@
 """Scheduler metrics in the Prometheus text format, named as YuniKorn names them (`yunikorn_` prefix).
 
-Counters and histograms are what the engine counted (core.metrics); gauges (queue resources,
+Counters and histograms are what the engine counted (core.scheduler.metrics); gauges (queue resources,
 application and node counts) are read from the state at scrape time, so a scrape is one consistent
 snapshot. Labels stay bounded: queue names and resource types come from the configuration and the
 nodes' resource types, never per application or per node.
@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from core.cluster import ClusterContext
-from core.metrics import Histogram, SchedulerMetrics
 from core.objects.queue import Queue
-from core.preemption.ledger import PreemptionKind
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.metrics import Histogram, SchedulerMetrics
+from core.scheduler.preemption.ledger import PreemptionKind
 
 QUEUE_STATES = ("guaranteed", "max", "allocated", "pending", "preempting")
 

@@ -1,6 +1,6 @@
 """The read-only REST state API on YuniKorn's ws/v1 paths, served in the core's event loop.
 
-Handlers are synchronous readers between engine steps (see core.state), so every answer is one
+Handlers are synchronous readers between engine steps (see core.views.dao), so every answer is one
 consistent snapshot. Unknown objects answer 404 with {"status_code", "message", "description"}, the
 shape YuniKorn's web service uses for errors.
 
@@ -24,18 +24,18 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from core import state, usage_views
-from core.cluster import ClusterContext
 from core.config import ConfigError, load_config
 from core.config.as_json import config_json
+from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
 from core.events import Follower
-from core.limits import DEFAULT_LIMITS, Limits, config_size_problem
-from core.off_loop import in_daemon_thread
+from core.rm.off_loop import in_daemon_thread
+from core.scheduler.cluster import ClusterContext
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record
 from core.server.prometheus import render as render_metrics
 from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
+from core.views import dao, usage_views
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -108,36 +108,36 @@ class StateAPI:
         return json_handler(read)
 
     def _part(self, request: web.Request) -> Any:
-        return state.find_partition(self.context, request.match_info["p"])
+        return dao.find_partition(self.context, request.match_info["p"])
 
     def partitions(self, request: web.Request) -> Any:
-        return state.partitions(self.context)
+        return dao.partitions(self.context)
 
     def queues(self, request: web.Request) -> Any:
-        return state.queue_tree(self._part(request))
+        return dao.queue_tree(self._part(request))
 
     def queue(self, request: web.Request) -> Any:
         part = self._part(request)
-        return state.queue_info(part, state.find_queue(part, request.match_info["q"]), recurse=True)
+        return dao.queue_info(part, dao.find_queue(part, request.match_info["q"]), recurse=True)
 
     def queue_applications(self, request: web.Request) -> Any:
         part = self._part(request)
-        return state.queue_applications(part, state.find_queue(part, request.match_info["q"]))
+        return dao.queue_applications(part, dao.find_queue(part, request.match_info["q"]))
 
     def nodes(self, request: web.Request) -> Any:
-        return state.nodes(self._part(request))
+        return dao.nodes(self._part(request))
 
     def node(self, request: web.Request) -> Any:
         part = self._part(request)
-        return state.node_info(part, state.find_node(part, request.match_info["n"]))
+        return dao.node_info(part, dao.find_node(part, request.match_info["n"]))
 
     def application(self, request: web.Request) -> Any:
         part = self._part(request)
-        return state.application_view(part, request.match_info["a"])
+        return dao.application_view(part, request.match_info["a"])
 
     def applications(self, request: web.Request) -> Any:
         status = request.query.get("status", "")
-        return state.applications_in_state(self._part(request), request.match_info["s"], status)
+        return dao.applications_in_state(self._part(request), request.match_info["s"], status)
 
     def usage_users(self, request: web.Request) -> Any:
         return usage_views.users(self._part(request))
@@ -222,7 +222,7 @@ class StateAPI:
     async def config(self, request: web.Request) -> web.Response:
         """The queues.yaml in force, as YAML; as JSON (YuniKorn's ConfigDAOInfo) when the request says
         `Accept: application/json`."""
-        text = state.config_source(self.context, request.query.get("rmID", ""), self.default_config)
+        text = dao.config_source(self.context, request.query.get("rmID", ""), self.default_config)
         if request.headers.get("Accept") == "application/json":
             body = {**config_json(text), "DeadlockDetectionEnabled": False, "DeadlockTimeoutSeconds": 0}
             return web.json_response(body)
@@ -262,9 +262,9 @@ def _int_param(request: web.Request, name: str, default: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise state.BadRequest(f"{name} must be a whole number, not {raw!r}") from None
+        raise dao.BadRequest(f"{name} must be a whole number, not {raw!r}") from None
     if value < 0:
-        raise state.BadRequest(f"{name} must not be negative")
+        raise dao.BadRequest(f"{name} must not be negative")
     return value
 
 
@@ -274,9 +274,9 @@ async def _state_errors(request: web.Request, handler: Handler) -> web.StreamRes
     answer as asked is 400, each with the reason as JSON."""
     try:
         return await handler(request)
-    except state.NotFound as exc:
+    except dao.NotFound as exc:
         return _error(404, str(exc))
-    except state.BadRequest as exc:
+    except dao.BadRequest as exc:
         return _error(400, str(exc))
 
 
@@ -346,7 +346,7 @@ class RestServer:
             max_event_streams=max(0, min(bounds.max_event_streams, bounds.max_connections - 1)),
         )  # fmt: skip
         self.app.router.add_routes(self.api.routes())
-        config_text = lambda rm_id: state.config_source(context, rm_id, default_config)  # noqa: E731
+        config_text = lambda rm_id: dao.config_source(context, rm_id, default_config)  # noqa: E731
         self.app.router.add_routes(ClusterAPI(context, config_text).routes(json_handler))
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
         # A handler whose client went away is cancelled: an event stream reader that left would

@@ -10,10 +10,10 @@ from typing import Any
 
 from aiohttp import web
 
-from core import cluster_views, state
-from core.cluster import ClusterContext
 from core.config.as_json import config_json
+from core.scheduler.cluster import ClusterContext
 from core.server.event_json import event_record
+from core.views import cluster_views, dao
 
 Handler = Callable[[web.Request], Any]
 JSON_DUMPS_INDENT = 2
@@ -47,27 +47,27 @@ class ClusterAPI:
         ]
 
     def _part(self, request: web.Request) -> Any:
-        return state.find_partition(self.context, request.match_info["p"])
+        return dao.find_partition(self.context, request.match_info["p"])
 
     def placement_rules(self, request: web.Request) -> Any:
         return cluster_views.placement_rules(self._part(request))
 
     def queue_application(self, request: web.Request) -> Any:
         part = self._part(request)
-        queue = state.find_queue(part, request.match_info["q"])
-        return state.queue_application(part, queue, request.match_info["a"])
+        queue = dao.find_queue(part, request.match_info["q"])
+        return dao.queue_application(part, queue, request.match_info["a"])
 
     def queue_applications_in_state(self, request: web.Request) -> Any:
         part = self._part(request)
-        queue = state.find_queue(part, request.match_info["q"])
+        queue = dao.find_queue(part, request.match_info["q"])
         status = request.query.get("status", "")
-        return state.queue_applications_in_state(part, queue, request.match_info["s"], status)
+        return dao.queue_applications_in_state(part, queue, request.match_info["s"], status)
 
     def node_utilization(self, request: web.Request) -> Any:
         """Deprecated upstream: the default partition's nodes bucketed by its dominant resource."""
         part = next((p for p in self.context.partitions.values() if p.name == "default"), None)
         if part is None:
-            raise state.NotFound("partition 'default' not found")
+            raise dao.NotFound("partition 'default' not found")
         return cluster_views.dominant_node_utilization(part)
 
     async def to_debug(self, request: web.Request) -> web.Response:

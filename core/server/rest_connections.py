@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.metrics import SchedulerMetrics
+from core.scheduler.metrics import SchedulerMetrics
 
 # An HTTP header ends with an empty line: CRLF CRLF, or LF LF from lenient clients.
 _HEADER_ENDS = (b"\r\n\r\n", b"\n\n")

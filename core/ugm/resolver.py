@@ -11,16 +11,7 @@ from __future__ import annotations
 import grp
 import pwd
 
-DEFAULT = ""
-OS = "os"
-SUPPORTED = (DEFAULT, "default", OS)
-# YuniKorn's other types, refused by the configuration check with why (LDAP needs a directory and
-# credentials pykorn does not hold; "test" is YuniKorn's unit-test resolver).
-UNSUPPORTED = {
-    "ldap": "pykorn has no LDAP client: have the resource manager send each application's groups "
-    "(the Kubernetes shim sends the pod's user info), or use type os",
-    "test": "it is YuniKorn's resolver for its own unit tests",
-}
+from core.config.resolver_names import OS
 
 
 def resolve_groups(kind: str, user: str, groups: tuple[str, ...]) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from core.config import ConfigError, load_config
 from core.config.properties import parse_duration
 from core.config.schema import QueueConfig
 from core.config.yaml_reader import Problem, YamlReader, line_of
-from core.objects.constraints import ConstraintError, parse_ask_constraints
+from core.constraints.ask import ConstraintError, parse_ask_constraints
 from core.resources import Resource, ResourceError, parse_quantity
 from shim_fake.scenario.model import (
     AppSpec,

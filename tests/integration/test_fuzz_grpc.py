@@ -29,7 +29,7 @@ from google.protobuf.message import DecodeError, Message
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core.limits import Limits
+from core.config.input_limits import Limits
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from core.cluster import ClusterContext
+from core.scheduler.cluster import ClusterContext
 from core.server.rest import StateAPI, json_handler
 from core.server.rest_cluster import ClusterAPI
 from rmclient import messages

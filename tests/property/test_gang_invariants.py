@@ -16,10 +16,17 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from core.commands import AppAdd, AppRemove, NodeAction, ReleaseRequest, UpdateAllocations, UpdateApplications
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.resources import Resource, sum_resources
+from core.scheduler.commands import (
+    AppAdd,
+    AppRemove,
+    NodeAction,
+    ReleaseRequest,
+    UpdateAllocations,
+    UpdateApplications,
+)
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """

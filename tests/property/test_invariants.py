@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from core.commands import AppRemove, NodeAction, UpdateApplications
 from core.objects.queue import Queue
 from core.resources import Resource, sum_resources
+from core.scheduler.commands import AppRemove, NodeAction, UpdateApplications
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.limits import Limits
+from core.config.input_limits import Limits
 from rmclient import messages
 from si.v1 import si_pb2
 from tests.unit.test_limits import RM, Harness, drain

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.results import Termination
+from core.scheduler.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
+from core.scheduler.results import Termination
 from si.v1.tags import (
     LABEL_PREFIX,
     TAG_FOREIGN,

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from core.commands import ReleaseRequest, UpdateAllocations
 from core.objects.allocation import Allocation
 from core.objects.queue import Queue
 from core.resources import Resource, sum_resources
-from core.results import Termination
+from core.scheduler.commands import ReleaseRequest, UpdateAllocations
+from core.scheduler.results import Termination
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """

@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from core.commands import AppRemove, UpdateApplications, UpdateConfig
 from core.config import load_config
 from core.objects import priority
 from core.objects.priority_range import MAX_PRIORITY, MIN_PRIORITY, clamp
 from core.objects.queue import Queue
+from core.scheduler.commands import AppRemove, UpdateApplications, UpdateConfig
 from tests.unit.domain_helpers import Cluster
 
 _saved_logging: dict[str, Any] = {}

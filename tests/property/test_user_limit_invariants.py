@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from core import usage_views
-from core.commands import AppRemove, NodeAction, UpdateApplications
 from core.config import load_config
 from core.objects.application import Application
 from core.resources import Resource
+from core.scheduler.commands import AppRemove, NodeAction, UpdateApplications
 from core.ugm.limits import Limit
 from core.ugm.tracker import Key, SubjectKind
+from core.views import usage_views
 from tests.unit.domain_helpers import Cluster
 
 USERS = ("ann", "bob", "cy")

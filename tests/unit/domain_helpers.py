@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.cluster import ClusterContext
-from core.commands import (
+from core.config import load_config
+from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
+from core.resources import Resource
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.commands import (
     AppAdd,
     NodeAction,
     NodeChange,
@@ -15,11 +19,7 @@ from core.commands import (
     UpdateApplications,
     UpdateNodes,
 )
-from core.config import load_config
-from core.objects.allocation import Allocation
-from core.objects.partition import Partition
-from core.objects.partition_key import PartitionKey
-from core.resources import Resource
+from core.scheduler.partition import Partition
 
 ONE_LEAF = """
 partitions:

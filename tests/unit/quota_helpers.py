@@ -11,16 +11,16 @@ from typing import Any
 
 import yaml
 
-from core.commands import (
-    ReleaseRequest,
-    UpdateAllocations,
-    UpdateConfig,
-)
 from core.config import load_config
 from core.objects.allocation import Allocation
 from core.objects.queue import Queue
 from core.resources import Resource
-from core.results import Termination
+from core.scheduler.commands import (
+    ReleaseRequest,
+    UpdateAllocations,
+    UpdateConfig,
+)
+from core.scheduler.results import Termination
 from si.v1.tags import TAG_REQUIRED_NODE
 from tests.unit.domain_helpers import Cluster
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.config import load_config
-from core.objects.acl import ACL, ACLError
+from core.config.acl import ACL, ACLError
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.commands import AppRemove, UpdateApplications
 from core.objects.application import Application, AppState
-from core.results import AppUpdate, ResultBatch, Termination
+from core.scheduler.commands import AppRemove, UpdateApplications
+from core.scheduler.results import AppUpdate, ResultBatch, Termination
 from tests.unit.domain_helpers import Cluster
 
 THREE_DAYS = 3 * 24 * 3600.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.ask_cache import AskCache
-from core.si_inbound import BadItem
+from core.rm.ask_cache import AskCache
+from core.rm.si_inbound import BadItem
 from rmclient import messages
 from si.v1 import si_pb2
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from core.cluster import ClusterContext
-from core.commands import (
+from core.config import load_config
+from core.objects.allocation import Allocation
+from core.resources import Resource
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.commands import (
     AppAdd,
     AppRemove,
     NodeAction,
@@ -13,10 +16,7 @@ from core.commands import (
     UpdateApplications,
     UpdateConfig,
 )
-from core.config import load_config
-from core.objects.allocation import Allocation
-from core.resources import Resource
-from core.results import ResultBatch, Termination
+from core.scheduler.results import ResultBatch, Termination
 from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock
 
 

@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from core.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
-from core.objects.allocation import Allocation
-from core.objects.constraints import (
+from core.constraints.ask import (
     AskConstraints,
     ConstraintError,
     NodeTraits,
@@ -18,8 +16,10 @@ from core.objects.constraints import (
     parse_ask_constraints,
     parse_node_traits,
 )
+from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.results import ResultBatch
+from core.scheduler.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
+from core.scheduler.results import ResultBatch
 from si.v1.tags import ATTR_TAINTS, LABEL_PREFIX, TAG_NODE_SELECTOR, TAG_REQUIRED_NODE, TAG_TOLERATIONS
 from tests.unit.domain_helpers import Cluster
 

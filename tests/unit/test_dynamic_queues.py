@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from core.commands import AppAdd, AppRemove, UpdateApplications, UpdateConfig
 from core.config import load_config
 from core.config.loader import ConfigError
 from core.objects.application import AppState
 from core.objects.queue import Queue, QueueState
-from core.results import ResultBatch, Termination
+from core.scheduler.commands import AppAdd, AppRemove, UpdateApplications, UpdateConfig
+from core.scheduler.results import ResultBatch, Termination
 from tests.unit.domain_helpers import Cluster
 
 # Through the partition ------------------------------------------------------------------------------

@@ -22,10 +22,10 @@ import yaml
 from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
 
-from core.cluster import ClusterContext
-from core.commands import RegisterRM, UpdateConfig
 from core.config import ConfigError, LoadedConfig, load_config
 from core.config.loader import MAX_PROBLEMS, MAX_QUEUE_DEPTH, MAX_YAML_NODES
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.commands import RegisterRM, UpdateConfig
 from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock
 
 FUZZ = settings(

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.commands import AppAdd, NodeAction, ReleaseRequest, UpdateAllocations, UpdateApplications
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.objects.gang import DEFAULT_PLACEHOLDER_TIMEOUT
-from core.preemption.required_node import choose_victims
 from core.resources import Resource, sum_resources
-from core.results import ResultBatch
-from core.state import application_view
+from core.scheduler.commands import AppAdd, NodeAction, ReleaseRequest, UpdateAllocations, UpdateApplications
+from core.scheduler.preemption.required_node import choose_victims
+from core.scheduler.results import ResultBatch
+from core.views.dao import application_view
 from tests.unit.domain_helpers import Cluster
 
 MEM = {"memory": 2}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.commands import NodeAction
 from core.objects.queue import Queue
 from core.resources import Resource
+from core.scheduler.commands import NodeAction
 from tests.unit.domain_helpers import Cluster
 
 

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from core.commands import UpdateAllocations
 from core.objects.allocation import Allocation
-from core.objects.partition import Partition
 from core.resources import Resource
+from core.scheduler.commands import UpdateAllocations
+from core.scheduler.partition import Partition
 from si.v1.tags import TAG_TOPOLOGY_SPREAD
 from tests.unit.domain_helpers import Cluster
 

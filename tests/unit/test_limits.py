@@ -1,6 +1,6 @@
-"""The limits on what an RM may send (core/limits.py), enforced by rmproxy: each item over a limit is
-rejected with a reason naming the limit, the rest of its message is used, and the counts stay right
-as asks are allocated, released and withdrawn. Driven in-process with a ClusterContext behind rmproxy."""
+"""The limits on what an RM may send (core/config/input_limits.py), enforced by rmproxy: each item over a
+limit is rejected with a reason naming the limit, the rest of its message is used, and the counts stay
+right as asks are allocated, released and withdrawn. Driven in-process with a ClusterContext behind rmproxy."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from core.cluster import ClusterContext
-from core.commands import Command
-from core.limits import Limits, TokenBucket
-from core.response_stream import ResponseStream, StreamKind
-from core.rmproxy import InvalidRequest, RMProxy
+from core.config.input_limits import Limits
+from core.rm.proxy import InvalidRequest, RMProxy
+from core.rm.response_stream import ResponseStream, StreamKind
+from core.rm.token_bucket import TokenBucket
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.commands import Command
 from rmclient import messages
 from si.v1 import si_pb2
 from tests.unit.domain_helpers import ONE_LEAF, FakeClock

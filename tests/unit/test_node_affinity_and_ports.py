@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from core.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
+from core.constraints.ask import ConstraintError
+from core.constraints.host_ports import HostPort, PortsInUse
+from core.constraints.node_affinity import AffinityError, parse_node_affinity
 from core.objects.allocation import Allocation
-from core.objects.constraints import ConstraintError
-from core.objects.host_ports import HostPort, PortsInUse
-from core.objects.node_affinity import AffinityError, parse_node_affinity
 from core.resources import Resource
+from core.scheduler.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
 from si.v1.tags import LABEL_PREFIX, TAG_FOREIGN, TAG_HOST_PORTS, TAG_NODE_AFFINITY
 from tests.unit.domain_helpers import Cluster
 
@@ -239,6 +239,6 @@ def test_malformed_affinity_or_ports_are_refused_with_the_reason() -> None:
     assert "needs an integer" in rejected["bad-affinity"]
     assert "port number" in rejected["bad-port"]
     with pytest.raises(ConstraintError):
-        from core.objects.constraints import parse_ask_constraints
+        from core.constraints.ask import parse_ask_constraints
 
         parse_ask_constraints({TAG_HOST_PORTS: "{"}, "x")

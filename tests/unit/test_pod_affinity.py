@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from core.objects.allocation import Allocation
 from core.resources import Resource
+from core.scheduler.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from si.v1.tags import (
     LABEL_PREFIX,
     NAMESPACE_LABEL_PREFIX,
@@ -263,7 +263,7 @@ def test_a_placed_pods_affinity_draws_the_pods_it_selects_into_its_domain() -> N
 
 
 def test_a_scored_search_looks_at_as_many_feasible_nodes_as_kube_scheduler() -> None:
-    from core.node_fit import nodes_to_score
+    from core.scheduler.fit.node_fit import nodes_to_score
 
     assert nodes_to_score(50) == 100  # small clusters: every node
     assert nodes_to_score(1_000) == 420  # 50 % - 8 %

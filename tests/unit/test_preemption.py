@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.results import Termination
-from core.state import ask_info
+from core.scheduler.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
+from core.scheduler.results import Termination
+from core.views.dao import ask_info
 from si.v1.tags import (
     LABEL_PREFIX,
     TAG_NAMESPACE,

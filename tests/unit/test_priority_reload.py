@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.commands import UpdateConfig
 from core.config import load_config
 from core.objects.priority_range import MIN_PRIORITY
+from core.scheduler.commands import UpdateConfig
 from tests.unit.domain_helpers import Cluster
 from tests.unit.priority_helpers import _apps, _check_caches, _q
 

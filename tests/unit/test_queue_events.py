@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from core.commands import UpdateConfig
 from core.config import load_config
+from core.scheduler.commands import UpdateConfig
 from tests.unit.domain_helpers import Cluster
 
 BEFORE = """
@@ -85,7 +85,7 @@ def test_a_queue_placement_creates_is_recorded_as_dynamic() -> None:
 
 
 def test_dynamic_parents_are_recorded_and_so_is_their_removal() -> None:
-    from core.commands import AppRemove, UpdateApplications
+    from core.scheduler.commands import AppRemove, UpdateApplications
     from tests.unit.test_dynamic_queues import DYNAMIC
 
     cluster = Cluster(DYNAMIC)

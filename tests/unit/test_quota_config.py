@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from core.commands import (
+from core.config import ConfigError, load_config
+from core.resources import Resource
+from core.scheduler.commands import (
     AppAdd,
     UpdateApplications,
     UpdateConfig,
 )
-from core.config import ConfigError, load_config
-from core.resources import Resource
 from tests.unit.domain_helpers import Cluster
 from tests.unit.quota_helpers import (
     M,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.preemption import quota
 from core.resources import Resource
+from core.scheduler.preemption import quota
 from tests.unit.quota_helpers import (
     CPU,
     G,

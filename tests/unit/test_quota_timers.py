@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.commands import (
+from core.config import load_config
+from core.resources import Resource
+from core.scheduler.commands import (
     AppAdd,
     AppRemove,
     NodeAction,
@@ -13,9 +15,7 @@ from core.commands import (
     UpdateApplications,
     UpdateNodes,
 )
-from core.config import load_config
-from core.resources import Resource
-from core.results import Termination
+from core.scheduler.results import Termination
 from tests.unit.domain_helpers import Cluster
 from tests.unit.quota_helpers import (
     NODE,

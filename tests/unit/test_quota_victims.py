@@ -9,8 +9,8 @@ import pytest
 from core.objects.allocation import Allocation
 from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
-from core.preemption import quota
 from core.resources import Resource
+from core.scheduler.preemption import quota
 from tests.unit.quota_helpers import (
     CPU,
     G,

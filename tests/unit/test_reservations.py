@@ -6,10 +6,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from core.commands import AppRemove, NodeAction, UpdateAllocations, UpdateApplications
 from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.scheduling import RESERVATION_DELAY
+from core.scheduler.commands import AppRemove, NodeAction, UpdateAllocations, UpdateApplications
+from core.scheduler.scheduling import RESERVATION_DELAY
 from si.v1.tags import TAG_REQUIRED_NODE
 from tests.unit.domain_helpers import Cluster
 

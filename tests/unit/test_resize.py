@@ -4,9 +4,9 @@ size follows: the node, the application, each queue up to root, the user's and g
 
 from __future__ import annotations
 
-from core.commands import UpdateAllocations
 from core.objects.allocation import Allocation
 from core.resources import Resource
+from core.scheduler.commands import UpdateAllocations
 from tests.limits_config import limits_config
 from tests.unit.domain_helpers import Cluster
 

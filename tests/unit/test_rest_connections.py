@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from core.metrics import SchedulerMetrics
+from core.scheduler.metrics import SchedulerMetrics
 from core.server.rest_connections import ConnectionBounds, ConnectionGuard
 
 

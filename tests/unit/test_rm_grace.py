@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from core.commands import Command, RegisterRM, UnregisterRM
-from core.response_stream import MAX_RESPONSE_BYTES, Backlogs, ResponseStream, StreamKind
-from core.rmproxy import CoreStopping, RMProxy
-from core.si_outbound import split_response
+from core.rm.proxy import CoreStopping, RMProxy
+from core.rm.response_stream import MAX_RESPONSE_BYTES, Backlogs, ResponseStream, StreamKind
+from core.rm.si_outbound import split_response
+from core.scheduler.commands import Command, RegisterRM, UnregisterRM
 from si.v1 import si_pb2
 
 

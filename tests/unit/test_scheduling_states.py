@@ -3,10 +3,10 @@ FAILED when more nodes would help, SKIPPED when its own queue, limits, gang or r
 
 from __future__ import annotations
 
-from core.commands import UpdateAllocations
 from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.results import Waiting
+from core.scheduler.commands import UpdateAllocations
+from core.scheduler.results import Waiting
 from si.v1.tags import TAG_REQUIRED_NODE
 from tests.limits_config import limits_config
 from tests.unit.domain_helpers import Cluster

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from core.commands import UpdateAllocations
 from core.config.properties import SORT_FAIR, QueueProperties
 from core.objects.allocation import Allocation
 from core.objects.application import Application
@@ -14,6 +13,7 @@ from core.objects.queue import Queue, QueueState
 from core.policies.node_sort import BINPACKING, FAIR, NodeIndex
 from core.policies.queue_sort import fair_max, queue_share, sorted_applications, sorted_children
 from core.resources import Resource
+from core.scheduler.commands import UpdateAllocations
 from tests.unit.domain_helpers import Cluster
 
 PART = PartitionKey("rm", "default")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from core.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
+from core.constraints.topology_spread import DomainCounts
 from core.objects.allocation import Allocation
-from core.objects.topology_spread import DomainCounts
 from core.resources import Resource
+from core.scheduler.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from si.v1.tags import LABEL_PREFIX, TAG_NAMESPACE, TAG_NODE_AFFINITY, TAG_TOPOLOGY_SPREAD
 from tests.unit.domain_helpers import Cluster
 from tests.unit.test_pod_affinity import BINPACKING

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from core import usage_views
 from core.config import load_config
 from core.events import ChangeDetail
 from core.objects.application import AppState
 from core.ugm.tracker import QueueUsage, SubjectKind
+from core.views import usage_views
 from tests.limits_config import limits_config
 from tests.unit.domain_helpers import Cluster
 

@@ -14,9 +14,9 @@ import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
-from core.commands import NodeAction
 from core.events import ChangeDetail, ChangeType, EventType
-from core.results import Termination
+from core.scheduler.commands import NodeAction
+from core.scheduler.results import Termination
 from si.v1 import si_pb2
 
 # message -> ({field: (number, type, label)}, reserved number ranges (inclusive), reserved names)

@@ -1,0 +1,496 @@
+"""The cluster context: every RM's partitions, and the synchronous application of commands.
+
+This is the state the engine owns. It is plain Python with an injected clock, so tests and property
+checks drive it directly: apply commands, run `schedule`, read `drain_results`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter
+from typing import TypeVar
+
+import structlog
+
+from core.config.input_limits import DEFAULT_LIMITS
+from core.config.schema import SchedulerConfig
+from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
+from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
+from core.log_digest import RejectionDigest, WarningLimiter
+from core.objects.allocation import Allocation
+from core.objects.application import AppState
+from core.objects.gang import Gang, GangStyle, placeholder_timeout
+from core.objects.partition_key import PartitionKey
+from core.objects.rejected_apps import RejectedApplication
+from core.resources import Resource
+from core.scheduler.commands import (
+    AppAdd,
+    AppRemove,
+    Command,
+    NodeAction,
+    NodeChange,
+    PreviewConfig,
+    RegisterRM,
+    ReleaseRequest,
+    UnregisterRM,
+    UpdateAllocations,
+    UpdateApplications,
+    UpdateConfig,
+    UpdateNodes,
+)
+from core.scheduler.history import History
+from core.scheduler.metrics import SchedulerMetrics
+from core.scheduler.partition import Partition, Rejection
+from core.scheduler.preemption import dry_run
+from core.scheduler.preemption.dry_run import QuotaPreview
+from core.scheduler.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
+from core.scheduler.scheduling import allocate
+from si.v1.tags import TAG_APP_CREATION_TIME
+
+_Item = TypeVar("_Item", NodeChange, AppAdd, AppRemove, Allocation, ReleaseRequest)  # of an RM's request
+
+log = structlog.get_logger("pykorn.cluster")
+
+
+class ClusterContext:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        event_capacity: int = DEFAULT_EVENT_CAPACITY,
+        max_pending_asks: int = DEFAULT_LIMITS.max_pending_asks_per_application,
+    ) -> None:
+        self.clock = clock
+        # Limits.max_pending_asks_per_application, checked here against the asks the core holds, as
+        # each ask of a message is added: whatever mix of releases, refusals and asks came before it
+        # (rmproxy checks it early too, on what it has seen, which a refused release can mislead).
+        self.max_pending_asks = max_pending_asks
+        self.configs: dict[str, SchedulerConfig] = {}
+        self.partitions: dict[PartitionKey, Partition] = {}
+        self._results: dict[str, ResultBatch] = {}
+        self.events = EventLog(event_capacity)
+        self.metrics = SchedulerMetrics()
+        self.start_time = clock()
+        self.history = History()
+        self.history.record(self.start_time, 0, 0)  # the first record: a fresh core runs nothing
+        self.rm_build: dict[str, dict[str, str]] = {}  # by rmID: its buildInfo and its rmId
+        self.warnings = WarningLimiter()  # about what an RM sent: a few lines a second at most, per RM
+        self._rejections = RejectionDigest()  # items of the command being applied that were refused
+        # Called with a reason whenever an RM's state is dropped (it left, or registered again): the
+        # daemon gives the memory back to the system there (core.server.memory).
+        self.on_state_dropped: Callable[[str], None] | None = None
+
+    # Results ----------------------------------------------------------------------------------
+    def _out(self, rm_id: str) -> ResultBatch:
+        batch = self._results.get(rm_id)
+        if batch is None:
+            batch = self._results[rm_id] = ResultBatch(rm_id)
+        return batch
+
+    def drain_results(self) -> list[ResultBatch]:
+        for part in self.partitions.values():
+            for event in part.events:
+                self.events.add(event)
+            part.events.clear()
+            if part.scheduling_states:
+                self._out(part.rm_id).scheduling_states.extend(part.scheduling_states)
+                part.scheduling_states.clear()
+            preempted = part.preemption.drain()
+            if preempted:
+                self._out(part.rm_id).released.extend(
+                    Released(
+                        part.key, victim.application_id, victim.key, Termination.PREEMPTED_BY_SCHEDULER, why
+                    )
+                    for victim, why in preempted
+                )
+            gangs = part.gangs
+            if gangs.releases:
+                self._out(part.rm_id).released.extend(gangs.releases)
+                self._count_placeholder_releases(gangs.releases)
+                gangs.releases.clear()
+            if gangs.allocations:
+                self._out(part.rm_id).new_allocations.extend(gangs.allocations)
+                gangs.allocations.clear()
+            changes = part.lifecycle.drain_changes()
+            if changes:
+                self._out(part.rm_id).updated_apps.extend(
+                    AppUpdate(c.app_id, c.state.value, c.time, c.message) for c in changes
+                )
+        batches = list(self._results.values())
+        self._results = {}
+        return batches
+
+    def _count_placeholder_releases(self, releases: list[Released]) -> None:
+        counts = self.metrics.placeholder_releases
+        for release in releases:
+            if release.placeholder:
+                counts[
+                    "replaced" if release.termination == Termination.PLACEHOLDER_REPLACED else "timeout"
+                ] += 1
+
+    # Dispatch ---------------------------------------------------------------------------------
+    def apply(self, command: Command) -> None:
+        match command:
+            case RegisterRM():
+                self._register(command)
+            case UnregisterRM():
+                self._unregister(command.rm_id)
+            case UpdateConfig():
+                self._update_config(command)
+            case PreviewConfig():
+                command.reply(self.preview_config(command.rm_id, command.config))
+            case UpdateNodes():
+                for change in command.changes:
+                    self._isolated(self._node_change, command.rm_id, change)
+            case UpdateApplications():
+                for add in command.adds:
+                    self._isolated(self._add_app, command.rm_id, add)
+                for remove in command.removes:
+                    self._isolated(self._remove_app, command.rm_id, remove)
+            case UpdateAllocations():
+                for alloc in command.allocations:
+                    self._isolated(self._add_allocation, command.rm_id, alloc)
+                for release in command.releases:
+                    self._isolated(self._release, command.rm_id, release)
+        # Each item refused is answered on its own; the log gets a line per kind of reason.
+        self._rejections.log(self.warnings, log, command.rm_id)
+
+    def _isolated(self, handle: Callable[[str, _Item], None], rm_id: str, item: _Item) -> None:
+        """One item of a request, on its own: a fault of the core's while handling it (not a refusal,
+        which the handler answers itself) refuses that item with the reason and never the items
+        beside it. Logged with its trace: it is a defect to mend."""
+        try:
+            handle(rm_id, item)
+        except Exception as exc:
+            log.error("an item failed; refused", rmID=rm_id, item=type(item).__name__, exc_info=exc)
+            reason = f"the core failed handling it: {exc!r}"
+            out = self._out(rm_id)
+            if isinstance(item, NodeChange):
+                out.rejected_nodes.append(RejectedItem(item.node_id, "", reason))
+            elif isinstance(item, AppAdd | AppRemove):
+                out.rejected_apps.append(RejectedItem("", item.app_id, reason))
+            elif isinstance(item, Allocation):
+                out.rejected_allocations.append(RejectedItem(item.key, item.application_id, reason))
+            else:
+                out.rejected_allocations.append(RejectedItem(item.key, item.app_id, reason))
+
+    def schedule(self, budget: int) -> int:
+        """Allocate as much as fits, at most `budget` allocations over all partitions."""
+        now = self.clock()
+        made = 0
+        for part in self.partitions.values():
+            if made >= budget:
+                break
+            if not part.root.has_pending():
+                continue
+            started = perf_counter()
+            new = allocate(part, now, budget - made, self.metrics.timings)
+            self.metrics.timings.cycle.observe(perf_counter() - started)
+            if new:
+                self._out(part.rm_id).new_allocations.extend(new)
+                made += len(new)
+                for alloc in new:
+                    self.metrics.allocation_latency.observe(max(0.0, now - alloc.create_time))
+        self.metrics.count("allocated", made)
+        return made
+
+    def tick(self) -> None:
+        """Advance time-driven state (application timers) to the clock's now; keep the history."""
+        now = self.clock()
+        for part in self.partitions.values():
+            part.tick(now)
+        if self.history.due(now):
+            parts = self.partitions.values()
+            running = sum(1 for p in parts for a in p.applications.values() if a.state == AppState.RUNNING)
+            held = sum(len(a.allocations) for p in parts for a in p.applications.values())
+            self.history.record(now, running, held)
+
+    def has_pending(self) -> bool:
+        return any(p.root.has_pending() for p in self.partitions.values())
+
+    def is_registered(self, rm_id: str) -> bool:
+        return rm_id in self.configs
+
+    # RMs and configuration ----------------------------------------------------------------------
+    def _drop_rm_state(self, rm_id: str) -> bool:
+        """Forget the RM's partitions and results; True when it had any."""
+        keys = [k for k in self.partitions if k.rm_id == rm_id]
+        for key in keys:
+            del self.partitions[key]
+        self._results.pop(rm_id, None)
+        return bool(keys)
+
+    def _unregister(self, rm_id: str) -> None:
+        self._drop_rm_state(rm_id)
+        self.configs.pop(rm_id, None)
+        self.rm_build.pop(rm_id, None)
+        self.warnings.forget(rm_id)
+        log.info("rm removed", rmID=rm_id)
+        if self.on_state_dropped is not None:
+            self.on_state_dropped(
+                "no resource manager left" if not self.configs else "resource manager removed"
+            )
+
+    def _register(self, cmd: RegisterRM) -> None:
+        # Registering again starts the RM from scratch: it re-sends its full state afterwards.
+        dropped = self._drop_rm_state(cmd.rm_id)
+        self.configs[cmd.rm_id] = cmd.config
+        self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
+        for part_cfg in cmd.config.partitions:
+            key = PartitionKey(cmd.rm_id, part_cfg.name)
+            self.partitions[key] = Partition(key, part_cfg, self.clock())
+        log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
+        if dropped and self.on_state_dropped is not None:
+            self.on_state_dropped("resource manager registered again")
+        if cmd.reply:
+            cmd.reply(None)
+
+    def _update_config(self, cmd: UpdateConfig) -> None:
+        if cmd.rm_id not in self.configs:
+            if cmd.reply:
+                cmd.reply(Rejection(f"resource manager {cmd.rm_id} is not registered"))
+            return
+        conflicts = [
+            f"partition {part_cfg.name}: {problem}"
+            for part_cfg in cmd.config.partitions
+            if (existing := self.partitions.get(PartitionKey(cmd.rm_id, part_cfg.name))) is not None
+            for problem in existing.tree.conflicts(part_cfg.root)
+        ]
+        if conflicts:
+            # All or nothing: a configuration that cannot apply everywhere applies nowhere.
+            if cmd.reply:
+                cmd.reply(Rejection("; ".join(conflicts)))
+            return
+        self.configs[cmd.rm_id] = cmd.config
+        wanted = set()
+        for part_cfg in cmd.config.partitions:
+            key = PartitionKey(cmd.rm_id, part_cfg.name)
+            wanted.add(key)
+            existing = self.partitions.get(key)
+            if existing is None:
+                self.partitions[key] = Partition(key, part_cfg, self.clock())
+            else:
+                existing.apply_config(part_cfg, self.clock())
+        for key, part in self.partitions.items():
+            if part.rm_id == cmd.rm_id and key not in wanted:
+                # Like a removed queue: what runs there keeps running; nothing new is accepted.
+                if not part.draining:
+                    part.state_time = self.clock()
+                part.draining = True
+        log.info("configuration updated", rmID=cmd.rm_id)
+        if cmd.reply:
+            cmd.reply(None)
+
+    def preview_config(self, rm_id: str, config: SchedulerConfig) -> list[QuotaPreview]:
+        out: list[QuotaPreview] = []
+        for part_cfg in config.partitions:
+            part = self.partitions.get(PartitionKey(rm_id, part_cfg.name))
+            if part is not None:
+                out.extend(dry_run.preview(part, part_cfg))
+        return out
+
+    def _partition(self, rm_id: str, key: PartitionKey) -> Partition:
+        part = self.partitions.get(key)
+        if part is None or key.rm_id != rm_id:
+            raise Rejection(f"partition {key.name} does not exist for resource manager {rm_id}")
+        return part
+
+    # Nodes ------------------------------------------------------------------------------------
+    def _node_change(self, rm_id: str, change: NodeChange) -> None:
+        out = self._out(rm_id)
+        try:
+            part = self._partition(rm_id, change.partition)
+            self._apply_node_change(part, change)
+        except Rejection as exc:
+            out.rejected_nodes.append(RejectedItem(change.node_id, "", str(exc)))
+            self._rejections.add((change.node_id,), str(exc), "node changes")
+            return
+        out.accepted_nodes.append(change.node_id)
+        self.events.add(_node_event(rm_id, part, change, self.clock()))
+
+    def _apply_node_change(self, part: Partition, change: NodeChange) -> None:
+        action = change.action
+        if action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN):
+            if change.capacity is None:
+                raise Rejection(f"node {change.node_id} reports no schedulable resource")
+            part.add_node(change.node_id, change.capacity, change.attributes, action == NodeAction.CREATE)
+        elif action == NodeAction.UPDATE:
+            part.update_node(change.node_id, change.capacity, change.attributes)
+        elif action == NodeAction.DRAIN:
+            part.node(change.node_id).schedulable = False
+        elif action == NodeAction.DRAIN_TO_SCHEDULABLE:
+            node = part.node(change.node_id)
+            if node.schedulable:
+                raise Rejection(f"node {change.node_id} is not draining")
+            node.schedulable = True
+        elif action == NodeAction.DECOMMISSION:
+            released = part.remove_node(change.node_id, self.clock())
+            self.metrics.nodes_decommissioned += 1
+            self._report_released(part, released, Termination.STOPPED_BY_RM, f"Node {change.node_id} Removed")
+            self._complete_idle_apps(part, released)
+
+    # Applications -----------------------------------------------------------------------------
+    def _add_app(self, rm_id: str, add: AppAdd) -> None:
+        out = self._out(rm_id)
+        try:
+            part = self._partition(rm_id, add.partition)
+        except Rejection as exc:
+            out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
+            self._rejections.add((add.app_id,), str(exc), "applications")
+            return
+        now = self.clock()
+        submissions = self.metrics.app_submissions
+        submissions["new"] += 1
+        try:
+            gang = _gang(add, now, lambda what: self._warn_app(rm_id, add.app_id, what))
+            app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now, gang)
+        except Rejection as exc:
+            out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
+            self._rejections.add((add.app_id,), str(exc), "applications")
+            if add.app_id and add.app_id not in part.applications:  # a duplicate ID keeps its live record
+                refused = RejectedApplication(
+                    add.app_id, add.queue, add.user, add.groups, dict(add.tags), str(exc), now
+                )
+                part.record_rejection(refused)
+                asked = part.find_queue(add.queue) if add.queue else None
+                if asked is not None:  # refused by the queue it asked for (its ACL, its state)
+                    asked.apps_ended["rejected"] = asked.apps_ended.get("rejected", 0) + 1
+            submissions["rejected"] += 1
+            return
+        submissions["accepted"] += 1
+        out.accepted_apps.append(add.app_id)
+        log.info("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)
+
+    def _warn_app(self, rm_id: str, app_id: str, what: str) -> None:
+        self.warnings.warn(
+            log, "application setting not used as sent", rm_id, applicationID=app_id, detail=what
+        )
+
+    def _remove_app(self, rm_id: str, remove: AppRemove) -> None:
+        try:
+            part = self._partition(rm_id, remove.partition)
+            if remove.app_id not in part.applications:
+                # Nothing to do, as YuniKorn: RMs remove applications that already completed, and a
+                # RejectedApplication would make a Kubernetes shim fail the application.
+                log.info("removal of an unknown application ignored", rmID=rm_id, applicationID=remove.app_id)
+                return
+            released = part.remove_application(remove.app_id, self.clock())
+        except Rejection as exc:
+            self._out(rm_id).rejected_apps.append(RejectedItem("", remove.app_id, str(exc)))
+            return
+        self._report_released(
+            part, released, Termination.STOPPED_BY_RM, f"Application {remove.app_id} Removed"
+        )
+        log.info("application removed", rmID=rm_id, applicationID=remove.app_id, released=len(released))
+
+    # Allocations ------------------------------------------------------------------------------
+    def _add_allocation(self, rm_id: str, alloc: Allocation) -> None:
+        now = self.clock()
+        try:
+            part = self._partition(rm_id, alloc.partition)
+            if alloc.node_id and part.resize(alloc, now):
+                return  # one it holds already, now at this size (resized in place): nothing to confirm
+            if alloc.foreign:
+                part.add_foreign(alloc)
+                return
+            if alloc.node_id:
+                part.add_existing(alloc, now)
+                # Confirm an RM-reported allocation as YuniKorn does, so the RM knows it is counted.
+                self._out(rm_id).new_allocations.append(alloc)
+            else:
+                self._check_pending(part, alloc.application_id, alloc.key)
+                part.add_ask(alloc, now)
+        except Rejection as exc:
+            self.metrics.count("rejected")
+            self._out(rm_id).rejected_allocations.append(
+                RejectedItem(alloc.key, alloc.application_id, str(exc))
+            )
+            self._rejections.add((alloc.application_id, alloc.key), str(exc), "allocations")
+
+    def _check_pending(self, part: Partition, app_id: str, key: str) -> None:
+        """Over the limit: refused. Pending are the asks not yet placed, and the real asks of a gang
+        waiting for their placeholder's place (they go back to pending if it goes). A key it knows is
+        left to add_ask, which refuses it as a duplicate."""
+        app = part.applications.get(app_id)
+        if app is None or app.knows_key(key):
+            return
+        pending = len(app.asks) + len(app.replacing)
+        if pending >= self.max_pending_asks:
+            raise Rejection(
+                f"application {app_id} already has {pending:,} pending asks, the limit "
+                "(max_pending_asks_per_application): send this ask again once some are allocated or released"
+            )
+
+    def _release(self, rm_id: str, release: ReleaseRequest) -> None:
+        try:
+            part = self._partition(rm_id, release.partition)
+            released = part.release(release.app_id, release.key, self.clock(), release.termination)
+        except Rejection as exc:
+            self._out(rm_id).rejected_allocations.append(RejectedItem(release.key, release.app_id, str(exc)))
+            self._rejections.add((release.app_id, release.key), str(exc), "releases")
+            return
+        if release.termination == Termination.TIMEOUT:
+            return  # the RM confirms what the core asked for: nothing to tell it back (as YuniKorn)
+        self._report_released(
+            part, released, Termination.STOPPED_BY_RM, "allocation remove as per RM request"
+        )
+
+    def _report_released(
+        self, part: Partition, released: list[Allocation], termination: Termination, message: str
+    ) -> None:
+        if not released:
+            return
+        self.metrics.count("released", len(released))
+        self._out(part.rm_id).released.extend(
+            Released(part.key, a.application_id, a.key, termination, message) for a in released
+        )
+
+    def _complete_idle_apps(self, part: Partition, released: list[Allocation]) -> None:
+        now = self.clock()
+        for app_id in {a.application_id for a in released}:
+            app = part.applications.get(app_id)
+            if app is not None and app.is_idle():
+                part.lifecycle.complete_if_idle(app, now)
+
+
+def _gang(add: AppAdd, now: float, warn: Callable[[str], None]) -> Gang | None:
+    """The gang an application asks for (placeholderAsk, gangSchedulingStyle, the timeout), or None."""
+    if add.placeholder_ask is None and not add.gang_style and add.placeholder_timeout_ms <= 0:
+        return None
+    style = GangStyle.SOFT
+    if add.gang_style == GangStyle.HARD:
+        style = GangStyle.HARD
+    elif add.gang_style not in ("", GangStyle.SOFT):
+        warn(f"unknown gangSchedulingStyle {add.gang_style!r}: Soft used (Soft or Hard)")
+    created = _tag_seconds(add.tags.get(TAG_APP_CREATION_TIME, ""))
+    timeout = placeholder_timeout(add.placeholder_timeout_ms, created, now)
+    return Gang(add.placeholder_ask or Resource(), style, timeout)
+
+
+def _tag_seconds(raw: str) -> float:
+    try:
+        value = int(raw)
+    except ValueError:
+        return 0.0
+    return float(value) if value > 0 else 0.0
+
+
+# What each node action shows in the event log: (change type, si ChangeDetail, message).
+_NODE_EVENTS: dict[NodeAction, tuple[ChangeType, ChangeDetail, str]] = {
+    NodeAction.CREATE: (ChangeType.ADD, ChangeDetail.DETAILS_NONE, "node added"),
+    NodeAction.CREATE_DRAIN: (ChangeType.ADD, ChangeDetail.NODE_SCHEDULABLE, "node added, not schedulable"),
+    NodeAction.UPDATE: (ChangeType.SET, ChangeDetail.NODE_CAPACITY, "node updated"),
+    NodeAction.DRAIN: (ChangeType.SET, ChangeDetail.NODE_SCHEDULABLE, "node draining: not schedulable"),
+    NodeAction.DRAIN_TO_SCHEDULABLE: (
+        ChangeType.SET,
+        ChangeDetail.NODE_SCHEDULABLE,
+        "node schedulable again",
+    ),
+    NodeAction.DECOMMISSION: (ChangeType.REMOVE, ChangeDetail.NODE_DECOMISSION, "node removed"),
+}
+
+
+def _node_event(rm_id: str, part: Partition, change: NodeChange, now: float) -> Event:
+    change_type, detail, message = _NODE_EVENTS[change.action]
+    node = part.nodes.get(change.node_id)
+    resource = node.capacity.as_dict() if node is not None else {}
+    return Event(rm_id, EventType.NODE, change.node_id, change_type, detail, message, now, resource=resource)

@@ -1,0 +1,521 @@
+"""Required inter-pod affinity and anti-affinity, and topology spread, over a partition, kept up to
+date as pods and nodes come and go.
+
+Kubernetes' InterPodAffinity filter, with its three rules:
+- the ask's anti-affinity: no node in a domain (its value of the term's topologyKey) that holds a pod
+  the term selects; a node without the key is not in any domain and passes;
+- the ask's affinity: the node has every term's topologyKey, and its domain holds a pod that every
+  term selects (counted per pod matching all terms, as Kubernetes does); when no such pod exists
+  anywhere and the ask matches its own terms, it may start the group on any node with the keys;
+- placed pods' anti-affinity (the symmetric rule): no node in the domain of a placed pod whose
+  required anti-affinity term selects the ask.
+
+What this costs: per selector an ask uses, the matching pods per domain, counted once over the
+partition when first used and then moved by every placement and release (a check per registered
+selector); per anti-affinity term of placed pods, the domains that hold them. An ask then costs a
+lookup per term per node. Pods of other schedulers (foreign) count like ours.
+
+Placed pods' preferences count too, as kube-scheduler's InterPodAffinity score counts them: a
+placed pod's preferred affinity term that selects the ask adds its weight on the nodes of its
+domain, a preferred anti-affinity term takes it away, and a required affinity term adds 1
+(kube-scheduler's hardPodAffinityWeight).
+
+Topology spread (DoNotSchedule; see topology_spread): per constraint selector, topology key and node
+filter, the pods per domain on the eligible nodes and the smallest count, kept the same way; a node
+passes when its domain's count stays within maxSkew of the smallest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from core.constraints.ask import NodeFilter
+from core.constraints.pod_affinity import Identity, PodAffinityTerm, PodSelector, pod_identity
+from core.constraints.topology_spread import DO_NOT_SCHEDULE, DomainCounts, SpreadConstraint
+from core.objects.allocation import Allocation
+from core.objects.node import Node
+
+Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
+CountKey = tuple[Selectors, str]  # (selectors, topologyKey)
+SpreadKey = tuple[PodSelector, str, NodeFilter]  # (selector, topologyKey, the nodes counted)
+# kube-scheduler's hardPodAffinityWeight: what a placed pod's required affinity term scores.
+HARD_AFFINITY_WEIGHT = 1
+
+
+class _Spread:
+    """One spread registration: its eligible nodes and their domains' counts."""
+
+    __slots__ = ("counts", "eligible", "filter", "key", "selector")
+
+    def __init__(self, selector: PodSelector, key: str, node_filter: NodeFilter) -> None:
+        self.selector, self.key, self.filter = selector, key, node_filter
+        self.eligible: set[str] = set()
+        self.counts = DomainCounts()
+
+    def node_added(self, node: Node) -> None:
+        domain = node.traits.label_map.get(self.key)
+        if domain is not None and self.filter.admits(node.node_id, node.traits):
+            self.eligible.add(node.node_id)
+            self.counts.add_node(domain)
+
+    def node_removed(self, node: Node) -> None:
+        if node.node_id in self.eligible:
+            self.eligible.discard(node.node_id)
+            self.counts.remove_node(node.traits.label_map[self.key])
+
+
+_SpreadSource = tuple[_Spread, SpreadConstraint, int]  # registration, constraint, 1 when the ask counts
+
+
+def identity_of(alloc: Allocation) -> Identity:
+    """The pod's namespace, labels and namespace's labels, read from its tags once."""
+    found = alloc.identity
+    if found is None:
+        found = alloc.identity = pod_identity(alloc.tags)
+    return found
+
+
+def _selects(
+    selectors: Selectors, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]
+) -> bool:
+    return all(s.matches(namespace, labels, namespace_labels) for s in selectors)
+
+
+class PodRules:
+    """The partition's index; `for_ask` gives the rules one ask is held to, for one search."""
+
+    def __init__(self, nodes: Mapping[str, Node]) -> None:
+        self._nodes = nodes
+        self._counts: dict[CountKey, Counter[str]] = {}  # registered selectors -> domain -> pods
+        self._spread: dict[SpreadKey, _Spread] = {}
+        self._layout: dict[str, tuple[int, int]] = {}  # topology key -> (nodes without it, domains)
+        self.counting = False  # whether any selector is registered: then every pod placed counts
+        self.anti_terms: dict[PodAffinityTerm, Counter[str]] = {}  # placed pods' terms -> domain -> pods
+        # Placed pods' preferences (see the module's doc): (term, weight) -> domain -> pods carrying it.
+        self.liked_terms: dict[tuple[PodAffinityTerm, int], Counter[str]] = {}
+        self.disliked_terms: dict[tuple[PodAffinityTerm, int], Counter[str]] = {}
+
+    # Upkeep -------------------------------------------------------------------------------------
+    def placed(self, alloc: Allocation, node: Node) -> None:
+        self._move(alloc, node, 1)
+
+    def removed(self, alloc: Allocation, node: Node) -> None:
+        self._move(alloc, node, -1)
+
+    def _move(self, alloc: Allocation, node: Node, step: int) -> None:
+        labels = node.traits.label_map
+        if self.counting:
+            identity = identity_of(alloc)
+            for (selectors, key), counts in self._counts.items():
+                domain = labels.get(key)
+                if domain is not None and _selects(selectors, *identity):
+                    _bump(counts, domain, step)
+            for spread in self._spread.values():
+                if node.node_id in spread.eligible and spread.selector.matches(*identity):
+                    spread.counts.move(labels[spread.key], step)
+        self._carry(alloc, labels, step)
+
+    def _carry(self, alloc: Allocation, labels: Mapping[str, str], step: int) -> None:
+        """Count the terms a placed pod carries (its required anti-affinity, its preferences) in their
+        domains on its node."""
+        anti = alloc.constraints.pod_anti_affinity
+        affinity = alloc.constraints.pod_affinity
+        if anti is None and affinity is None:
+            return  # most pods
+        if anti is not None:
+            for term in anti.required:
+                _carry_term(self.anti_terms, term, term, labels, step)
+            for weight, term in anti.preferred:
+                _carry_term(self.disliked_terms, (term, weight), term, labels, step)
+        if affinity is not None:
+            for weight, term in affinity.preferred:
+                _carry_term(self.liked_terms, (term, weight), term, labels, step)
+            for term in affinity.required:
+                _carry_term(self.liked_terms, (term, HARD_AFFINITY_WEIGHT), term, labels, step)
+
+    def node_added(self, node: Node) -> None:
+        self._layout.clear()
+        for spread in self._spread.values():
+            spread.node_added(node)
+
+    def node_removed(self, node: Node) -> None:
+        self._layout.clear()
+        for spread in self._spread.values():
+            spread.node_removed(node)
+
+    def layout(self, key: str) -> tuple[int, int]:
+        """For a topology key: how many nodes lack it, and how many domains it has (cached until the
+        nodes change)."""
+        found = self._layout.get(key)
+        if found is None:
+            domains = {n.traits.label_map.get(key) for n in self._nodes.values()}
+            missing = sum(1 for n in self._nodes.values() if key not in n.traits.label_map)
+            found = self._layout[key] = (missing, len(domains - {None}))
+        return found
+
+    def relabelled(self) -> None:
+        """A node's labels (or taints) changed: its pods' domains did, and which nodes a spread counts.
+        Counted afresh when next needed."""
+        self._counts.clear()
+        self._spread.clear()
+        self._layout.clear()
+        self.counting = False
+        self.anti_terms.clear()
+        self.liked_terms.clear()
+        self.disliked_terms.clear()
+        for node in self._nodes.values():
+            for alloc in node.allocations.values():
+                self._carry(alloc, node.traits.label_map, 1)
+
+    @property
+    def carried(self) -> bool:
+        """Whether a placed pod carries a term that may concern any ask (then every ask is checked)."""
+        return bool(self.anti_terms or self.liked_terms or self.disliked_terms)
+
+    def _count(self, selectors: Selectors, key: str) -> Counter[str]:
+        counts = self._counts.get((selectors, key))
+        if counts is None:
+            counts = self._counts[(selectors, key)] = Counter()
+            self.counting = True
+            for node in self._nodes.values():
+                domain = node.traits.label_map.get(key)
+                if domain is None:
+                    continue
+                for alloc in node.allocations.values():
+                    if _selects(selectors, *identity_of(alloc)):
+                        counts[domain] += 1
+        return counts
+
+    def _spread_registration(self, constraint: SpreadConstraint, node_filter: NodeFilter) -> _Spread:
+        key = (constraint.selector, constraint.topology_key, node_filter)
+        spread = self._spread.get(key)
+        if spread is None:
+            spread = self._spread[key] = _Spread(constraint.selector, constraint.topology_key, node_filter)
+            self.counting = True
+            for node in self._nodes.values():
+                spread.node_added(node)
+                if node.node_id in spread.eligible:
+                    domain = node.traits.label_map[constraint.topology_key]
+                    for alloc in node.allocations.values():
+                        if constraint.selector.matches(*identity_of(alloc)):
+                            spread.counts.move(domain, 1)
+        return spread
+
+    # Checks -------------------------------------------------------------------------------------
+    def for_ask(self, ask: Allocation) -> AskPodRules | None:
+        """The rules `ask` is held to now; None when none applies (the common case, at no cost)."""
+        constraints = ask.constraints
+        if (
+            not self.carried
+            and constraints.pod_affinity is None
+            and constraints.pod_anti_affinity is None
+            and not constraints.spread
+        ):
+            return None
+        identity = identity_of(ask)
+        theirs = [term for term in self.anti_terms if term.selector.matches(*identity)]
+        forbidden: list[tuple[str, Counter[str]]] = [(t.topology_key, self.anti_terms[t]) for t in theirs]
+        anti = constraints.pod_anti_affinity
+        if anti is not None:
+            forbidden += [(t.topology_key, self._count((t.selector,), t.topology_key)) for t in anti.required]
+        needed: list[tuple[str, Counter[str]]] = []
+        first_of_group = False
+        affinity = constraints.pod_affinity
+        selectors: Selectors = ()
+        if affinity is not None and affinity.required:
+            selectors = tuple(t.selector for t in affinity.required)
+            needed = [(t.topology_key, self._count(selectors, t.topology_key)) for t in affinity.required]
+            first_of_group = not any(counts for _, counts in needed) and _selects(selectors, *identity)
+        spread: list[tuple[str, Counter[str], int]] = []
+        spread_sources: list[_SpreadSource] = []
+        uneven: list[tuple[str, Counter[str], int]] = []  # ScheduleAnyway: scored, not required
+        for constraint in constraints.spread:
+            node_filter = NodeFilter.of(constraints, constraint.honor_affinity, constraint.honor_taints)
+            registration = self._spread_registration(constraint, node_filter)
+            counts = registration.counts
+            itself = 1 if constraint.selector.matches(*identity) else 0
+            most = constraint.max_skew + counts.minimum(constraint.min_domains) - itself
+            if constraint.when_unsatisfiable == DO_NOT_SCHEDULE:
+                spread.append((constraint.topology_key, counts.pods, most))
+                spread_sources.append((registration, constraint, itself))
+            else:
+                uneven.append((constraint.topology_key, counts.pods, most))
+        liked = [
+            (t.topology_key, self._count((t.selector,), t.topology_key), w)
+            for w, t in (affinity.preferred if affinity is not None else ())
+        ]
+        disliked = [
+            (t.topology_key, self._count((t.selector,), t.topology_key), w)
+            for w, t in (anti.preferred if anti is not None else ())
+        ]
+        # Placed pods' preferences that select the ask: present in a domain or not, as the ask's own.
+        liked += [
+            (t.topology_key, c, w) for (t, w), c in self.liked_terms.items() if t.selector.matches(*identity)
+        ]
+        disliked += [
+            (t.topology_key, c, w)
+            for (t, w), c in self.disliked_terms.items()
+            if t.selector.matches(*identity)
+        ]
+        if not (forbidden or needed or spread or uneven or liked or disliked):
+            return None
+        rules = AskPodRules(forbidden, needed, first_of_group, spread)
+        rules.repellers = [(t.topology_key, _carries(t)) for t in theirs]
+        if anti is not None:
+            rules.repellers += [(t.topology_key, _selected_by(t.selector)) for t in anti.required]
+        rules.needed_selectors = selectors
+        rules.spread_sources = spread_sources
+        if uneven or liked or disliked:
+            rules.preferences = Preferences(liked, disliked, uneven)
+            # A disliked term every node is caught by (each has the key, each domain holds a selected
+            # pod) costs every node its weight: the best score is that much lower, so the search can
+            # still stop at the first node that reaches it instead of scoring every feasible node.
+            for key, holding, weight in disliked:
+                missing, domains = self.layout(key)
+                if missing == 0 and len(holding) >= domains:
+                    rules.preferences.best -= weight
+        return rules
+
+
+class Preferences:
+    """What an ask prefers, as a score per node (higher is better; see score)."""
+
+    __slots__ = ("best", "disliked", "liked", "uneven")
+
+    def __init__(
+        self,
+        liked: list[tuple[str, Counter[str], int]],
+        disliked: list[tuple[str, Counter[str], int]],
+        uneven: list[tuple[str, Counter[str], int]],
+    ) -> None:
+        self.liked = liked  # preferred affinity: (topologyKey, matching pods per domain, weight)
+        self.disliked = disliked  # preferred anti-affinity, the same
+        self.uneven = uneven  # ScheduleAnyway spread: (topologyKey, pods per domain, most within maxSkew)
+        self.best = sum(weight for _, _, weight in liked)  # no node can score more
+
+    def score(self, node: Node) -> int:
+        """+weight for a preferred-affinity term whose domain holds a pod it selects, -weight for such a
+        preferred-anti-affinity term, and -100 per pod a ScheduleAnyway constraint's domain holds beyond
+        its maxSkew (a node without the key counts as beyond it by one)."""
+        labels = node.traits.label_map
+        score = 0
+        for key, counts, weight in self.liked:
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) > 0:
+                score += weight
+        for key, counts, weight in self.disliked:
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) > 0:
+                score -= weight
+        for key, pods, most in self.uneven:
+            domain = labels.get(key)
+            over = pods.get(domain, 0) - most if domain is not None else 1
+            if over > 0:
+                score -= 100 * over
+        return score
+
+
+class AskPodRules:
+    """One ask's pod rules for one search: a few lookups per node."""
+
+    __slots__ = (
+        "_by_domain", "first_of_group", "forbidden", "needed", "needed_selectors", "preferences",
+        "repellers", "spread", "spread_sources",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        forbidden: list[tuple[str, Counter[str]]],
+        needed: list[tuple[str, Counter[str]]],
+        first_of_group: bool,
+        spread: list[tuple[str, Counter[str], int]],
+    ) -> None:
+        self.forbidden = forbidden
+        self.needed = needed
+        self.first_of_group = first_of_group
+        self.spread = spread  # (topologyKey, pods per domain, the most a domain may hold before this pod)
+        self.preferences: Preferences | None = None
+        # For preemption, each parallel to the list it explains: per anti-affinity rule (forbidden),
+        # its topology key and which placed pods it is about; the affinity terms' selectors (needed);
+        # per spread constraint, its registration, the constraint and whether the ask counts itself.
+        self.repellers: list[tuple[str, Callable[[Allocation], bool]]] = []
+        self.needed_selectors: Selectors = ()
+        self.spread_sources: list[_SpreadSource] = []
+        self._by_domain: dict[str, dict[str, list[Node]]] = {}
+
+    def admits(self, node: Node) -> bool:
+        return not self.refusal(node)
+
+    def refusal(self, node: Node) -> str:
+        """Which rule keeps the ask off `node` ("" when none does), for the pending reason."""
+        labels = node.traits.label_map
+        for key, counts in self.forbidden:
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) > 0:
+                return "pod anti-affinity"
+        for key, counts in self.needed:
+            domain = labels.get(key)
+            if domain is None or (not self.first_of_group and counts.get(domain, 0) <= 0):
+                return "pod affinity"
+        for key, pods, most in self.spread:
+            domain = labels.get(key)
+            if domain is None or pods.get(domain, 0) > most:
+                return "topology spread constraints"
+        return ""
+
+    # Preemption ---------------------------------------------------------------------------------
+    def victims_for(
+        self,
+        node: Node,
+        nodes: Mapping[str, Node],
+        takeable: Callable[[Allocation], bool],
+        order: Callable[[Allocation], Any],
+    ) -> list[Allocation] | None:
+        """The placed pods that must go for the rules to admit the ask on `node`, in `order`: every
+        pod behind an anti-affinity rule that keeps it off, and the fewest pods a spread constraint
+        selects in the node's domain that bring it within maxSkew. None when no takeable pods can
+        (affinity and a node outside a spread's domains never pass by removing pods), or when taking
+        them would break another rule (a spread's smallest domain, an affinity's only match)."""
+        if self.admits(node):
+            return []
+        labels = node.traits.label_map
+        chosen: dict[int, Allocation] = {}
+        for (key, counts), (_, about) in zip(self.forbidden, self.repellers, strict=True):
+            domain = labels.get(key)
+            if domain is None or counts.get(domain, 0) <= 0:
+                continue
+            for pod in self._pods_in(nodes, key, domain):
+                if about(pod):
+                    if not takeable(pod):
+                        return None
+                    chosen[id(pod)] = pod
+        for (key, pods, most), (registration, _, _) in zip(self.spread, self.spread_sources, strict=True):
+            domain = labels.get(key)
+            if domain is None:
+                return None
+            selected = [
+                p for p in self._pods_in(nodes, key, domain, registration.eligible) if _in(registration, p)
+            ]
+            excess = pods.get(domain, 0) - most - sum(1 for p in selected if id(p) in chosen)
+            for pod in sorted((p for p in selected if id(p) not in chosen and takeable(p)), key=order):
+                if excess <= 0:
+                    break
+                chosen[id(pod)] = pod
+                excess -= 1
+            if excess > 0:
+                return None
+        victims = sorted(chosen.values(), key=order)
+        return victims if self.admits_without(node, victims, nodes) else None
+
+    def admits_without(self, node: Node, victims: list[Allocation], nodes: Mapping[str, Node]) -> bool:
+        """Whether the rules admit the ask on `node` once `victims` are gone: the counts less the
+        victims each rule counts, and a spread's smallest domain recomputed when a victim was in it."""
+        labels = node.traits.label_map
+
+        def gone(
+            key: str, domain: str, about: Callable[[Allocation], bool], eligible: set[str] | None = None
+        ) -> int:
+            return sum(
+                1
+                for v in victims
+                if (eligible is None or v.node_id in eligible)
+                and v.node_id in nodes
+                and nodes[v.node_id].traits.label_map.get(key) == domain
+                and about(v)
+            )
+
+        for (key, counts), (_, about) in zip(self.forbidden, self.repellers, strict=True):
+            domain = labels.get(key)
+            if domain is not None and counts.get(domain, 0) - gone(key, domain, about) > 0:
+                return False
+        for key, counts in self.needed:
+            domain = labels.get(key)
+            if domain is None:
+                return False
+            left = counts.get(domain, 0) - gone(key, domain, _selected_by_all(self.needed_selectors))
+            if not self.first_of_group and left <= 0:
+                return False
+        for (key, pods, _), (registration, constraint, itself) in zip(
+            self.spread, self.spread_sources, strict=True
+        ):
+            domain = labels.get(key)
+            if domain is None:
+                return False
+            remaining = Counter(pods)
+            for victim in victims:
+                victim_node = nodes.get(victim.node_id)
+                if (
+                    victim_node is not None
+                    and victim.node_id in registration.eligible
+                    and _in(registration, victim)
+                ):
+                    remaining[victim_node.traits.label_map[key]] -= 1
+            domains = registration.counts.nodes
+            lowest = 0 if len(domains) < constraint.min_domains else min(remaining[d] for d in domains)
+            if remaining[domain] > constraint.max_skew + lowest - itself:
+                return False
+        return True
+
+    def _pods_in(
+        self, nodes: Mapping[str, Node], key: str, domain: str, eligible: set[str] | None = None
+    ) -> list[Allocation]:
+        """The pods on the nodes of one domain (on `eligible` nodes only, when given)."""
+        by_domain = self._by_domain.get(key)
+        if by_domain is None:  # once per search: a preemption looks at several nodes
+            by_domain = self._by_domain[key] = {}
+            for other in nodes.values():
+                value = other.traits.label_map.get(key)
+                if value is not None:
+                    by_domain.setdefault(value, []).append(other)
+        return [
+            pod
+            for other in by_domain.get(domain, ())
+            if eligible is None or other.node_id in eligible
+            for pod in other.allocations.values()
+        ]
+
+
+def _carries(term: PodAffinityTerm) -> Callable[[Allocation], bool]:
+    """A placed pod whose own required anti-affinity has this term."""
+
+    def about(alloc: Allocation) -> bool:
+        anti = alloc.constraints.pod_anti_affinity
+        return anti is not None and term in anti.required
+
+    return about
+
+
+def _selected_by(selector: PodSelector) -> Callable[[Allocation], bool]:
+    return lambda alloc: selector.matches(*identity_of(alloc))
+
+
+def _selected_by_all(selectors: Selectors) -> Callable[[Allocation], bool]:
+    return lambda alloc: _selects(selectors, *identity_of(alloc))
+
+
+def _in(registration: _Spread, alloc: Allocation) -> bool:
+    return registration.selector.matches(*identity_of(alloc))
+
+
+def _carry_term(
+    carried: dict[Any, Counter[str]], key: Any, term: PodAffinityTerm, labels: Mapping[str, str], step: int
+) -> None:
+    """Move one carried term's count (under `key`) in its domain on a pod's node (a node without the
+    term's topology key: none)."""
+    domain = labels.get(term.topology_key)
+    if domain is None:
+        return
+    counts = carried.setdefault(key, Counter())
+    _bump(counts, domain, step)
+    if not counts:
+        del carried[key]
+
+
+def _bump(counts: Counter[str], domain: str, step: int) -> None:
+    value = counts.get(domain, 0) + step
+    if value > 0:
+        counts[domain] = value
+    else:
+        counts.pop(domain, None)

@@ -1,0 +1,578 @@
+"""A partition: one RM's queue tree, nodes, applications, allocations and reservations.
+
+Every method either changes state consistently or raises Rejection with a reason for the RM, leaving
+state as it was. Usage is kept in four places (node, application, queue path, user and group) and
+always moved together here, which is what the invariant tests check.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from core.config.schema import PartitionConfig
+from core.config.validation import RECOVERY_QUEUE
+from core.constraints.ask import (
+    AskConstraints,
+    ConstraintError,
+    NodeTraits,
+    parse_ask_constraints,
+    parse_node_traits,
+)
+from core.events import Event
+from core.objects import namespace_limits, partition_events, priority, queue_events
+from core.objects.allocation import Allocation
+from core.objects.app_lifecycle import TERMINAL, AppLifecycle
+from core.objects.application import AppEvent, Application, AppState
+from core.objects.gang import Gang
+from core.objects.node import Node
+from core.objects.partition_key import PartitionKey
+from core.objects.queue import Queue
+from core.objects.queue_tree import QueueTree
+from core.objects.rejected_apps import RejectedApplication, RejectedApplications
+from core.objects.reservations import Reservations
+from core.placement.manager import PlacementManager, PlacementRefused
+from core.placement.rules import PlacementRequest
+from core.policies.node_sort import NodeIndex
+from core.resources import ZERO, Resource
+from core.scheduler.fit.pod_rules import PodRules
+from core.scheduler.partition_gang import PartitionGangs
+from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
+from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
+from core.scheduler.results import SchedulingState, Termination
+from core.ugm.limits import limit_table
+from core.ugm.resolver import resolve_groups
+from core.ugm.tracker import UserGroupTracker
+from si.v1.tags import TAG_REQUIRED_NODE
+
+log = structlog.get_logger("pykorn.partition")
+
+UNCONFIRMED_KEPT = 10_000
+
+
+class Rejection(Exception):
+    """A request the partition refuses; str(rejection) is the reason sent to the RM."""
+
+
+class Partition:
+    def __init__(self, key: PartitionKey, config: PartitionConfig, now: float = 0.0) -> None:
+        self.key = key
+        self.rm_id = key.rm_id
+        self.name = key.name  # as the RM names it
+        rm_id = key.rm_id
+        self.config = config
+        self.log = log.bind(rmID=rm_id, partition=self.name)
+        self.tree = QueueTree(config.root, warn=self._warn_queue)
+        self.placement = PlacementManager(config.placement_rules)
+        policy = config.node_sort_policy
+        self.node_index = NodeIndex(policy.type, dict(policy.resource_weights) or None)
+        self.nodes: dict[str, Node] = {}
+        self.applications: dict[str, Application] = {}
+        self.rejected = RejectedApplications()
+        self.foreign: dict[str, Allocation] = {}
+        self.reservations = Reservations(self.nodes, self.log)
+        self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
+        self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally
+        self.user_groups = UserGroupTracker(limit_table(config.root))  # usage and limits per user, group
+        self.total_capacity: Resource = ZERO
+        self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
+        self.draining = False  # removed from the configuration: no new applications
+        self.state_time = now  # when it became Active, or Draining
+        self.gangs = PartitionGangs(self)  # task groups, placeholders and their timers
+        self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
+        self._room_changed()
+        self.events: list[Event] = []  # drained by the cluster into its event log
+        self.scheduling_states: list[SchedulingState] = []  # asks' ways of waiting, for the RM
+        self.lifecycle = AppLifecycle(rm_id, self.events.append)
+        self.quota = QuotaEnforcer(
+            rm_id, self.tree, self.preemption, self._mark_victim, self.events.append, self.log
+        )
+        # A restart loads the configuration afresh: every quota timer starts from now.
+        self.quota.update_timers({}, now)
+
+    def _warn_queue(self, queue: str, message: str) -> None:
+        self.log.warning("queue property ignored", queue=queue, detail=message)
+
+    @property
+    def root(self) -> Queue:
+        return self.tree.root
+
+    @property
+    def queues(self) -> dict[str, Queue]:
+        return self.tree.queues
+
+    def find_queue(self, name: str) -> Queue | None:
+        return self.tree.find(name)
+
+    def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
+        """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
+        if self.draining:
+            self.state_time = now  # back in the configuration: Active again
+        before = queue_events.snapshot(self.tree)
+        self.config = config
+        self.draining = False
+        self.tree.reconcile(config.root)
+        self.user_groups.reconfigure(limit_table(config.root), self.applications.values())
+        self.events.extend(queue_events.reload_events(self.rm_id, before, self.tree, now))
+        self.quota.update_timers(before, now)
+        priority.recompute_all(self.root)  # offsets and fences may have changed
+        self.placement = PlacementManager(config.placement_rules)
+        policy = config.node_sort_policy
+        weights = dict(policy.resource_weights) or None
+        if (policy.type, weights) != (self.node_index.policy, self.node_index.weights):
+            self.node_index.set_policy(policy.type, weights)
+        self._room_changed()
+
+    # Nodes ------------------------------------------------------------------------------------
+    def add_node(
+        self, node_id: str, capacity: Resource, attributes: dict[str, str], schedulable: bool
+    ) -> Node:
+        if node_id in self.nodes:
+            raise Rejection(f"node {node_id} is already registered in partition {self.name}")
+        node = Node(node_id, capacity, attributes, schedulable)
+        node.traits = _traits(node_id, attributes)
+        node.watcher = self.pod_rules
+        self.nodes[node_id] = node
+        self.pod_rules.node_added(node)
+        self.node_index.add(node)
+        self.total_capacity = self.total_capacity + capacity
+        self._room_changed()
+        return node
+
+    def node(self, node_id: str) -> Node:
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise Rejection(f"node {node_id} is not registered in partition {self.name}")
+        return node
+
+    def update_node(self, node_id: str, capacity: Resource | None, attributes: dict[str, str] | None) -> Node:
+        node = self.node(node_id)
+        if attributes:
+            traits = _traits(node_id, attributes)
+            relabelled = traits != node.traits  # labels or taints: which nodes the pod rules count
+            node.traits = traits
+            node.attributes = dict(attributes)
+            if relabelled:
+                self.pod_rules.relabelled()  # its pods' topology domains moved
+        if capacity is not None:
+            self.total_capacity = self.total_capacity - node.capacity + capacity
+            self._room_changed()
+            node.set_capacity(capacity)
+            self.node_index.update(node)
+        return node
+
+    def remove_node(self, node_id: str, now: float = 0.0) -> list[Allocation]:
+        """Remove a node; returns the allocations that ran there, now released."""
+        node = self.node(node_id)
+        for ref in list(node.reservations):
+            self.reservations.release(ref)
+        released = []
+        for alloc in list(node.allocations.values()):
+            if alloc.foreign:
+                self.foreign.pop(alloc.key, None)
+                node.remove_allocation(alloc.key)
+                self.occupied_total = self.occupied_total - alloc.resource
+                self._room_changed()
+                continue
+            if alloc.replaces is not None:  # a real task bound here in a placeholder's stead: pending again
+                self.gangs.cancel_replacement(
+                    self.applications[alloc.application_id], alloc, back_to_pending=True
+                )
+                continue
+            self._unallocate(alloc, now)
+            released.append(alloc)
+        self.pod_rules.node_removed(node)
+        del self.nodes[node_id]
+        self.node_index.remove(node_id)
+        self.total_capacity = self.total_capacity - node.capacity
+        self._room_changed()
+        return released
+
+    def _room_changed(self) -> None:
+        """Root's max is what the nodes hold less what other schedulers' pods occupy there: nothing can
+        be allocated beyond it, and a headroom that counted foreign room would mislead reservations
+        and preemption into chasing room that is not ours."""
+        self.root.max = self.total_capacity - self.occupied_total
+
+    # Applications -----------------------------------------------------------------------------
+    def add_application(
+        self,
+        app_id: str,
+        queue_name: str,
+        user: str,
+        groups: tuple[str, ...],
+        tags: dict[str, str],
+        now: float,
+        gang: Gang | None = None,
+    ) -> Application:
+        if not app_id:
+            raise Rejection("application ID is empty")
+        if app_id in self.applications:
+            raise Rejection(f"application {app_id} already exists in partition {self.name}")
+        if self.draining:
+            raise Rejection(f"partition {self.name} was removed from the configuration; no new applications")
+        groups = resolve_groups(self.config.user_group_resolver, user, groups)  # none sent: look them up
+        request = PlacementRequest(app_id, queue_name, user, groups, tags)
+        try:
+            placement = self.placement.place(request, self.tree)
+        except PlacementRefused as exc:
+            raise Rejection(str(exc)) from None
+        queue = self.tree.find(placement.queue_name)
+        if queue is None and placement.queue_name == RECOVERY_QUEUE:
+            queue = self.tree.create_recovery()
+            self.events.append(partition_events.queue_created(self.rm_id, queue.full_name, app_id, now))
+            self.log.warning("recovery queue made", applicationID=app_id, queue=queue.full_name)
+        elif queue is None and placement.create:
+            existing = set(self.tree.queues)
+            queue = self.tree.create(placement.queue_name)
+            for created in [q for key, q in self.tree.queues.items() if key not in existing]:  # parents too
+                self.events.append(partition_events.queue_created(self.rm_id, created.full_name, app_id, now))
+        assert queue is not None and queue.is_leaf
+        if not queue.managed and queue.full_name != RECOVERY_QUEUE:
+            self._apply_tagged_limits(queue, app_id, tags, now)
+        app = Application(app_id, self.key, queue, user=user, groups=groups, tags=tags, now=now)
+        self.applications[app_id] = app
+        if gang is not None:
+            app.gang = gang
+            self.gangs.apps[app_id] = app
+        queue.applications[app_id] = app
+        self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
+        return app
+
+    def _apply_tagged_limits(self, queue: Queue, app_id: str, tags: dict[str, str], now: float) -> None:
+        """A dynamic queue takes the max, guaranteed and maxapplications its newest application's tags
+        carry (a Kubernetes namespace's annotations); a tag that cannot be read is reported, not used."""
+        limits = namespace_limits.from_tags(tags)
+        for problem in limits.problems:
+            self.log.warning("application tag ignored", applicationID=app_id, queue=queue.full_name,
+                             detail=problem)  # fmt: skip
+        if not limits.any:
+            return
+        before = queue_events.snapshot([queue])
+        if limits.max is not None:
+            queue.max = limits.max
+        if limits.guaranteed is not None:
+            queue.guaranteed = limits.guaranteed
+        if limits.max_applications:
+            queue.max_applications = limits.max_applications
+        self.events.extend(queue_events.reload_events(self.rm_id, before, [queue], now))
+
+    def record_rejection(self, rejected: RejectedApplication) -> None:
+        """Keep why an application was refused (the newest ones) and record APP_REJECT."""
+        self.rejected.add(rejected)
+        self.events.append(partition_events.app_rejected(self.rm_id, rejected))
+
+    def application(self, app_id: str) -> Application:
+        app = self.applications.get(app_id)
+        if app is None:
+            raise Rejection(f"application {app_id} is not known in partition {self.name}; add it first")
+        return app
+
+    def remove_application(self, app_id: str, now: float) -> list[Allocation]:
+        """The RM removes an application: its asks go, its allocations are released, it completes."""
+        app = self.application(app_id)
+        for key in list(app.asks):
+            self._remove_ask(app, key)
+        for real in list(app.replacing.values()):
+            self.gangs.cancel_replacement(app, real, back_to_pending=False)
+        released = list(app.allocations.values())
+        for alloc in released:
+            self._unallocate(alloc, now)
+        # The application is gone for good: take it through Completing to Completed at once.
+        self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
+        self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
+        self._forget(app)
+        app.removed_by_rm = True
+        self.lifecycle.completed.append(app)  # listed as completed until it expires, as upstream
+        return released
+
+    def _forget(self, app: Application) -> None:
+        self.gangs.apps.pop(app.app_id, None)
+        priority.remove_application(app)
+        self.user_groups.forget(app.app_id)
+        self.applications.pop(app.app_id, None)
+        app.queue.applications.pop(app.app_id, None)
+        for name in self.tree.remove_empty():
+            self.events.append(partition_events.queue_removed(self.rm_id, name, app.state_time))
+
+    def tick(self, now: float) -> None:
+        """Time-driven state: quota timers; placeholder timers; application states Completing ->
+        Completed -> Expired."""
+        self.quota.fire_due(now, self.config.preemption.quota_preemption_enabled)
+        if self.gangs.apps:
+            self.gangs.tick(now)
+        for app in self.lifecycle.completing_over(list(self.applications.values()), now):
+            self._forget(app)
+            self.lifecycle.completed.append(app)
+        self.lifecycle.expire(now)
+
+    # Asks and allocations ---------------------------------------------------------------------
+    def add_ask(self, ask: Allocation, now: float) -> None:
+        app = self.application(ask.application_id)
+        if app.state in TERMINAL or app.state == AppState.FAILING:
+            raise Rejection(f"application {app.app_id} is {app.state.value} and takes no new asks")
+        if app.queue.full_name == RECOVERY_QUEUE:
+            raise Rejection(
+                f"application {app.app_id} is in {RECOVERY_QUEUE}: it was recovered running and no "
+                "placement rule places it now; it keeps what runs and takes no new asks"
+            )
+        if app.knows_key(ask.key):
+            raise Rejection(f"allocation key {ask.key} already exists in application {app.app_id}")
+        ask.constraints = _constraints(ask)
+        ask.create_time = ask.create_time or now
+        if ask.task_group:
+            self.gangs.ask_added(app, ask)
+        app.add_ask(ask)
+        app.queue.add_pending(ask.resource)
+        priority.update_application(app)
+        # An ask starts a New application (-> Accepted) or revives a Completing one (-> Running);
+        # an Accepted application becomes Running only with its first allocation.
+        if app.state in (AppState.NEW, AppState.COMPLETING):
+            self.lifecycle.transition(app, AppEvent.RUN, now)
+
+    def add_foreign(self, alloc: Allocation) -> None:
+        if alloc.key in self.foreign:
+            raise Rejection(f"foreign allocation {alloc.key} already exists on node {alloc.node_id}")
+        node = self.node(alloc.node_id)
+        if alloc.key in node.allocations:  # one of ours: taken for a stranger, it would replace it there
+            raise Rejection(f"allocation key {alloc.key} is already allocated on node {node.node_id}")
+        try:  # its host ports count; a malformed tag must not lose the room it occupies
+            alloc.constraints = parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)
+        except ConstraintError as exc:
+            self.log.warning(
+                "foreign allocation constraints ignored", allocationKey=alloc.key, reason=str(exc)
+            )
+        self.foreign[alloc.key] = alloc
+        node.add_allocation(alloc)
+        self.node_index.update(node)
+        self.occupied_total = self.occupied_total + alloc.resource
+        self._room_changed()
+
+    def resize(self, alloc: Allocation, now: float) -> bool:
+        """An allocation the RM runs, sent again (Kubernetes' in-place resize): False when this
+        partition does not hold it; True when it does on that node, taken at its new size. As YuniKorn,
+        whatever that does to the node and the queues: the pod already runs at it (its kubelet resized
+        it). A queue pushed over its max shows it; its new asks wait until it is back under."""
+        held = self.foreign.get(alloc.key) if alloc.foreign else None
+        app = None if alloc.foreign else self.applications.get(alloc.application_id)
+        if app is not None:
+            held = app.allocations.get(alloc.key)
+        if held is None:
+            return False
+        if held.node_id != alloc.node_id:
+            raise Rejection(f"allocation {alloc.key} runs on node {held.node_id}, not on {alloc.node_id}")
+        before, after = held.resource, alloc.resource
+        if after == before:
+            return True
+        if held.placeholder:  # it holds its task group's size for the real task; the gang counts on it
+            raise Rejection(f"allocation {alloc.key} is a placeholder: its size is its task group's")
+        node = self.node(held.node_id)
+        node.resize_allocation(held.key, after)
+        self.node_index.update(node)
+        if app is None:
+            self.occupied_total = self.occupied_total - before + after
+            self._room_changed()
+        else:
+            app.resize_allocation(held.key, after)
+            app.queue.remove_allocated(before)
+            app.queue.add_allocated(after)
+            if held.releasing:  # a victim being preempted: what it gives back is its new size
+                app.queue.remove_preempting(before)
+                app.queue.add_preempting(after)
+            self.user_groups.resized(app, before, after)
+        held.resource = after
+        self.events.append(partition_events.allocation_resized(self.rm_id, held, before, now))
+        return True
+
+    def add_existing(self, alloc: Allocation, now: float) -> None:
+        """An allocation the RM already runs (recovery): it must fit the node and the queue limits."""
+        app = self.application(alloc.application_id)
+        if app.knows_key(alloc.key):
+            raise Rejection(f"allocation key {alloc.key} already exists in application {app.app_id}")
+        node = self.node(alloc.node_id)
+        if not node.fits(alloc.resource):
+            raise Rejection(
+                f"allocation {alloc.key} needs {alloc.resource.as_dict()} but node {node.node_id} has only "
+                f"{node.available.as_dict()} free"
+            )
+        alloc.constraints = _constraints(alloc)
+        alloc.create_time = alloc.create_time or now
+        alloc.allocated_time = alloc.allocated_time or now
+        self._place(app, alloc, node)
+        if alloc.placeholder:  # recovery: a placeholder the RM runs counts as asked and allocated
+            gang = self.gangs.gang_of(app)
+            gang.placeholder_asked(alloc)
+            gang.placeholder_allocated(alloc, now, timer_may_start=True)
+        # A running allocation takes a new application straight through Accepted to Running.
+        self.lifecycle.transition(app, AppEvent.RUN, now)
+        self.lifecycle.transition(app, AppEvent.RUN, now)
+
+    def allocate(self, ask: Allocation, node: Node, now: float) -> None:
+        """Turn a pending ask into an allocation on `node` (the scheduler checked that it fits)."""
+        app = self.applications[ask.application_id]
+        self._remove_ask(app, ask.key)
+        ask.allocated_time = now
+        self._place(app, ask, node)
+        self.events.append(partition_events.ask_allocated(self.rm_id, ask, now))
+        if ask.placeholder:
+            # A placeholder does not start the application: the whole gang allocated does.
+            gang = self.gangs.gang_of(app)
+            if gang.placeholder_allocated(ask, now, timer_may_start=app.state == AppState.ACCEPTED):
+                self.lifecycle.transition(app, AppEvent.RUN, now, "all placeholders of the gang allocated")
+            return
+        self.lifecycle.transition(app, AppEvent.RUN, now)
+
+    def _place(self, app: Application, alloc: Allocation, node: Node) -> None:
+        alloc.node_id = node.node_id
+        node.add_allocation(alloc)
+        self.node_index.update(node)
+        app.add_allocation(alloc)
+        app.queue.add_allocated(alloc.resource)
+        app.queue.containers_allocated += 1
+        self.user_groups.allocated(app, alloc.resource)
+
+    def _remove_ask(self, app: Application, key: str) -> Allocation | None:
+        ask = app.remove_ask(key)
+        if ask is not None:
+            if ask.task_group and not ask.placeholder and app.gang is not None:
+                app.gang.pending_real -= 1
+            app.queue.remove_pending(ask.resource)
+            self.reservations.release(ask.ref)
+            if ask.held:
+                self.drop_hold(ask)
+            priority.update_application(app)
+        return ask
+
+    def _unallocate(
+        self, alloc: Allocation, now: float, replaced: bool = False, confirmed: bool = False
+    ) -> None:
+        app = self.applications[alloc.application_id]
+        if (alloc.releasing or alloc.released_by_core) and not (confirmed or replaced):
+            self._remember_unconfirmed(alloc.ref)
+        app.remove_allocation(alloc.key)
+        app.queue.remove_allocated(alloc.resource)
+        app.queue.containers_released += 1
+        self.user_groups.released(app, alloc.resource)
+        if alloc.releasing:
+            app.queue.remove_preempting(alloc.resource)
+            self._victim_gone(alloc.ref)
+        node = self.nodes.get(alloc.node_id)
+        if node is not None:
+            node.remove_allocation(alloc.key)
+            self.node_index.update(node)
+        if alloc.placeholder:
+            if alloc.replaced_by is not None:  # gone another way while its real task waited for it
+                self.gangs.cancel_replacement(app, alloc.replaced_by, back_to_pending=True)
+            self.gangs.placeholder_gone(app, alloc, replaced, now)
+
+    def release(self, app_id: str, key: str, now: float, termination: str = "") -> list[Allocation]:
+        """RM-initiated release of one allocation or ask (or all of an app's when key is empty).
+
+        Returns the released allocations; removed asks are not returned, as the RM never ran them.
+        A placeholder released as PLACEHOLDER_REPLACED confirms its replacement: its real task is
+        placed (in `gang_allocations`), and nothing is returned.
+        """
+        if not app_id and key in self.foreign:
+            alloc = self.foreign.pop(key)
+            node = self.nodes.get(alloc.node_id)
+            if node is not None:
+                node.remove_allocation(key)
+                self.node_index.update(node)
+            self.occupied_total = self.occupied_total - alloc.resource
+            self._room_changed()
+            return []
+        if termination in _CORE_DECIDED and self._gone_unconfirmed.pop((app_id, key), False):
+            # The RM confirms a release the core asked for, of an allocation that went meanwhile (its
+            # node was removed, its application failed): done already, nothing to refuse.
+            self.log.debug(
+                "release confirmed after the allocation went", applicationID=app_id, allocationKey=key
+            )
+            return []
+        app = self.application(app_id)
+        released: list[Allocation] = []
+        if not key:
+            for ask_key in list(app.asks):
+                self._remove_ask(app, ask_key)
+            for real in list(app.replacing.values()):
+                self.gangs.cancel_replacement(app, real, back_to_pending=False)
+            released = list(app.allocations.values())
+        elif key in app.allocations:
+            alloc = app.allocations[key]
+            if alloc.placeholder and termination == Termination.PLACEHOLDER_REPLACED:
+                self.gangs.confirm_replacement(app, alloc, now)
+                return []
+            released = [alloc]
+        elif key in app.replacing:  # the RM ended a real task before its placeholder's release came back
+            self.gangs.cancel_replacement(app, app.replacing[key], back_to_pending=False)
+        elif key in app.asks:
+            self._remove_ask(app, key)
+        else:
+            raise Rejection(f"application {app_id} has no ask or allocation with key {key}")
+        for alloc in released:
+            self._unallocate(alloc, now, confirmed=termination in _CORE_DECIDED)
+        if app.app_id in self.applications:  # a Hard gang's last placeholder may have failed it
+            self.lifecycle.complete_if_idle(app, now)
+        return released
+
+    def _remember_unconfirmed(self, ref: Ref) -> None:
+        """An allocation the core asked the RM to release went another way first: its confirmation
+        may still come, and is then no mistake (the newest UNCONFIRMED_KEPT are remembered)."""
+        self._gone_unconfirmed[ref] = True
+        if len(self._gone_unconfirmed) > UNCONFIRMED_KEPT:
+            del self._gone_unconfirmed[next(iter(self._gone_unconfirmed))]
+
+    # Preemption -------------------------------------------------------------------------------
+    def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: PreemptionKind) -> None:
+        """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
+        for victim in victims:
+            self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind)
+        self.preemption.for_ask(ask.ref, victims)
+        ask.preempting = True
+        ask.triggered_preemption = True
+        if not ask.held:  # the headroom the victims free is the ask's until it is placed or removed
+            ask.held = True
+            self.applications[ask.application_id].queue.add_held(ask.resource)
+        self.log.info(
+            "preempting", applicationID=ask.application_id, allocationKey=ask.key,
+            victims=[f"{v.application_id}/{v.key}" for v in victims],
+        )  # fmt: skip
+
+    def drop_hold(self, ask: Allocation) -> None:
+        """Give back the headroom held for the ask (it was placed, went, or looks for victims again)."""
+        if ask.held:
+            ask.held = False
+            self.applications[ask.application_id].queue.remove_held(ask.resource)
+
+    def _mark_victim(self, victim: Allocation, why: str, now: float, kind: PreemptionKind) -> None:
+        self.preemption.chosen(victim, why, kind)
+        self.events.append(partition_events.victim_chosen(self.rm_id, victim, why, now))
+        self.applications[victim.application_id].queue.add_preempting(victim.resource)
+
+    def _victim_gone(self, victim: Ref) -> None:
+        enforced, ask_ref = self.preemption.released(victim)
+        if enforced is not None:
+            self.quota.released(victim, enforced)
+        if ask_ref is not None:
+            app = self.applications.get(ask_ref[0])
+            ask = app.asks.get(ask_ref[1]) if app is not None else None
+            if ask is not None:
+                ask.preempting = False  # all its victims are gone; its reservation takes the room
+
+
+# Terminations of releases the core decided; the RM's release of that type confirms it.
+_CORE_DECIDED = frozenset(
+    {Termination.TIMEOUT, Termination.PLACEHOLDER_REPLACED, Termination.PREEMPTED_BY_SCHEDULER}
+)
+
+
+def _constraints(alloc: Allocation) -> AskConstraints:
+    try:
+        return parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)
+    except ConstraintError as exc:
+        raise Rejection(f"allocation {alloc.key}: {exc}") from None
+
+
+def _traits(node_id: str, attributes: dict[str, str]) -> NodeTraits:
+    try:
+        return parse_node_traits(attributes)
+    except ConstraintError as exc:
+        raise Rejection(f"node {node_id}: {exc}") from None

@@ -1,0 +1,385 @@
+"""One scheduling cycle over a partition.
+
+First the reservations: a reserved ask goes to its node once that has room, or to any other node
+with room. Then everything else in order: queues (fair), applications (the leaf's policy), asks
+(priority, then age), nodes (the partition's node index). An ask that fits no node's free room but
+fits some node's capacity reserves the best such node once it has waited RESERVATION_DELAY; a
+reserved node takes no other ask.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from operator import itemgetter
+from time import perf_counter
+
+from core.constraints.ask import NO_CONSTRAINTS
+from core.objects import partition_events
+from core.objects.allocation import Allocation
+from core.objects.application import Application, AppState
+from core.objects.node import Node
+from core.objects.queue import Queue
+from core.policies.queue_sort import AppKey, app_sort_key, sorted_children
+from core.scheduler.fit.node_fit import admits, admits_now, find_node, why_no_node
+from core.scheduler.gang_scheduling import held_reason, replace_placeholders
+from core.scheduler.metrics import SchedulingTimings
+from core.scheduler.partition import Partition
+from core.scheduler.preemption import inter_queue, required_node
+from core.scheduler.results import SchedulingState, Waiting
+from core.ugm.tracker import Block
+
+RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
+MAX_PREEMPTION_ATTEMPTS = 10  # asks that may look for victims in one cycle, as YuniKorn
+TALLY_EVERY = 10.0  # seconds between two node-by-node tallies of why an ask finds no node (a full pass)
+
+
+def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
+    # An application still Accepted must fit under maxapplications before its first allocation: its
+    # queues', and its user's and group's on the path.
+    if app.state != AppState.ACCEPTED:
+        return True
+    if not app.queue.can_run_another_app():
+        return False
+    blocked = partition.user_groups.run_block(app)
+    if (blocked is not None) != app.held_by_limit:  # held, or free again: say so once per change
+        app.held_by_limit = blocked is not None
+        why = blocked.describe() if blocked is not None else ""
+        partition.events.append(
+            partition_events.app_runnable(
+                partition.rm_id, app.app_id, app.queue.full_name, blocked is None, why, now
+            )
+        )
+    return blocked is None
+
+
+def _fit_score(ask: Allocation, node: Node) -> float:
+    """How far the node's free room is from the ask: 0 fits; 1 per type with nothing free."""
+    score = 0.0
+    for name, want in ask.resource.items():
+        if want <= 0:
+            continue
+        free = node.available.get(name)
+        if free < want:
+            score += (want - max(free, 0)) / want
+    return score
+
+
+def _reserve_candidate(partition: Partition, ask: Allocation) -> Node | None:
+    best: Node | None = None
+    best_score = 0.0
+    rules = partition.pod_rules.for_ask(ask)
+    for node in partition.node_index:
+        if not node.schedulable or node.reservations or not node.fits_capacity(ask.resource):
+            continue
+        if not admits(node, ask) or (rules is not None and not rules.admits(node)):
+            continue
+        score = _fit_score(ask, node)
+        if best is None or score < best_score:
+            best, best_score = node, score
+    return best
+
+
+def _serve_reservations(partition: Partition, now: float, budget: int) -> list[Allocation]:
+    made: list[Allocation] = []
+    for ref, node_id in list(partition.reservations.items()):
+        if len(made) >= budget:
+            break
+        app = partition.applications.get(ref[0])
+        ask = app.asks.get(ref[1]) if app is not None else None
+        if app is None or ask is None:
+            partition.reservations.release(ref)
+            continue
+        if (
+            not _may_allocate(partition, app, now)
+            or partition.user_groups.resource_block(app, ask.resource) is not None
+            or not app.queue.fits_headroom(ask.resource, not ask.required_node, ask.held)
+        ):
+            continue
+        node = partition.nodes[node_id]
+        if node.fits(ask.resource) and admits_now(partition, node, ask):
+            partition.reservations.release(ref)
+            partition.allocate(ask, node, now)
+            made.append(ask)
+            continue
+        if ask.required_node:
+            required_node.preempt_for(partition, ask, node, now)  # it can only ever run there
+            continue
+        other = find_node(partition, ask)
+        if other is not None:
+            partition.reservations.release(ref)
+            partition.allocate(ask, other, now)
+            made.append(ask)
+    return made
+
+
+def _try_required_node(partition: Partition, ask: Allocation, now: float) -> bool:
+    """A required-node ask (a DaemonSet pod) goes to its node or reserves it at once."""
+    node = partition.nodes.get(ask.required_node)
+    if node is None:
+        return False
+    # Normal reservations give way to a required-node ask on their node.
+    for ref in [r for r in node.reservations if r != ask.ref]:
+        other = partition.applications.get(ref[0])
+        other_ask = other.asks.get(ref[1]) if other is not None else None
+        if other_ask is None or not other_ask.required_node:
+            partition.reservations.release(ref)
+    if node.fits(ask.resource) and admits_now(partition, node, ask):
+        partition.allocate(ask, node, now)
+        return True
+    if node.fits_capacity(ask.resource):  # as YuniKorn's node.Reserve: never for what cannot fit
+        partition.reservations.reserve(ask, node)
+        required_node.preempt_for(partition, ask, node, now)
+    return False
+
+
+class _Cycle:
+    """Per-cycle bookkeeping: each ask is tried at most once per cycle.
+
+    An application's pending asks stay sorted (Application.sorted_asks). Walking them in order, an
+    allocated ask leaves the list and one that cannot be placed stays, so the asks before a cursor of
+    "tried and not placed" are exactly the ones to skip: the cursor is that count. A queue whose
+    applications have nothing left to try is exhausted until the next cycle.
+    """
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.cursor: dict[str, int] = {}
+        self.exhausted: set[str] = set()  # queue full names
+        # Each leaf's applications in order, sorted once per cycle: within a cycle only an allocation
+        # changes the order, and only for its application, which `allocated` moves to its new place.
+        self.app_orders: dict[str, _AppOrder] = {}
+
+    def applications(self, leaf: Queue) -> list[tuple[AppKey, Application]]:
+        order = self.app_orders.get(leaf.full_name)
+        if order is None:
+            order = self.app_orders[leaf.full_name] = _AppOrder(leaf)
+        return order.entries
+
+    def allocated(self, leaf: Queue, app: Application) -> None:
+        order = self.app_orders.get(leaf.full_name)
+        if order is not None:
+            order.moved(app)
+
+    def next_ask(self, app: Application) -> Allocation | None:
+        asks = app.sorted_asks()
+        i = self.cursor.get(app.app_id, 0)
+        return asks[i] if i < len(asks) else None
+
+    def tried(self, app: Application) -> None:
+        self.cursor[app.app_id] = self.cursor.get(app.app_id, 0) + 1
+
+
+class _AppOrder:
+    """A leaf's applications with pending asks as (key, application), in key order."""
+
+    def __init__(self, leaf: Queue) -> None:
+        self.key = app_sort_key(leaf)
+        self.keys: dict[str, AppKey] = {}
+        for app in leaf.applications.values():
+            if app.has_pending():
+                self.keys[app.app_id] = self.key(app)
+        self.entries = sorted(
+            ((self.keys[a.app_id], a) for a in leaf.applications.values() if a.app_id in self.keys),
+            key=itemgetter(0),
+        )
+
+    def moved(self, app: Application) -> None:
+        old = self.keys.pop(app.app_id, None)
+        if old is not None:
+            del self.entries[bisect_left(self.entries, (old,))]  # keys are unique: this is its entry
+        if app.has_pending():
+            new = self.keys[app.app_id] = self.key(app)
+            insort(self.entries, (new, app))  # never compares applications: keys differ
+
+
+def _select(
+    partition: Partition, queue: Queue, cycle: _Cycle
+) -> tuple[Queue, Application, Allocation] | None:
+    """Descend in the current sort order to the first leaf, application and ask not yet tried."""
+    if queue.full_name in cycle.exhausted:
+        return None
+    if queue.is_leaf:
+        for _, app in cycle.applications(queue):
+            if not _may_allocate(partition, app, cycle.now):
+                _note_app_limit(partition, app, cycle)
+                continue
+            ask = cycle.next_ask(app)
+            if ask is not None:
+                return queue, app, ask
+    else:
+        for child in sorted_children(queue):
+            found = _select(partition, child, cycle)
+            if found is not None:
+                return found
+    cycle.exhausted.add(queue.full_name)
+    return None
+
+
+def allocate(
+    partition: Partition, now: float, budget: int, timings: SchedulingTimings | None = None
+) -> list[Allocation]:
+    """Allocate as much as fits, at most `budget` allocations; returns the new allocations.
+
+    After every allocation the order is taken again from the top, so usage just added counts:
+    two queues with plenty pending share the cluster instead of the first one taking it all.
+    `timings` (the metrics): how long picking each ask, finding it a node and preempting took.
+    """
+    timings = timings or _UNTIMED
+    made = _serve_reservations(partition, now, budget) if partition.reservations else []
+    if partition.gangs.apps:
+        replace_placeholders(partition, now)
+    cycle = _Cycle(now)
+    preemption_attempts = MAX_PREEMPTION_ATTEMPTS
+    while len(made) < budget:
+        started = perf_counter()
+        found = _select(partition, partition.root, cycle)
+        timings.sorting["queue"].observe(perf_counter() - started)
+        if found is None:
+            break
+        leaf, app, ask = found
+        if ask.task_group and _waits_for_placeholder(app, ask):
+            _pending(partition, ask, held_reason(app, ask), now, Waiting.HELD)
+            cycle.tried(app)
+            continue
+        placed = False
+        blocked = partition.user_groups.resource_block(app, ask.resource)
+        if blocked is not None:
+            # Only that user's (group's) own allocations elsewhere can make room under its limit: the
+            # plan counts those alone for it (inter_queue).
+            _note_user_limit(partition, ask, blocked, now)
+            if preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
+                preemption_attempts -= 1
+                _preempt(partition, leaf, ask, now, timings)
+        elif ask.ref in partition.reservations:
+            node_id = partition.reservations[ask.ref]
+            _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now, Waiting.NO_NODE)
+        else:
+            if leaf.fits_headroom(ask.resource, not ask.required_node, ask.held):
+                started = perf_counter()
+                if ask.required_node:
+                    placed = _try_required_node(partition, ask, now)
+                else:
+                    placed = _try_nodes(partition, ask, now)
+                timings.try_node.observe(perf_counter() - started)
+                if not placed:
+                    _note_no_room(partition, ask, now)
+            else:
+                _note_headroom(partition, leaf, ask, now)
+            # Preemption is tried when no node had room, and also when the headroom check failed:
+            # a full cluster is exactly when a queue below its guarantee needs it.
+            if not placed and preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
+                preemption_attempts -= 1
+                _preempt(partition, leaf, ask, now, timings)
+        if placed:
+            made.append(ask)
+            cycle.allocated(leaf, app)
+        else:
+            cycle.tried(app)
+    return made
+
+
+def _preempt(
+    partition: Partition, leaf: Queue, ask: Allocation, now: float, timings: SchedulingTimings
+) -> None:
+    started = perf_counter()
+    inter_queue.preempt_for(partition, leaf, ask, now)
+    timings.try_preemption.observe(perf_counter() - started)
+
+
+_UNTIMED = SchedulingTimings()  # observed and never read: callers without metrics (tests, dry runs)
+
+
+def _waits_for_placeholder(app: Application, ask: Allocation) -> bool:
+    """A real task of a task group is placed in a placeholder's stead, never on its own."""
+    return not ask.placeholder and app.gang is not None and app.gang.waits_for_placeholder(ask)
+
+
+def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> bool:
+    return (
+        partition.config.preemption.enabled
+        and not ask.required_node
+        and ask.allow_preempt_other  # Kubernetes' preemptionPolicy: Never clears this
+        and not ask.preempting  # at most one preemption outstanding per ask
+        and now - ask.create_time >= leaf.props.preemption_delay
+    )
+
+
+def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
+    node = find_node(partition, ask)
+    if node is not None:
+        partition.allocate(ask, node, now)
+        return True
+    if now - ask.create_time > RESERVATION_DELAY:  # strictly, as YuniKorn's time.Since(create) > delay
+        candidate = _reserve_candidate(partition, ask)
+        if candidate is not None:
+            partition.reservations.reserve(ask, candidate)
+    return False
+
+
+# Pending reasons ("why is this pending?"), kept on the ask for the REST API --------------------------
+def _pending(partition: Partition, ask: Allocation, why: str, now: float, waiting: Waiting) -> None:
+    """Note why the ask waits; when that changes, a REQUEST event and, for its RM, the way it waits
+    (the Kubernetes shim shows it on the pod: Unschedulable for the autoscaler, or SchedulingSkipped)."""
+    if why != ask.pending_reason:
+        partition.events.append(partition_events.ask_pending(partition.rm_id, ask, why, now))
+        _waits(partition, ask, why, waiting)
+    ask.note_pending(why, now)
+
+
+def _waits(partition: Partition, ask: Allocation, why: str, waiting: Waiting) -> None:
+    partition.scheduling_states.append(SchedulingState(ask.application_id, ask.key, waiting, why))
+    ask.waiting = waiting.value
+    if waiting is Waiting.NO_NODE:
+        ask.triggered_scale_up = True
+
+
+def _note_app_limit(partition: Partition, app: Application, cycle: _Cycle) -> None:
+    ask = cycle.next_ask(app)
+    if ask is not None:
+        full = [q for q in app.queue.path_to_root() if 0 < q.max_applications <= q.running_apps]
+        where = ""
+        if full:
+            where = f"queue {full[0].full_name} runs its maxapplications ({full[0].max_applications})"
+        elif (blocked := partition.user_groups.run_block(app)) is not None:
+            where = blocked.describe()
+        why = f"application {app.app_id} may not start yet: {where or 'application limit'}"
+        _pending(partition, ask, why, cycle.now, Waiting.HELD)
+
+
+def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now: float) -> None:
+    why = blocked.describe()
+    if why != ask.pending_reason:  # an event per change, not per cycle
+        partition.events.append(partition_events.ask_over_limit(partition.rm_id, ask, why, now))
+        _waits(partition, ask, why, Waiting.HELD)
+    ask.note_pending(why, now)
+
+
+def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> None:
+    found = leaf.headroom_shortfall(ask.resource, not ask.required_node, ask.held)
+    if found is None:
+        return
+    queue, short = found
+    limit = queue.max
+    assert limit is not None  # a shortfall is always against a max
+    used = queue.committed(ask.resource if ask.held else None) if queue.held else queue.allocated
+    room = {k: max(0, limit[k] - used.get(k)) for k in short}
+    what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
+    # Root's max is the nodes' room: more nodes would help there (YuniKorn's outstanding requests
+    # leave it out too), a queue's max they would not.
+    waiting = Waiting.NO_NODE if queue.is_root else Waiting.HELD
+    _pending(partition, ask, f"over {what}: asks {short}, room left {room}", now, waiting)
+
+
+def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
+    waiting = Waiting.NO_NODE
+    if ask.required_node:  # more nodes would not help it (YuniKorn reports no such ask to autoscaling)
+        message = f"required node {ask.required_node} has no room (or is not schedulable)"
+        waiting = Waiting.HELD
+    elif ask.ref in partition.reservations:
+        message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
+    else:
+        if now - ask.tallied_at >= TALLY_EVERY:
+            ask.no_node_tally, ask.tallied_at = why_no_node(partition, ask), now
+        where = " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
+        message = f"no node has room for it{where} ({ask.no_node_tally})"
+    _pending(partition, ask, message, now, waiting)
