@@ -6,30 +6,32 @@ whole list; each problem names its YAML path and line.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from importlib import resources as importlib_resources
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from core.config import resolver_names
+from core.config.readers import (
+    read_limits,
+    read_nodesort,
+    read_preemption,
+    read_resolver,
+    read_resource,
+    read_rule,
+)
 from core.config.schema import (
     DEFAULT_PARTITION,
     ROOT_QUEUE,
     ChildTemplate,
-    Filter,
-    LimitConfig,
-    NodeSortPolicyConfig,
     PartitionConfig,
     PlacementRuleConfig,
-    PreemptionConfig,
     QueueConfig,
     SchedulerConfig,
 )
 from core.config.validation import validate_partition
 from core.config.yaml_reader import Problem, YamlReader, line_of
-from core.resources import Resource, ResourceError, parse_quantity
+from core.resources import Resource
 
 _TOP_KEYS = frozenset({"partitions", "checksum"})
 _PARTITION_KEYS = frozenset(
@@ -44,7 +46,6 @@ _PARTITION_KEYS = frozenset(
         "statedumpfilepath",
     }
 )
-_RESOLVER_KEYS = frozenset({"type"})
 _QUEUE_KEYS = frozenset(
     {
         "name",
@@ -60,14 +61,7 @@ _QUEUE_KEYS = frozenset(
     }
 )
 _RESOURCES_KEYS = frozenset({"guaranteed", "max"})
-_RULE_KEYS = frozenset({"name", "create", "parent", "value", "filter"})
-_FILTER_KEYS = frozenset({"type", "users", "groups"})
-_LIMIT_KEYS = frozenset({"limit", "users", "groups", "maxresources", "maxapplications"})
 _TEMPLATE_KEYS = frozenset({"maxapplications", "properties", "resources"})
-_PREEMPTION_KEYS = frozenset({"enabled", "quotapreemptionenabled"})
-_NODESORT_KEYS = frozenset({"type", "resourceweights"})
-_RULE_NAMES = frozenset({"provided", "user", "tag", "fixed"})
-_NODESORT_TYPES = frozenset({"fair", "binpacking"})
 
 # Bounds that keep any text, however hostile, cheap to refuse (tests/unit/test_fuzz_config.py):
 MAX_QUEUE_DEPTH = 64  # queue levels below root; real trees have a handful
@@ -234,12 +228,12 @@ def _read_partition(reader: YamlReader, node: Node, path: str) -> PartitionConfi
         rules = tuple(
             r
             for i, n in enumerate(rule_nodes)
-            if (r := _read_rule(reader, n, f"{path}.placementrules[{i}]")) is not None
+            if (r := read_rule(reader, n, f"{path}.placementrules[{i}]")) is not None
         )
-    limits = _read_limits(reader, fields.get("limits"), f"{path}.limits")
-    preemption = _read_preemption(reader, fields.get("preemption"), f"{path}.preemption")
-    nodesort = _read_nodesort(reader, fields.get("nodesortpolicy"), f"{path}.nodesortpolicy")
-    resolver = _read_resolver(reader, fields.get("usergroupresolver"), f"{path}.usergroupresolver")
+    limits = read_limits(reader, fields.get("limits"), f"{path}.limits")
+    preemption = read_preemption(reader, fields.get("preemption"), f"{path}.preemption")
+    nodesort = read_nodesort(reader, fields.get("nodesortpolicy"), f"{path}.nodesortpolicy")
+    resolver = read_resolver(reader, fields.get("usergroupresolver"), f"{path}.usergroupresolver")
     if "statedumpfilepath" in fields:
         reader.warnings.append(
             Problem(
@@ -345,7 +339,7 @@ def _read_queue(reader: YamlReader, node: Node, path: str, depth: int) -> QueueC
     template = None
     if "childtemplate" in fields:
         template = _read_child_template(reader, fields["childtemplate"], f"{path}.childtemplate")
-    limits = _read_limits(reader, fields.get("limits"), f"{path}.limits")
+    limits = read_limits(reader, fields.get("limits"), f"{path}.limits")
     children: list[QueueConfig] = []
     if "queues" in fields:
         child_nodes = reader.sequence(fields["queues"], f"{path}.queues") or []
@@ -406,26 +400,10 @@ def _read_queue_resources(
     if fields is None:
         return None, None
     guaranteed = (
-        _read_resource(reader, fields["guaranteed"], f"{path}.guaranteed") if "guaranteed" in fields else None
+        read_resource(reader, fields["guaranteed"], f"{path}.guaranteed") if "guaranteed" in fields else None
     )
-    maximum = _read_resource(reader, fields["max"], f"{path}.max") if "max" in fields else None
+    maximum = read_resource(reader, fields["max"], f"{path}.max") if "max" in fields else None
     return guaranteed, maximum
-
-
-def _read_resource(reader: YamlReader, node: Node, path: str) -> Resource | None:
-    fields = reader.free_mapping(node, path)
-    if fields is None:
-        return None
-    values: dict[str, int] = {}
-    for name, value_node in fields.items():
-        text = reader.scalar_text(value_node, f"{path}.{name}")
-        if text is None:
-            continue
-        try:
-            values[name] = parse_quantity(name, text)
-        except ResourceError as exc:
-            reader.error(f"{path}.{name}", value_node, str(exc))
-    return Resource(values) if values else None
 
 
 def _read_properties(reader: YamlReader, node: Node | None, path: str) -> tuple[tuple[str, str], ...]:
@@ -454,136 +432,3 @@ def _read_child_template(reader: YamlReader, node: Node, path: str) -> ChildTemp
         guaranteed=guaranteed,
         max=maximum,
     )
-
-
-def _read_rule(reader: YamlReader, node: Node, path: str) -> PlacementRuleConfig | None:
-    fields = reader.mapping(node, path, _RULE_KEYS)
-    if fields is None:
-        return None
-    if "name" not in fields:
-        reader.error(f"{path}.name", node, "missing: every placement rule needs a name")
-        return None
-    name = (reader.string(fields["name"], f"{path}.name") or "").lower()
-    if name not in _RULE_NAMES:
-        reader.error(
-            f"{path}.name", fields["name"], f"unknown rule {name!r}; expected one of {sorted(_RULE_NAMES)}"
-        )
-        return None
-    create = bool(reader.boolean(fields["create"], f"{path}.create")) if "create" in fields else False
-    value = reader.string(fields["value"], f"{path}.value") or "" if "value" in fields else ""
-    if name in ("tag", "fixed") and not value:
-        reader.error(f"{path}.value", fields.get("value", node), f"the {name} rule needs a value")
-    parent = _read_rule(reader, fields["parent"], f"{path}.parent") if "parent" in fields else None
-    rule_filter = Filter()
-    if "filter" in fields:
-        rule_filter = _read_filter(reader, fields["filter"], f"{path}.filter") or Filter()
-    return PlacementRuleConfig(
-        name=name, create=create, value=value, parent=parent, filter=rule_filter, line=line_of(node)
-    )
-
-
-def _read_filter(reader: YamlReader, node: Node, path: str) -> Filter | None:
-    fields = reader.mapping(node, path, _FILTER_KEYS)
-    if fields is None:
-        return None
-    kind = (reader.string(fields["type"], f"{path}.type") or "allow").lower() if "type" in fields else "allow"
-    if kind not in ("allow", "deny"):
-        reader.error(f"{path}.type", fields["type"], f"expected allow or deny, got {kind!r}")
-    users = reader.string_list(fields["users"], f"{path}.users") or () if "users" in fields else ()
-    groups = reader.string_list(fields["groups"], f"{path}.groups") or () if "groups" in fields else ()
-    return Filter(type=kind, users=users, groups=groups)
-
-
-def _read_limits(reader: YamlReader, node: Node | None, path: str) -> tuple[LimitConfig, ...]:
-    if node is None:
-        return ()
-    out = []
-    for i, item in enumerate(reader.sequence(node, path) or []):
-        item_path = f"{path}[{i}]"
-        fields = reader.mapping(item, item_path, _LIMIT_KEYS)
-        if fields is None:
-            continue
-        out.append(
-            LimitConfig(
-                limit=reader.string(fields["limit"], f"{item_path}.limit") or "" if "limit" in fields else "",
-                users=reader.string_list(fields["users"], f"{item_path}.users") or ()
-                if "users" in fields
-                else (),
-                groups=reader.string_list(fields["groups"], f"{item_path}.groups") or ()
-                if "groups" in fields
-                else (),
-                max_resources=_read_resource(reader, fields["maxresources"], f"{item_path}.maxresources")
-                if "maxresources" in fields
-                else None,
-                max_applications=reader.integer(fields["maxapplications"], f"{item_path}.maxapplications", 0)
-                or 0
-                if "maxapplications" in fields
-                else 0,
-                line=line_of(item),
-            )
-        )
-    return tuple(out)
-
-
-def _read_resolver(reader: YamlReader, node: Node | None, path: str) -> str:
-    """usergroupresolver: {type: ...}: how the groups of a user whose RM sent none are found."""
-    if node is None:
-        return resolver_names.DEFAULT
-    fields = reader.mapping(node, path, _RESOLVER_KEYS) or {}
-    if "type" not in fields:
-        return resolver_names.DEFAULT
-    kind = (reader.string(fields["type"], f"{path}.type") or "").strip().lower()
-    if kind in resolver_names.UNSUPPORTED:
-        reader.error(
-            f"{path}.type",
-            fields["type"],
-            f"type {kind!r} is not supported: {resolver_names.UNSUPPORTED[kind]}",
-        )
-    elif kind not in resolver_names.SUPPORTED:
-        reader.error(
-            f"{path}.type", fields["type"],
-            f"unknown type {kind!r}: expected default (the user's group is its name) or os (this host's "
-            "user database)",
-        )  # fmt: skip
-    return resolver_names.OS if kind == resolver_names.OS else resolver_names.DEFAULT
-
-
-def _read_preemption(reader: YamlReader, node: Node | None, path: str) -> PreemptionConfig:
-    if node is None:
-        return PreemptionConfig()
-    fields = reader.mapping(node, path, _PREEMPTION_KEYS) or {}
-    enabled = reader.boolean(fields["enabled"], f"{path}.enabled") if "enabled" in fields else True
-    quota = (
-        reader.boolean(fields["quotapreemptionenabled"], f"{path}.quotapreemptionenabled")
-        if "quotapreemptionenabled" in fields
-        else False
-    )
-    return PreemptionConfig(enabled=enabled is not False, quota_preemption_enabled=bool(quota))
-
-
-def _read_nodesort(reader: YamlReader, node: Node | None, path: str) -> NodeSortPolicyConfig:
-    if node is None:
-        return NodeSortPolicyConfig()
-    fields = reader.mapping(node, path, _NODESORT_KEYS) or {}
-    kind = "fair"
-    if "type" in fields:
-        kind = (reader.string(fields["type"], f"{path}.type") or "fair").lower()
-        if kind not in _NODESORT_TYPES:
-            reader.error(f"{path}.type", fields["type"], f"expected fair or binpacking, got {kind!r}")
-    weights: list[tuple[str, float]] = []
-    if "resourceweights" in fields:
-        for name, value_node in (
-            reader.free_mapping(fields["resourceweights"], f"{path}.resourceweights") or {}
-        ).items():
-            weight = reader.number(value_node, f"{path}.resourceweights.{name}")
-            if weight is None:
-                continue
-            if not math.isfinite(weight) or weight < 0:
-                reader.error(
-                    f"{path}.resourceweights.{name}",
-                    value_node,
-                    f"a weight must be a finite number of at least 0, got {weight}",
-                )
-                continue
-            weights.append((name, weight))
-    return NodeSortPolicyConfig(type=kind, resource_weights=tuple(weights))

@@ -261,27 +261,12 @@ def parse_node_traits(attributes: Mapping[str, str]) -> NodeTraits:
     return NodeTraits(labels, taints)
 
 
-def node_refusal(node_id: str, traits: NodeTraits, ask: AskConstraints) -> str:
-    """Why the node's own traits keep this ask off ("" when they do not): the rule, in the words of
-    Kubernetes' scheduler, for the pending reason's per-node tally."""
-    if ask.required_node and ask.required_node != node_id:
-        return "not the required node"
-    if ask.node_selector and any(traits.label_map.get(k) != v for k, v in ask.node_selector):
-        return "didn't match the node selector"
-    if ask.node_affinity is not None and not ask.node_affinity.admits(node_id, traits.label_map):
-        return "didn't match node affinity"
-    if _untolerated(traits, ask.tolerations):
-        return "had untolerated taints"
-    return ""
+def selector_matches(selector: tuple[tuple[str, str], ...], labels: Mapping[str, str]) -> bool:
+    """Whether the node's labels carry every label of a node selector, each with its value."""
+    return all(labels.get(k) == v for k, v in selector)
 
 
-def node_admits(node_id: str, traits: NodeTraits, ask: AskConstraints) -> bool:
-    """Whether an ask with these constraints may run on this node, by the node's own traits (room and
-    what runs there aside: host ports are checked against the node, see node_fit)."""
-    return not node_refusal(node_id, traits, ask)
-
-
-def _untolerated(traits: NodeTraits, tolerations: tuple[Toleration, ...]) -> bool:
+def untolerated(traits: NodeTraits, tolerations: tuple[Toleration, ...]) -> bool:
     """Whether the node has a taint that keeps pods off (NoSchedule, NoExecute) and none tolerates."""
     return any(
         taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in tolerations)
@@ -310,8 +295,8 @@ class NodeFilter:
 
     def admits(self, node_id: str, traits: NodeTraits) -> bool:
         labels = traits.label_map
-        if any(labels.get(k) != v for k, v in self.node_selector):
+        if not selector_matches(self.node_selector, labels):
             return False
         if self.node_affinity is not None and not self.node_affinity.admits(node_id, labels):
             return False
-        return self.tolerations is None or not _untolerated(traits, self.tolerations)
+        return self.tolerations is None or not untolerated(traits, self.tolerations)

@@ -15,23 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from core.config import ConfigError, LoadedConfig, SchedulerConfig, load_config
 from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
 from core.config.yaml_reader import Problem
-from core.log_digest import RejectionDigest, WarningLimiter
+from core.log_digest import WarningLimiter
 from core.objects.allocation import Allocation
 from core.rm.ask_cache import AskCache
+from core.rm.intake import BLANK, REJECTIONS, Intake, allocation_ids, application_ids, idents, node_ids
 from core.rm.off_loop import in_daemon_thread
 from core.rm.response_stream import HARD_FACTOR, Backlogs, ResponseStream, StreamKind
+from core.rm.route import RMRoute
 from core.rm.si_inbound import (
-    BadItem,
     allocation_from_si,
     application_from_si,
     node_change_from_si,
@@ -40,14 +39,10 @@ from core.rm.si_inbound import (
     removal_from_si,
 )
 from core.rm.si_outbound import (
-    allocation_rejections,
     allocation_response,
-    application_rejections,
     application_response,
-    node_rejections,
     node_response,
-    preview_victim,
-    resource_to_si,
+    preview_response,
 )
 from core.rm.token_bucket import TokenBucket
 from core.scheduler.commands import (
@@ -71,7 +66,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("pykorn.rmproxy")
 
-BACKLOG_LIMIT = 100_000  # responses kept per RM and stream kind while no stream is open
 DEFAULT_GRACE_PERIOD = 60.0  # seconds an RM with no stream open keeps its state
 BIG_CONFIG_BYTES = 64 * 1024  # a refused configuration this large is worth giving memory back for
 
@@ -82,22 +76,6 @@ class InvalidRequest(ValueError):
 
 class CoreStopping(RuntimeError):
     """The core is shutting down; the server answers UNAVAILABLE, which an RM retries."""
-
-
-@dataclass
-class _RMRoute:
-    current: dict[StreamKind, ResponseStream] = field(default_factory=dict)
-    asks: AskCache = field(default_factory=AskCache)  # the messages of its asks the core has not answered
-    # Items per second on each kind of stream (Limits.rate_items_per_second).
-    rates: dict[StreamKind, TokenBucket] = field(default_factory=dict)
-    # Responses held while no stream of their kind is open (a reconnect within the grace period gets
-    # them), with their sizes, bounded in messages (BACKLOG_LIMIT) and in bytes: what the new stream
-    # takes at once (four times Limits.max_unread_response_bytes), no more, or it would be cut on
-    # arrival. The oldest go first, with a log line.
-    backlog: dict[StreamKind, deque[tuple[Any, int]]] = field(
-        default_factory=lambda: {k: deque(maxlen=BACKLOG_LIMIT) for k in StreamKind}
-    )
-    backlog_bytes: dict[StreamKind, int] = field(default_factory=lambda: dict.fromkeys(StreamKind, 0))
 
 
 class RMProxy:
@@ -116,7 +94,7 @@ class RMProxy:
         self.warnings = WarningLimiter()  # warnings about what an RM sends: a few lines a second at most
         self._clock = clock  # for the rate limit only
         self._submit = submit
-        self._routes: dict[str, _RMRoute] = {}
+        self._routes: dict[str, RMRoute] = {}
         self._streams: set[ResponseStream] = set()
         # Called after a large configuration (BIG_CONFIG_BYTES) was refused: reading it made garbage
         # that the daemon gives back to the system there (core.server.memory).
@@ -172,10 +150,8 @@ class RMProxy:
             self._registering[rm_id] -= 1
             if not self._registering[rm_id]:
                 del self._registering[rm_id]
-        route = self._routes.setdefault(rm_id, _RMRoute())
-        for backlog in route.backlog.values():
-            backlog.clear()  # answers about the previous registration's state mean nothing now
-        route.backlog_bytes = dict.fromkeys(StreamKind, 0)
+        route = self._routes.setdefault(rm_id, RMRoute())
+        route.forget_backlog()  # answers about the previous registration's state mean nothing now
         route.asks.clear()
         log.info(
             "resource manager registered",
@@ -248,22 +224,7 @@ class RMProxy:
         result = await future
         if isinstance(result, Exception):
             return si_pb2.DryRunConfigurationResponse(valid=False, errors=[repr(result)])
-        return si_pb2.DryRunConfigurationResponse(
-            valid=True,
-            queues=[
-                si_pb2.QuotaPreemptionPreview(
-                    partitionName=p.partition,
-                    queue=p.queue,
-                    target=resource_to_si(p.target),
-                    achievable=resource_to_si(p.achievable),
-                    delaySeconds=p.delay,
-                    willRun=p.will_run,
-                    reason=p.reason,
-                    victims=[preview_victim(v, queue) for v, queue in p.victims],
-                )
-                for p in result
-            ],
-        )
+        return preview_response(result)
 
     async def _load_config(self, text: str) -> LoadedConfig:
         """load_config within the size limit, and off the event loop: a large configuration takes
@@ -396,17 +357,8 @@ class RMProxy:
         if stream is not None and not stream.closed:
             stream.send(message)
             return
-        backlog, size = route.backlog[kind], message.ByteSize()
-        dropped = 0
-        if len(backlog) == backlog.maxlen:
-            route.backlog_bytes[kind] -= backlog[0][1]  # the deque drops it on the append below
-            dropped += 1
-        backlog.append((message, size))
-        route.backlog_bytes[kind] += size
-        most = HARD_FACTOR * self.limits.max_unread_response_bytes  # what the stream will take at once
-        while most and len(backlog) > 1 and route.backlog_bytes[kind] > most:
-            route.backlog_bytes[kind] -= backlog.popleft()[1]
-            dropped += 1
+        # What the stream will take at once when it is back, no more, or it would be cut on arrival.
+        dropped = route.hold(kind, message, HARD_FACTOR * self.limits.max_unread_response_bytes)
         if dropped:
             log.warning("response backlog full, dropping the oldest", rmID=rm_id, stream=kind.value,
                         dropped=dropped, heldBytes=route.backlog_bytes[kind])  # fmt: skip
@@ -437,8 +389,8 @@ class RMProxy:
             asks.forget(request.app_id, request.key)
             return request
 
-        allocations = intake.take(msg.allocations, _keys, ask_or_allocation)
-        release_requests = intake.take(releases, _keys, release)
+        allocations = intake.take(msg.allocations, allocation_ids, ask_or_allocation)
+        release_requests = intake.take(releases, allocation_ids, release)
         intake.answer_rejected()
         if allocations or release_requests:
             self._send_command(UpdateAllocations(rm_id, tuple(allocations), tuple(release_requests)))
@@ -457,8 +409,8 @@ class RMProxy:
             asks.forget(request.app_id)
             return request
 
-        adds = intake.take(msg.new, _app_id, lambda item: application_from_si(rm_id, item, limits))
-        removes = intake.take(msg.remove, _app_id, removal)
+        adds = intake.take(msg.new, application_ids, lambda item: application_from_si(rm_id, item, limits))
+        removes = intake.take(msg.remove, application_ids, removal)
         intake.answer_rejected()
         if adds or removes:
             self._send_command(UpdateApplications(rm_id, tuple(adds), tuple(removes)))
@@ -471,24 +423,24 @@ class RMProxy:
         if intake is None:
             return
         rm_id, limits = msg.rmID, self.limits
-        changes = intake.take(msg.nodes, _node_id, lambda info: node_change_from_si(rm_id, info, limits))
+        changes = intake.take(msg.nodes, node_ids, lambda info: node_change_from_si(rm_id, info, limits))
         intake.answer_rejected()
         if changes:
             self._send_command(UpdateNodes(rm_id, tuple(changes)))
 
-    def _intake(self, stream: ResponseStream, rm_id: str, items: int) -> _Intake | None:
+    def _intake(self, stream: ResponseStream, rm_id: str, items: int) -> Intake | None:
         """The door every stream message goes through: its stream bound to a registered RM (else every
         item is refused, and None returned), then as many items as the RM's rate allows."""
         refusal = self._bind(stream, rm_id)
         if refusal is not None:
             self.warnings.warn(log, "request refused", self.limits.clip(rm_id), stream=stream.kind.value,
                                reason=refusal)  # fmt: skip
-            return _Intake(self, stream, rm_id, _RMRoute(), 0, refusal)
+            return Intake(stream, rm_id, RMRoute(), 0, refusal, self.limits.clip, self.warnings)
         route = self._routes[rm_id]
         admitted, rate_reason = self._admit(route, rm_id, stream.kind, items)
-        return _Intake(self, stream, rm_id, route, admitted, rate_reason)
+        return Intake(stream, rm_id, route, admitted, rate_reason, self.limits.clip, self.warnings)
 
-    def _admit(self, route: _RMRoute, rm_id: str, kind: StreamKind, items: int) -> tuple[int, str]:
+    def _admit(self, route: RMRoute, rm_id: str, kind: StreamKind, items: int) -> tuple[int, str]:
         """How many of a message's items (the first ones) the rate limit lets in now, and the reason
         given for the others."""
         limits = self.limits
@@ -514,26 +466,16 @@ class RMProxy:
 
     def _reject(self, stream: ResponseStream, idents: list[tuple[str, ...]], reason: str) -> None:
         """Answer items (by their ids, as the stream's rejections name them) with one reason."""
-        stream.send(_REJECTIONS[stream.kind]([(*ident, reason) for ident in idents]))
+        stream.send(REJECTIONS[stream.kind]([(*ident, reason) for ident in idents]))
 
     def reject_unhandled(self, stream: ResponseStream, reason: str) -> None:
         """Answer a message that failed inside the core, so the sender is not left waiting."""
-        self._reject(stream, [_BLANK[stream.kind]], f"internal error while handling the request: {reason}")
+        self._reject(stream, [BLANK[stream.kind]], f"internal error while handling the request: {reason}")
 
     def refuse_message(self, stream: ResponseStream, msg: Any, reason: str) -> None:
         """Reject every item of a stream message with one reason (the sender may not send it at all,
         e.g. it names an rmID its certificate does not grant); the stream stays open."""
-        self._reject(stream, self._idents(stream.kind, msg) or [_BLANK[stream.kind]], reason)
-
-    def _idents(self, kind: StreamKind, msg: Any) -> list[tuple[str, ...]]:
-        """The ids of every item of a stream message, as sent, cut to a length a reply can carry."""
-        clip = self.limits.clip
-        if kind is StreamKind.ALLOCATION:
-            releases = msg.releases.allocationsToRelease if msg.HasField("releases") else ()
-            return [_keys(item, clip) for item in (*msg.allocations, *releases)]
-        if kind is StreamKind.APPLICATION:
-            return [_app_id(item, clip) for item in (*msg.new, *msg.remove)]
-        return [_node_id(item, clip) for item in msg.nodes]
+        self._reject(stream, idents(stream.kind, msg, self.limits.clip) or [BLANK[stream.kind]], reason)
 
     # Outbound -----------------------------------------------------------------------------------
     def deliver(self, batches: list[ResultBatch]) -> None:
@@ -547,81 +489,3 @@ class RMProxy:
                 route = self._routes.get(batch.rm_id)
                 asks = route.asks if route is not None else AskCache()
                 self._route(batch.rm_id, StreamKind.ALLOCATION, allocation_response(batch, asks))
-
-
-Clip = Callable[[str], str]
-
-
-def _keys(item: si_pb2.Allocation | si_pb2.AllocationRelease, clip: Clip) -> tuple[str, str]:
-    return clip(item.allocationKey), clip(item.applicationID)
-
-
-def _app_id(item: si_pb2.AddApplicationRequest | si_pb2.RemoveApplicationRequest, clip: Clip) -> tuple[str]:
-    return (clip(item.applicationID),)
-
-
-def _node_id(item: si_pb2.NodeInfo, clip: Clip) -> tuple[str]:
-    return (clip(item.nodeID),)
-
-
-# Per stream kind: the response that carries rejections, and the ids of an answer that names no item.
-_REJECTIONS: dict[StreamKind, Callable[[list[Any]], Any]] = {
-    StreamKind.ALLOCATION: allocation_rejections,
-    StreamKind.APPLICATION: application_rejections,
-    StreamKind.NODE: node_rejections,
-}
-_BLANK: dict[StreamKind, tuple[str, ...]] = {
-    StreamKind.ALLOCATION: ("", ""),
-    StreamKind.APPLICATION: ("",),
-    StreamKind.NODE: ("",),
-}
-
-Item = TypeVar("Item")
-Taken = TypeVar("Taken")
-
-
-class _Intake:
-    """One stream message's items on their way in: the first `admitted` are checked and translated,
-    the rest refused with `reason` (the rate limit's, or the stream's refusal when `admitted` is 0);
-    every refusal is answered together on the stream once the message is through."""
-
-    def __init__(
-        self, proxy: RMProxy, stream: ResponseStream, rm_id: str, route: _RMRoute, admitted: int, reason: str
-    ) -> None:
-        self.route = route
-        self._proxy = proxy
-        self._stream = stream
-        self._rm_id = rm_id
-        self._admitted = admitted
-        self._reason = reason  # for the items past `admitted`; each is logged once, by the caller
-        self._clip = proxy.limits.clip
-        self._rejected: list[tuple[str, ...]] = []
-        self._digest = RejectionDigest()  # the items refused on checking, for one log line per reason
-
-    def take(
-        self,
-        items: Iterable[Item],
-        ident: Callable[[Item, Clip], tuple[str, ...]],
-        translate: Callable[[Item], Taken],
-    ) -> list[Taken]:
-        taken: list[Taken] = []
-        for item in items:
-            if self._admitted <= 0:
-                self._rejected.append((*ident(item, self._clip), self._reason))
-                continue
-            self._admitted -= 1
-            try:
-                taken.append(translate(item))
-            except BadItem as exc:
-                ids = ident(item, self._clip)
-                self._rejected.append((*ids, str(exc)))
-                self._digest.add(ids, str(exc))
-        return taken
-
-    def answer_rejected(self) -> None:
-        """Every refused item answered on the stream, each with its reason; the log gets one line per
-        kind of reason."""
-        if self._rejected:
-            self._stream.send(_REJECTIONS[self._stream.kind](self._rejected))
-            stream = self._stream.kind.value
-            self._digest.log(self._proxy.warnings, log, self._rm_id, stream=stream)

@@ -7,13 +7,16 @@ message was kept (AskCache), which costs far less than building a new one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.rm.ask_cache import AskCache
 from core.scheduler.results import ResultBatch, Waiting
 from si.v1 import si_pb2
+
+if TYPE_CHECKING:
+    from core.scheduler.preemption.dry_run import QuotaPreview
 
 
 def resource_to_si(res: Resource) -> si_pb2.Resource:
@@ -180,3 +183,24 @@ def _varint_length(value: int) -> int:
         value >>= 7
         length += 1
     return length
+
+
+def preview_response(previews: list[QuotaPreview]) -> si_pb2.DryRunConfigurationResponse:
+    """A valid dry run's answer: per queue whose max would be enforced, the target, what preemption can
+    achieve, when it would run, and its victims."""
+    return si_pb2.DryRunConfigurationResponse(
+        valid=True,
+        queues=[
+            si_pb2.QuotaPreemptionPreview(
+                partitionName=p.partition,
+                queue=p.queue,
+                target=resource_to_si(p.target),
+                achievable=resource_to_si(p.achievable),
+                delaySeconds=p.delay,
+                willRun=p.will_run,
+                reason=p.reason,
+                victims=[preview_victim(v, queue) for v, queue in p.victims],
+            )
+            for p in previews
+        ],
+    )

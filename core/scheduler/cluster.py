@@ -40,9 +40,10 @@ from core.scheduler.commands import (
 )
 from core.scheduler.history import History
 from core.scheduler.metrics import SchedulerMetrics
-from core.scheduler.partition import Partition, Rejection
+from core.scheduler.partition import Partition
 from core.scheduler.preemption import dry_run
 from core.scheduler.preemption.dry_run import QuotaPreview
+from core.scheduler.rejection import Rejection
 from core.scheduler.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
 from core.scheduler.scheduling import allocate
 from si.v1.tags import TAG_APP_CREATION_TIME

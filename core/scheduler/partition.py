@@ -11,15 +11,9 @@ import structlog
 
 from core.config.schema import PartitionConfig
 from core.config.validation import RECOVERY_QUEUE
-from core.constraints.ask import (
-    AskConstraints,
-    ConstraintError,
-    NodeTraits,
-    parse_ask_constraints,
-    parse_node_traits,
-)
+from core.constraints.ask import ConstraintError, parse_ask_constraints
 from core.events import Event
-from core.objects import namespace_limits, partition_events, priority, queue_events
+from core.objects import partition_events, priority, queue_events
 from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
@@ -30,14 +24,17 @@ from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
 from core.objects.rejected_apps import RejectedApplication, RejectedApplications
 from core.objects.reservations import Reservations
-from core.placement.manager import PlacementManager, PlacementRefused
+from core.placement.manager import PlacementManager
 from core.placement.rules import PlacementRequest
 from core.policies.node_sort import NodeIndex
 from core.resources import ZERO, Resource
 from core.scheduler.fit.pod_rules import PodRules
 from core.scheduler.partition_gang import PartitionGangs
-from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
+from core.scheduler.partition_placement import leaf_for
+from core.scheduler.partition_victims import PartitionVictims
+from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger
 from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
+from core.scheduler.rejection import Rejection, ask_constraints, node_traits
 from core.scheduler.results import SchedulingState, Termination
 from core.ugm.limits import limit_table
 from core.ugm.resolver import resolve_groups
@@ -45,12 +42,6 @@ from core.ugm.tracker import UserGroupTracker
 from si.v1.tags import TAG_REQUIRED_NODE
 
 log = structlog.get_logger("pykorn.partition")
-
-UNCONFIRMED_KEPT = 10_000
-
-
-class Rejection(Exception):
-    """A request the partition refuses; str(rejection) is the reason sent to the RM."""
 
 
 class Partition:
@@ -78,13 +69,13 @@ class Partition:
         self.draining = False  # removed from the configuration: no new applications
         self.state_time = now  # when it became Active, or Draining
         self.gangs = PartitionGangs(self)  # task groups, placeholders and their timers
-        self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
+        self.victims = PartitionVictims(self)  # preemption's victims, until their RM confirms
         self._room_changed()
         self.events: list[Event] = []  # drained by the cluster into its event log
         self.scheduling_states: list[SchedulingState] = []  # asks' ways of waiting, for the RM
         self.lifecycle = AppLifecycle(rm_id, self.events.append)
         self.quota = QuotaEnforcer(
-            rm_id, self.tree, self.preemption, self._mark_victim, self.events.append, self.log
+            rm_id, self.tree, self.preemption, self.victims.mark, self.events.append, self.log
         )
         # A restart loads the configuration afresh: every quota timer starts from now.
         self.quota.update_timers({}, now)
@@ -129,7 +120,7 @@ class Partition:
         if node_id in self.nodes:
             raise Rejection(f"node {node_id} is already registered in partition {self.name}")
         node = Node(node_id, capacity, attributes, schedulable)
-        node.traits = _traits(node_id, attributes)
+        node.traits = node_traits(node_id, attributes)
         node.watcher = self.pod_rules
         self.nodes[node_id] = node
         self.pod_rules.node_added(node)
@@ -147,7 +138,7 @@ class Partition:
     def update_node(self, node_id: str, capacity: Resource | None, attributes: dict[str, str] | None) -> Node:
         node = self.node(node_id)
         if attributes:
-            traits = _traits(node_id, attributes)
+            traits = node_traits(node_id, attributes)
             relabelled = traits != node.traits  # labels or taints: which nodes the pod rules count
             node.traits = traits
             node.attributes = dict(attributes)
@@ -211,24 +202,7 @@ class Partition:
         if self.draining:
             raise Rejection(f"partition {self.name} was removed from the configuration; no new applications")
         groups = resolve_groups(self.config.user_group_resolver, user, groups)  # none sent: look them up
-        request = PlacementRequest(app_id, queue_name, user, groups, tags)
-        try:
-            placement = self.placement.place(request, self.tree)
-        except PlacementRefused as exc:
-            raise Rejection(str(exc)) from None
-        queue = self.tree.find(placement.queue_name)
-        if queue is None and placement.queue_name == RECOVERY_QUEUE:
-            queue = self.tree.create_recovery()
-            self.events.append(partition_events.queue_created(self.rm_id, queue.full_name, app_id, now))
-            self.log.warning("recovery queue made", applicationID=app_id, queue=queue.full_name)
-        elif queue is None and placement.create:
-            existing = set(self.tree.queues)
-            queue = self.tree.create(placement.queue_name)
-            for created in [q for key, q in self.tree.queues.items() if key not in existing]:  # parents too
-                self.events.append(partition_events.queue_created(self.rm_id, created.full_name, app_id, now))
-        assert queue is not None and queue.is_leaf
-        if not queue.managed and queue.full_name != RECOVERY_QUEUE:
-            self._apply_tagged_limits(queue, app_id, tags, now)
+        queue = leaf_for(self, PlacementRequest(app_id, queue_name, user, groups, tags), now)
         app = Application(app_id, self.key, queue, user=user, groups=groups, tags=tags, now=now)
         self.applications[app_id] = app
         if gang is not None:
@@ -237,24 +211,6 @@ class Partition:
         queue.applications[app_id] = app
         self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
         return app
-
-    def _apply_tagged_limits(self, queue: Queue, app_id: str, tags: dict[str, str], now: float) -> None:
-        """A dynamic queue takes the max, guaranteed and maxapplications its newest application's tags
-        carry (a Kubernetes namespace's annotations); a tag that cannot be read is reported, not used."""
-        limits = namespace_limits.from_tags(tags)
-        for problem in limits.problems:
-            self.log.warning("application tag ignored", applicationID=app_id, queue=queue.full_name,
-                             detail=problem)  # fmt: skip
-        if not limits.any:
-            return
-        before = queue_events.snapshot([queue])
-        if limits.max is not None:
-            queue.max = limits.max
-        if limits.guaranteed is not None:
-            queue.guaranteed = limits.guaranteed
-        if limits.max_applications:
-            queue.max_applications = limits.max_applications
-        self.events.extend(queue_events.reload_events(self.rm_id, before, [queue], now))
 
     def record_rejection(self, rejected: RejectedApplication) -> None:
         """Keep why an application was refused (the newest ones) and record APP_REJECT."""
@@ -317,7 +273,7 @@ class Partition:
             )
         if app.knows_key(ask.key):
             raise Rejection(f"allocation key {ask.key} already exists in application {app.app_id}")
-        ask.constraints = _constraints(ask)
+        ask.constraints = ask_constraints(ask)
         ask.create_time = ask.create_time or now
         if ask.task_group:
             self.gangs.ask_added(app, ask)
@@ -394,7 +350,7 @@ class Partition:
                 f"allocation {alloc.key} needs {alloc.resource.as_dict()} but node {node.node_id} has only "
                 f"{node.available.as_dict()} free"
             )
-        alloc.constraints = _constraints(alloc)
+        alloc.constraints = ask_constraints(alloc)
         alloc.create_time = alloc.create_time or now
         alloc.allocated_time = alloc.allocated_time or now
         self._place(app, alloc, node)
@@ -447,14 +403,14 @@ class Partition:
     ) -> None:
         app = self.applications[alloc.application_id]
         if (alloc.releasing or alloc.released_by_core) and not (confirmed or replaced):
-            self._remember_unconfirmed(alloc.ref)
+            self.victims.remember_unconfirmed(alloc.ref)
         app.remove_allocation(alloc.key)
         app.queue.remove_allocated(alloc.resource)
         app.queue.containers_released += 1
         self.user_groups.released(app, alloc.resource)
         if alloc.releasing:
             app.queue.remove_preempting(alloc.resource)
-            self._victim_gone(alloc.ref)
+            self.victims.gone(alloc.ref)
         node = self.nodes.get(alloc.node_id)
         if node is not None:
             node.remove_allocation(alloc.key)
@@ -480,7 +436,7 @@ class Partition:
             self.occupied_total = self.occupied_total - alloc.resource
             self._room_changed()
             return []
-        if termination in _CORE_DECIDED and self._gone_unconfirmed.pop((app_id, key), False):
+        if termination in _CORE_DECIDED and self.victims.confirmed_late((app_id, key)):
             # The RM confirms a release the core asked for, of an allocation that went meanwhile (its
             # node was removed, its application failed): done already, nothing to refuse.
             self.log.debug(
@@ -513,66 +469,17 @@ class Partition:
             self.lifecycle.complete_if_idle(app, now)
         return released
 
-    def _remember_unconfirmed(self, ref: Ref) -> None:
-        """An allocation the core asked the RM to release went another way first: its confirmation
-        may still come, and is then no mistake (the newest UNCONFIRMED_KEPT are remembered)."""
-        self._gone_unconfirmed[ref] = True
-        if len(self._gone_unconfirmed) > UNCONFIRMED_KEPT:
-            del self._gone_unconfirmed[next(iter(self._gone_unconfirmed))]
-
-    # Preemption -------------------------------------------------------------------------------
+    # Preemption: the victims' bookkeeping is PartitionVictims'; these two are what preemption calls.
     def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: PreemptionKind) -> None:
         """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
-        for victim in victims:
-            self._mark_victim(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind)
-        self.preemption.for_ask(ask.ref, victims)
-        ask.preempting = True
-        ask.triggered_preemption = True
-        if not ask.held:  # the headroom the victims free is the ask's until it is placed or removed
-            ask.held = True
-            self.applications[ask.application_id].queue.add_held(ask.resource)
-        self.log.info(
-            "preempting", applicationID=ask.application_id, allocationKey=ask.key,
-            victims=[f"{v.application_id}/{v.key}" for v in victims],
-        )  # fmt: skip
+        self.victims.preempt(ask, victims, now, kind)
 
     def drop_hold(self, ask: Allocation) -> None:
         """Give back the headroom held for the ask (it was placed, went, or looks for victims again)."""
-        if ask.held:
-            ask.held = False
-            self.applications[ask.application_id].queue.remove_held(ask.resource)
-
-    def _mark_victim(self, victim: Allocation, why: str, now: float, kind: PreemptionKind) -> None:
-        self.preemption.chosen(victim, why, kind)
-        self.events.append(partition_events.victim_chosen(self.rm_id, victim, why, now))
-        self.applications[victim.application_id].queue.add_preempting(victim.resource)
-
-    def _victim_gone(self, victim: Ref) -> None:
-        enforced, ask_ref = self.preemption.released(victim)
-        if enforced is not None:
-            self.quota.released(victim, enforced)
-        if ask_ref is not None:
-            app = self.applications.get(ask_ref[0])
-            ask = app.asks.get(ask_ref[1]) if app is not None else None
-            if ask is not None:
-                ask.preempting = False  # all its victims are gone; its reservation takes the room
+        self.victims.drop_hold(ask)
 
 
 # Terminations of releases the core decided; the RM's release of that type confirms it.
 _CORE_DECIDED = frozenset(
     {Termination.TIMEOUT, Termination.PLACEHOLDER_REPLACED, Termination.PREEMPTED_BY_SCHEDULER}
 )
-
-
-def _constraints(alloc: Allocation) -> AskConstraints:
-    try:
-        return parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)
-    except ConstraintError as exc:
-        raise Rejection(f"allocation {alloc.key}: {exc}") from None
-
-
-def _traits(node_id: str, attributes: dict[str, str]) -> NodeTraits:
-    try:
-        return parse_node_traits(attributes)
-    except ConstraintError as exc:
-        raise Rejection(f"node {node_id}: {exc}") from None

@@ -20,7 +20,7 @@ from core.objects.application import Application, AppState
 from core.objects.node import Node
 from core.objects.queue import Queue
 from core.policies.queue_sort import AppKey, app_sort_key, sorted_children
-from core.scheduler.fit.node_fit import admits, admits_now, find_node, why_no_node
+from core.scheduler.fit.node_fit import admits_now, find_node, fit_for, why_no_node
 from core.scheduler.gang_scheduling import held_reason, replace_placeholders
 from core.scheduler.metrics import SchedulingTimings
 from core.scheduler.partition import Partition
@@ -67,11 +67,11 @@ def _fit_score(ask: Allocation, node: Node) -> float:
 def _reserve_candidate(partition: Partition, ask: Allocation) -> Node | None:
     best: Node | None = None
     best_score = 0.0
-    rules = partition.pod_rules.for_ask(ask)
+    fit = fit_for(partition, ask)
     for node in partition.node_index:
         if not node.schedulable or node.reservations or not node.fits_capacity(ask.resource):
             continue
-        if not admits(node, ask) or (rules is not None and not rules.admits(node)):
+        if not fit.admits(node):
             continue
         score = _fit_score(ask, node)
         if best is None or score < best_score:

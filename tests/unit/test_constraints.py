@@ -12,18 +12,26 @@ from core.constraints.ask import (
     NodeTraits,
     Taint,
     Toleration,
-    node_admits,
     parse_ask_constraints,
     parse_node_traits,
 )
 from core.objects.allocation import Allocation
+from core.objects.node import Node
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
+from core.scheduler.fit.node_fit import own_checks
 from core.scheduler.results import ResultBatch
 from si.v1.tags import ATTR_TAINTS, LABEL_PREFIX, TAG_NODE_SELECTOR, TAG_REQUIRED_NODE, TAG_TOLERATIONS
 from tests.unit.domain_helpers import Cluster
 
 # Helpers ------------------------------------------------------------------------------------------
+
+
+def node_admits(node_id: str, traits: NodeTraits, ask: AskConstraints) -> bool:
+    """Whether the ask's own checks (core/scheduler/fit) pass a node with these traits."""
+    node = Node(node_id, Resource())
+    node.traits = traits
+    return all(not check.refusal(node) for check in own_checks(ask))
 
 
 def _ask(

@@ -28,23 +28,32 @@ passes when its domain's count stays within maxSkew of the smallest.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from core.constraints.ask import NodeFilter
-from core.constraints.pod_affinity import Identity, PodAffinityTerm, PodSelector, pod_identity
+from core.constraints.pod_affinity import PodAffinityTerm, PodSelector
 from core.constraints.topology_spread import DO_NOT_SCHEDULE, DomainCounts, SpreadConstraint
 from core.objects.allocation import Allocation
 from core.objects.node import Node
+from core.scheduler.fit.ask_pod_rules import (
+    AskPodRules,
+    Preferences,
+    Selectors,
+    SpreadSource,
+    carries,
+    identity_of,
+    selected_by,
+    selects,
+)
 
-Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
 CountKey = tuple[Selectors, str]  # (selectors, topologyKey)
 SpreadKey = tuple[PodSelector, str, NodeFilter]  # (selector, topologyKey, the nodes counted)
 # kube-scheduler's hardPodAffinityWeight: what a placed pod's required affinity term scores.
 HARD_AFFINITY_WEIGHT = 1
 
 
-class _Spread:
+class Spread:
     """One spread registration: its eligible nodes and their domains' counts."""
 
     __slots__ = ("counts", "eligible", "filter", "key", "selector")
@@ -66,30 +75,13 @@ class _Spread:
             self.counts.remove_node(node.traits.label_map[self.key])
 
 
-_SpreadSource = tuple[_Spread, SpreadConstraint, int]  # registration, constraint, 1 when the ask counts
-
-
-def identity_of(alloc: Allocation) -> Identity:
-    """The pod's namespace, labels and namespace's labels, read from its tags once."""
-    found = alloc.identity
-    if found is None:
-        found = alloc.identity = pod_identity(alloc.tags)
-    return found
-
-
-def _selects(
-    selectors: Selectors, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]
-) -> bool:
-    return all(s.matches(namespace, labels, namespace_labels) for s in selectors)
-
-
 class PodRules:
     """The partition's index; `for_ask` gives the rules one ask is held to, for one search."""
 
     def __init__(self, nodes: Mapping[str, Node]) -> None:
         self._nodes = nodes
         self._counts: dict[CountKey, Counter[str]] = {}  # registered selectors -> domain -> pods
-        self._spread: dict[SpreadKey, _Spread] = {}
+        self._spread: dict[SpreadKey, Spread] = {}
         self._layout: dict[str, tuple[int, int]] = {}  # topology key -> (nodes without it, domains)
         self.counting = False  # whether any selector is registered: then every pod placed counts
         self.anti_terms: dict[PodAffinityTerm, Counter[str]] = {}  # placed pods' terms -> domain -> pods
@@ -110,7 +102,7 @@ class PodRules:
             identity = identity_of(alloc)
             for (selectors, key), counts in self._counts.items():
                 domain = labels.get(key)
-                if domain is not None and _selects(selectors, *identity):
+                if domain is not None and selects(selectors, *identity):
                     _bump(counts, domain, step)
             for spread in self._spread.values():
                 if node.node_id in spread.eligible and spread.selector.matches(*identity):
@@ -184,15 +176,15 @@ class PodRules:
                 if domain is None:
                     continue
                 for alloc in node.allocations.values():
-                    if _selects(selectors, *identity_of(alloc)):
+                    if selects(selectors, *identity_of(alloc)):
                         counts[domain] += 1
         return counts
 
-    def _spread_registration(self, constraint: SpreadConstraint, node_filter: NodeFilter) -> _Spread:
+    def _spread_registration(self, constraint: SpreadConstraint, node_filter: NodeFilter) -> Spread:
         key = (constraint.selector, constraint.topology_key, node_filter)
         spread = self._spread.get(key)
         if spread is None:
-            spread = self._spread[key] = _Spread(constraint.selector, constraint.topology_key, node_filter)
+            spread = self._spread[key] = Spread(constraint.selector, constraint.topology_key, node_filter)
             self.counting = True
             for node in self._nodes.values():
                 spread.node_added(node)
@@ -227,9 +219,9 @@ class PodRules:
         if affinity is not None and affinity.required:
             selectors = tuple(t.selector for t in affinity.required)
             needed = [(t.topology_key, self._count(selectors, t.topology_key)) for t in affinity.required]
-            first_of_group = not any(counts for _, counts in needed) and _selects(selectors, *identity)
+            first_of_group = not any(counts for _, counts in needed) and selects(selectors, *identity)
         spread: list[tuple[str, Counter[str], int]] = []
-        spread_sources: list[_SpreadSource] = []
+        spread_sources: list[SpreadSource] = []
         uneven: list[tuple[str, Counter[str], int]] = []  # ScheduleAnyway: scored, not required
         for constraint in constraints.spread:
             node_filter = NodeFilter.of(constraints, constraint.honor_affinity, constraint.honor_taints)
@@ -261,10 +253,10 @@ class PodRules:
         ]
         if not (forbidden or needed or spread or uneven or liked or disliked):
             return None
-        rules = AskPodRules(forbidden, needed, first_of_group, spread)
-        rules.repellers = [(t.topology_key, _carries(t)) for t in theirs]
+        rules = AskPodRules(self._nodes, forbidden, needed, first_of_group, spread)
+        rules.repellers = [(t.topology_key, carries(t)) for t in theirs]
         if anti is not None:
-            rules.repellers += [(t.topology_key, _selected_by(t.selector)) for t in anti.required]
+            rules.repellers += [(t.topology_key, selected_by(t.selector)) for t in anti.required]
         rules.needed_selectors = selectors
         rules.spread_sources = spread_sources
         if uneven or liked or disliked:
@@ -277,226 +269,6 @@ class PodRules:
                 if missing == 0 and len(holding) >= domains:
                     rules.preferences.best -= weight
         return rules
-
-
-class Preferences:
-    """What an ask prefers, as a score per node (higher is better; see score)."""
-
-    __slots__ = ("best", "disliked", "liked", "uneven")
-
-    def __init__(
-        self,
-        liked: list[tuple[str, Counter[str], int]],
-        disliked: list[tuple[str, Counter[str], int]],
-        uneven: list[tuple[str, Counter[str], int]],
-    ) -> None:
-        self.liked = liked  # preferred affinity: (topologyKey, matching pods per domain, weight)
-        self.disliked = disliked  # preferred anti-affinity, the same
-        self.uneven = uneven  # ScheduleAnyway spread: (topologyKey, pods per domain, most within maxSkew)
-        self.best = sum(weight for _, _, weight in liked)  # no node can score more
-
-    def score(self, node: Node) -> int:
-        """+weight for a preferred-affinity term whose domain holds a pod it selects, -weight for such a
-        preferred-anti-affinity term, and -100 per pod a ScheduleAnyway constraint's domain holds beyond
-        its maxSkew (a node without the key counts as beyond it by one)."""
-        labels = node.traits.label_map
-        score = 0
-        for key, counts, weight in self.liked:
-            domain = labels.get(key)
-            if domain is not None and counts.get(domain, 0) > 0:
-                score += weight
-        for key, counts, weight in self.disliked:
-            domain = labels.get(key)
-            if domain is not None and counts.get(domain, 0) > 0:
-                score -= weight
-        for key, pods, most in self.uneven:
-            domain = labels.get(key)
-            over = pods.get(domain, 0) - most if domain is not None else 1
-            if over > 0:
-                score -= 100 * over
-        return score
-
-
-class AskPodRules:
-    """One ask's pod rules for one search: a few lookups per node."""
-
-    __slots__ = (
-        "_by_domain", "first_of_group", "forbidden", "needed", "needed_selectors", "preferences",
-        "repellers", "spread", "spread_sources",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        forbidden: list[tuple[str, Counter[str]]],
-        needed: list[tuple[str, Counter[str]]],
-        first_of_group: bool,
-        spread: list[tuple[str, Counter[str], int]],
-    ) -> None:
-        self.forbidden = forbidden
-        self.needed = needed
-        self.first_of_group = first_of_group
-        self.spread = spread  # (topologyKey, pods per domain, the most a domain may hold before this pod)
-        self.preferences: Preferences | None = None
-        # For preemption, each parallel to the list it explains: per anti-affinity rule (forbidden),
-        # its topology key and which placed pods it is about; the affinity terms' selectors (needed);
-        # per spread constraint, its registration, the constraint and whether the ask counts itself.
-        self.repellers: list[tuple[str, Callable[[Allocation], bool]]] = []
-        self.needed_selectors: Selectors = ()
-        self.spread_sources: list[_SpreadSource] = []
-        self._by_domain: dict[str, dict[str, list[Node]]] = {}
-
-    def admits(self, node: Node) -> bool:
-        return not self.refusal(node)
-
-    def refusal(self, node: Node) -> str:
-        """Which rule keeps the ask off `node` ("" when none does), for the pending reason."""
-        labels = node.traits.label_map
-        for key, counts in self.forbidden:
-            domain = labels.get(key)
-            if domain is not None and counts.get(domain, 0) > 0:
-                return "pod anti-affinity"
-        for key, counts in self.needed:
-            domain = labels.get(key)
-            if domain is None or (not self.first_of_group and counts.get(domain, 0) <= 0):
-                return "pod affinity"
-        for key, pods, most in self.spread:
-            domain = labels.get(key)
-            if domain is None or pods.get(domain, 0) > most:
-                return "topology spread constraints"
-        return ""
-
-    # Preemption ---------------------------------------------------------------------------------
-    def victims_for(
-        self,
-        node: Node,
-        nodes: Mapping[str, Node],
-        takeable: Callable[[Allocation], bool],
-        order: Callable[[Allocation], Any],
-    ) -> list[Allocation] | None:
-        """The placed pods that must go for the rules to admit the ask on `node`, in `order`: every
-        pod behind an anti-affinity rule that keeps it off, and the fewest pods a spread constraint
-        selects in the node's domain that bring it within maxSkew. None when no takeable pods can
-        (affinity and a node outside a spread's domains never pass by removing pods), or when taking
-        them would break another rule (a spread's smallest domain, an affinity's only match)."""
-        if self.admits(node):
-            return []
-        labels = node.traits.label_map
-        chosen: dict[int, Allocation] = {}
-        for (key, counts), (_, about) in zip(self.forbidden, self.repellers, strict=True):
-            domain = labels.get(key)
-            if domain is None or counts.get(domain, 0) <= 0:
-                continue
-            for pod in self._pods_in(nodes, key, domain):
-                if about(pod):
-                    if not takeable(pod):
-                        return None
-                    chosen[id(pod)] = pod
-        for (key, pods, most), (registration, _, _) in zip(self.spread, self.spread_sources, strict=True):
-            domain = labels.get(key)
-            if domain is None:
-                return None
-            selected = [
-                p for p in self._pods_in(nodes, key, domain, registration.eligible) if _in(registration, p)
-            ]
-            excess = pods.get(domain, 0) - most - sum(1 for p in selected if id(p) in chosen)
-            for pod in sorted((p for p in selected if id(p) not in chosen and takeable(p)), key=order):
-                if excess <= 0:
-                    break
-                chosen[id(pod)] = pod
-                excess -= 1
-            if excess > 0:
-                return None
-        victims = sorted(chosen.values(), key=order)
-        return victims if self.admits_without(node, victims, nodes) else None
-
-    def admits_without(self, node: Node, victims: list[Allocation], nodes: Mapping[str, Node]) -> bool:
-        """Whether the rules admit the ask on `node` once `victims` are gone: the counts less the
-        victims each rule counts, and a spread's smallest domain recomputed when a victim was in it."""
-        labels = node.traits.label_map
-
-        def gone(
-            key: str, domain: str, about: Callable[[Allocation], bool], eligible: set[str] | None = None
-        ) -> int:
-            return sum(
-                1
-                for v in victims
-                if (eligible is None or v.node_id in eligible)
-                and v.node_id in nodes
-                and nodes[v.node_id].traits.label_map.get(key) == domain
-                and about(v)
-            )
-
-        for (key, counts), (_, about) in zip(self.forbidden, self.repellers, strict=True):
-            domain = labels.get(key)
-            if domain is not None and counts.get(domain, 0) - gone(key, domain, about) > 0:
-                return False
-        for key, counts in self.needed:
-            domain = labels.get(key)
-            if domain is None:
-                return False
-            left = counts.get(domain, 0) - gone(key, domain, _selected_by_all(self.needed_selectors))
-            if not self.first_of_group and left <= 0:
-                return False
-        for (key, pods, _), (registration, constraint, itself) in zip(
-            self.spread, self.spread_sources, strict=True
-        ):
-            domain = labels.get(key)
-            if domain is None:
-                return False
-            remaining = Counter(pods)
-            for victim in victims:
-                victim_node = nodes.get(victim.node_id)
-                if (
-                    victim_node is not None
-                    and victim.node_id in registration.eligible
-                    and _in(registration, victim)
-                ):
-                    remaining[victim_node.traits.label_map[key]] -= 1
-            domains = registration.counts.nodes
-            lowest = 0 if len(domains) < constraint.min_domains else min(remaining[d] for d in domains)
-            if remaining[domain] > constraint.max_skew + lowest - itself:
-                return False
-        return True
-
-    def _pods_in(
-        self, nodes: Mapping[str, Node], key: str, domain: str, eligible: set[str] | None = None
-    ) -> list[Allocation]:
-        """The pods on the nodes of one domain (on `eligible` nodes only, when given)."""
-        by_domain = self._by_domain.get(key)
-        if by_domain is None:  # once per search: a preemption looks at several nodes
-            by_domain = self._by_domain[key] = {}
-            for other in nodes.values():
-                value = other.traits.label_map.get(key)
-                if value is not None:
-                    by_domain.setdefault(value, []).append(other)
-        return [
-            pod
-            for other in by_domain.get(domain, ())
-            if eligible is None or other.node_id in eligible
-            for pod in other.allocations.values()
-        ]
-
-
-def _carries(term: PodAffinityTerm) -> Callable[[Allocation], bool]:
-    """A placed pod whose own required anti-affinity has this term."""
-
-    def about(alloc: Allocation) -> bool:
-        anti = alloc.constraints.pod_anti_affinity
-        return anti is not None and term in anti.required
-
-    return about
-
-
-def _selected_by(selector: PodSelector) -> Callable[[Allocation], bool]:
-    return lambda alloc: selector.matches(*identity_of(alloc))
-
-
-def _selected_by_all(selectors: Selectors) -> Callable[[Allocation], bool]:
-    return lambda alloc: _selects(selectors, *identity_of(alloc))
-
-
-def _in(registration: _Spread, alloc: Allocation) -> bool:
-    return registration.selector.matches(*identity_of(alloc))
 
 
 def _carry_term(

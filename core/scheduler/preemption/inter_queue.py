@@ -29,8 +29,8 @@ from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.objects.queue import Queue
 from core.resources import Resource
-from core.scheduler.fit.node_fit import admits, find_node
-from core.scheduler.fit.pod_rules import AskPodRules
+from core.scheduler.fit.checks import WhatIfCheck
+from core.scheduler.fit.node_fit import AskFit, find_node, fit_for
 from core.scheduler.partition import Partition
 from core.scheduler.preemption.ledger import PreemptionKind
 from core.scheduler.preemption.victims import VictimKey, may_be_victim, victim_order
@@ -267,15 +267,22 @@ def _plan_node(
     return plan.chosen if plan.chosen and plan.complete() else None
 
 
-def _rule_victims(
-    partition: Partition, node: Node, rules: AskPodRules | None, candidate_ids: set[int]
-) -> list[Allocation] | None:
-    """The victims the pod rules demand on this node: none when they admit the ask; the pods behind
-    an anti-affinity rule that keeps it off and the pods a spread constraint counts beyond its
-    maxSkew, when they may be victims; None when the rules keep it off whatever is preempted."""
-    if rules is None:
-        return []
-    return rules.victims_for(node, partition.nodes, lambda pod: id(pod) in candidate_ids, victim_order)
+def _demanded_victims(node: Node, fit: AskFit, candidate_ids: set[int]) -> list[Allocation] | None:
+    """The victims the ask's checks demand on this node: none when every check passes; for a check
+    that refuses it and can say what must go (the pod rules: the pods behind an anti-affinity rule,
+    those a spread constraint counts beyond its maxSkew), those pods when they may be victims; None
+    when a check keeps the ask off whatever is preempted."""
+    demanded: list[Allocation] = []
+    for check in fit.checks:
+        if not check.refusal(node):
+            continue
+        if not isinstance(check, WhatIfCheck):  # the node's own traits and ports: no victim changes them
+            return None
+        victims = check.victims_for(node, lambda pod: id(pod) in candidate_ids, victim_order)
+        if victims is None:
+            return None
+        demanded += victims
+    return demanded
 
 
 def _reservations_give_way(partition: Partition, node: Node, ask: Allocation) -> bool:
@@ -329,7 +336,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
         if roomy is not None:
             by_node.setdefault(roomy.node_id, [])
     ask_path = {q.full_name for q in leaf.path_to_root()}
-    rules = partition.pod_rules.for_ask(ask)
+    fit = fit_for(partition, ask)
     candidate_ids = {id(v) for v in candidates}
     best: tuple[tuple[int, int, list[VictimKey], str], Node, list[Allocation]] | None = None
     for node_id, victims in by_node.items():
@@ -338,9 +345,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
             continue
         if not _reservations_give_way(partition, node, ask):
             continue
-        if not admits(node, ask):
-            continue
-        demanded = _rule_victims(partition, node, rules, candidate_ids)
+        demanded = _demanded_victims(node, fit, candidate_ids)
         if demanded is None:
             continue
         plan = _plan_node(partition, node, ask, victims, candidates, shortfalls, ask_path, demanded)

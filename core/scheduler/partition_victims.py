@@ -1,0 +1,72 @@
+"""The victims of preemption inside a partition: marking them, holding the headroom they free for the
+ask they were chosen for, and their release as their RM confirms it.
+
+A victim stays counted (in its queue's `preempting`) until its RM confirms the release; the ask keeps
+the headroom the victims free until it is placed or gone, so another ask cannot take it meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.objects import partition_events
+from core.objects.allocation import Allocation
+from core.scheduler.preemption.ledger import PreemptionKind, Ref
+
+if TYPE_CHECKING:
+    from core.scheduler.partition import Partition
+
+UNCONFIRMED_KEPT = 10_000
+
+
+class PartitionVictims:
+    def __init__(self, part: Partition) -> None:
+        self.part = part
+        self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
+
+    def confirmed_late(self, ref: Ref) -> bool:
+        """Whether the RM's release confirms an allocation that was already gone (forgotten once read)."""
+        return self._gone_unconfirmed.pop(ref, False)
+
+    def remember_unconfirmed(self, ref: Ref) -> None:
+        """An allocation the core asked the RM to release went another way first: its confirmation
+        may still come, and is then no mistake (the newest UNCONFIRMED_KEPT are remembered)."""
+        self._gone_unconfirmed[ref] = True
+        if len(self._gone_unconfirmed) > UNCONFIRMED_KEPT:
+            del self._gone_unconfirmed[next(iter(self._gone_unconfirmed))]
+
+    def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: PreemptionKind) -> None:
+        """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
+        for victim in victims:
+            self.mark(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind)
+        self.part.preemption.for_ask(ask.ref, victims)
+        ask.preempting = True
+        ask.triggered_preemption = True
+        if not ask.held:  # the headroom the victims free is the ask's until it is placed or removed
+            ask.held = True
+            self.part.applications[ask.application_id].queue.add_held(ask.resource)
+        self.part.log.info(
+            "preempting", applicationID=ask.application_id, allocationKey=ask.key,
+            victims=[f"{v.application_id}/{v.key}" for v in victims],
+        )  # fmt: skip
+
+    def drop_hold(self, ask: Allocation) -> None:
+        """Give back the headroom held for the ask (it was placed, went, or looks for victims again)."""
+        if ask.held:
+            ask.held = False
+            self.part.applications[ask.application_id].queue.remove_held(ask.resource)
+
+    def mark(self, victim: Allocation, why: str, now: float, kind: PreemptionKind) -> None:
+        self.part.preemption.chosen(victim, why, kind)
+        self.part.events.append(partition_events.victim_chosen(self.part.rm_id, victim, why, now))
+        self.part.applications[victim.application_id].queue.add_preempting(victim.resource)
+
+    def gone(self, victim: Ref) -> None:
+        enforced, ask_ref = self.part.preemption.released(victim)
+        if enforced is not None:
+            self.part.quota.released(victim, enforced)
+        if ask_ref is not None:
+            app = self.part.applications.get(ask_ref[0])
+            ask = app.asks.get(ask_ref[1]) if app is not None else None
+            if ask is not None:
+                ask.preempting = False  # all its victims are gone; its reservation takes the room

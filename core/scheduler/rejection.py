@@ -1,0 +1,32 @@
+"""The refusal of one request by a partition (the text goes back to the RM as the reason), and the
+reading of an ask's or a node's Kubernetes rules, whose faults are refusals of that one ask or node."""
+
+from __future__ import annotations
+
+from core.constraints.ask import (
+    AskConstraints,
+    ConstraintError,
+    NodeTraits,
+    parse_ask_constraints,
+    parse_node_traits,
+)
+from core.objects.allocation import Allocation
+from si.v1.tags import TAG_REQUIRED_NODE
+
+
+class Rejection(Exception):
+    """A request the partition refuses; str(rejection) is the reason sent to the RM."""
+
+
+def ask_constraints(alloc: Allocation) -> AskConstraints:
+    try:
+        return parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)
+    except ConstraintError as exc:
+        raise Rejection(f"allocation {alloc.key}: {exc}") from None
+
+
+def node_traits(node_id: str, attributes: dict[str, str]) -> NodeTraits:
+    try:
+        return parse_node_traits(attributes)
+    except ConstraintError as exc:
+        raise Rejection(f"node {node_id}: {exc}") from None
