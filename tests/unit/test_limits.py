@@ -1,6 +1,7 @@
 """The limits on what an RM may send (core/config/input_limits.py), enforced by rmproxy: each item over a
 limit is rejected with a reason naming the limit, the rest of its message is used, and the counts stay
-right as asks are allocated, released and withdrawn. Driven in-process with a ClusterContext behind rmproxy."""
+right as asks are allocated, released and withdrawn. Driven in-process with a ClusterContext behind
+rmproxy."""
 
 from __future__ import annotations
 
