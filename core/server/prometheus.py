@@ -1,22 +1,18 @@
 """Scheduler metrics in the Prometheus text format, named as YuniKorn names them (`yunikorn_` prefix).
 
 Counters and histograms are what the engine counted (core.scheduler.metrics); gauges (queue resources,
-application and node counts) are read from the state at scrape time, so a scrape is one consistent
-snapshot. Labels stay bounded: queue names and resource types come from the configuration and the
-nodes' resource types, never per application or per node.
+application and node counts) are what core.views.metrics_view read from the state at scrape time. This
+module only formats them.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
-from core.objects.queue import Queue
-from core.scheduler.cluster import ClusterContext
 from core.scheduler.metrics import Histogram, SchedulerMetrics
-from core.scheduler.preemption.ledger import PreemptionKind
+from core.views.metrics_view import Gauges
 
-QUEUE_STATES = ("guaranteed", "max", "allocated", "pending", "preempting")
+Samples = Iterable[tuple[str, dict[str, str], float]]  # (name suffix, labels, value)
 
 
 def _labels(pairs: dict[str, str]) -> str:
@@ -36,9 +32,7 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def _family(
-    name: str, kind: str, help_text: str, samples: Iterable[tuple[str, dict[str, str], float]]
-) -> list[str]:
+def _family(name: str, kind: str, help_text: str, samples: Samples) -> list[str]:
     lines = [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
     lines += [f"{name}{suffix}{_labels(labels)} {_number(value)}" for suffix, labels, value in samples]
     return lines
@@ -60,11 +54,11 @@ def _histogram(
     return _family(name, "histogram", help_text, samples)
 
 
-def render(context: ClusterContext, metrics: SchedulerMetrics) -> str:
-    return "\n".join(yunikorn_families(context, metrics) + pykorn_families(context, metrics)) + "\n"
+def render(gauges: Gauges, metrics: SchedulerMetrics) -> str:
+    return "\n".join(yunikorn_families(gauges, metrics) + pykorn_families(gauges, metrics)) + "\n"
 
 
-def yunikorn_families(context: ClusterContext, metrics: SchedulerMetrics) -> list[str]:
+def yunikorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
     """YuniKorn's metrics (pkg/metrics), by its names, labels and units, so its dashboards read them."""
     lines: list[str] = []
     lines += _family(
@@ -82,12 +76,18 @@ def yunikorn_families(context: ClusterContext, metrics: SchedulerMetrics) -> lis
     lines += _family(
         "yunikorn_scheduler_application_total", "gauge",
         "Total number of applications. State of the application includes `running`, `resuming`, "
-        "`failing`, `completing`, `completed` and `failed`.", _app_samples(context),
+        "`failing`, `completing`, `completed` and `failed`.",
+        (("", {"state": state}, n) for state, n in sorted(gauges.apps.items())),
     )  # fmt: skip
     lines += _family(
         "yunikorn_scheduler_node", "gauge",
         "Total number of nodes. State of the node includes `active` and `failed`.",
-        _node_samples(context, metrics),
+        [
+            ("", {"state": "active"}, gauges.nodes_schedulable),
+            ("", {"state": "decommissioned"}, metrics.nodes_decommissioned),
+            ("", {"state": "draining"}, gauges.nodes_draining),
+            ("", {"state": "failed"}, 0),  # pykorn has no failed nodes: a node the RM loses is removed
+        ],
     )  # fmt: skip
     timings = metrics.timings
     lines += _histogram(
@@ -116,17 +116,18 @@ def yunikorn_families(context: ClusterContext, metrics: SchedulerMetrics) -> lis
         "Latency of preemption condition checks for container allocations, in seconds.",
         timings.try_preemption,
     )  # fmt: skip
-    for resource, samples in sorted(_node_usage(context).items()):
+    for resource, per_range in sorted(gauges.node_usage.items()):
         lines += _family(
             f"yunikorn_scheduler_{format_metric_name(resource)}_node_usage_total", "gauge",
-            "Total resource usage of node, by resource name.", samples,
+            "Total resource usage of node, by resource name.",
+            [("", {"range": USAGE_RANGES[i]}, n) for i, n in enumerate(per_range)],
         )  # fmt: skip
-    lines += _queue_families(context)
-    lines += _event_families(context)
+    lines += _queue_families(gauges)
+    lines += _event_families(gauges.events_made)
     return lines
 
 
-def pykorn_families(context: ClusterContext, metrics: SchedulerMetrics) -> list[str]:
+def pykorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
     """pykorn's own metrics, under its own names."""
     lines: list[str] = []
     lines += _histogram(
@@ -156,15 +157,15 @@ def pykorn_families(context: ClusterContext, metrics: SchedulerMetrics) -> list[
     )  # fmt: skip
     lines += _family(
         "pykorn_queue_resource", "gauge", "Queue resources by state, per resource manager and partition.",
-        _pykorn_queue_samples(context),
+        (
+            ("", {"cluster": rm_id, "partition": part, "queue": queue, "state": state, "resource": resource},
+             quantity)
+            for rm_id, part, queue, state, resource, quantity in gauges.partition_queue_resources
+        ),
     )  # fmt: skip
-    preempted = dict.fromkeys(PreemptionKind, 0)
-    for part in context.partitions.values():
-        for kind, n in part.preemption.counts.items():
-            preempted[kind] += n
     lines += _family(
         "pykorn_preemption_victims_total", "counter", "Allocations preempted, by kind.",
-        (("", {"kind": kind}, n) for kind, n in sorted(preempted.items())),
+        (("", {"kind": kind}, n) for kind, n in sorted(gauges.preempted.items())),
     )  # fmt: skip
     return lines
 
@@ -179,49 +180,16 @@ USAGE_RANGES = ("[0,10%]", "(10%,20%]", "(20%,30%]", "(30%,40%]", "(40%,50%]", "
                 "(70%,80%]", "(80%,90%]", "(90%,100%]")  # fmt: skip
 
 
-def _node_usage(context: ClusterContext) -> dict[str, list[tuple[str, dict[str, str], float]]]:
-    """Per resource type, how many nodes use how much of it, in ten ranges."""
-    counts: dict[str, list[int]] = {}
-    for part in context.partitions.values():
-        for node in part.nodes.values():
-            for resource, capacity in node.capacity.items():
-                share = node.allocated.get(resource) / capacity if capacity > 0 else 0.0
-                index = min(9, max(0, math.ceil(share * 10) - 1))
-                counts.setdefault(resource, [0] * 10)[index] += 1
-    return {
-        resource: [("", {"range": USAGE_RANGES[i]}, n) for i, n in enumerate(per_range)]
-        for resource, per_range in counts.items()
-    }
-
-
-def _queue_families(context: ClusterContext) -> list[str]:
+def _queue_families(gauges: Gauges) -> list[str]:
     """YuniKorn's per-queue metrics. Queues are named by path; when several resource managers share
-    the core, the same path in each is summed here (pykorn_queue_resource has them apart)."""
-    apps: dict[tuple[str, str], int] = {}
-    containers: dict[str, dict[str, int]] = {}
-    resources: dict[tuple[str, str, str], int] = {}
-    ended: dict[tuple[str, str], int] = {}
-    for part in context.partitions.values():
-        for queue in part.tree:
-            name = queue.full_name
-            for app in queue.applications.values():
-                key = (name, app.state.value.lower())
-                apps[key] = apps.get(key, 0) + 1
-            if queue.is_leaf:
-                counts = containers.setdefault(name, {"allocated": 0, "released": 0})
-                counts["allocated"] += queue.containers_allocated
-                counts["released"] += queue.containers_released
-            for state, resource, quantity in _queue_resources(queue):
-                resources[(name, state, resource)] = resources.get((name, state, resource), 0) + quantity
-            for state, n in queue.apps_ended.items():
-                ended[(name, state)] = ended.get((name, state), 0) + n
+    the core, the same path in each is summed (pykorn_queue_resource has them apart)."""
     lines = _family(
         "yunikorn_queue_app", "gauge",
         "Queue application metrics. State of the application includes `new`, `accepted`, `rejected`, "
         "`running`, `failing`, `failed`, `resuming`, `completing`, `completed`.",
-        (("", {"queue": q, "state": st}, n) for (q, st), n in sorted(apps.items())),
+        (("", {"queue": q, "state": st}, n) for (q, st), n in sorted(gauges.queue_apps.items())),
     )  # fmt: skip
-    for name, counts in sorted(containers.items()):
+    for name, counts in sorted(gauges.queue_containers.items()):
         lines += _family(
             f"yunikorn_{format_metric_name(name)}_queue_container", "counter",
             "Queue container metrics. State of the attempt includes `allocated`, `released`.",
@@ -231,43 +199,24 @@ def _queue_families(context: ClusterContext) -> list[str]:
         "yunikorn_queue_resource", "gauge",
         "Queue resource metrics. State of the resource includes `guaranteed`, `max`, `allocated`, "
         "`pending`, `preempting`, `maxRunningApps`.",
-        (("", {"queue": q, "state": st, "resource": r}, n) for (q, st, r), n in sorted(resources.items())),
+        (
+            ("", {"queue": q, "state": st, "resource": r}, n)
+            for (q, st, r), n in sorted(gauges.queue_resources.items())
+        ),
     )  # fmt: skip
     lines += _family(
         "yunikorn_queue_app_total", "counter",
         "Total number of applications that reached a terminal state. State includes `completed`, "
         "`failed`, `rejected`.",
-        (("", {"queue": q, "state": st}, n) for (q, st), n in sorted(ended.items())),
+        (("", {"queue": q, "state": st}, n) for (q, st), n in sorted(gauges.queue_apps_ended.items())),
     )  # fmt: skip
     return lines
 
 
-def _queue_resources(queue: Queue) -> Iterable[tuple[str, str, int]]:
-    values = {
-        "guaranteed": queue.guaranteed, "max": queue.max, "allocated": queue.allocated,
-        "pending": queue.pending, "preempting": queue.preempting,
-    }  # fmt: skip
-    for state in QUEUE_STATES:
-        for resource, quantity in sorted((values[state] or {}).items()):
-            yield state, resource, quantity
-    if queue.max_applications:
-        yield "maxRunningApps", "", queue.max_applications
-
-
-def _pykorn_queue_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
-    for part in context.partitions.values():
-        for queue in part.tree:
-            for state, resource, quantity in _queue_resources(queue):
-                labels = {"cluster": part.rm_id, "partition": part.name,
-                          "queue": queue.full_name, "state": state, "resource": resource}  # fmt: skip
-                yield "", labels, quantity
-
-
-def _event_families(context: ClusterContext) -> list[str]:
+def _event_families(made: int) -> list[str]:
     """YuniKorn's event system gauges. pykorn records every event straight into its ring (nothing is
     channelled apart or dropped on the way), so created, channeled, processed, stored and collected
     are one count."""
-    made = context.events.highest_id + 1
     lines: list[str] = []
     for name, value, what in (
         ("total_created", made, "total events created"), ("total_channeled", made, "total events channeled"),
@@ -279,29 +228,3 @@ def _event_families(context: ClusterContext) -> list[str]:
     ):  # fmt: skip
         lines += _family(f"yunikorn_event_{name}", "gauge", what, [("", {}, value)])
     return lines
-
-
-def _app_samples(context: ClusterContext) -> Iterable[tuple[str, dict[str, str], float]]:
-    counts = dict.fromkeys(("running", "resuming", "failing", "completing", "completed", "failed"), 0)
-    for part in context.partitions.values():
-        for app in [*part.applications.values(), *part.lifecycle.completed]:
-            state = app.state.value.lower()
-            counts[state] = counts.get(state, 0) + 1
-    for state, n in sorted(counts.items()):
-        yield "", {"state": state}, n
-
-
-def _node_samples(
-    context: ClusterContext, metrics: SchedulerMetrics
-) -> Iterable[tuple[str, dict[str, str], float]]:
-    schedulable = draining = 0
-    for part in context.partitions.values():
-        for node in part.nodes.values():
-            if node.schedulable:
-                schedulable += 1
-            else:
-                draining += 1
-    yield "", {"state": "active"}, schedulable
-    yield "", {"state": "decommissioned"}, metrics.nodes_decommissioned
-    yield "", {"state": "draining"}, draining
-    yield "", {"state": "failed"}, 0  # pykorn has no failed nodes: a node the RM loses is removed

@@ -35,7 +35,7 @@ from core.server.event_json import event_batch, event_record
 from core.server.prometheus import render as render_metrics
 from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
-from core.views import dao, usage_views
+from core.views import dao, metrics_view, usage_views
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -216,7 +216,7 @@ class StateAPI:
             await asyncio.wait_for(self._no_followers.wait(), timeout)
 
     async def metrics(self, request: web.Request) -> web.Response:
-        text = render_metrics(self.context, self.context.metrics)
+        text = render_metrics(metrics_view.gauges(self.context), self.context.metrics)
         return web.Response(text=text, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def config(self, request: web.Request) -> web.Response:

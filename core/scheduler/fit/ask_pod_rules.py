@@ -7,19 +7,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.constraints.pod_affinity import Identity, PodAffinityTerm, PodSelector, pod_identity
 from core.constraints.topology_spread import SpreadConstraint
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.scheduler.fit.checks import POD_AFFINITY, POD_ANTI_AFFINITY, TOPOLOGY_SPREAD
-
-if TYPE_CHECKING:
-    from core.scheduler.fit.pod_rules import Spread
+from core.scheduler.fit.spread_counts import Spread
 
 Selectors = tuple[PodSelector, ...]  # all must select a pod for it to count
-SpreadSource = tuple["Spread", SpreadConstraint, int]  # registration, constraint, 1 when the ask counts
+SpreadSource = tuple[Spread, SpreadConstraint, int]  # registration, constraint, 1 when the ask counts
 
 
 def identity_of(alloc: Allocation) -> Identity:

@@ -33,7 +33,7 @@ from typing import Any
 
 from core.constraints.ask import NodeFilter
 from core.constraints.pod_affinity import PodAffinityTerm, PodSelector
-from core.constraints.topology_spread import DO_NOT_SCHEDULE, DomainCounts, SpreadConstraint
+from core.constraints.topology_spread import DO_NOT_SCHEDULE, SpreadConstraint
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.scheduler.fit.ask_pod_rules import (
@@ -46,33 +46,12 @@ from core.scheduler.fit.ask_pod_rules import (
     selected_by,
     selects,
 )
+from core.scheduler.fit.spread_counts import Spread
 
 CountKey = tuple[Selectors, str]  # (selectors, topologyKey)
 SpreadKey = tuple[PodSelector, str, NodeFilter]  # (selector, topologyKey, the nodes counted)
 # kube-scheduler's hardPodAffinityWeight: what a placed pod's required affinity term scores.
 HARD_AFFINITY_WEIGHT = 1
-
-
-class Spread:
-    """One spread registration: its eligible nodes and their domains' counts."""
-
-    __slots__ = ("counts", "eligible", "filter", "key", "selector")
-
-    def __init__(self, selector: PodSelector, key: str, node_filter: NodeFilter) -> None:
-        self.selector, self.key, self.filter = selector, key, node_filter
-        self.eligible: set[str] = set()
-        self.counts = DomainCounts()
-
-    def node_added(self, node: Node) -> None:
-        domain = node.traits.label_map.get(self.key)
-        if domain is not None and self.filter.admits(node.node_id, node.traits):
-            self.eligible.add(node.node_id)
-            self.counts.add_node(domain)
-
-    def node_removed(self, node: Node) -> None:
-        if node.node_id in self.eligible:
-            self.eligible.discard(node.node_id)
-            self.counts.remove_node(node.traits.label_map[self.key])
 
 
 class PodRules:
