@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Collection, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine
 from functools import partial
 from typing import Any, Protocol
 
@@ -19,12 +19,12 @@ import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
 from shim_k8s import translate
+from shim_k8s.api.objects import Obj
 from shim_k8s.shim_state import ShimState, node_of
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
-Obj = Mapping[str, Any]
 # What the core decided, in arrival order: how an ask waits, bind an allocation, evict a victim, report
 # a rejection.
 Waiting = si_pb2.UpdateContainerSchedulingStateRequest

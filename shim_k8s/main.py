@@ -16,11 +16,9 @@ from rmclient.client import SEND_ERRORS, SchedulerClient
 from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s import metrics
-from shim_k8s.bad_objects import name_of
-from shim_k8s.configmaps import CONFIGMAP_NAME
-from shim_k8s.informer import Informer
-from shim_k8s.kube import Kube
-from shim_k8s.kube_http import (
+from shim_k8s.api.informer import Informer
+from shim_k8s.api.kube import Kube
+from shim_k8s.api.kube_http import (
     DEFAULT_BURST,
     DEFAULT_IN_FLIGHT,
     DEFAULT_QPS,
@@ -30,9 +28,11 @@ from shim_k8s.kube_http import (
     RateLimiter,
     cluster_access,
 )
-from shim_k8s.leader import LeaderElection, LeaderElector, LeadershipLost
+from shim_k8s.api.leader import LeaderElection, LeaderElector, LeadershipLost
+from shim_k8s.api.objects import Obj, name_of
+from shim_k8s.configmaps import CONFIGMAP_NAME
 from shim_k8s.service_config import CONFIGMAP_NAMES
-from shim_k8s.shim import K8sShim, Obj
+from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from shim_k8s.volumes import VOLUME_KINDS
 

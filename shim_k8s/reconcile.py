@@ -22,13 +22,12 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SchedulerClient
-from shim_k8s.bad_objects import key_of
+from shim_k8s.api.objects import Obj, key_of
 from shim_k8s.decisions import ShimBase
 from shim_k8s.shim_state import finished, node_of, terminating
 
 log = structlog.get_logger("pykorn.k8s")
 
-Obj = Mapping[str, Any]
 GONE, NOT_BOUND, UNKNOWN, NOT_ASKED = "allocated-gone", "allocated-not-bound", "bound-unknown", "not-asked"
 ASKED_UNKNOWN_APP = "asked-unknown-application"
 

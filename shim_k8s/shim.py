@@ -27,8 +27,10 @@ import structlog
 
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
 from rmclient.reconnect import is_refusal
-from shim_k8s import namespaces, object_shapes, service_config, task_groups, translate
-from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused, key_of, name_of
+from shim_k8s import namespaces, service_config, task_groups, translate
+from shim_k8s.api import object_shapes
+from shim_k8s.api.objects import Obj, key_of, name_of
+from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused
 from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.decisions import GANG_TIMEOUT, GANG_TIMEOUT_MESSAGE, Decisions, KubeActions
 from shim_k8s.gangs import Gangs
@@ -41,7 +43,6 @@ from si.v1 import si_pb2
 log = structlog.get_logger("pykorn.k8s")
 
 ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
-Obj = Mapping[str, Any]
 
 
 # What a refusal means for the object, by kind: said in its event.

@@ -3,13 +3,10 @@ core), and small reads of a pod object it and the reconciliation share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from shim_k8s import task_groups
-
-Obj = Mapping[str, Any]
+from shim_k8s.api.objects import Obj
 
 
 @dataclass

@@ -17,11 +17,12 @@ The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. F
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = Mapping[str, Any]
+from shim_k8s.api.objects import Obj
+
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
