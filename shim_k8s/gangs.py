@@ -12,8 +12,7 @@ import structlog
 
 from shim_k8s import service_config, task_groups, translate
 from shim_k8s.api.objects import Obj
-from shim_k8s.decisions import ShimBase
-from shim_k8s.shim_state import AppGang
+from shim_k8s.shim_state import AppGang, ShimBase
 
 log = structlog.get_logger("pykorn.k8s")
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shim_k8s.api.objects import Obj
+from shim_k8s.api.objects import Obj, WatchEvent
 
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
@@ -48,7 +48,7 @@ class Volumes:
             store, key = self.volumes, name
         else:
             store, key = self.classes, name
-        if event == "DELETED":
+        if event == WatchEvent.DELETED:
             store.pop(key, None)
         else:
             store[key] = obj

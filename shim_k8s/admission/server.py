@@ -37,7 +37,7 @@ from shim_k8s.admission.webhook_setup import SECRET_NAME, SetupError, WebhookMan
 from shim_k8s.api import object_shapes
 from shim_k8s.api.informer import Informer
 from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP, cluster_access
-from shim_k8s.api.objects import Obj, key_of
+from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.bad_objects import Refused
 from shim_k8s.service_config import CONFIGMAP_NAMES
 
@@ -89,9 +89,9 @@ class AdmissionServer:
         elif kind == "priorityclasses":
             _put(self.cluster.priority_classes, name, obj, event)
         elif kind == "configmaps" and name in CONFIGMAP_NAMES:
-            if event != "DELETED":
+            if event != WatchEvent.DELETED:
                 service_config.flatten(obj)  # readable, before it replaces the last good one
-            self.configmaps[name] = None if event == "DELETED" else obj
+            self.configmaps[name] = None if event == WatchEvent.DELETED else obj
             self._reconfigure()
 
     def _reconfigure(self) -> None:
@@ -179,7 +179,7 @@ class AdmissionServer:
 
 
 def _put(into: dict[str, Obj], name: str, obj: Obj, event: str) -> None:
-    if event == "DELETED":
+    if event == WatchEvent.DELETED:
         into.pop(name, None)
     else:
         into[name] = obj
@@ -311,7 +311,7 @@ async def run_admission(
         for kind, path in paths.items():
             items, version = await http.list(path)
             for obj in items:
-                server.on_object(kind, "ADDED", obj)
+                server.on_object(kind, WatchEvent.ADDED, obj)
             informer = Informer(kind, path, http, server.on_object)
             informer.start(items, version)
             informers.append(informer)

@@ -16,7 +16,7 @@ import aiohttp
 import structlog
 
 from shim_k8s.api.kube_http import ApiError, KubeHTTP
-from shim_k8s.api.objects import key_of
+from shim_k8s.api.objects import WatchEvent, key_of
 
 log = structlog.get_logger("pykorn.k8s.informer")
 
@@ -59,10 +59,10 @@ class Informer:
         current = {key_of(o): o for o in items if isinstance(o, dict)}
         for key, obj in current.items():
             if self.known.get(key) != obj:
-                self.deliver(self.kind, "MODIFIED" if key in self.known else "ADDED", obj)
+                self.deliver(self.kind, WatchEvent.MODIFIED if key in self.known else WatchEvent.ADDED, obj)
         for key, obj in self.known.items():
             if key not in current:
-                self.deliver(self.kind, "DELETED", obj)
+                self.deliver(self.kind, WatchEvent.DELETED, obj)
         self.known = current
 
     async def _watch(self) -> None:
@@ -75,10 +75,10 @@ class Informer:
                 continue
             meta = obj.get("metadata")
             rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
-            if kind == "BOOKMARK":
+            if kind == WatchEvent.BOOKMARK:
                 self._rv = rv or self._rv
                 continue
-            if kind == "DELETED":
+            if kind == WatchEvent.DELETED:
                 self.known.pop(key_of(obj), None)
             else:
                 self.known[key_of(obj)] = obj

@@ -1,5 +1,6 @@
-"""The Kubernetes API as the shim uses it: the collections it lists and watches, and KubeActions
-(bindings, evictions, placeholder pods, status conditions, events) over `KubeHTTP`.
+"""The Kubernetes API as the shim uses it: the collections it lists and watches; KubeActions, what the
+shim asks of the API (bindings, evictions, placeholder pods, status conditions, events); and `Kube`,
+which does it over `KubeHTTP` (the shim's tests do it in memory).
 
 Objects read stay plain dicts (what the API serves), which is what shim_k8s.translate reads; what the
 shim writes is the API's own JSON (core/v1 Binding, policy/v1 Eviction, core/v1 Event).
@@ -19,13 +20,13 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
+from typing import Protocol
 from urllib.parse import quote
 
 import structlog
 
 from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
 from shim_k8s.api.objects import Obj
-from shim_k8s.decisions import BindError
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -39,6 +40,29 @@ WRITE_ATTEMPTS = 5  # an eviction or a deletion, before giving up (logged)
 WRITE_PAUSE = 0.2  # seconds, times the attempt number
 CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass", "PersistentVolume", "StorageClass"})
 EVICTION_PAUSE_MAX = 30.0  # seconds between attempts at an eviction a disruption budget refuses
+
+
+class BindError(RuntimeError):
+    pass
+
+
+class KubeActions(Protocol):
+    """What the shim asks of the Kubernetes API."""
+
+    async def bind(self, pod: Obj, node: str) -> None: ...  # pods/binding; raises BindError
+
+    async def evict(self, pod: Obj, reason: str) -> None: ...  # policy/v1 Eviction
+
+    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
+
+    async def create_pod(self, pod: Obj) -> None: ...  # a placeholder pod
+
+    async def delete_pod(self, pod: Obj) -> None: ...  # a placeholder the core released; gone already is fine
+
+    # PodScheduled: False, with kube-scheduler's reason (Unschedulable, SchedulerError, SchedulingGated)
+    async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None: ...
+
+    async def fail_pod(self, pod: Obj, reason: str, message: str) -> None: ...  # phase Failed, as YuniKorn
 
 
 def collection_paths(namespace: str) -> dict[str, str]:

@@ -26,6 +26,7 @@ import structlog
 from kubernetes import client, config
 
 from shim_k8s.api.http1 import Http1Pool
+from shim_k8s.api.objects import WatchEvent
 
 log = structlog.get_logger("pykorn.k8s.http")
 
@@ -251,7 +252,7 @@ class KubeHTTP:
                 if not line.strip():
                     continue
                 event = json.loads(line)
-                if event.get("type") == "ERROR":
+                if event.get("type") == WatchEvent.ERROR:
                     status = event.get("object") or {}
                     raise ApiError(int(status.get("code") or 500), str(status.get("message", "")))
                 yield event
