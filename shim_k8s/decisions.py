@@ -42,7 +42,7 @@ CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REP
 GANG_TIMEOUT = "ResourceReservationTimeout"  # YuniKorn's reason for a failed gang's pods
 GANG_TIMEOUT_MESSAGE = "Scheduling has timed out due to insufficient resources"
 # Application states after which the core no longer knows the application (YuniKorn's too).
-APPS_FORGOTTEN = frozenset({"Completed", "Expired", "Failed"})
+_APPS_FORGOTTEN = frozenset({"Completed", "Expired", "Failed"})
 UNSCHEDULABLE, SKIPPED = "Unschedulable", "SchedulingSkipped"  # PodScheduled=False reasons
 # YuniKorn's shim's event on the pod when it starts waiting one way or the other.
 _WAITING_EVENT = {
@@ -242,7 +242,7 @@ class Decisions:
             else:
                 reason, message = "ApplicationFailed", update.message or f"application {app_id} failed"
             self.in_background(self.fail_application(app_id, reason, message))
-        if app_state in APPS_FORGOTTEN:
+        if app_state in _APPS_FORGOTTEN:
             state.apps.discard(app_id)
             state.gangs.pop(app_id, None)
 

@@ -234,7 +234,7 @@ class Pods:
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
         """A pod of ours is asked for (or, bound already, sent as an existing allocation); another
         scheduler's bound pod is counted on its node. All that is sent is read from the pod before
-        anything is sent or remembered, so a pod that cannot be read is refused whole (see `guarded`)."""
+        anything is sent or remembered, so a pod that cannot be read is refused whole (K8sShim.guarded)."""
         shim = self.shim
         uid = key_of(pod)
         shim.state.pods[uid] = pod
