@@ -13,11 +13,11 @@ from pykorn_cli.options import client_tls, json_flag
 from rmclient.logging_setup import configure_logging
 
 if TYPE_CHECKING:
-    from shim_k8s.leader import LeaderElection
+    from shim_k8s.api.leader import LeaderElection
 
 
 def run_k8s(args: argparse.Namespace) -> int:
-    from shim_k8s.leader import LeadershipLost
+    from shim_k8s.api.leader import LeadershipLost
     from shim_k8s.main import ApiLimits, StartupError, run_shim
 
     configure_logging(args.log_level, json_flag(args.log_format), live=True)  # log.* from the ConfigMaps
@@ -54,8 +54,8 @@ def _stop_on_signals() -> asyncio.Event:
 
 
 def run_admission_controller(args: argparse.Namespace) -> int:
-    from shim_k8s.admission_server import run_admission
-    from shim_k8s.webhook_setup import SetupError
+    from shim_k8s.admission.server import run_admission
+    from shim_k8s.admission.webhook_setup import SetupError
 
     if (args.tls_cert is None) != (args.tls_key is None):
         sys.stderr.write("pykorn admission: give --tls-cert and --tls-key together, or neither\n")
@@ -80,7 +80,7 @@ def run_admission_controller(args: argparse.Namespace) -> int:
 def leader_election(args: argparse.Namespace) -> LeaderElection | None:
     if not args.leader_elect:
         return None
-    from shim_k8s.leader import LeaderElection, default_identity
+    from shim_k8s.api.leader import LeaderElection, default_identity
 
     try:
         return LeaderElection(

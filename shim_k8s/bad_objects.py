@@ -25,6 +25,8 @@ from typing import Any, Protocol
 
 import structlog
 
+from shim_k8s.api.objects import clip, key_of
+
 log = structlog.get_logger("pykorn.k8s")
 
 LOG_PERIOD = 10.0  # seconds between log lines of one kind of object and reason
@@ -110,33 +112,9 @@ class BadObjects:
         log.warning(headline, kind=kind, reason=reason, object=name, detail=message, **extra)
 
 
-def clip(text: object, most: int = 40) -> str:
-    """A text (or what an object holds, as written) cut short: it may be any size."""
-    text = str(text)
-    return text if len(text) <= most else text[: most - 3] + "..."
-
-
 def reason_event(reason: str) -> str:
     """The event reason for a fallback label: `user-info` -> `UserInfoFallback`."""
     return "".join(part.capitalize() for part in reason.split("-")) + "Fallback"
-
-
-def key_of(obj: object) -> str:
-    """An object's identity for reports: its UID, else namespace/name; never fails."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    if not isinstance(meta, Mapping):
-        return f"<{type(obj).__name__} without metadata>"
-    uid = meta.get("uid")
-    if isinstance(uid, str) and uid:
-        return uid
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def name_of(obj: object) -> str:
-    """An object's name; "" when it has none that is a string. Never fails."""
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) else ""
 
 
 def _postable(obj: object) -> bool:

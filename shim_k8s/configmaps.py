@@ -4,13 +4,10 @@ the queue configuration and reports the warnings this returns."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rmclient.logging_setup import set_live_levels
 from shim_k8s import service_config
+from shim_k8s.api.objects import Obj
 
-Obj = Mapping[str, Any]
 CONFIGMAP_NAME = "yunikorn-configs"
 DEFAULTS_NAME = service_config.CONFIGMAP_NAMES[0]
 

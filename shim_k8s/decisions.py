@@ -1,6 +1,8 @@
 """What the core decided, carried out against the Kubernetes API: an allocation becomes a binding, a
 preemption an eviction plus an event, a placeholder the core replaced or gave up is deleted, a binding
-that fails goes back to the core as a release with the reason.
+that fails goes back to the core as a release with the reason. What the core says of pods and
+applications is said on the pods: how an ask waits (the PodScheduled condition and an event, as
+YuniKorn's shim), and a rejected or failed application fails its pending pods.
 
 Each decision is queued as it arrives and carried out exactly once, however many arrive while earlier
 ones are being bound: `process` starts each as a task of its own (the HTTP layer bounds how many
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Collection, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine
 from functools import partial
 from typing import Any, Protocol
 
@@ -19,12 +21,15 @@ import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
 from shim_k8s import translate
-from shim_k8s.shim_state import ShimState, node_of
+from shim_k8s.api.kube import BindError
+from shim_k8s.api.objects import Obj, key_of
+from shim_k8s.gangs import Gangs
+from shim_k8s.outbox import Outbox
+from shim_k8s.shim_state import ShimBase, finished, node_of
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
 
-Obj = Mapping[str, Any]
 # What the core decided, in arrival order: how an ask waits, bind an allocation, evict a victim, report
 # a rejection.
 Waiting = si_pb2.UpdateContainerSchedulingStateRequest
@@ -36,39 +41,14 @@ CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REP
 
 GANG_TIMEOUT = "ResourceReservationTimeout"  # YuniKorn's reason for a failed gang's pods
 GANG_TIMEOUT_MESSAGE = "Scheduling has timed out due to insufficient resources"
-
-
-class BindError(RuntimeError):
-    pass
-
-
-class KubeActions(Protocol):
-    """What the shim asks of the Kubernetes API."""
-
-    async def bind(self, pod: Obj, node: str) -> None: ...  # pods/binding; raises BindError
-
-    async def evict(self, pod: Obj, reason: str) -> None: ...  # policy/v1 Eviction
-
-    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
-
-    async def create_pod(self, pod: Obj) -> None: ...  # a placeholder pod
-
-    async def delete_pod(self, pod: Obj) -> None: ...  # a placeholder the core released; gone already is fine
-
-    # PodScheduled: False, with kube-scheduler's reason (Unschedulable, SchedulerError, SchedulingGated)
-    async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None: ...
-
-    async def fail_pod(self, pod: Obj, reason: str, message: str) -> None: ...  # phase Failed, as YuniKorn
-
-
-class ShimBase(Protocol):
-    """What every part of the shim (decisions, gangs, reconciliation) reads of it."""
-
-    @property
-    def state(self) -> ShimState: ...
-    @property
-    def kube(self) -> KubeActions: ...
-    def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
+# Application states after which the core no longer knows the application (YuniKorn's too).
+_APPS_FORGOTTEN = frozenset({"Completed", "Expired", "Failed"})
+UNSCHEDULABLE, SKIPPED = "Unschedulable", "SchedulingSkipped"  # PodScheduled=False reasons
+# YuniKorn's shim's event on the pod when it starts waiting one way or the other.
+_WAITING_EVENT = {
+    UNSCHEDULABLE: "Task %s is pending for the requested resources become available",
+    SKIPPED: "Task %s is skipped from scheduling because the queue quota has been exceed",
+}
 
 
 class Shim(ShimBase, Protocol):
@@ -76,10 +56,14 @@ class Shim(ShimBase, Protocol):
 
     @property
     def client(self) -> SchedulerClient: ...
-    async def flush(self) -> None: ...
+    @property
+    def outbox(self) -> Outbox: ...
+    @property
+    def gangs(self) -> Gangs: ...
+    @property
+    def scheduler_name(self) -> str: ...
+    def app_id(self, pod: Obj) -> str: ...
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
-    async def on_pending(self, uid: str, reason: str, skipped: bool) -> None: ...
-    async def fail_pod(self, pod: Obj, app_id: str, reason: str, message: str) -> None: ...
 
 
 class Decisions:
@@ -92,8 +76,13 @@ class Decisions:
         self._background: set[asyncio.Task[None]] = set()  # writes nothing waits for (status patches)
 
     def arrived(self, response: si_pb2.AllocationResponse) -> bool:
-        """Queue what the core decided; whether there is anything to carry out. How asks wait goes
-        first: it was so before the allocations of the same answer."""
+        """Note what the core now holds for us, and queue what it decided; whether there is anything to
+        carry out. How asks wait goes first: it was so before the allocations of the same answer."""
+        placed = self.shim.state.placed
+        for alloc in response.new:
+            placed[alloc.allocationKey] = (alloc.applicationID, alloc.nodeID)
+        for release in response.released:
+            placed.pop(release.allocationKey, None)
         self.queue.extend(response.schedulingStates)
         self.queue.extend(response.new)
         self.queue.extend(r for r in response.released if r.terminationType in CORE_RELEASES)
@@ -148,7 +137,7 @@ class Decisions:
             await asyncio.wait([before])  # the same pod's earlier decision first
         if isinstance(decision, Waiting):
             skipped = decision.state == Waiting.SKIPPED
-            await self.shim.on_pending(decision.allocationKey, decision.reason, skipped)
+            await self.on_pending(decision.allocationKey, decision.reason, skipped)
         elif isinstance(decision, si_pb2.Allocation):
             await self._bind(decision)
         elif isinstance(decision, si_pb2.AllocationRelease):
@@ -175,7 +164,7 @@ class Decisions:
             # Its application completed in the core while the ask was on its way: add both again.
             state.asked.pop(uid, None)
             await shim.add_pod(pod)
-            await shim.flush()
+            await shim.outbox.flush()
             return
         await shim.kube.record_event(pod, "SchedulingRejected", rejected.reason, warning=True)
 
@@ -195,8 +184,7 @@ class Decisions:
             state.asked.pop(uid, None)  # asked again by the reconciliation, once the API may take it
             state.placed.pop(uid, None)
             reason = f"binding to {alloc.nodeID} failed: {exc}"
-            await shim.flush()
-            await shim.client.release(alloc.applicationID, uid, message=reason)
+            await shim.outbox.release(alloc.applicationID, uid, message=reason)
             await shim.kube.record_event(pod, "BindingFailed", reason, True)
             return
         state.asked.pop(uid, None)
@@ -231,12 +219,92 @@ class Decisions:
                 state.deleting.discard(uid)  # still there: the reconciliation may see to it
                 raise
             if held_room:
-                await shim.flush()
-                await shim.client.release_many(
-                    [(release.applicationID, uid)], termination=release.terminationType
-                )
+                await shim.outbox.release_many([(release.applicationID, uid)], release.terminationType)
             return
         # A Hard gang failed: the core dropped this pod's ask; the pod fails, as YuniKorn's do.
-        await shim.fail_pod(
+        await self.fail_pod(
             pod, release.applicationID, GANG_TIMEOUT, f"{GANG_TIMEOUT_MESSAGE} ({release.message})"
         )
+
+    # What the core says of applications and waiting asks, said on the pods ---------------------
+    def application_changed(self, update: si_pb2.UpdatedApplication) -> None:
+        """An application's new state: a failed one fails its pending pods (as YuniKorn's shim: reason
+        ResourceReservationTimeout for a Hard gang that timed out); one the core forgot is forgotten
+        here too, so its next pod adds it again; a gang's progress is said on its originator."""
+        state = self.shim.state
+        app_id, app_state = update.applicationID, update.state
+        gang = state.gangs.get(app_id)
+        if gang is not None:
+            self.shim.gangs.progress(app_id, gang, app_state)
+        if app_state in ("Failing", "Failed"):
+            if GANG_TIMEOUT in update.message:  # the core's message is the reason
+                reason, message = GANG_TIMEOUT, GANG_TIMEOUT_MESSAGE
+            else:
+                reason, message = "ApplicationFailed", update.message or f"application {app_id} failed"
+            self.in_background(self.fail_application(app_id, reason, message))
+        if app_state in _APPS_FORGOTTEN:
+            state.apps.discard(app_id)
+            state.gangs.pop(app_id, None)
+
+    async def fail_application(self, app_id: str, reason: str, message: str) -> None:
+        """The core will not schedule the application: each pending pod of it fails, as YuniKorn's shim
+        fails them (phase Failed with the reason and message, an ApplicationFailed event)."""
+        shim = self.shim
+        for uid, pod in list(shim.state.pods.items()):
+            if uid in shim.state.given_up or node_of(pod) or finished(pod) or translate.is_placeholder(pod):
+                continue
+            if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name:
+                continue
+            try:
+                of = shim.state.asked.get(uid) or shim.app_id(pod)
+            except Exception:
+                continue
+            if of == app_id:
+                await self.fail_pod(pod, app_id, reason, message)
+
+    async def fail_pod(self, pod: Obj, app_id: str, reason: str, message: str) -> None:
+        """One pod the core will not schedule: failed (once), and nothing asked for it again."""
+        state = self.shim.state
+        uid = key_of(pod)
+        if uid in state.given_up:
+            return
+        state.given_up.add(uid)
+        state.asked.pop(uid, None)
+        state.waiting_for_class.pop(uid, None)
+        state.waiting_for_volumes.pop(uid, None)
+        state.unschedulable[uid] = f"{reason}:{message}"
+        why = f"Application {app_id} scheduling failed, reason: {message}"
+        await self.shim.kube.record_event(pod, "ApplicationFailed", why, warning=True)
+        try:
+            await self.shim.kube.fail_pod(pod, reason, message)
+        except Exception as exc:  # the API would not take it: said, and the pod stays pending, not asked
+            log.warning("failing a pod failed", pod=uid, applicationID=app_id, error=repr(exc))
+
+    async def on_pending(self, uid: str, reason: str, skipped: bool) -> None:
+        """The core says how an ask of ours waits, and why: the pod's PodScheduled condition says so,
+        as YuniKorn's shim does. `Unschedulable` (the cluster autoscaler's signal) only when the pod fits
+        its queue, limits and gang and no node has room; `SchedulingSkipped` when something of its own
+        holds it (a queue's max, maxapplications, a limit, its gang's placeholders, its required
+        node): more nodes would not help. A PodUnschedulable event when the kind changes. The API
+        server sets the condition to True when the pod is bound."""
+        state = self.shim.state
+        pod = state.pods.get(uid)
+        if pod is None or uid not in state.asked or uid in state.bound_by_us or node_of(pod):
+            return
+        condition = SKIPPED if skipped else UNSCHEDULABLE
+        before = state.unschedulable.get(uid, "")
+        if self.pod_scheduled_false(pod, uid, condition, reason) and not before.startswith(f"{condition}:"):
+            name = (pod.get("metadata") or {}).get("name", uid)
+            message = _WAITING_EVENT[condition] % name
+            self.in_background(self.shim.kube.record_event(pod, "PodUnschedulable", message))
+
+    def pod_scheduled_false(self, pod: Obj, uid: str, reason: str, message: str) -> bool:
+        """The pod's PodScheduled=False condition with this reason and message, patched once per change
+        (True: patched now)."""
+        said = f"{reason}:{message}"
+        unschedulable = self.shim.state.unschedulable
+        if unschedulable.get(uid) == said:
+            return False
+        unschedulable[uid] = said
+        self.in_background(self.shim.kube.set_unschedulable(pod, message, reason))
+        return True

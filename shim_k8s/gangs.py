@@ -6,18 +6,15 @@ is what the shim reads from the pods and writes back to the API."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
 from shim_k8s import service_config, task_groups, translate
-from shim_k8s.decisions import ShimBase
-from shim_k8s.shim_state import AppGang
+from shim_k8s.api.objects import Obj
+from shim_k8s.shim_state import AppGang, ShimBase
 
 log = structlog.get_logger("pykorn.k8s")
-
-Obj = Mapping[str, Any]
 
 
 class Shim(ShimBase, Protocol):

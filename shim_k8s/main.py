@@ -16,11 +16,9 @@ from rmclient.client import SEND_ERRORS, SchedulerClient
 from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s import metrics
-from shim_k8s.bad_objects import name_of
-from shim_k8s.configmaps import CONFIGMAP_NAME
-from shim_k8s.informer import Informer
-from shim_k8s.kube import Kube
-from shim_k8s.kube_http import (
+from shim_k8s.api.informer import Informer
+from shim_k8s.api.kube import Kube
+from shim_k8s.api.kube_http import (
     DEFAULT_BURST,
     DEFAULT_IN_FLIGHT,
     DEFAULT_QPS,
@@ -30,9 +28,11 @@ from shim_k8s.kube_http import (
     RateLimiter,
     cluster_access,
 )
-from shim_k8s.leader import LeaderElection, LeaderElector, LeadershipLost
+from shim_k8s.api.leader import LeaderElection, LeaderElector, LeadershipLost
+from shim_k8s.api.objects import Obj, WatchEvent, name_of
+from shim_k8s.configmaps import CONFIGMAP_NAME
 from shim_k8s.service_config import CONFIGMAP_NAMES
-from shim_k8s.shim import K8sShim, Obj
+from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from shim_k8s.volumes import VOLUME_KINDS
 
@@ -40,13 +40,41 @@ log = structlog.get_logger("pykorn.k8s")
 
 DEFAULTS_NAME = CONFIGMAP_NAMES[0]
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
-Item = tuple[str, str, dict[str, Any]]  # (kind, event, object) from an informer, or ("reconcile", "", pods)
-_CORE: Item = ("", "", {})  # queued when the core sent something or went away: look at it
-_STOP: Item = ("stop", "", {})
 _LIST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSPORT_ERRORS)
 RECONCILE_PERIOD = 60.0  # seconds between comparisons of the core's view with the API's
 BATCH_ITEMS = 2_000  # informer events handled before the asks they made are sent and decisions started
 STOP_GRACE = 5.0  # seconds the decisions under way may take to finish when the shim stops
+
+
+# What the main loop is woken with, one queue for all of it ------------------------------------------
+@dataclass(frozen=True, slots=True)
+class InformerEvent:
+    """An object of `kind` added, modified or deleted, as an informer saw it."""
+
+    kind: str
+    event: str  # a WatchEvent, as the wire says it
+    obj: Obj
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileRound:
+    """The pods as the API lists them now, to compare with what the core holds."""
+
+    pods: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class LookAtCore:
+    """The core sent something to carry out, or went away."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The shim is stopping."""
+
+
+Item = InformerEvent | ReconcileRound | LookAtCore | Stop
+_CORE, _STOP = LookAtCore(), Stop()
 
 
 @dataclass(frozen=True)
@@ -155,13 +183,13 @@ async def _run_leading(
         # labels go on its ask.
         for kind in (*VOLUME_KINDS, "namespaces"):
             for obj in lists[kind][0]:
-                await shim.handle(kind, "ADDED", obj)
+                await shim.handle(kind, WatchEvent.ADDED, obj)
         await shim.register()
         await shim.resend(lists["nodes"][0], lists["pods"][0])
         log.info("synced with the core", rmID=options.rm_id, nodes=len(lists["nodes"][0]),
                  pods=len(lists["pods"][0]))  # fmt: skip
         informers.extend(
-            Informer(kind, path, http, lambda k, e, o: items.put_nowait((k, e, o)))
+            Informer(kind, path, http, lambda k, e, o: items.put_nowait(InformerEvent(k, e, o)))
             for kind, path in kube.paths.items()
         )
         for informer in informers:
@@ -227,7 +255,7 @@ async def _list_for_reconciliation(
         except _LIST_ERRORS as exc:
             log.warning("reconciliation: listing pods failed; next round", error=repr(exc))
             continue
-        items.put_nowait(("reconcile", "", {"pods": pods}))
+        items.put_nowait(ReconcileRound(pods))
 
 
 async def _forward_stop(stop: asyncio.Event, items: asyncio.Queue[Item]) -> None:
@@ -250,11 +278,14 @@ async def _follow(
             batch.append(items.get_nowait())
         try:
             async with shim.batch():
-                for kind, event, obj in batch:
-                    if kind == "reconcile":
-                        await shim.reconcile(obj["pods"])
-                    else:  # an informer's object: one that cannot be used is refused, not fatal
-                        await shim.handle(kind, event, obj)
+                for item in batch:
+                    match item:
+                        case InformerEvent(kind, event, obj):  # a bad object is refused, not fatal
+                            await shim.handle(kind, event, obj)
+                        case ReconcileRound(pods):
+                            await shim.reconcile(pods)
+                        case LookAtCore() | Stop():
+                            pass  # they only wake the loop: decisions start below, a stop is seen above
             await shim.process_core()
         except SEND_ERRORS as exc:
             # The core went away mid-request; the event is not lost: the re-sync sends the

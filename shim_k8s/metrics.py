@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from shim_k8s.informer import Informer
-from shim_k8s.kube import Kube
-from shim_k8s.kube_http import KubeHTTP
+from shim_k8s.api.informer import Informer
+from shim_k8s.api.kube import Kube
+from shim_k8s.api.kube_http import KubeHTTP
 from shim_k8s.shim import K8sShim
 
 REPAIR_KINDS = (

@@ -30,7 +30,8 @@ from functools import partial
 from typing import Any
 
 from shim_k8s import quantity
-from shim_k8s.bad_objects import Refused, clip
+from shim_k8s.api.objects import clip
+from shim_k8s.bad_objects import Refused
 
 Nanos = dict[str, int]  # resource name (Kubernetes') -> nano-units
 RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}  # Kubernetes name -> the core's

@@ -21,14 +21,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from rmclient.client import SchedulerClient
-from shim_k8s.bad_objects import key_of
-from shim_k8s.decisions import ShimBase
-from shim_k8s.shim_state import finished, node_of, terminating
+from shim_k8s.api.objects import Obj, key_of
+from shim_k8s.outbox import Outbox
+from shim_k8s.shim_state import ShimBase, finished, node_of, terminating
 
 log = structlog.get_logger("pykorn.k8s")
 
-Obj = Mapping[str, Any]
 GONE, NOT_BOUND, UNKNOWN, NOT_ASKED = "allocated-gone", "allocated-not-bound", "bound-unknown", "not-asked"
 ASKED_UNKNOWN_APP = "asked-unknown-application"
 
@@ -41,8 +39,7 @@ class Shim(ShimBase, Protocol):
     @property
     def busy(self) -> Collection[str]: ...  # pods with a decision being carried out
     @property
-    def client(self) -> SchedulerClient: ...
-    async def flush(self) -> None: ...
+    def outbox(self) -> Outbox: ...
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
     async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None: ...
 
@@ -109,17 +106,17 @@ class Reconciler:
         if kind in (GONE, NOT_BOUND, ASKED_UNKNOWN_APP):
             state.asked.pop(uid, None)
             state.bound_by_us.discard(uid)
-            await shim.flush()
+            await shim.outbox.flush()
             why = "gone from the API" if pod is None else f"not bound to {node} in the API"
             if kind != ASKED_UNKNOWN_APP:  # the core holds nothing of it to release
-                await shim.client.release(app_id, uid, message=f"reconciled: {why}")
+                await shim.outbox.release(app_id, uid, message=f"reconciled: {why}")
         if pod is None:
             state.pods.pop(uid, None)
             return
         state.pods[uid] = pod
         # Bound: sent as an existing allocation (as on a re-sync); else asked. Unreadable: refused.
         await shim.guarded("pods", pod, shim.add_pod(pod))
-        await shim.flush()
+        await shim.outbox.flush()
         messages = {
             NOT_BOUND: f"the core had placed it on {node} but it is not bound: asked again",
             UNKNOWN: f"bound to {node_of(pod)} but unknown to the core: told the core",

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from shim_k8s.api.objects import Obj
 from shim_k8s.bad_objects import Refused
 from shim_k8s.translate import PLACEHOLDER, TASK_GROUP_NAME, quantities
 
@@ -32,8 +33,6 @@ _GROUP_KEYS = frozenset(
      "topologySpreadConstraints", "labels", "annotations"}
 )  # fmt: skip
 _NONCE = string.ascii_lowercase + string.digits
-
-Pod = Mapping[str, Any]
 
 
 class TaskGroupError(ValueError):
@@ -66,15 +65,15 @@ class GangPolicy:
     warnings: tuple[str, ...] = ()  # parameters not used as written, each named
 
 
-def _annotations(pod: Pod) -> Mapping[str, str]:
+def _annotations(pod: Obj) -> Mapping[str, str]:
     return (pod.get("metadata") or {}).get("annotations") or {}
 
 
-def task_group_name(pod: Pod) -> str:
+def task_group_name(pod: Obj) -> str:
     return _annotations(pod).get(TASK_GROUP_NAME, "")
 
 
-def task_groups(pod: Pod) -> list[TaskGroup]:
+def task_groups(pod: Obj) -> list[TaskGroup]:
     """The pod's task groups; [] without the annotation; TaskGroupError when it cannot be used."""
     raw = _annotations(pod).get(TASK_GROUPS)
     if not raw:
@@ -140,7 +139,7 @@ def _typed(item: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-def gang_policy(pod: Pod) -> GangPolicy:
+def gang_policy(pod: Obj) -> GangPolicy:
     """`placeholderTimeoutInSeconds=N gangSchedulingStyle=Soft|Hard`; anything else is named in a
     warning and left at its default, as YuniKorn does."""
     raw = _annotations(pod).get(SCHEDULING_POLICY, "")
@@ -177,7 +176,7 @@ def gang_size(groups: list[TaskGroup]) -> dict[str, int]:
 
 
 def placeholder_pod(
-    originator: Pod,
+    originator: Obj,
     app_id: str,
     queue: str,
     group: TaskGroup,

@@ -17,11 +17,12 @@ The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. F
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = Mapping[str, Any]
+from shim_k8s.api.objects import Obj, WatchEvent
+
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
@@ -47,7 +48,7 @@ class Volumes:
             store, key = self.volumes, name
         else:
             store, key = self.classes, name
-        if event == "DELETED":
+        if event == WatchEvent.DELETED:
             store.pop(key, None)
         else:
             store[key] = obj

@@ -45,7 +45,7 @@ START_TIMEOUT = 60.0
 
 # Run by the installed wheel's Python: gRPC health, then a registration with no configuration.
 # Every module a `pykorn` command starts from (pykorn_cli imports them lazily, per command).
-ENTRY_MODULES = "core.server.daemon shim_k8s.main shim_k8s.admission_server shim_fake.scenario.command"
+ENTRY_MODULES = "core.server.daemon shim_k8s.main shim_k8s.admission.server shim_fake.scenario.command"
 IMPORTS = f"import importlib; [importlib.import_module(m) for m in {ENTRY_MODULES.split()!r}]"
 PROBE = """
 import asyncio, sys

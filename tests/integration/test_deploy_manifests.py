@@ -14,8 +14,8 @@ from kubernetes import client
 
 from core.server.rest import HEALTHCHECK_PATH
 from pykorn_cli.main import build_parser
-from shim_k8s.admission import AdmissionConfig
-from shim_k8s.webhook_setup import MUTATING_NAME, SECRET_NAME, VALIDATING_NAME
+from shim_k8s.admission.controller import AdmissionConfig
+from shim_k8s.admission.webhook_setup import MUTATING_NAME, SECRET_NAME, VALIDATING_NAME
 from tests.integration.manifests import ADMISSION_SA, DEPLOY, NAMESPACE, SCHEDULER_SA, find, render
 
 ROOT = DEPLOY.parent.parent

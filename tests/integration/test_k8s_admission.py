@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from shim_k8s.admission_server import run_admission
+from shim_k8s.admission.server import run_admission
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.manifests import ADMISSION_SA
 from tests.tls_certs import PKI, make_pki

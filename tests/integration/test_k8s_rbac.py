@@ -139,7 +139,7 @@ async def test_the_shim_serves_its_probes_as_a_standby_too(
     api: FakeKubeAPI, core_address: str, rm_id: str
 ) -> None:
     """/healthz answers in every state; /readyz once synced, or while a standby waits for the Lease."""
-    from shim_k8s.leader import LeaderElection
+    from shim_k8s.api.leader import LeaderElection
 
     later = "2999-01-01T00:00:00.000000Z"
     spec = {
@@ -187,8 +187,8 @@ async def test_an_admission_role_without_update_on_its_secret_stops_the_start_wi
     api: FakeKubeAPI,
 ) -> None:
     """The controller cannot keep its CAs: it does not serve half set up, it says why and exits."""
-    from shim_k8s.admission_server import run_admission
-    from shim_k8s.webhook_setup import SECRET_NAME, SetupError
+    from shim_k8s.admission.server import run_admission
+    from shim_k8s.admission.webhook_setup import SECRET_NAME, SetupError
     from tests.integration.manifests import find
 
     assert api.rbac is not None

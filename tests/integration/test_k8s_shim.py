@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rmclient.logging_setup import LIVE, set_live_levels
-from shim_k8s.decisions import BindError
+from shim_k8s.api.kube import BindError
 from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import TASK_GROUP_NAME, TASK_GROUPS
 from tests.recording_client import RecordingClient, recorded

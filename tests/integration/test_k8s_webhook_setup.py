@@ -23,9 +23,9 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import DNSName
 from cryptography.x509.verification import PolicyBuilder, Store
 
-from shim_k8s.admission_server import SelfSetup, run_admission
-from shim_k8s.certificates import make_ca
-from shim_k8s.webhook_setup import MUTATING_NAME, SECRET_NAME, VALIDATING_NAME, SetupError
+from shim_k8s.admission.certificates import make_ca
+from shim_k8s.admission.server import SelfSetup, run_admission
+from shim_k8s.admission.webhook_setup import MUTATING_NAME, SECRET_NAME, VALIDATING_NAME, SetupError
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.manifests import ADMISSION_SA, find, render
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime
 import re
 
-from shim_k8s.admission import AdmissionConfig, Cluster
-from shim_k8s.certificates import CertificateAuthority, make_ca, make_serving, service_names
-from shim_k8s.webhook_setup import mutating_selector
+from shim_k8s.admission.certificates import CertificateAuthority, make_ca, make_serving, service_names
+from shim_k8s.admission.controller import AdmissionConfig, Cluster
+from shim_k8s.admission.webhook_setup import mutating_selector
 
 NOW = datetime.datetime(2026, 11, 27, tzinfo=datetime.UTC)
 NAME = "kubernetes.io/metadata.name"

@@ -1,4 +1,4 @@
-"""`pykorn admission`: the admission controller's HTTPS server (shim_k8s.admission decides).
+"""`pykorn admission`: the admission controller's HTTPS server (shim_k8s.admission.controller decides).
 
 Paths as YuniKorn's: `POST /mutate` (pods and workloads), `POST /validate-conf` (the scheduler's
 configmaps), `GET /health`. It follows namespaces (their enableYuniKorn/generateAppId annotations),
@@ -7,10 +7,10 @@ keys, applied live) with informers. A queue configuration is checked by the core
 `/ws/v1/validate-conf`; when the core cannot be reached the change is let through (as YuniKorn does:
 an unreachable scheduler must not block every configmap write) and a warning says so.
 
-Without `--tls-cert`/`--tls-key` it sets itself up (shim_k8s.webhook_setup): CAs in a Secret, its own
-serving certificate, its webhook configurations, kept current (rotation, a new Service name, the
-namespace filters) by a task of its own. With them it serves those and registers nothing (certificates
-and webhooks made by hand or by cert-manager).
+Without `--tls-cert`/`--tls-key` it sets itself up (shim_k8s.admission.webhook_setup): CAs in a Secret,
+its own serving certificate, its webhook configurations, kept current (rotation, a new Service name,
+the namespace filters) by a task of its own. With them it serves those and registers nothing
+(certificates and webhooks made by hand or by cert-manager).
 """
 
 from __future__ import annotations
@@ -31,16 +31,19 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from shim_k8s import admission, object_shapes, service_config
-from shim_k8s.bad_objects import Refused, key_of
-from shim_k8s.informer import Informer
-from shim_k8s.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP, cluster_access
+from shim_k8s import service_config
+from shim_k8s.admission import controller as admission
+from shim_k8s.admission.webhook_setup import SECRET_NAME, SetupError, WebhookManager, utc_now
+from shim_k8s.api import object_shapes
+from shim_k8s.api.informer import Informer
+from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP, cluster_access
+from shim_k8s.api.objects import Obj, WatchEvent, key_of
+from shim_k8s.bad_objects import Refused
 from shim_k8s.service_config import CONFIGMAP_NAMES
-from shim_k8s.webhook_setup import SECRET_NAME, SetupError, WebhookManager, utc_now
 
 log = structlog.get_logger("pykorn.admission")
 
-Decide = Callable[[admission.Obj], Awaitable[dict[str, Any]]]
+Decide = Callable[[Obj], Awaitable[dict[str, Any]]]
 CHECK_TIMEOUT = 10.0  # seconds the core may take to judge a configuration
 _SETUP_ERRORS: tuple[type[BaseException], ...] = (SetupError, ApiError, *TRANSPORT_ERRORS)
 SETUP_RETRY = 60.0  # seconds before a failed renewal or webhook update is tried again
@@ -58,7 +61,7 @@ class AdmissionServer:
         if core_rest_ca:
             self.core_trust = ssl.create_default_context(cafile=core_rest_ca)
         self.cluster = admission.Cluster()
-        self.configmaps: dict[str, admission.Obj | None] = {}
+        self.configmaps: dict[str, Obj | None] = {}
         self.controller = admission.Controller(admission.AdmissionConfig(), self.cluster)
         self._session: aiohttp.ClientSession | None = None
         # Set when what the webhook configurations say may have changed (the Service's name, the
@@ -66,7 +69,7 @@ class AdmissionServer:
         self.changed = asyncio.Event()
 
     # What the informers deliver ----------------------------------------------------------------
-    def on_object(self, kind: str, event: str, obj: admission.Obj) -> None:
+    def on_object(self, kind: str, event: str, obj: Obj) -> None:
         """An informer's object; one that cannot be read is logged and not used (the last good one of
         its name stays): it never stops the controller."""
         try:
@@ -76,7 +79,7 @@ class AdmissionServer:
             log.warning("object not used: it cannot be read", kind=kind, object=key_of(obj),
                         reason=found or str(exc))  # fmt: skip
 
-    def _take(self, kind: str, event: str, obj: admission.Obj) -> None:
+    def _take(self, kind: str, event: str, obj: Obj) -> None:
         name = obj["metadata"]["name"]
         if not isinstance(name, str):
             raise Refused("metadata.name: expected a string")
@@ -86,9 +89,9 @@ class AdmissionServer:
         elif kind == "priorityclasses":
             _put(self.cluster.priority_classes, name, obj, event)
         elif kind == "configmaps" and name in CONFIGMAP_NAMES:
-            if event != "DELETED":
+            if event != WatchEvent.DELETED:
                 service_config.flatten(obj)  # readable, before it replaces the last good one
-            self.configmaps[name] = None if event == "DELETED" else obj
+            self.configmaps[name] = None if event == WatchEvent.DELETED else obj
             self._reconfigure()
 
     def _reconfigure(self) -> None:
@@ -118,10 +121,10 @@ class AdmissionServer:
     async def _validate(self, request: web.Request) -> web.Response:
         return await self._answer(request, self._validate_one)
 
-    async def _mutate_one(self, request: admission.Obj) -> dict[str, Any]:
+    async def _mutate_one(self, request: Obj) -> dict[str, Any]:
         return self.controller.mutate(request)
 
-    async def _validate_one(self, request: admission.Obj) -> dict[str, Any]:
+    async def _validate_one(self, request: Obj) -> dict[str, Any]:
         text = self.controller.config_to_check(request, self.namespace, self.configmaps)
         refusal = await self.check_config(text) if text is not None else None
         return admission.refuse(request, refusal) if refusal else admission.allow(request)
@@ -175,8 +178,8 @@ class AdmissionServer:
             await self._session.close()
 
 
-def _put(into: dict[str, admission.Obj], name: str, obj: admission.Obj, event: str) -> None:
-    if event == "DELETED":
+def _put(into: dict[str, Obj], name: str, obj: Obj, event: str) -> None:
+    if event == WatchEvent.DELETED:
         into.pop(name, None)
     else:
         into[name] = obj
@@ -308,7 +311,7 @@ async def run_admission(
         for kind, path in paths.items():
             items, version = await http.list(path)
             for obj in items:
-                server.on_object(kind, "ADDED", obj)
+                server.on_object(kind, WatchEvent.ADDED, obj)
             informer = Informer(kind, path, http, server.on_object)
             informer.start(items, version)
             informers.append(informer)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shim_k8s.bad_objects import clip
+from shim_k8s.api.objects import clip
 
 # A shape is a type (str, int, bool), OBJECT (any JSON object), STRINGS (an object of strings), a dict
 # of field -> shape (an object with those fields, each optional), or a one-item list [shape] (a list

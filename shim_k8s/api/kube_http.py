@@ -25,11 +25,11 @@ import aiohttp
 import structlog
 from kubernetes import client, config
 
-from shim_k8s.http1 import Http1Pool
+from shim_k8s.api.http1 import Http1Pool
+from shim_k8s.api.objects import WatchEvent
 
 log = structlog.get_logger("pykorn.k8s.http")
 
-Obj = dict[str, Any]
 # Generous, as a scheduler's client should be that binds thousands of pods a second (YuniKorn's own
 # kubernetes.qps and kubernetes.burst default to 1,000 each; kube-scheduler's to 50 and 100).
 DEFAULT_QPS = 5000.0
@@ -189,7 +189,7 @@ class KubeHTTP:
         timeout: float = 30.0,
         event: bool = False,
         answer: bool = True,
-    ) -> Obj:
+    ) -> dict[str, Any]:
         """One request under the rate limit (events': `event`) and the in-flight bound; the decoded
         answer ({} with `answer` False: a write whose answer nobody reads is not decoded), or ApiError."""
         await (self.event_limiter if event else self.limiter).acquire()
@@ -213,10 +213,10 @@ class KubeHTTP:
             raise error
         if not answer or not got.body:
             return {}
-        decoded: Obj = json.loads(got.body)
+        decoded: dict[str, Any] = json.loads(got.body)
         return decoded
 
-    async def list(self, path: str) -> tuple[list[Obj], str]:
+    async def list(self, path: str) -> tuple[list[dict[str, Any]], str]:
         """Every object at a collection path, and the list's resourceVersion to watch from (over
         aiohttp: a list may be large and come in many pieces)."""
         await self.limiter.acquire()
@@ -229,7 +229,9 @@ class KubeHTTP:
         body = json.loads(text) if text else {}
         return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
 
-    async def watch(self, path: str, resource_version: str, timeout_seconds: int) -> AsyncIterator[Obj]:
+    async def watch(
+        self, path: str, resource_version: str, timeout_seconds: int
+    ) -> AsyncIterator[dict[str, Any]]:
         """The watch events from `resource_version` (each `{"type", "object"}`), decoded once, until the
         server ends the watch; an ERROR event (410 Gone) raises ApiError."""
         params = {
@@ -250,7 +252,7 @@ class KubeHTTP:
                 if not line.strip():
                     continue
                 event = json.loads(line)
-                if event.get("type") == "ERROR":
+                if event.get("type") == WatchEvent.ERROR:
                     status = event.get("object") or {}
                     raise ApiError(int(status.get("code") or 500), str(status.get("message", "")))
                 yield event

@@ -15,13 +15,12 @@ from typing import Any
 import aiohttp
 import structlog
 
-from shim_k8s.bad_objects import key_of
-from shim_k8s.kube_http import ApiError, KubeHTTP
+from shim_k8s.api.kube_http import ApiError, KubeHTTP
+from shim_k8s.api.objects import WatchEvent, key_of
 
 log = structlog.get_logger("pykorn.k8s.informer")
 
-Obj = dict[str, Any]
-Deliver = Callable[[str, str, Obj], None]  # (kind, event type, object)
+Deliver = Callable[[str, str, dict[str, Any]], None]  # (kind, event type, object)
 WATCH_SECONDS = 300  # how long the server keeps one watch open before the informer opens the next
 RETRY_SECONDS = 1.0
 
@@ -40,12 +39,12 @@ class Informer:
         self.http = http
         self.deliver = deliver
         self.watch_seconds = watch_seconds
-        self.known: dict[str, Obj] = {}
+        self.known: dict[str, dict[str, Any]] = {}
         self.relists = 0  # lists after the first, for the tests and the logs
         self._rv = ""
         self._task: asyncio.Task[None] | None = None
 
-    def start(self, items: list[Obj], resource_version: str) -> None:
+    def start(self, items: list[dict[str, Any]], resource_version: str) -> None:
         self.known = {key_of(o): o for o in items}
         self._rv = resource_version
         self._task = asyncio.create_task(self._run(), name=f"informer-{self.kind}")
@@ -60,10 +59,10 @@ class Informer:
         current = {key_of(o): o for o in items if isinstance(o, dict)}
         for key, obj in current.items():
             if self.known.get(key) != obj:
-                self.deliver(self.kind, "MODIFIED" if key in self.known else "ADDED", obj)
+                self.deliver(self.kind, WatchEvent.MODIFIED if key in self.known else WatchEvent.ADDED, obj)
         for key, obj in self.known.items():
             if key not in current:
-                self.deliver(self.kind, "DELETED", obj)
+                self.deliver(self.kind, WatchEvent.DELETED, obj)
         self.known = current
 
     async def _watch(self) -> None:
@@ -76,10 +75,10 @@ class Informer:
                 continue
             meta = obj.get("metadata")
             rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
-            if kind == "BOOKMARK":
+            if kind == WatchEvent.BOOKMARK:
                 self._rv = rv or self._rv
                 continue
-            if kind == "DELETED":
+            if kind == WatchEvent.DELETED:
                 self.known.pop(key_of(obj), None)
             else:
                 self.known[key_of(obj)] = obj
@@ -116,6 +115,6 @@ class Informer:
                 await asyncio.sleep(RETRY_SECONDS)
 
 
-def _object(event: object) -> Obj | None:
+def _object(event: object) -> dict[str, Any] | None:
     obj = event.get("object") if isinstance(event, dict) else None
     return obj if isinstance(obj, dict) else None

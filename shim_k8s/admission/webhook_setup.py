@@ -43,8 +43,7 @@ from typing import Any
 import structlog
 
 from shim_k8s import namespaces
-from shim_k8s.admission import AdmissionConfig, Cluster
-from shim_k8s.certificates import (
+from shim_k8s.admission.certificates import (
     CA_RENEW_BEFORE,
     SERVING_RENEW_BEFORE,
     CertificateAuthority,
@@ -53,11 +52,11 @@ from shim_k8s.certificates import (
     make_serving,
     service_names,
 )
-from shim_k8s.kube_http import ApiError, KubeHTTP
+from shim_k8s.admission.controller import AdmissionConfig, Cluster
+from shim_k8s.api.kube_http import ApiError, KubeHTTP
 
 log = structlog.get_logger("pykorn.admission.setup")
 
-Obj = dict[str, Any]
 SECRET_NAME = "pykorn-admission-certs"
 MUTATING_NAME = "pykorn-admission-controller-mutations"
 VALIDATING_NAME = "pykorn-admission-controller-validations"
@@ -90,7 +89,7 @@ class WebhookManager:
     clock: Callable[[], datetime.datetime] = utc_now
     cas: tuple[CertificateAuthority, CertificateAuthority] | None = None
     serving: ServingCertificate | None = None
-    installed: dict[str, Obj] | None = None  # what the last install made sure of
+    installed: dict[str, dict[str, Any]] | None = None  # what the last install made sure of
     trusted: bytes | None = None  # the CA bundle the API server has (None: no webhook installed yet)
 
     # The CAs ------------------------------------------------------------------------------------
@@ -200,12 +199,12 @@ class WebhookManager:
         self.installed, self.trusted = desired, self.bundle
         return written
 
-    async def _install_one(self, kind: str, wanted: Obj) -> int:
+    async def _install_one(self, kind: str, wanted: dict[str, Any]) -> int:
         name = wanted["metadata"]["name"]
         path = f"{WEBHOOK_PATHS[kind]}/{name}"
         for _ in range(CONFLICT_ATTEMPTS):
             try:
-                current: Obj | None = await self.http.request("GET", path)
+                current: dict[str, Any] | None = await self.http.request("GET", path)
             except ApiError as exc:
                 if exc.status != 404:
                     raise SetupError(f"reading the {kind} webhook configuration {name}: {exc}") from None
@@ -238,7 +237,7 @@ class WebhookManager:
         raise SetupError(f"the {kind} webhook configuration {name} kept changing; gave up")
 
 
-def validating_webhook(service: str, namespace: str, bundle: str) -> Obj:
+def validating_webhook(service: str, namespace: str, bundle: str) -> dict[str, Any]:
     rule = {
         "apiGroups": [""],
         "apiVersions": ["v1"],
@@ -256,7 +255,7 @@ def validating_webhook(service: str, namespace: str, bundle: str) -> Obj:
     }
 
 
-def mutating_webhook(service: str, namespace: str, bundle: str, selector: Obj) -> Obj:
+def mutating_webhook(service: str, namespace: str, bundle: str, selector: dict[str, Any]) -> dict[str, Any]:
     rule = {
         "apiGroups": ["", "apps", "batch"],
         "apiVersions": ["v1"],
@@ -275,7 +274,9 @@ def mutating_webhook(service: str, namespace: str, bundle: str, selector: Obj) -
     }
 
 
-def _hook(name: str, service: str, namespace: str, path: str, bundle: str, rules: list[Obj]) -> Obj:
+def _hook(
+    name: str, service: str, namespace: str, path: str, bundle: str, rules: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Every field the API server would default is given, so that a stored configuration compares
     equal to the one wanted and replicas write nothing."""
     return {
@@ -294,7 +295,7 @@ def _hook(name: str, service: str, namespace: str, path: str, bundle: str, rules
     }
 
 
-def mutating_selector(config: AdmissionConfig, cluster: Cluster) -> Obj:
+def mutating_selector(config: AdmissionConfig, cluster: Cluster) -> dict[str, Any]:
     """The namespaces the API server sends pods and workloads of. All of them unless user.info is not
     checked (`bypassAuth`): only then is a namespace the controller leaves alone truly untouched."""
     if not config.bypass_auth:
@@ -304,7 +305,7 @@ def mutating_selector(config: AdmissionConfig, cluster: Cluster) -> Obj:
         for name, ns in cluster.namespaces.items()
         if namespaces.flag(ns, namespaces.ENABLE_YUNIKORN) is True
     }
-    expressions: list[Obj] = []
+    expressions: list[dict[str, Any]] = []
     bypassed = _literal_names(config.bypass_namespaces)
     if bypassed:
         left_out = sorted(set(bypassed) - enabled)
@@ -334,7 +335,7 @@ def _literal_names(patterns: tuple[re.Pattern[str], ...]) -> list[str] | None:
     return names
 
 
-def _differs(current: Obj, wanted: Obj) -> bool:
+def _differs(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
     labels = current.get("metadata", {}).get("labels") or {}
     if any(labels.get(k) != v for k, v in WEBHOOK_LABELS.items()):
         return True

@@ -1,5 +1,6 @@
-"""The Kubernetes API as the shim uses it: the collections it lists and watches, and KubeActions
-(bindings, evictions, placeholder pods, status conditions, events) over `KubeHTTP`.
+"""The Kubernetes API as the shim uses it: the collections it lists and watches; KubeActions, what the
+shim asks of the API (bindings, evictions, placeholder pods, status conditions, events); and `Kube`,
+which does it over `KubeHTTP` (the shim's tests do it in memory).
 
 Objects read stay plain dicts (what the API serves), which is what shim_k8s.translate reads; what the
 shim writes is the API's own JSON (core/v1 Binding, policy/v1 Eviction, core/v1 Event).
@@ -16,21 +17,19 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Protocol
 from urllib.parse import quote
 
 import structlog
 
-from shim_k8s.decisions import BindError
-from shim_k8s.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
+from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
+from shim_k8s.api.objects import Obj
 
 log = structlog.get_logger("pykorn.k8s")
 
-Obj = dict[str, Any]  # an object as the API serves it (decoded JSON)
-PodLike = Mapping[str, Any]
 EVENT_QUEUE = 10_000  # events waiting to be posted; beyond this they are dropped and counted
 EVENT_SENDERS = 4
 # A binding with no answer, a 5xx or a 429 (API Priority and Fairness throttling) is tried again.
@@ -41,6 +40,29 @@ WRITE_ATTEMPTS = 5  # an eviction or a deletion, before giving up (logged)
 WRITE_PAUSE = 0.2  # seconds, times the attempt number
 CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass", "PersistentVolume", "StorageClass"})
 EVICTION_PAUSE_MAX = 30.0  # seconds between attempts at an eviction a disruption budget refuses
+
+
+class BindError(RuntimeError):
+    pass
+
+
+class KubeActions(Protocol):
+    """What the shim asks of the Kubernetes API."""
+
+    async def bind(self, pod: Obj, node: str) -> None: ...  # pods/binding; raises BindError
+
+    async def evict(self, pod: Obj, reason: str) -> None: ...  # policy/v1 Eviction
+
+    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None: ...
+
+    async def create_pod(self, pod: Obj) -> None: ...  # a placeholder pod
+
+    async def delete_pod(self, pod: Obj) -> None: ...  # a placeholder the core released; gone already is fine
+
+    # PodScheduled: False, with kube-scheduler's reason (Unschedulable, SchedulerError, SchedulingGated)
+    async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None: ...
+
+    async def fail_pod(self, pod: Obj, reason: str, message: str) -> None: ...  # phase Failed, as YuniKorn
 
 
 def collection_paths(namespace: str) -> dict[str, str]:
@@ -64,7 +86,7 @@ def _segment(name: str) -> str:
     return name if _PLAIN.fullmatch(name) else quote(name, safe="")
 
 
-def _pod_path(pod: PodLike, sub: str = "") -> str:
+def _pod_path(pod: Obj, sub: str = "") -> str:
     meta = pod["metadata"]
     path = f"/api/v1/namespaces/{_segment(meta['namespace'])}/pods/{_segment(meta['name'])}"
     return f"{path}/{sub}" if sub else path
@@ -120,7 +142,7 @@ class Kube:
         await asyncio.gather(*self._senders, return_exceptions=True)
 
     # KubeActions ------------------------------------------------------------------------------
-    async def bind(self, pod: PodLike, node: str) -> None:
+    async def bind(self, pod: Obj, node: str) -> None:
         meta = pod["metadata"]
         body = {
             "apiVersion": "v1", "kind": "Binding",
@@ -145,7 +167,7 @@ class Kube:
                 pause = BIND_PAUSE * attempt
             await asyncio.sleep(pause)
 
-    async def _bound_to(self, pod: PodLike, node: str) -> bool:
+    async def _bound_to(self, pod: Obj, node: str) -> bool:
         """Whether the API has this pod (its UID: not another one made since under the same name) on
         `node` now."""
         with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):
@@ -154,7 +176,7 @@ class Kube:
             return same and (current.get("spec") or {}).get("nodeName") == node
         return False
 
-    async def evict(self, pod: PodLike, reason: str) -> None:
+    async def evict(self, pod: Obj, reason: str) -> None:
         """A policy/v1 Eviction. One a PodDisruptionBudget refuses (429) is tried again until the
         budget allows it or the pod goes, as `kubectl drain` does, with a growing pause (at most
         EVICTION_PAUSE_MAX) and one `EvictionBlocked` event that says why: the core keeps the
@@ -180,12 +202,12 @@ class Kube:
                     )
                 await asyncio.sleep(min(EVICTION_PAUSE_MAX, WRITE_PAUSE * 2**blocked))
 
-    async def create_pod(self, pod: PodLike) -> None:
+    async def create_pod(self, pod: Obj) -> None:
         """Create a pod (a placeholder); the informer brings it back like any other pod."""
         namespace = pod["metadata"]["namespace"]
         await self.http.request("POST", f"/api/v1/namespaces/{quote(namespace)}/pods", dict(pod))
 
-    async def delete_pod(self, pod: PodLike) -> None:
+    async def delete_pod(self, pod: Obj) -> None:
         """Delete a pod at once (a placeholder has nothing to shut down); already gone is fine."""
         await self._persist(
             lambda: self.http.request("DELETE", _pod_path(pod), params={"gracePeriodSeconds": "0"})
@@ -209,7 +231,7 @@ class Kube:
                     raise
             await asyncio.sleep(WRITE_PAUSE * attempt)
 
-    async def set_unschedulable(self, pod: PodLike, message: str, reason: str = "Unschedulable") -> None:
+    async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None:
         """PodScheduled=False with kube-scheduler's reason (Unschedulable: no node fits, the cluster
         autoscaler's signal; SchedulerError: the scheduler cannot handle the pod) and the message (a
         strategic merge of the pod's status conditions, by type); best effort, as kube-scheduler's."""
@@ -221,7 +243,7 @@ class Kube:
                 content_type="application/strategic-merge-patch+json",
             )  # fmt: skip
 
-    async def fail_pod(self, pod: PodLike, reason: str, message: str) -> None:
+    async def fail_pod(self, pod: Obj, reason: str, message: str) -> None:
         """Phase Failed, with the reason and message, through the status subresource (a strategic
         merge), as YuniKorn's shim fails a pod it will not schedule (ApplicationRejected,
         ResourceReservationTimeout); its PodScheduled condition says the same, instead of a reason that
@@ -242,7 +264,7 @@ class Kube:
         if self._events.empty():
             self._events = asyncio.Queue(capacity)
 
-    async def record_event(self, obj: PodLike, reason: str, message: str, warning: bool = False) -> None:
+    async def record_event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
         """An event on `obj` (a pod unless its `kind` says otherwise). A cluster-scoped object's event
         goes in namespace `default`, where `kubectl describe` looks for it (as the kubelet's on nodes)."""
         meta = obj.get("metadata") or {}

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import structlog
 
-from shim_k8s.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
+from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
 
 log = structlog.get_logger("pykorn.k8s.leader")
 

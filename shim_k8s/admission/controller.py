@@ -1,6 +1,6 @@
 """The admission controller's decisions, as YuniKorn's makes them: AdmissionReview v1 in, a response out.
 
-Nothing here does I/O: `admission_server` serves it over HTTPS and keeps what it reads (the
+Nothing here does I/O: shim_k8s.admission.server serves it over HTTPS and keeps what it reads (the
 configuration, namespaces, priority classes) current with informers.
 
 Mutating (`/mutate`):
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shim_k8s import namespaces, service_config
+from shim_k8s.api.objects import Obj
 from shim_k8s.service_config import CONFIGMAP_NAMES
 from shim_k8s.translate import (
     APP_ID_KEY,
@@ -42,7 +43,6 @@ from shim_k8s.translate import (
     user_info_problem,
 )
 
-Obj = Mapping[str, Any]
 SCHEDULER_NAME = "yunikorn"
 ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
 PREFIX = "admissionController."
@@ -71,7 +71,7 @@ class AdmissionConfig:
     external_users: tuple[re.Pattern[str], ...] = ()
     external_groups: tuple[re.Pattern[str], ...] = ()
     scheduler_service_address: str = "yunikorn-service:9080"
-    # The Service the API server calls the webhooks through (shim_k8s.webhook_setup registers it).
+    # The Service the API server calls the webhooks through (shim_k8s.admission.webhook_setup registers it).
     service_name: str = "yunikorn-admission-controller-service"
     policy_group: str = "queues"
 

@@ -1,0 +1,466 @@
+"""The informer side of the Kubernetes shim: the cluster's objects in, the core told.
+
+Nodes are added, updated, drained and removed; a pod of ours is asked for (bound already, it is sent
+as an existing allocation), with its application first (its user, its gang, its namespace's limits),
+and released when it goes; another scheduler's pod on a node is counted there as a foreign
+allocation; a running pod resized in place is sent with its new size. Priority classes, namespaces
+and volumes are kept for the pods that name them: a pod waits (and says why) for a missing priority
+class, its scheduling gates, or volumes not ready, and is looked at again when they change.
+
+All that is sent about pods goes through the outbox (shim_k8s.outbox), in the order the informers saw
+it; what the core decides in answer is shim_k8s.decisions'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Iterable, Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from rmclient.client import SchedulerClient
+from shim_k8s import namespaces, task_groups, translate
+from shim_k8s.api import object_shapes
+from shim_k8s.api.objects import Obj, WatchEvent, key_of
+from shim_k8s.bad_objects import BadObjects, Refused
+from shim_k8s.decisions import SKIPPED
+from shim_k8s.gangs import Gangs
+from shim_k8s.outbox import Outbox
+from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
+from shim_k8s.shim_state import ShimBase, finished, is_bound, node_of, readings, sizing
+from shim_k8s.volumes import Volumes
+from si.v1 import si_pb2
+
+log = structlog.get_logger("pykorn.k8s")
+
+_FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
+
+
+class Shim(ShimBase, Protocol):
+    """What of the shim the informer side reads and calls."""
+
+    @property
+    def scheduler_name(self) -> str: ...
+    @property
+    def unique_app_ids(self) -> bool: ...
+    @property
+    def client(self) -> SchedulerClient: ...
+    @property
+    def outbox(self) -> Outbox: ...
+    @property
+    def gangs(self) -> Gangs: ...
+    @property
+    def bad(self) -> BadObjects: ...
+    async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None: ...
+    async def refuse(self, kind: str, obj: Obj, exc: Exception) -> None: ...
+    def pod_scheduled_false(self, pod: Obj, uid: str, reason: str, message: str) -> bool: ...
+    async def fail_application(self, app_id: str, reason: str, message: str) -> None: ...
+
+
+class Pods:
+    def __init__(self, shim: Shim) -> None:
+        self.shim = shim
+        self.priorities = PriorityResolver()
+        self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
+        self.namespaces: dict[str, Obj] = {}  # by name, from the namespace informer; kept the same way
+        self._apps_answered: set[str] = set()
+        self._apps_rejected: dict[str, str] = {}  # application -> the core's reason, until handled
+        self._nodes_answered = 0
+
+    # The core's answers to what was sent ------------------------------------------------------
+    def applications_answered(self, response: si_pb2.ApplicationResponse) -> None:
+        self._apps_answered.update(a.applicationID for a in response.accepted)
+        for rejected in response.rejected:  # the pod that added it fails its pods (_add_application)
+            self._apps_answered.add(rejected.applicationID)
+            self._apps_rejected[rejected.applicationID] = rejected.reason
+
+    def nodes_answered(self, response: si_pb2.NodeResponse) -> None:
+        self._nodes_answered += len(response.accepted) + len(response.rejected)
+
+    # Start and restart ------------------------------------------------------------------------
+    def take_priority_classes(self, priority_classes: Iterable[Obj]) -> None:
+        """The priority classes listed at a start; one that cannot be read is refused."""
+        for pc in priority_classes:
+            try:
+                found = object_shapes.diagnose("priorityclasses", pc)
+                if found:
+                    raise Refused(found)
+                self.priorities.upsert(pc)
+            except Exception as exc:
+                self.shim.in_background(self.shim.refuse("priorityclasses", pc, exc))
+
+    async def resend(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
+        """Tell a core that knows nothing of this RM every node and pod: nodes first (answered before
+        any pod is sent), then running pods, then pending ones in one batch."""
+        shim = self.shim
+        infos = []
+        for node in nodes:
+            try:
+                found = object_shapes.diagnose("nodes", node)
+                if found:
+                    raise Refused(found)
+                infos.append(_node_info(node, create=True))
+                shim.state.nodes[node["metadata"]["name"]] = node
+            except Exception as exc:
+                await shim.refuse("nodes", node, exc)
+        if infos:
+            answered = self._nodes_answered
+            await shim.client.add_nodes(*infos)
+            await shim.outbox.until_answered(
+                lambda: self._nodes_answered >= answered + len(infos), "the nodes"
+            )
+        pod_list = list(pods)
+        # Gangs that were reserved before (placeholders exist) or already run (a pod of theirs is
+        # bound): no new placeholders for them, as YuniKorn's shim skips reserving on recovery.
+        with_placeholders = {app for app in map(self._reserved_app, pod_list) if app}
+        bound = [p for p in pod_list if is_bound(p)]
+        pending = [p for p in pod_list if not is_bound(p)]
+        for pod in bound:  # running pods first: the core counts them before it places anything
+            await shim.guarded("pods", pod, self.add_pod(pod, with_placeholders))
+        async with shim.outbox.batch():
+            for pod in pending:
+                await shim.guarded("pods", pod, self.add_pod(pod, with_placeholders))
+
+    def _reserved_app(self, pod: Obj) -> str:
+        """The application of a pod of ours that is a placeholder or already bound; "" otherwise, or
+        when the pod cannot be read (add_pod then refuses it)."""
+        try:
+            if pod["spec"]["schedulerName"] == self.shim.scheduler_name and (
+                translate.is_placeholder(pod) or node_of(pod)
+            ):
+                return self.app_id(pod)
+        except Exception:
+            return ""
+        return ""
+
+    # Informer events --------------------------------------------------------------------------
+    async def on_node(self, event: str, node: Obj) -> None:
+        shim = self.shim
+        await shim.outbox.flush()  # pods sent already on this node must not arrive after it is gone
+        name = node["metadata"]["name"]
+        known = shim.state.nodes.get(name)
+        if event == WatchEvent.DELETED:
+            if shim.state.nodes.pop(name, None) is not None:
+                await shim.client.node_action(name, si_pb2.NodeInfo.DECOMISSION)
+            shim.bad.forget(key_of(node))
+            return
+        info = _node_info(node, create=known is None)  # read before anything changes
+        shim.state.nodes[name] = node
+        answered = self._nodes_answered
+        await shim.client.add_nodes(info)
+        if known is None:
+            await self._adopt_orphans(name, answered)
+            return
+        was, now = translate.node_is_cordoned(known), translate.node_is_cordoned(node)
+        if was != now:  # cordon drains; uncordon makes it schedulable again
+            action = si_pb2.NodeInfo.DRAIN_NODE if now else si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE
+            await shim.client.node_action(name, action)
+
+    async def on_pod(self, event: str, pod: Obj) -> None:
+        shim = self.shim
+        state = shim.state
+        uid = key_of(pod)
+        if event == WatchEvent.DELETED:
+            await self._pod_gone(pod)
+            return
+        known = state.pods.get(uid)
+        state.pods[uid] = pod
+        bound_elsewhere = bool(node_of(pod)) and uid not in state.bound_by_us
+        if uid in state.refused:
+            if readings(pod) == state.refused[uid]:
+                if finished(pod):
+                    await self._pod_gone(pod)
+                return  # a change of its status (our own condition, say): still unreadable, said so
+            del state.refused[uid]  # corrected, perhaps: looked at afresh
+            shim.bad.forget(uid)
+            known = None
+        if known is None and bound_elsewhere:
+            await self._add_foreign(pod)  # arrived already on a node: we did not place it
+        elif known is None:
+            await self.add_pod(pod)
+        elif uid in state.sizes and node_of(pod) and node_of(known) and not finished(pod):
+            if sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
+                await self._resized(pod)
+        elif uid in state.waiting_for_volumes and not node_of(pod):
+            # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
+            state.waiting_for_volumes.pop(uid, None)
+            await self.add_pod(pod)
+        elif not node_of(known) and bound_elsewhere:
+            # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
+            if uid in state.asked:
+                app_id = state.asked.pop(uid)
+                state.placed.pop(uid, None)
+                await shim.outbox.release(app_id, uid, message="bound by another scheduler")
+            await self._add_foreign(pod)
+        if finished(pod):
+            await self._pod_gone(pod)
+
+    async def on_namespace(self, event: str, namespace: Obj) -> None:
+        """Namespaces' labels go on their pods' asks (pod affinity terms' namespaceSelector matches
+        them), their annotations' limits on their applications (see shim_k8s.namespaces). A pod or
+        application already sent keeps what it was sent with. Annotations that cannot be used are
+        reported on the namespace, once per change of them."""
+        name = (namespace.get("metadata") or {}).get("name", "")
+        if event == WatchEvent.DELETED:
+            self.namespaces.pop(name, None)
+            return
+        before = namespaces.annotations_of(self.namespaces.get(name))
+        self.namespaces[name] = namespace
+        if namespaces.annotations_of(namespace) == before:
+            return
+        for warning in namespaces.application_tags(namespace).warnings:
+            log.warning("namespace annotation not used", namespace=name, detail=warning)
+            await self.shim.kube.record_event(
+                {**namespace, "kind": "Namespace"}, "NamespaceAnnotationIgnored", warning, warning=True
+            )
+
+    async def on_priority_class(self, event: str, pc: Obj) -> None:
+        if event == WatchEvent.DELETED:
+            self.priorities.remove(pc["metadata"]["name"])
+            return
+        self.priorities.upsert(pc)
+        for pod in list(self.shim.state.waiting_for_class.values()):  # a class that was missing now exists
+            self.shim.state.waiting_for_class.pop(key_of(pod), None)
+            await self.shim.guarded("pods", pod, self.add_pod(pod))
+
+    async def on_volume_object(self, kind: str, event: str, obj: Obj) -> None:
+        """A claim, volume or storage class changed: the pods that waited for their volumes look again."""
+        self.volumes.update(kind, event, obj)
+        for pod in list(self.shim.state.waiting_for_volumes.values()):
+            self.shim.state.waiting_for_volumes.pop(key_of(pod), None)
+            await self.shim.guarded("pods", pod, self.add_pod(pod))
+
+    # Pods -------------------------------------------------------------------------------------
+    async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
+        """A pod of ours is asked for (or, bound already, sent as an existing allocation); another
+        scheduler's bound pod is counted on its node. All that is sent is read from the pod before
+        anything is sent or remembered, so a pod that cannot be read is refused whole (K8sShim.guarded)."""
+        shim = self.shim
+        uid = key_of(pod)
+        shim.state.pods[uid] = pod
+        if finished(pod):
+            return
+        if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name:
+            if node_of(pod):
+                await self._add_foreign(pod)  # never ours to place or move: its priority does not count
+            return
+        try:
+            priority = self.priorities.resolve(pod)
+        except UnknownPriorityClass as exc:
+            shim.state.waiting_for_class[uid] = pod
+            await shim.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
+            return
+        app_id, node = self.app_id(pod), node_of(pod)
+        labels = self._namespace_labels(pod)
+        ask, wait, request, ignored = None, None, {}, []
+        if node:  # recovered: it already runs where it was bound
+            request = translate.pod_request(pod)
+            ask = translate.bound_pod_allocation(
+                pod, priority, ours=True, task_group="", namespace_labels=labels, app_id=app_id,
+                request=request,
+            )  # fmt: skip
+        elif uid not in shim.state.asked:
+            wait, volume_terms = self._why_wait(pod)
+            if wait is None:
+                request = translate.pod_request(pod)
+                ignored = translate.ignored_placement(pod)
+                ask = translate.pod_ask(
+                    pod, priority, app_id, task_group="", volume_terms=volume_terms, namespace_labels=labels,
+                    request=request,
+                )  # fmt: skip
+        if app_id not in shim.state.apps and not await self._add_application(
+            pod, app_id, app_id in (with_placeholders or ())
+        ):
+            return
+        if ask is None:
+            if wait is not None:
+                await self._wait(pod, *wait)
+            return
+        ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
+        shim.state.sizes[uid] = request
+        if node:
+            shim.state.bound_by_us.add(uid)
+            shim.state.placed[uid] = (app_id, node)
+        else:
+            shim.state.asked[uid] = app_id
+            if ignored:
+                message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
+                await shim.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
+        await shim.outbox.ask(ask)
+
+    def app_id(self, pod: Obj) -> str:
+        return translate.application_id(pod, self.shim.unique_app_ids)
+
+    def refused_pod(self, pod: Obj) -> str:
+        """Keep a pod that cannot be read out of what the shim asks for and repairs, and say what that
+        means for it."""
+        state = self.shim.state
+        uid = key_of(pod)
+        state.refused[uid] = readings(pod)
+        spec = pod.get("spec")
+        if not isinstance(spec, Mapping) or spec.get("schedulerName") != self.shim.scheduler_name:
+            return "it is not counted on its node"
+        if uid in state.bound_by_us:
+            return "the core keeps what it knew of it"
+        if uid not in state.asked:
+            why = "pykorn cannot read this pod: see its Refused event"
+            self.shim.pod_scheduled_false(pod, uid, "SchedulerError", why)
+            return "it is not scheduled until this is corrected"
+        return "the core keeps what it was asked before"
+
+    def _why_wait(self, pod: Obj) -> tuple[tuple[str, str] | None, list[list[Any]]]:
+        """Whether the pod may be asked for yet: ((event reason, why) it waits, or None) and, when it
+        may, the node selector terms of its bound volumes."""
+        gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+        if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
+            return (
+                "SchedulingGated",
+                f"waiting for its scheduling gates to be removed: {', '.join(gates)}",
+            ), []
+        why, volume_terms = self.volumes.placement(pod)
+        return (("VolumesNotReady", why) if why else None), volume_terms
+
+    async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
+        """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
+        volume cannot be). Says why, once per reason: an event, and the PodScheduled condition:
+        `SchedulingGated` as kube-scheduler's for gates, `SchedulingSkipped` for volumes (more nodes
+        would not help; the cluster autoscaler must not add any for it)."""
+        uid = key_of(pod)
+        self.shim.state.waiting_for_volumes[uid] = pod
+        condition = "SchedulingGated" if event_reason == "SchedulingGated" else SKIPPED
+        if self.shim.pod_scheduled_false(pod, uid, condition, why):
+            await self.shim.kube.record_event(pod, event_reason, why, warning=True)
+
+    async def _add_application(self, pod: Obj, app_id: str, placeholders_exist: bool) -> bool:
+        """The application of its first pod: its user (YuniKorn's fallbacks reported on the pod), its
+        gang, its namespace's limits; sent and answered before any ask of it. False when the core
+        rejected it (its pending pods are failed)."""
+        shim = self.shim
+        user = translate.user_info(pod)
+        gang = await shim.gangs.of_new_app(pod, app_id, placeholders_exist)
+        if gang is None:
+            request = translate.application_request(pod, app_id, user=user)
+        else:
+            request = translate.application_request(
+                pod, app_id, gang_size=task_groups.gang_size(list(gang.groups.values())),
+                gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
+                user=user,
+            )  # fmt: skip
+        request.tags.update(namespaces.application_tags(self._namespace_of(pod)).tags)
+        shim.state.apps.add(app_id)
+        if gang is not None:
+            shim.state.gangs[app_id] = gang
+        self._apps_answered.discard(app_id)
+        for note in user.notes:
+            await shim.bad.fallback("pods", pod, note.reason, note.message)
+        await shim.outbox.flush()  # what came before it first: the order the informers saw
+        await shim.client.add_applications(request)
+        # Before its first ask: the asks travel on another stream and must not overtake it.
+        await shim.outbox.until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
+        refused = self._apps_rejected.pop(app_id, None)
+        if refused is not None:
+            # As YuniKorn's shim: its pods fail with the core's reason, and the application is
+            # forgotten, so that a later pod of the same ID is a new submission.
+            shim.state.apps.discard(app_id)
+            shim.state.gangs.pop(app_id, None)
+            log.warning("application rejected", applicationID=app_id, reason=refused)
+            await shim.fail_application(app_id, "ApplicationRejected", refused)
+            return False
+        if gang is not None and not gang.placeholders_exist:
+            await shim.gangs.create_placeholders(pod, app_id, gang)
+        return True
+
+    async def _pod_gone(self, pod: Obj) -> None:
+        shim = self.shim
+        uid = key_of(pod)
+        shim.state.pods.pop(uid, None)
+        shim.state.unschedulable.pop(uid, None)
+        shim.state.waiting_for_class.pop(uid, None)
+        shim.state.waiting_for_volumes.pop(uid, None)
+        shim.state.sizes.pop(uid, None)
+        shim.state.refused.pop(uid, None)
+        shim.bad.forget(uid)
+        await shim.outbox.flush()  # its ask, if it waits in the batch, goes before its release
+        if uid in shim.state.deleting:  # a placeholder the core released: it knows
+            shim.state.deleting.discard(uid)
+            shim.state.bound_by_us.discard(uid)
+        elif uid in shim.state.foreign:
+            shim.state.foreign.discard(uid)
+            await shim.outbox.release("", uid)
+        elif uid in shim.state.asked or uid in shim.state.bound_by_us:
+            asked_as = shim.state.asked.pop(uid, "")
+            shim.state.bound_by_us.discard(uid)
+            app_id, _ = shim.state.placed.pop(uid, (asked_as, ""))
+            await shim.outbox.release(app_id or asked_as or self.app_id(pod), uid)
+        shim.state.given_up.discard(uid)
+
+    # Pods on nodes: other schedulers', orphans, resized -------------------------------------------
+    async def _add_foreign(self, pod: Obj) -> None:
+        uid = key_of(pod)
+        if uid in self.shim.state.foreign or finished(pod):
+            return
+        await self.shim.outbox.ask(self._foreign_allocation(pod))
+        self.shim.state.foreign.add(uid)
+
+    def _foreign_allocation(self, pod: Obj) -> si_pb2.Allocation:
+        """Another scheduler's pod on its node: it occupies room there, no queue's; the size sent is
+        remembered, so that an in-place resize is seen."""
+        request = translate.pod_request(pod)
+        labels = self._namespace_labels(pod)
+        alloc = translate.bound_pod_allocation(
+            pod, _FOREIGN_PRIORITY, ours=False, namespace_labels=labels, request=request
+        )
+        self.shim.state.sizes[key_of(pod)] = request
+        return alloc
+
+    async def _adopt_orphans(self, name: str, answered: int) -> None:
+        """The pods the core refused because it did not know their node: sent again now it does (once
+        the core answered the node, counted from `answered`)."""
+        shim = self.shim
+        orphans = shim.state.orphans.pop(name, set())
+        if not orphans:
+            return
+        await shim.outbox.until_answered(lambda: self._nodes_answered > answered, f"node {name}")
+        for uid in orphans:
+            pod = shim.state.pods.get(uid)
+            if pod is None or node_of(pod) != name:
+                continue
+            if uid in shim.state.foreign:
+                await shim.guarded("pods", pod, shim.outbox.ask(self._foreign_allocation(pod)))
+            else:
+                await shim.guarded("pods", pod, self.add_pod(pod))
+
+    async def _resized(self, pod: Obj) -> None:
+        """A running pod whose resources changed (an in-place resize, as the kubelet reports it): the
+        core is sent its new size, and updates its node's, queue's, application's and user's usage."""
+        state = self.shim.state
+        uid = key_of(pod)
+        request = translate.pod_request(pod)
+        if request == state.sizes.get(uid):
+            return
+        if uid in state.foreign:
+            alloc = self._foreign_allocation(pod)
+        elif uid not in state.placed or uid in state.deleting:
+            return  # the core holds nothing of it (any more): nothing to resize
+        else:
+            app_id, _ = state.placed[uid]
+            alloc = translate.bound_pod_allocation(
+                pod, self.priorities.resolve(pod), ours=True, app_id=app_id, request=request,
+                namespace_labels=self._namespace_labels(pod),
+            )  # fmt: skip
+            state.sizes[uid] = request
+        log.info("pod resized in place", pod=uid, applicationID=alloc.applicationID, size=request)
+        await self.shim.outbox.ask(alloc)
+
+    def _namespace_of(self, pod: Obj) -> Obj | None:
+        return self.namespaces.get((pod.get("metadata") or {}).get("namespace", "default"))
+
+    def _namespace_labels(self, pod: Obj) -> Mapping[str, str]:
+        return ((self._namespace_of(pod) or {}).get("metadata") or {}).get("labels") or {}
+
+
+def _node_info(node: Obj, create: bool) -> si_pb2.NodeInfo:
+    if not create:
+        return translate.node_info(node, si_pb2.NodeInfo.UPDATE)
+    action = si_pb2.NodeInfo.CREATE_DRAIN if translate.node_is_cordoned(node) else si_pb2.NodeInfo.CREATE
+    return translate.node_info(node, action)
