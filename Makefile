@@ -64,7 +64,7 @@ proto: $(STAMP)
 proto-check: $(STAMP)
 	$(BIN)/python tools/check_proto_drift.py
 
-## lint: ruff (rules and format) and mypy (strict for core/ and rmclient/; see pyproject.toml).
+## lint: ruff (rules and format) and mypy (strict for the whole tree, the tests a little relaxed; see pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -18,6 +18,7 @@ import asyncio
 import json
 import sys
 import urllib.request
+from collections.abc import Awaitable, Callable
 
 import grpc
 
@@ -89,11 +90,12 @@ async def refused(core: CoreProcess, queues: int, rounds: int) -> list[float]:
 
 
 async def run(allocations: int, rounds: int, queues: int, event_log_size: int, only: str) -> None:
-    for name, scenario in (
+    scenarios: tuple[tuple[str, Callable[[CoreProcess], Awaitable[list[float]]]], ...] = (
         ("stay", lambda core: stay(core, allocations, rounds)),
         ("again", lambda core: again(core, allocations, rounds)),
         ("refused", lambda core: refused(core, queues, rounds)),
-    ):
+    )
+    for name, scenario in scenarios:
         if only and name != only:
             continue
         flags = ["--rm-grace-period", "0.2", "--limit", "max_config_bytes=16000000"]

@@ -80,9 +80,10 @@ def cluster_access(kubeconfig: str | None = None, host: str | None = None) -> Cl
         return ClusterAccess(host.rstrip("/"))
     cfg = client.Configuration()
     if kubeconfig:
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        # The official client ships no type hints; its loaders fill `cfg` and return nothing.
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
     else:
-        config.load_incluster_config(client_configuration=cfg)
+        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     context: ssl.SSLContext | bool = False
     if cfg.host.startswith("https"):
         context = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)

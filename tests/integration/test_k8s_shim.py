@@ -16,7 +16,8 @@ import pytest
 from rmclient.logging_setup import LIVE, set_live_levels
 from shim_k8s.api.kube import BindError
 from shim_k8s.shim import K8sShim
-from shim_k8s.task_groups import TASK_GROUP_NAME, TASK_GROUPS
+from shim_k8s.task_groups import TASK_GROUPS
+from shim_k8s.translate import TASK_GROUP_NAME
 from tests.recording_client import RecordingClient, recorded
 
 GI = 2**30

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from shim_k8s import namespaces as ns
+from si.v1 import tags as wire
 
 
 def _namespace(**annotations: str) -> dict[str, Any]:
@@ -28,18 +29,18 @@ def test_quota_guaranteed_max_apps_and_parent_queue_become_tags() -> None:
         "namespace.maxApps": "12",
         "parentqueue": "root.tenants",
     }))  # fmt: skip
-    assert _resources(out.tags[ns.TAG_QUOTA]) == {"vcore": 1500, "memory": 4 * 2**30, "nvidia.com/gpu": 2}
-    assert _resources(out.tags[ns.TAG_GUARANTEED]) == {"memory": 10**9}
-    assert out.tags[ns.TAG_MAX_APPS] == "12" and out.tags[ns.TAG_PARENT_QUEUE] == "root.tenants"
+    assert _resources(out.tags[wire.TAG_QUOTA]) == {"vcore": 1500, "memory": 4 * 2**30, "nvidia.com/gpu": 2}
+    assert _resources(out.tags[wire.TAG_GUARANTEED]) == {"memory": 10**9}
+    assert out.tags[wire.TAG_MAX_APPS] == "12" and out.tags[wire.TAG_PARENT_QUEUE] == "root.tenants"
     assert not out.warnings
 
 
 def test_the_deprecated_max_annotations_still_work_with_a_warning() -> None:
     out = ns.application_tags(_namespace(**{"namespace.max.cpu": "2", "namespace.max.memory": "1Gi"}))
-    assert _resources(out.tags[ns.TAG_QUOTA]) == {"vcore": 2000, "memory": 2**30}
+    assert _resources(out.tags[wire.TAG_QUOTA]) == {"vcore": 2000, "memory": 2**30}
     assert out.warnings and "deprecated" in out.warnings[0]
     both = ns.application_tags(_namespace(**{"namespace.quota": '{"cpu": "1"}', "namespace.max.cpu": "2"}))
-    assert _resources(both.tags[ns.TAG_QUOTA]) == {"vcore": 1000}  # namespace.quota wins, as upstream
+    assert _resources(both.tags[wire.TAG_QUOTA]) == {"vcore": 1000}  # namespace.quota wins, as upstream
     assert "namespace.quota is used" in both.warnings[0]
 
 

@@ -11,7 +11,6 @@ from shim_k8s import translate
 from shim_k8s.priority import PodPriority
 from shim_k8s.task_groups import (
     SCHEDULING_POLICY,
-    TASK_GROUP_NAME,
     TASK_GROUPS,
     TaskGroupError,
     gang_policy,
@@ -19,6 +18,7 @@ from shim_k8s.task_groups import (
     placeholder_pod,
     task_groups,
 )
+from shim_k8s.translate import TASK_GROUP_NAME
 
 GI = 2**30
 

@@ -11,6 +11,7 @@ from shim_k8s import translate as t
 from shim_k8s.bad_objects import Refused
 from shim_k8s.priority import PodPriority
 from si.v1 import si_pb2
+from si.v1 import tags as wire
 
 PRIORITY = PodPriority(5, allow_preempt_other=True, allow_preempt_self=False)
 GI = 2**30
@@ -142,9 +143,9 @@ def test_a_daemonset_pod_requires_its_node() -> None:
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-7"]}]}]}}}  # fmt: skip
     pod = _pod(affinity=affinity)
     pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent"}]
-    assert t.pod_tags(pod)[t.TAG_REQUIRED_NODE] == "node-7"
+    assert t.pod_tags(pod)[wire.TAG_REQUIRED_NODE] == "node-7"
     pod["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "web"}]
-    assert t.TAG_REQUIRED_NODE not in t.pod_tags(pod)
+    assert wire.TAG_REQUIRED_NODE not in t.pod_tags(pod)
 
 
 def test_bound_pods_are_existing_or_foreign_allocations() -> None:
@@ -194,8 +195,8 @@ def test_node_affinity_travels_as_the_pod_spec_has_it() -> None:
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}]}}}  # fmt: skip
     tags = t.pod_tags(_pod(affinity=affinity))
-    assert json.loads(tags[t.TAG_NODE_AFFINITY]) == affinity["nodeAffinity"]
-    assert t.TAG_NODE_AFFINITY not in t.pod_tags(_pod())
+    assert json.loads(tags[wire.TAG_NODE_AFFINITY]) == affinity["nodeAffinity"]
+    assert wire.TAG_NODE_AFFINITY not in t.pod_tags(_pod())
 
 
 def test_host_ports_of_containers_and_sidecars_with_kubernetes_defaults() -> None:
@@ -206,11 +207,11 @@ def test_host_ports_of_containers_and_sidecars_with_kubernetes_defaults() -> Non
          "ports": [{"containerPort": 53, "hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1"}]},
         {"name": "init", "ports": [{"containerPort": 9, "hostPort": 9}]},  # done before the pod runs
     ]  # fmt: skip
-    assert json.loads(t.pod_tags(pod)[t.TAG_HOST_PORTS]) == [
+    assert json.loads(t.pod_tags(pod)[wire.TAG_HOST_PORTS]) == [
         {"hostPort": 8080, "protocol": "TCP", "hostIP": "0.0.0.0"},
         {"hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1"},
     ]
-    assert t.TAG_HOST_PORTS not in t.pod_tags(_pod())
+    assert wire.TAG_HOST_PORTS not in t.pod_tags(_pod())
 
 
 def test_placement_fields_not_yet_honoured_are_named() -> None:
@@ -238,10 +239,10 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
         "the RuntimeClass's scheduling rules (spec.runtimeClassName kata)",
     ]
     assert t.ignored_placement(_pod(nodeSelector={"zone": "a"})) == []
-    assert json.loads(t.pod_tags(pod)[t.TAG_TOPOLOGY_SPREAD])[0]["topologyKey"] == "zone"
+    assert json.loads(t.pod_tags(pod)[wire.TAG_TOPOLOGY_SPREAD])[0]["topologyKey"] == "zone"
     required_only = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     assert t.ignored_placement(_pod(affinity=required_only)) == []  # honoured by the core
     assert (
-        json.loads(t.pod_tags(_pod(affinity=required_only))[t.TAG_POD_ANTI_AFFINITY])
+        json.loads(t.pod_tags(_pod(affinity=required_only))[wire.TAG_POD_ANTI_AFFINITY])
         == required_only["podAntiAffinity"]
     )
