@@ -10,7 +10,7 @@ moves on to the next rule and a leaf rejects the application with the reason.
 
 from __future__ import annotations
 
-from core.config.schema import ROOT_QUEUE, PartitionConfig, PlacementRuleConfig, QueueConfig
+from core.config.schema import ROOT_QUEUE, PartitionConfig, PlacementRuleConfig, QueueConfig, RuleName
 from core.config.yaml_reader import Problem, YamlReader
 
 
@@ -25,7 +25,7 @@ def _full(value: str) -> bool:
 
 
 def _check_rule(reader: YamlReader, root: QueueConfig, rule: PlacementRuleConfig, path: str) -> None:
-    if rule.name != "fixed" or not rule.value:
+    if rule.name != RuleName.FIXED or not rule.value:
         return
     if rule.parent is not None:
         if _full(rule.value):

@@ -15,6 +15,7 @@ from core.config.schema import (
     NodeSortPolicyConfig,
     PlacementRuleConfig,
     PreemptionConfig,
+    RuleName,
 )
 from core.config.yaml_reader import YamlReader, line_of
 from core.resources import Resource, ResourceError, parse_quantity
@@ -25,7 +26,7 @@ _FILTER_KEYS = frozenset({"type", "users", "groups"})
 _LIMIT_KEYS = frozenset({"limit", "users", "groups", "maxresources", "maxapplications"})
 _PREEMPTION_KEYS = frozenset({"enabled", "quotapreemptionenabled"})
 _NODESORT_KEYS = frozenset({"type", "resourceweights"})
-_RULE_NAMES = frozenset({"provided", "user", "tag", "fixed"})
+_RULE_NAMES = {rule.value: rule for rule in RuleName}
 _NODESORT_TYPES = frozenset({"fair", "binpacking"})
 
 
@@ -52,15 +53,16 @@ def read_rule(reader: YamlReader, node: Node, path: str) -> PlacementRuleConfig 
     if "name" not in fields:
         reader.error(f"{path}.name", node, "missing: every placement rule needs a name")
         return None
-    name = (reader.string(fields["name"], f"{path}.name") or "").lower()
-    if name not in _RULE_NAMES:
+    text = (reader.string(fields["name"], f"{path}.name") or "").lower()
+    name = _RULE_NAMES.get(text)
+    if name is None:
         reader.error(
-            f"{path}.name", fields["name"], f"unknown rule {name!r}; expected one of {sorted(_RULE_NAMES)}"
+            f"{path}.name", fields["name"], f"unknown rule {text!r}; expected one of {sorted(_RULE_NAMES)}"
         )
         return None
     create = bool(reader.boolean(fields["create"], f"{path}.create")) if "create" in fields else False
     value = reader.string(fields["value"], f"{path}.value") or "" if "value" in fields else ""
-    if name in ("tag", "fixed") and not value:
+    if name in (RuleName.TAG, RuleName.FIXED) and not value:
         reader.error(f"{path}.value", fields.get("value", node), f"the {name} rule needs a value")
     parent = read_rule(reader, fields["parent"], f"{path}.parent") if "parent" in fields else None
     rule_filter = Filter()

@@ -7,11 +7,21 @@ milli-cores). Every object remembers the YAML line it came from so later checks 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from core.resources import Resource
 
 ROOT_QUEUE = "root"
 DEFAULT_PARTITION = "default"
+
+
+class RuleName(StrEnum):
+    """The placement rules YuniKorn defines (`placementrules[].name`, read in lower case)."""
+
+    PROVIDED = "provided"  # the queue the application names
+    USER = "user"  # a queue named after the user
+    TAG = "tag"  # a queue named by one of the application's tags (`value` names the tag)
+    FIXED = "fixed"  # the queue `value` names
 
 
 @dataclass(frozen=True)
@@ -23,7 +33,7 @@ class Filter:
 
 @dataclass(frozen=True)
 class PlacementRuleConfig:
-    name: str  # provided | user | tag | fixed
+    name: RuleName
     create: bool = False
     value: str = ""
     parent: PlacementRuleConfig | None = None

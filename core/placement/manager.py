@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.config.schema import PlacementRuleConfig
+from core.config.schema import PlacementRuleConfig, RuleName
 from core.config.validation import RECOVERY_QUEUE
 from core.objects.queue import Queue, QueueState
 from core.objects.queue_tree import QueueTree
-from core.placement.rules import PlacementError, PlacementRequest, Rule
+from core.placement.rules import PlacementError, PlacementRequest, make_rule
 from si.v1.tags import TAG_CREATE_FORCE
 
 DEFAULT_QUEUE = "root.default"
@@ -33,8 +33,8 @@ class PlacementRefused(ValueError):
 
 class PlacementManager:
     def __init__(self, rules: tuple[PlacementRuleConfig, ...]) -> None:
-        configs = rules or (PlacementRuleConfig(name="provided", create=False),)
-        self.rules = [Rule(cfg) for cfg in configs]
+        configs = rules or (PlacementRuleConfig(name=RuleName.PROVIDED, create=False),)
+        self.rules = [make_rule(cfg) for cfg in configs]
 
     def place(self, req: PlacementRequest, tree: QueueTree) -> Placement:
         """The queue for the application; PlacementRefused says why there is none. An application

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.config.schema import Filter, PlacementRuleConfig
+from core.config.schema import Filter, PlacementRuleConfig, RuleName
 from core.config.validation import QUEUE_NAME
 from core.objects.queue_tree import QueueTree
 
@@ -65,17 +65,22 @@ def _matcher(names: tuple[str, ...]) -> Callable[[str], bool]:
 
 
 class Rule:
+    """A placement rule: the name it makes for an application (its base name, under its parent rule's
+    queue, root by default), if the filter lets the user through and the queue exists or may be made.
+    Each kind of rule says only how it finds its base name (see the subclasses)."""
+
+    name: RuleName
+
     def __init__(self, cfg: PlacementRuleConfig) -> None:
-        self.name = cfg.name
         self.create = cfg.create
         self.value = cfg.value
         self.filter = RuleFilter(cfg.filter)
-        self.parent = Rule(cfg.parent) if cfg.parent is not None else None
+        self.parent = make_rule(cfg.parent) if cfg.parent is not None else None
 
     def place(self, req: PlacementRequest, tree: QueueTree, notes: list[str]) -> str:
-        base = self._base_name(req)
+        base = self.base_name(req)
         if not base:
-            notes.append(f"{self.name}: {self._missing_reason()}")
+            notes.append(f"{self.name}: {self.missing_reason()}")
             return ""
         if not self.filter.admits(req.user, req.groups):
             notes.append(f"{self.name}: the filter excludes user {req.user!r}")
@@ -87,7 +92,7 @@ class Rule:
             parent = self._parent_name(req, tree, notes)
             if not parent:
                 return ""
-            name = f"{parent}.{self._leaf_part(base)}".lower()
+            name = f"{parent}.{self.leaf_part(base)}".lower()
         for part in name.split("."):
             if not QUEUE_NAME.match(part):
                 raise PlacementError(f"rule {self.name} made the invalid queue name {name!r}")
@@ -96,25 +101,16 @@ class Rule:
             return ""
         return name
 
-    def _base_name(self, req: PlacementRequest) -> str:
-        if self.name == "provided":
-            return req.queue_name
-        if self.name == "user":
-            return req.user.replace(".", DOT_REPLACEMENT)
-        if self.name == "tag":
-            return req.tag(self.value)
-        return self.value  # fixed
+    def base_name(self, req: PlacementRequest) -> str:
+        raise NotImplementedError
 
-    def _leaf_part(self, base: str) -> str:
-        # A fixed value's dots are levels; provided and tag values become one level with dots replaced.
-        return base if self.name == "fixed" else base.replace(".", DOT_REPLACEMENT)
+    def missing_reason(self) -> str:
+        """Why the base name is empty, for the application's rejection."""
+        raise NotImplementedError
 
-    def _missing_reason(self) -> str:
-        if self.name == "provided":
-            return "the application names no queue"
-        if self.name == "user":
-            return "the application has no user"
-        return f"the application has no tag {self.value!r}"
+    def leaf_part(self, base: str) -> str:
+        """The base name as one level under the parent: its dots replaced."""
+        return base.replace(".", DOT_REPLACEMENT)
 
     def _parent_name(self, req: PlacementRequest, tree: QueueTree, notes: list[str]) -> str:
         if self.parent is None:
@@ -128,3 +124,55 @@ class Rule:
         if existing is not None and existing.is_leaf:
             raise PlacementError(f"parent rule returned a leaf queue: {existing.full_name}")
         return parent
+
+
+class ProvidedRule(Rule):
+    name = RuleName.PROVIDED
+
+    def base_name(self, req: PlacementRequest) -> str:
+        return req.queue_name
+
+    def missing_reason(self) -> str:
+        return "the application names no queue"
+
+
+class UserRule(Rule):
+    name = RuleName.USER
+
+    def base_name(self, req: PlacementRequest) -> str:
+        return req.user.replace(".", DOT_REPLACEMENT)
+
+    def missing_reason(self) -> str:
+        return "the application has no user"
+
+
+class TagRule(Rule):
+    name = RuleName.TAG
+
+    def base_name(self, req: PlacementRequest) -> str:
+        return req.tag(self.value)
+
+    def missing_reason(self) -> str:
+        return f"the application has no tag {self.value!r}"
+
+
+class FixedRule(Rule):
+    name = RuleName.FIXED
+
+    def base_name(self, req: PlacementRequest) -> str:
+        return self.value
+
+    def missing_reason(self) -> str:
+        return "the rule names no queue"  # the configuration check refuses a fixed rule without a value
+
+    def leaf_part(self, base: str) -> str:
+        return base  # a fixed value's dots are levels
+
+
+_RULES: dict[RuleName, type[Rule]] = {
+    rule.name: rule for rule in (ProvidedRule, UserRule, TagRule, FixedRule)
+}
+
+
+def make_rule(cfg: PlacementRuleConfig) -> Rule:
+    return _RULES[cfg.name](cfg)

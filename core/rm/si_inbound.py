@@ -11,9 +11,11 @@ from functools import lru_cache
 from core.config.input_limits import Limits
 from core.config.schema import DEFAULT_PARTITION
 from core.objects.allocation import Allocation
+from core.objects.gang import GangStyle
 from core.objects.partition_key import PartitionKey
 from core.resources import INT64_MAX, Resource
 from core.scheduler.commands import AppAdd, AppRemove, NodeAction, NodeChange, ReleaseRequest
+from core.scheduler.results import Termination
 from si.v1 import si_pb2
 from si.v1.tags import ATTR_NODE_PARTITION, TAG_CREATION_TIME, TAG_FOREIGN
 
@@ -172,11 +174,14 @@ def release_from_si(rm_id: str, rel: si_pb2.AllocationRelease, limits: Limits) -
         rel.applicationID,
         rel.allocationKey,
         rel.message,
-        _TERMINATIONS.get(rel.terminationType, ""),
+        _TERMINATIONS.get(rel.terminationType),
     )
 
 
-_TERMINATIONS = {value: name for name, value in si_pb2.TerminationType.items()}
+# si's termination types the core acts on (UNKNOWN_TERMINATION_TYPE, or none, is None: a plain release).
+_TERMINATIONS = {si_pb2.TerminationType.Value(t.name): t for t in Termination}
+# gangSchedulingStyle as the wire spells it; "" (not set) is None.
+_GANG_STYLES = {style.value: style for style in GangStyle}
 
 
 def application_from_si(rm_id: str, add: si_pb2.AddApplicationRequest, limits: Limits) -> AppAdd:
@@ -209,7 +214,8 @@ def application_from_si(rm_id: str, add: si_pb2.AddApplicationRequest, limits: L
         groups=tuple(add.ugi.groups),
         tags=dict(add.tags),
         placeholder_ask=placeholder_ask,
-        gang_style=add.gangSchedulingStyle,
+        gang_style=_GANG_STYLES.get(add.gangSchedulingStyle),
+        unknown_gang_style="" if add.gangSchedulingStyle in _GANG_STYLES else add.gangSchedulingStyle,
         placeholder_timeout_ms=add.executionTimeoutMilliSeconds,
     )
 

@@ -106,7 +106,7 @@ def application_response(batch: ResultBatch) -> si_pb2.ApplicationResponse:
         updated=[
             si_pb2.UpdatedApplication(
                 applicationID=u.app_id,
-                state=u.state,
+                state=u.state.value,
                 stateTransitionTimestamp=int(u.time * 1e9),
                 message=u.message,
             )

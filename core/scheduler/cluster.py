@@ -114,7 +114,7 @@ class ClusterContext:
             changes = part.lifecycle.drain_changes()
             if changes:
                 self._out(part.rm_id).updated_apps.extend(
-                    AppUpdate(c.app_id, c.state.value, c.time, c.message) for c in changes
+                    AppUpdate(c.app_id, c.state, c.time, c.message) for c in changes
                 )
         batches = list(self._results.values())
         self._results = {}
@@ -455,13 +455,12 @@ class ClusterContext:
 
 def _gang(add: AppAdd, now: float, warn: Callable[[str], None]) -> Gang | None:
     """The gang an application asks for (placeholderAsk, gangSchedulingStyle, the timeout), or None."""
-    if add.placeholder_ask is None and not add.gang_style and add.placeholder_timeout_ms <= 0:
+    said = add.gang_style is not None or add.unknown_gang_style
+    if add.placeholder_ask is None and not said and add.placeholder_timeout_ms <= 0:
         return None
-    style = GangStyle.SOFT
-    if add.gang_style == GangStyle.HARD:
-        style = GangStyle.HARD
-    elif add.gang_style not in ("", GangStyle.SOFT):
-        warn(f"unknown gangSchedulingStyle {add.gang_style!r}: Soft used (Soft or Hard)")
+    if add.unknown_gang_style:
+        warn(f"unknown gangSchedulingStyle {add.unknown_gang_style!r}: Soft used (Soft or Hard)")
+    style = add.gang_style or GangStyle.SOFT
     created = _tag_seconds(add.tags.get(TAG_APP_CREATION_TIME, ""))
     timeout = placeholder_timeout(add.placeholder_timeout_ms, created, now)
     return Gang(add.placeholder_ask or Resource(), style, timeout)

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 from core.config.schema import SchedulerConfig
 from core.objects.allocation import Allocation
+from core.objects.gang import GangStyle
 from core.objects.partition_key import PartitionKey
 from core.resources import Resource
+from core.scheduler.results import Termination
 
 if TYPE_CHECKING:
     from core.scheduler.preemption.dry_run import QuotaPreview
@@ -46,10 +48,12 @@ class AppAdd:
     user: str = ""
     groups: tuple[str, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
-    # Gang scheduling (AddApplicationRequest): the whole gang's size, Soft or Hard, and the
-    # placeholder timeout in milliseconds (0: the default).
+    # Gang scheduling (AddApplicationRequest): the whole gang's size, Soft or Hard (None: not said),
+    # and the placeholder timeout in milliseconds (0: the default). A style the wire names that is
+    # neither is kept as sent, to be warned about: Soft is used.
     placeholder_ask: Resource | None = None
-    gang_style: str = ""
+    gang_style: GangStyle | None = None
+    unknown_gang_style: str = ""
     placeholder_timeout_ms: int = 0
 
 
@@ -65,7 +69,7 @@ class ReleaseRequest:
     app_id: str
     key: str  # empty: everything the application holds
     message: str = ""
-    termination: str = ""  # si TerminationType name; PLACEHOLDER_REPLACED confirms a replacement
+    termination: Termination | None = None  # PLACEHOLDER_REPLACED confirms a replacement
 
 
 # A reply hook for commands whose sender waits (registration, config updates): called with None on

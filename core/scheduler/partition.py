@@ -420,7 +420,9 @@ class Partition:
                 self.gangs.cancel_replacement(app, alloc.replaced_by, back_to_pending=True)
             self.gangs.placeholder_gone(app, alloc, replaced, now)
 
-    def release(self, app_id: str, key: str, now: float, termination: str = "") -> list[Allocation]:
+    def release(
+        self, app_id: str, key: str, now: float, termination: Termination | None = None
+    ) -> list[Allocation]:
         """RM-initiated release of one allocation or ask (or all of an app's when key is empty).
 
         Returns the released allocations; removed asks are not returned, as the RM never ran them.

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from core.objects.allocation import Allocation
+from core.objects.application import AppState
 from core.objects.partition_key import PartitionKey
 
 
@@ -58,7 +59,7 @@ class RejectedItem:
 @dataclass(frozen=True)
 class AppUpdate:
     app_id: str
-    state: str
+    state: AppState
     time: float
     message: str = ""
 

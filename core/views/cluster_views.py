@@ -12,7 +12,7 @@ import threading
 import traceback
 from typing import Any
 
-from core.config.schema import Filter, PlacementRuleConfig
+from core.config.schema import Filter, PlacementRuleConfig, RuleName
 from core.resources import Resource
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.partition import Partition
@@ -108,9 +108,9 @@ def placement_rules(part: Partition) -> list[Json]:
 
 def _rule(rule: PlacementRuleConfig) -> Json:
     parameters = {"create": "true" if rule.create else "false"}
-    if rule.name == "tag":
+    if rule.name == RuleName.TAG:
         parameters["tagName"] = rule.value
-    elif rule.name == "fixed":
+    elif rule.name == RuleName.FIXED:
         parameters["queue"] = rule.value
         parameters["qualified"] = "true" if rule.value.lower().startswith("root.") else "false"
     out: Json = {"name": rule.name, "parameters": parameters}

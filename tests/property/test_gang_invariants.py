@@ -18,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
+from core.objects.gang import GangStyle
 from core.resources import Resource, sum_resources
 from core.scheduler.commands import (
     AppAdd,
@@ -27,6 +28,7 @@ from core.scheduler.commands import (
     UpdateAllocations,
     UpdateApplications,
 )
+from core.scheduler.results import Termination
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """
@@ -53,7 +55,7 @@ class GangMachine(RuleBasedStateMachine):
         self.counter = 0
         # What the RM knows: (app, key) -> pending | allocated | gone, and releases to confirm.
         self.state: dict[tuple[str, str], str] = {}
-        self.to_confirm: dict[tuple[str, str], str] = {}  # (app, key) -> termination
+        self.to_confirm: dict[tuple[str, str], Termination] = {}  # (app, key) -> termination
         self.started_gangs: set[str] = set()  # applications seen Running or Resuming/Failing at least once
 
     def _next(self, prefix: str) -> str:
@@ -111,7 +113,8 @@ class GangMachine(RuleBasedStateMachine):
         size = Resource({"memory": MEMBER["memory"] * members})
         add = AppAdd(
             app_id, self.c.pname(), "root.capped" if capped else "root.open", user="u",
-            placeholder_ask=size, gang_style="Hard" if hard else "Soft", placeholder_timeout_ms=TIMEOUT_MS,
+            placeholder_ask=size, gang_style=GangStyle.HARD if hard else GangStyle.SOFT,
+            placeholder_timeout_ms=TIMEOUT_MS,
         )  # fmt: skip
         self.c.ctx.apply(UpdateApplications(self.c.rm_id, adds=(add,)))
         self.apps.append(app_id)

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
-from core.objects.gang import DEFAULT_PLACEHOLDER_TIMEOUT
+from core.objects.gang import DEFAULT_PLACEHOLDER_TIMEOUT, GangStyle
 from core.resources import Resource, sum_resources
 from core.scheduler.commands import AppAdd, NodeAction, ReleaseRequest, UpdateAllocations, UpdateApplications
 from core.scheduler.preemption.required_node import choose_victims
-from core.scheduler.results import ResultBatch
+from core.scheduler.results import ResultBatch, Termination
 from core.views.dao import application_view
 from tests.unit.domain_helpers import Cluster
 
@@ -24,7 +24,8 @@ def _gang_app(
     size = Resource({"memory": 2 * members})
     add = AppAdd(
         app_id, c.pname(), "root.default", user="u",
-        placeholder_ask=size, gang_style=style, placeholder_timeout_ms=timeout_ms,
+        placeholder_ask=size, gang_style=GangStyle(style) if style else None,
+        placeholder_timeout_ms=timeout_ms,
     )  # fmt: skip
     c.ctx.apply(UpdateApplications(c.rm_id, adds=(add,)))
 
@@ -41,7 +42,7 @@ def _send(c: Cluster, *asks: Allocation) -> None:
 
 
 def _confirm(c: Cluster, key: str, termination: str, app_id: str = "job") -> None:
-    release = ReleaseRequest(c.pname(), app_id, key, termination=termination)
+    release = ReleaseRequest(c.pname(), app_id, key, termination=Termination(termination))
     c.ctx.apply(UpdateAllocations(c.rm_id, releases=(release,)))
 
 
