@@ -9,7 +9,7 @@ core's answer to either would take the held message with it, and the count would
 
 from __future__ import annotations
 
-from core.rm.si_inbound import BadItem
+from core.rm.bad_item import BadItem
 from si.v1 import si_pb2
 
 

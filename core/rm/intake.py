@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 import structlog
 
 from core.log_digest import RejectionDigest, WarningLimiter
+from core.rm.bad_item import BadItem
 from core.rm.response_stream import ResponseStream, StreamKind
 from core.rm.route import RMRoute
-from core.rm.si_inbound import BadItem
 from core.rm.si_outbound import allocation_rejections, application_rejections, node_rejections
 from si.v1 import si_pb2
 

@@ -14,14 +14,11 @@ from core.objects.allocation import Allocation
 from core.objects.gang import GangStyle
 from core.objects.partition_key import PartitionKey
 from core.resources import INT64_MAX, Resource
+from core.rm.bad_item import BadItem
 from core.scheduler.commands import AppAdd, AppRemove, NodeAction, NodeChange, ReleaseRequest
 from core.scheduler.results import Termination
 from si.v1 import si_pb2
 from si.v1.tags import ATTR_NODE_PARTITION, TAG_CREATION_TIME, TAG_FOREIGN
-
-
-class BadItem(ValueError):
-    """One item of a stream message that cannot be used; its text goes back as the rejection reason."""
 
 
 @lru_cache(maxsize=4096)  # one key object per (RM, name) in practice: every ask carries one

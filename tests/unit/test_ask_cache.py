@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.rm.ask_cache import AskCache
-from core.rm.si_inbound import BadItem
+from core.rm.bad_item import BadItem
 from rmclient import messages
 from si.v1 import si_pb2
 
