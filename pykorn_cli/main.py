@@ -338,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "fake":
         configure_logging(args.log_level, json_flag(args.log_format))
+        from pykorn_cli.core_formats import CoreFormatReader
         from shim_fake.scenario.command import run_scenario
 
         progress = sys.stdout.isatty()
@@ -348,7 +349,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         return asyncio.run(
             run_scenario(
-                args.scenario, args.core, args.speed, args.report, args.plot, sys.stdout, progress, tls=tls
+                args.scenario,
+                CoreFormatReader(),
+                args.core,
+                args.speed,
+                args.report,
+                args.plot,
+                sys.stdout,
+                progress,
+                tls=tls,
             )
         )
     return 2

@@ -12,6 +12,7 @@ import grpc
 from rmclient.client import SchedulerClient
 from rmclient.core_process import CoreProcess
 from rmclient.tls import ClientTLS
+from shim_fake.scenario.core_formats import CoreFormats
 from shim_fake.scenario.expectations import check
 from shim_fake.scenario.loader import ScenarioError, load_scenario
 from shim_fake.scenario.plot import PlotUnavailable, write_plot
@@ -26,6 +27,7 @@ EXIT_REFUSED = 3  # the core refused to work with us (bad config, wrong identity
 
 async def run_scenario(
     path: Path,
+    formats: CoreFormats,
     core_address: str | None,
     speed: float | None,
     report_path: Path | None,
@@ -34,9 +36,11 @@ async def run_scenario(
     progress: bool,
     tls: ClientTLS | None = None,
 ) -> int:
-    """`tls`: how to reach the core given by `core_address`; a core started here is plaintext."""
+    """`formats`: the core's reading of what a scenario borrows from it (given by the command, which
+    may import the core); `tls`: how to reach the core given by `core_address`; a core started here
+    is plaintext."""
     try:
-        scenario = load_scenario(path)
+        scenario = load_scenario(path, formats)
     except ScenarioError as exc:
         out.write(f"{exc}\n")
         return EXIT_INVALID

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from core.resources import Resource
+from shim_fake.scenario.core_formats import QueueReader
+from shim_fake.scenario.resource import Resource
 from shim_fake.scenario.units import fmt_quantity
 
 
@@ -40,6 +41,14 @@ class GangGroup:
     name: str
     min_member: int
     resources: Resource
+
+    def placeholders(self) -> TaskGroup:
+        """The group's placeholders: one per member, at the member's size, held until the core replaces
+        or releases them."""
+        return TaskGroup(
+            name=f"ph-{self.name}", count=self.min_member, resources=self.resources, duration=None,
+            task_group=self.name, placeholder=True,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,9 @@ class Scenario:
     config: str  # queues.yaml text in force at the start
     nodes: tuple[NodeSpec, ...]
     apps: tuple[AppSpec, ...]
+    # How its queue configurations are read (the core's reading, given to the loader): the recording
+    # reads the limits in force from each configuration with it.
+    queue_reader: QueueReader = field(compare=False, repr=False)
     config_changes: tuple[ConfigChange, ...] = ()
     node_events: tuple[NodeEvent, ...] = ()
     expectations: tuple[Expectation, ...] = ()

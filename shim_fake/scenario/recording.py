@@ -13,9 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.config import load_config
-from core.config.schema import QueueConfig
-from core.resources import Resource
+from shim_fake.scenario.core_formats import QueueReader
 from shim_fake.scenario.model import Scenario, Task, TaskState
 
 
@@ -25,20 +23,10 @@ class QueueLimits:
     max: dict[str, int] = field(default_factory=dict)
 
 
-def queue_limits(config_text: str) -> dict[str, QueueLimits]:
+def queue_limits(config_text: str, reader: QueueReader) -> dict[str, QueueLimits]:
     """Every queue's configured guaranteed and max, by full name (first partition)."""
-    part = load_config(config_text).config.partitions[0]
-    out: dict[str, QueueLimits] = {}
-
-    def walk(queue: QueueConfig, name: str) -> None:
-        out[name.lower()] = QueueLimits(
-            dict((queue.guaranteed or Resource()).items()), dict((queue.max or Resource()).items())
-        )
-        for child in queue.queues:
-            walk(child, f"{name}.{child.name}")
-
-    walk(part.root, "root")
-    return out
+    first = reader.partitions(config_text)[0]
+    return {name: QueueLimits(dict(queue.guaranteed), dict(queue.max)) for name, queue in first.items()}
 
 
 def _ancestors(queue: str) -> list[str]:
@@ -61,7 +49,7 @@ class Recording:
         self.resource = scenario.report_resource
         self.queues = sorted({q for app in scenario.apps for q in _ancestors(app.queue)})
         self.limits_timeline: list[tuple[float, dict[str, QueueLimits]]] = [
-            (0.0, queue_limits(scenario.config))
+            (0.0, queue_limits(scenario.config, scenario.queue_reader))
         ]
         self.samples: list[tuple[float, dict[str, int]]] = []
         self.events: list[dict[str, Any]] = []
@@ -122,7 +110,7 @@ class Recording:
     def config_change(self, now: float, config: str, accepted: bool, errors: list[str]) -> None:
         self.events.append({"t": round(now, 3), "kind": "config", "accepted": accepted, "errors": errors})
         if accepted:
-            self.limits_timeline.append((now, queue_limits(config)))
+            self.limits_timeline.append((now, queue_limits(config, self.scenario.queue_reader)))
 
     def reconnected(self, now: float, attempts: int, downtime: float) -> None:
         self.events.append(

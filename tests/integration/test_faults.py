@@ -23,8 +23,8 @@ import pytest
 
 from rmclient import messages
 from rmclient.core_process import CoreProcess
-from shim_fake.scenario.loader import parse_scenario
 from shim_fake.scenario.runner import Runner
+from tests.fake_scenarios import parse_scenario
 from tests.integration import invariants
 from tests.integration.core_helpers import free_port
 from tests.recording_client import RecordingClient, recorded

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.config.yaml_reader import Problem
-from shim_fake.scenario import ScenarioError, parse_scenario
+from shim_fake.scenario import ScenarioError
+from shim_fake.scenario.core_formats import Problem
+from tests.fake_scenarios import parse_scenario
 
 GI = 2**30
 

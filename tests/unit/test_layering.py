@@ -48,9 +48,8 @@ FLOORS: dict[str, frozenset[str]] = {
     # the resource-manager side: the wire (si, outside this table) and the shared client only
     "rmclient": frozenset(),
     "shim_k8s": frozenset({"rmclient"}),
-    # The fake shim still reads the core's configuration and resources to check a scenario (issue 33:
-    # to be given the check through its command instead).
-    "shim_fake": frozenset({"rmclient", "core.config", "core.constraints", "core.resources"}),
+    # The fake shim is given the core's checks of a scenario's parts by its command (pykorn_cli).
+    "shim_fake": frozenset({"rmclient"}),
     # the command and the benchmarks put everything together
     "pykorn_cli": CORE | {"rmclient", "shim_k8s", "shim_fake"},
     "benchmarks": CORE | {"rmclient", "shim_k8s", "shim_fake"},
@@ -160,7 +159,7 @@ def test_the_shims_take_only_the_tag_module_of_the_wire_vocabulary() -> None:
     offenders = {
         (name, imported)
         for name in MODULES
-        if name.startswith("shim_k8s")
+        if name.startswith(("shim_k8s", "shim_fake"))
         for imported in _all_imports(MODULES[name])
         if imported.split(".")[0] == "core"
     }

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shim_fake.scenario import load_scenario
-from shim_fake.scenario.recording import queue_limits
+from tests.fake_scenarios import load_scenario, queue_limits
 from tests.unit.scenario_helpers import HEADER, _after_header, _after_queues, _at, _problems
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.config import load_config
-from shim_fake.scenario import Scenario, load_scenario
-from shim_fake.scenario.recording import queue_limits
+from shim_fake.scenario import Scenario
+from tests.fake_scenarios import load_scenario, queue_limits
 from tests.unit.scenario_helpers import GI
 
 REPO = Path(__file__).resolve().parents[2]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shim_fake.scenario import parse_scenario
 from shim_fake.scenario.model import ExpectKind
+from tests.fake_scenarios import parse_scenario
 from tests.unit.scenario_helpers import GI, _after_header, _at, _problems
 
 GANG_APP = """\

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from shim_fake.scenario import ScenarioError, parse_scenario
+from shim_fake.scenario import ScenarioError
+from tests.fake_scenarios import parse_scenario
 from tests.unit.scenario_helpers import GI, HEADER, _after_header, _at, _problems
 
 # Invalid scenarios -----------------------------------------------------------------------------

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from shim_fake.scenario import Scenario, ScenarioError, parse_scenario
+from shim_fake.scenario import Scenario, ScenarioError
+from tests.fake_scenarios import parse_scenario
 from tests.unit.scenario_helpers import GI, HEADER, QUEUES, _after_header, _after_queues, _at, _problems
 
 # Parsing details -------------------------------------------------------------------------------

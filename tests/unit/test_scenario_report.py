@@ -17,14 +17,15 @@ from typing import Any
 
 import pytest
 
-from core.resources import Resource
-from shim_fake.scenario import Scenario, parse_scenario
+from shim_fake.scenario import Scenario
 from shim_fake.scenario.expectations import Outcome, check
-from shim_fake.scenario.loader import EXPECTATIONS
+from shim_fake.scenario.loader.expectations import EXPECTATIONS
 from shim_fake.scenario.model import Expectation, ExpectKind, ExpectParam, Task, TaskGroup, TaskState
-from shim_fake.scenario.recording import Recording, percentile, queue_limits
+from shim_fake.scenario.recording import Recording, percentile
 from shim_fake.scenario.report import build_report, write_summary
+from shim_fake.scenario.resource import Resource
 from shim_fake.scenario.units import GiB, MiB, fmt_quantity
+from tests.fake_scenarios import parse_scenario, queue_limits
 
 GI = 2**30
 
