@@ -169,7 +169,7 @@ class Partition:
                     self.applications[alloc.application_id], alloc, back_to_pending=True
                 )
                 continue
-            self._unallocate(alloc, now)
+            self.unallocate(alloc, now)
             released.append(alloc)
         self.pod_rules.node_removed(node)
         del self.nodes[node_id]
@@ -227,21 +227,21 @@ class Partition:
         """The RM removes an application: its asks go, its allocations are released, it completes."""
         app = self.application(app_id)
         for key in list(app.asks):
-            self._remove_ask(app, key)
+            self.remove_ask(app, key)
         for real in list(app.replacing.values()):
             self.gangs.cancel_replacement(app, real, back_to_pending=False)
         released = list(app.allocations.values())
         for alloc in released:
-            self._unallocate(alloc, now)
+            self.unallocate(alloc, now)
         # The application is gone for good: take it through Completing to Completed at once.
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
-        self._forget(app)
+        self.forget_app(app)
         app.removed_by_rm = True
         self.lifecycle.completed.append(app)  # listed as completed until it expires, as upstream
         return released
 
-    def _forget(self, app: Application) -> None:
+    def forget_app(self, app: Application) -> None:
         self.gangs.apps.pop(app.app_id, None)
         priority.remove_application(app)
         self.user_groups.forget(app.app_id)
@@ -257,7 +257,7 @@ class Partition:
         if self.gangs.apps:
             self.gangs.tick(now)
         for app in self.lifecycle.completing_over(list(self.applications.values()), now):
-            self._forget(app)
+            self.forget_app(app)
             self.lifecycle.completed.append(app)
         self.lifecycle.expire(now)
 
@@ -353,7 +353,7 @@ class Partition:
         alloc.constraints = ask_constraints(alloc)
         alloc.create_time = alloc.create_time or now
         alloc.allocated_time = alloc.allocated_time or now
-        self._place(app, alloc, node)
+        self.place_on(app, alloc, node)
         if alloc.placeholder:  # recovery: a placeholder the RM runs counts as asked and allocated
             gang = self.gangs.gang_of(app)
             gang.placeholder_asked(alloc)
@@ -365,9 +365,9 @@ class Partition:
     def allocate(self, ask: Allocation, node: Node, now: float) -> None:
         """Turn a pending ask into an allocation on `node` (the scheduler checked that it fits)."""
         app = self.applications[ask.application_id]
-        self._remove_ask(app, ask.key)
+        self.remove_ask(app, ask.key)
         ask.allocated_time = now
-        self._place(app, ask, node)
+        self.place_on(app, ask, node)
         self.events.append(partition_events.ask_allocated(self.rm_id, ask, now))
         if ask.placeholder:
             # A placeholder does not start the application: the whole gang allocated does.
@@ -377,7 +377,7 @@ class Partition:
             return
         self.lifecycle.transition(app, AppEvent.RUN, now)
 
-    def _place(self, app: Application, alloc: Allocation, node: Node) -> None:
+    def place_on(self, app: Application, alloc: Allocation, node: Node) -> None:
         alloc.node_id = node.node_id
         node.add_allocation(alloc)
         self.node_index.update(node)
@@ -386,7 +386,7 @@ class Partition:
         app.queue.containers_allocated += 1
         self.user_groups.allocated(app, alloc.resource)
 
-    def _remove_ask(self, app: Application, key: str) -> Allocation | None:
+    def remove_ask(self, app: Application, key: str) -> Allocation | None:
         ask = app.remove_ask(key)
         if ask is not None:
             if ask.task_group and not ask.placeholder and app.gang is not None:
@@ -398,7 +398,7 @@ class Partition:
             priority.update_application(app)
         return ask
 
-    def _unallocate(
+    def unallocate(
         self, alloc: Allocation, now: float, replaced: bool = False, confirmed: bool = False
     ) -> None:
         app = self.applications[alloc.application_id]
@@ -449,7 +449,7 @@ class Partition:
         released: list[Allocation] = []
         if not key:
             for ask_key in list(app.asks):
-                self._remove_ask(app, ask_key)
+                self.remove_ask(app, ask_key)
             for real in list(app.replacing.values()):
                 self.gangs.cancel_replacement(app, real, back_to_pending=False)
             released = list(app.allocations.values())
@@ -462,11 +462,11 @@ class Partition:
         elif key in app.replacing:  # the RM ended a real task before its placeholder's release came back
             self.gangs.cancel_replacement(app, app.replacing[key], back_to_pending=False)
         elif key in app.asks:
-            self._remove_ask(app, key)
+            self.remove_ask(app, key)
         else:
             raise Rejection(f"application {app_id} has no ask or allocation with key {key}")
         for alloc in released:
-            self._unallocate(alloc, now, confirmed=termination in _CORE_DECIDED)
+            self.unallocate(alloc, now, confirmed=termination in _CORE_DECIDED)
         if app.app_id in self.applications:  # a Hard gang's last placeholder may have failed it
             self.lifecycle.complete_if_idle(app, now)
         return released

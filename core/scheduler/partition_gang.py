@@ -22,17 +22,42 @@ Kubernetes shim, so every RM gets the same all-or-nothing start.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from core.events import Event
 from core.objects import partition_events, priority
 from core.objects.allocation import Allocation
+from core.objects.app_lifecycle import AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.gang import Gang, GangStyle
+from core.objects.node import Node
+from core.objects.partition_key import PartitionKey
+from core.policies.node_sort import NodeIndex
 from core.resources import Resource
 from core.scheduler.results import Released, Termination
 
-if TYPE_CHECKING:
-    from core.scheduler.partition import Partition
+
+class GangHost(Protocol):
+    """What of its partition the gang steps read and call: its bookkeeping of asks, allocations and
+    applications, which keeps every usage count right."""
+
+    key: PartitionKey
+    rm_id: str
+    nodes: dict[str, Node]
+    node_index: NodeIndex
+    lifecycle: AppLifecycle
+    events: list[Event]
+
+    def place_on(self, app: Application, alloc: Allocation, node: Node) -> None: ...
+
+    def remove_ask(self, app: Application, key: str) -> Allocation | None: ...
+
+    def unallocate(
+        self, alloc: Allocation, now: float, replaced: bool = False, confirmed: bool = False
+    ) -> None: ...
+
+    def forget_app(self, app: Application) -> None: ...
+
 
 TIMEOUT_REASON = "ResourceReservationTimeout"  # the message YuniKorn sends with Resuming and Failing
 
@@ -40,7 +65,7 @@ TIMEOUT_REASON = "ResourceReservationTimeout"  # the message YuniKorn sends with
 class PartitionGangs:
     """The gang steps of one partition, using the partition's own bookkeeping helpers."""
 
-    def __init__(self, part: Partition) -> None:
+    def __init__(self, part: GangHost) -> None:
         self.part = part
         self.apps: dict[str, Application] = {}  # applications with task groups
         # What gang scheduling tells the RM outside a scheduling cycle's allocations: placeholders to
@@ -68,7 +93,7 @@ class PartitionGangs:
         self, app: Application, real: Allocation, ph: Allocation, node_id: str, now: float
     ) -> None:
         """Put `real` in `ph`'s place on `node_id`, and ask the RM to release `ph` first."""
-        self.part._remove_ask(app, real.key)
+        self.part.remove_ask(app, real.key)
         real.node_id = node_id
         real.allocated_time = now
         real.replaces, ph.replaced_by = ph, real
@@ -91,14 +116,14 @@ class PartitionGangs:
         if real is not None:
             real.replaces = ph.replaced_by = None
             app.replacing.pop(real.key, None)
-        self.part._unallocate(ph, now, replaced=True)
+        self.part.unallocate(ph, now, replaced=True)
         if real is None:  # the real task went away meanwhile: the placeholder just goes
             return
         node = self.part.nodes[real.node_id]
         if real.key in node.allocations:  # on another node: it held the room, now it takes it
             node.remove_allocation(real.key)
         real.placeholder_used = True
-        self.part._place(app, real, node)
+        self.part.place_on(app, real, node)
         self.part.events.append(partition_events.placeholder_replaced(self.part.rm_id, ph, real, now))
         self.allocations.append(real)
         self.part.lifecycle.transition(app, AppEvent.RUN, now)
@@ -162,7 +187,7 @@ class PartitionGangs:
         for ph in _held_placeholders(app):
             self.release_placeholder(ph, "placeholder timeout: the gang was not allocated in time", now)
         for ask in [a for a in app.sorted_asks() if a.placeholder or hard]:
-            self.part._remove_ask(app, ask.key)
+            self.part.remove_ask(app, ask.key)
             if ask.placeholder:
                 gang.pending_placeholder_dropped(ask)
                 why = "placeholder timeout: pending placeholder removed"
@@ -182,7 +207,7 @@ class PartitionGangs:
             )
         elif app.state == AppState.FAILING:
             self.part.lifecycle.transition(app, AppEvent.FAIL, now, TIMEOUT_REASON)
-            self.part._forget(app)
+            self.part.forget_app(app)
             self.part.lifecycle.completed.append(app)
 
 

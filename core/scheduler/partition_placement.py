@@ -4,20 +4,29 @@ dynamic queue takes from the application's tags (a Kubernetes namespace's annota
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from core.config.validation import RECOVERY_QUEUE
+from core.events import Event
 from core.objects import namespace_limits, partition_events, queue_events
 from core.objects.queue import Queue
-from core.placement.manager import PlacementRefused
+from core.objects.queue_tree import QueueTree
+from core.placement.manager import PlacementManager, PlacementRefused
 from core.placement.rules import PlacementRequest
 from core.scheduler.rejection import Rejection
 
-if TYPE_CHECKING:
-    from core.scheduler.partition import Partition
+
+class PlacementHost(Protocol):
+    """What of its partition placing an application reads and changes."""
+
+    rm_id: str
+    placement: PlacementManager
+    tree: QueueTree
+    events: list[Event]
+    log: Any  # structlog's bound logger
 
 
-def leaf_for(part: Partition, request: PlacementRequest, now: float) -> Queue:
+def leaf_for(part: PlacementHost, request: PlacementRequest, now: float) -> Queue:
     """The leaf queue the application goes to; Rejection when no rule places it."""
     app_id = request.app_id
     try:
@@ -41,7 +50,7 @@ def leaf_for(part: Partition, request: PlacementRequest, now: float) -> Queue:
 
 
 def _apply_tagged_limits(
-    part: Partition, queue: Queue, app_id: str, tags: dict[str, str], now: float
+    part: PlacementHost, queue: Queue, app_id: str, tags: dict[str, str], now: float
 ) -> None:
     """A dynamic queue takes the max, guaranteed and maxapplications its newest application's tags
     carry (a Kubernetes namespace's annotations); a tag that cannot be read is reported, not used."""

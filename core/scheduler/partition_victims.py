@@ -7,20 +7,32 @@ the headroom the victims free until it is placed or gone, so another ask cannot 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from core.events import Event
 from core.objects import partition_events
 from core.objects.allocation import Allocation
-from core.scheduler.preemption.ledger import PreemptionKind, Ref
+from core.objects.application import Application
+from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
+from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
 
-if TYPE_CHECKING:
-    from core.scheduler.partition import Partition
+
+class VictimsHost(Protocol):
+    """What of its partition the victims' bookkeeping reads and changes."""
+
+    rm_id: str
+    applications: dict[str, Application]
+    preemption: PreemptionLedger
+    quota: QuotaEnforcer
+    events: list[Event]
+    log: Any  # structlog's bound logger
+
 
 UNCONFIRMED_KEPT = 10_000
 
 
 class PartitionVictims:
-    def __init__(self, part: Partition) -> None:
+    def __init__(self, part: VictimsHost) -> None:
         self.part = part
         self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
 
