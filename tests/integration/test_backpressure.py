@@ -157,14 +157,22 @@ async def test_a_standard_client_reads_an_answer_larger_than_its_four_mib_receiv
         )
         asks = [messages.ask("nobody-knows-this-app", f"ask-{i:06d}", ASK) for i in range(100_000)]
 
+        answered = asyncio.Event()
+
         async def one_message() -> AsyncIterator[si_pb2.AllocationRequest]:
             yield si_pb2.AllocationRequest(rmID=rm_id, allocations=asks)
+            # Open until answered, as an RM's stream is: the core ends a stream its RM half-closed
+            # after what is queued then, and the engine may not have refused every ask by then.
+            await answered.wait()
 
         keys: list[str] = []
         parts = 0
         call = stub.UpdateAllocation(one_message(), metadata=((metadata.RM_ID, rm_id),))
-        async for response in call:
-            parts += 1
-            keys.extend(r.allocationKey for r in response.rejectedAllocations)
-            assert all("nobody-knows-this-app" in r.reason for r in response.rejectedAllocations)
+        async with asyncio.timeout(60):  # a missing answer fails here rather than hanging the suite
+            async for response in call:
+                parts += 1
+                keys.extend(r.allocationKey for r in response.rejectedAllocations)
+                assert all("nobody-knows-this-app" in r.reason for r in response.rejectedAllocations)
+                if len(keys) >= len(asks):
+                    answered.set()
         assert keys == [f"ask-{i:06d}" for i in range(100_000)] and parts >= 2

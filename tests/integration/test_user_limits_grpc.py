@@ -137,6 +137,8 @@ async def test_maxapplications_keeps_a_users_second_application_waiting_until_th
     await _ask(client, "second", 2)
     reason = await _reason(rest_url, rm_id, "second", "may not start yet")
     assert "user alice's limit in queue root.team.a (1 running application) is reached" in reason
+    # The REST API can show the state before the stream's answer has reached the client: wait for it.
+    await client.wait_for(lambda: "second" in client.seen.app_states, what="second's state")
     assert client.seen.app_states["second"][-1] == "Accepted"
     assert _per_app(client) == {"first": 2}
     await client.release("first")  # the first completes: its allocations go
