@@ -8,6 +8,7 @@ name that is not a valid queue name or a parent rule that names a leaf queue.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -64,7 +65,7 @@ def _matcher(names: tuple[str, ...]) -> Callable[[str], bool]:
     return lambda name: name in exact
 
 
-class Rule:
+class Rule(ABC):
     """A placement rule: the name it makes for an application (its base name, under its parent rule's
     queue, root by default), if the filter lets the user through and the queue exists or may be made.
     Each kind of rule says only how it finds its base name (see the subclasses)."""
@@ -101,12 +102,12 @@ class Rule:
             return ""
         return name
 
-    def base_name(self, req: PlacementRequest) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def base_name(self, req: PlacementRequest) -> str: ...
 
+    @abstractmethod
     def missing_reason(self) -> str:
         """Why the base name is empty, for the application's rejection."""
-        raise NotImplementedError
 
     def leaf_part(self, base: str) -> str:
         """The base name as one level under the parent: its dots replaced."""

@@ -25,9 +25,9 @@ from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
 from core.config.yaml_reader import Problem
 from core.log_digest import WarningLimiter
 from core.objects.allocation import Allocation
+from core.off_loop import in_daemon_thread
 from core.rm.ask_cache import AskCache
 from core.rm.intake import BLANK, REJECTIONS, Intake, allocation_ids, application_ids, idents, node_ids
-from core.rm.off_loop import in_daemon_thread
 from core.rm.response_stream import HARD_FACTOR, Backlogs, ResponseStream, StreamKind
 from core.rm.route import RMRoute
 from core.rm.si_inbound import (

@@ -57,9 +57,8 @@ class CoreOptions:
     rest_tls_cert: Path | None = None
     rest_tls_key: Path | None = None
     rest_token_file: Path | None = None
-    limits: Limits = (
-        DEFAULT_LIMITS  # what an RM may send (core/config/input_limits.py, `pykorn core --limit`)
-    )
+    # What an RM may send (core/config/input_limits.py, `pykorn core --limit`).
+    limits: Limits = DEFAULT_LIMITS
     rest_bounds: ConnectionBounds = DEFAULT_BOUNDS  # REST timeouts and connection cap
 
 

@@ -28,7 +28,7 @@ from core.config import ConfigError, load_config
 from core.config.as_json import config_json
 from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
 from core.events import Follower
-from core.rm.off_loop import in_daemon_thread
+from core.off_loop import in_daemon_thread
 from core.scheduler.cluster import ClusterContext
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record

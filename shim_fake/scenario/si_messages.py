@@ -8,7 +8,7 @@ from rmclient import messages
 from shim_fake.scenario.model import AppSpec, Task
 from shim_fake.scenario.resource import Resource
 from si.v1 import si_pb2
-from si.v1.tags import LABEL_PREFIX
+from si.v1.tags import LABEL_PREFIX, TAG_CREATION_TIME
 
 # A node event's action in the scenario -> the action sent.
 NODE_ACTIONS = {
@@ -56,7 +56,7 @@ def ask_message(task: Task, node_id: str = "") -> si_pb2.Allocation:
         task.key,
         group.resources.as_dict(),
         priority=group.priority,
-        tags={"creationTime": task.created, **dict(group.tags)},
+        tags={TAG_CREATION_TIME: task.created, **dict(group.tags)},
         node_id=node_id,
         originator=group.originator,
         allow_preempt_self=group.allow_preempt_self,

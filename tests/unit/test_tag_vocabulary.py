@@ -34,6 +34,25 @@ def test_no_module_outside_the_tag_module_defines_a_tag_name_again() -> None:
     assert copies == []
 
 
+def _spelled(path: Path) -> list[tuple[int, str]]:
+    """Every string literal that is a whole tag name (not one inside a docstring or message)."""
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in VALUES
+    ]
+
+
+def test_no_module_spells_a_tag_name_instead_of_importing_it() -> None:
+    spelled = [
+        f"{path.relative_to(ROOT)}:{line}: {value!r}"
+        for package in SOURCES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, value in _spelled(path)
+    ]
+    assert spelled == []
+
+
 def test_every_name_has_its_own_value() -> None:
     names = [name for name in vars(tags) if name.isupper()]
     assert len({getattr(tags, name) for name in names}) == len(names)

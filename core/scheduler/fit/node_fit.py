@@ -9,7 +9,6 @@ from collections import Counter
 from core.constraints.ask import NO_CONSTRAINTS, AskConstraints
 from core.objects.allocation import Allocation
 from core.objects.node import Node
-from core.scheduler.fit.ask_pod_rules import AskPodRules
 from core.scheduler.fit.checks import (
     NO_TOLERATIONS,
     RESERVED,
@@ -29,19 +28,14 @@ from core.scheduler.partition import Partition
 
 class AskFit:
     """The checks one ask is held to for one search, in the order they are asked (the cheap and the
-    likely-to-refuse first), its scorers, and its pod rules (the check preemption can satisfy)."""
+    likely-to-refuse first), and its scorers. Preemption asks each refusing check for its what-if
+    (WhatIfCheck: the pod rules); a check without one keeps the node out."""
 
-    __slots__ = ("best", "checks", "rules", "scorers")
+    __slots__ = ("best", "checks", "scorers")
 
-    def __init__(
-        self,
-        checks: tuple[NodeCheck, ...],
-        scorers: tuple[Scorer, ...] = (),
-        rules: AskPodRules | None = None,
-    ) -> None:
+    def __init__(self, checks: tuple[NodeCheck, ...], scorers: tuple[Scorer, ...] = ()) -> None:
         self.checks = checks
         self.scorers = scorers
-        self.rules = rules
         self.best = sum(scorer.best for scorer in scorers)  # the score that ends a search
 
     def refusal(self, node: Node) -> str:
@@ -100,7 +94,7 @@ def fit_for(partition: Partition, ask: Allocation) -> AskFit:
         checks.append(rules)
         if rules.preferences is not None:
             scorers.append(rules.preferences)
-    return AskFit(tuple(checks), tuple(scorers), rules)
+    return AskFit(tuple(checks), tuple(scorers))
 
 
 def find_node(partition: Partition, ask: Allocation) -> Node | None:
