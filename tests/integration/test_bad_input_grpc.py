@@ -8,6 +8,7 @@ import pytest
 
 from rmclient import messages
 from si.v1 import si_pb2
+from tests.integration.core_helpers import WORK_CONFIG
 from tests.recording_client import RecordingClient
 
 NODE = {"memory": 10_000, "vcore": 10_000}
@@ -168,15 +169,7 @@ async def test_unknown_node_and_bad_node_requests(client: RecordingClient) -> No
     assert client.seen.stream_errors == []
 
 
-NO_DEFAULT_QUEUE = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
+NO_DEFAULT_QUEUE = WORK_CONFIG  # one leaf, root.work: there is no root.default to fall back to
 
 
 async def test_bad_application_requests(client: RecordingClient) -> None:
