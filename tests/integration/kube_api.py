@@ -1,14 +1,15 @@
 """A small HTTP emulation of the Kubernetes API server, for testing the shim with the official client.
 
-Serves list and watch (chunked JSON lines) for nodes, pods, priority classes and config maps, with
-resource versions; pods/binding, pods/eviction, events, creating and deleting pods (placeholders), and
-Leases with resourceVersion conflicts (leader election).
-Secrets and the admission webhook configurations are kept with get, create and update (resourceVersion
-conflicts as the API server's). Given an RBAC (tests/integration/kube_rbac.py, made from the rendered
-deploy/kubernetes), every API request is authenticated by its bearer token and authorized as the API
-server does: 401 for a token nobody was given, 403 with the API server's message for what the roles do
-not grant. `kubeconfig()` writes a kubeconfig for a ServiceAccount, which a client reads as it would a
-real cluster's.
+Serves list and watch (chunked JSON lines) for nodes, pods, priority classes, config maps, volumes,
+claims, storage classes and CSINodes, with resource versions; pods/binding, pods/eviction, events,
+creating and deleting pods (placeholders), and Leases with resourceVersion conflicts (leader election).
+Secrets, the admission webhook configurations, volumes and claims are kept with get, create and update
+(resourceVersion conflicts as the API server's); the cluster's volume controllers that act on volumes
+and claims are tests/integration/kube_volumes.py. Given an RBAC (tests/integration/kube_rbac.py, made
+from the rendered deploy/kubernetes), every API request is authenticated by its bearer token and
+authorized as the API server does: 401 for a token nobody was given, 403 with the API server's message
+for what the roles do not grant. `kubeconfig()` writes a kubeconfig for a ServiceAccount, which a
+client reads as it would a real cluster's.
 `expire_watches()` makes the next watches answer 410 Gone, as a real API server does when a resource
 version is too old. `stop()` ends the open watches at once (as an API server going away does), so
 stopping does not wait out their timeouts.
@@ -44,6 +45,7 @@ KINDS = {
     "persistentvolumeclaims": "PersistentVolumeClaimList",
     "persistentvolumes": "PersistentVolumeList",
     "storageclasses": "StorageClassList",
+    "csinodes": "CSINodeList",
     "namespaces": "NamespaceList",
     "leases": "LeaseList",
     "secrets": "SecretList",
@@ -55,6 +57,9 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/"
 STORED = {
     "secrets": "/api/v1/namespaces/{ns}/secrets",
+    # A scheduler binding volumes writes these (a PV's claimRef, a claim's selected-node annotation).
+    "persistentvolumes": "/api/v1/persistentvolumes",
+    "persistentvolumeclaims": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "mutatingwebhookconfigurations": WEBHOOKS + "mutatingwebhookconfigurations",
     "validatingwebhookconfigurations": WEBHOOKS + "validatingwebhookconfigurations",
 }
@@ -124,6 +129,12 @@ class FakeKubeAPI:
         key = self._key(obj)
         self.raw.pop((kind, key), None)  # stored anew: served as stored
         self._record(kind, "MODIFIED" if key in self.objects[kind] else "ADDED", obj)
+
+    def put_locked(self, kind: str, obj: Obj) -> None:
+        """Store a changed object while holding `changed`: for the emulation's own controllers
+        (tests/integration/kube_volumes.py), whose read, change and write are one step, as a
+        controller's resourceVersion-checked update is on a real API server."""
+        self._put(kind, json.loads(json.dumps(obj)))
 
     def _delete(self, kind: str, obj: Obj) -> None:
         if self.objects[kind].pop(self._key(obj), None) is not None:
@@ -295,6 +306,7 @@ class FakeKubeAPI:
         app.router.add_get("/api/v1/persistentvolumeclaims", self._list_or_watch("persistentvolumeclaims"))
         app.router.add_get("/api/v1/persistentvolumes", self._list_or_watch("persistentvolumes"))
         app.router.add_get("/apis/storage.k8s.io/v1/storageclasses", self._list_or_watch("storageclasses"))
+        app.router.add_get("/apis/storage.k8s.io/v1/csinodes", self._list_or_watch("csinodes"))
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
         app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
