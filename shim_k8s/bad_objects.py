@@ -128,7 +128,7 @@ def _postable(obj: object) -> bool:
 _KINDS = {
     "pods": "Pod", "nodes": "Node", "namespaces": "Namespace", "configmaps": "ConfigMap",
     "priorityclasses": "PriorityClass", "persistentvolumeclaims": "PersistentVolumeClaim",
-    "persistentvolumes": "PersistentVolume", "storageclasses": "StorageClass",
+    "persistentvolumes": "PersistentVolume", "storageclasses": "StorageClass", "csinodes": "CSINode",
 }  # fmt: skip
 _SINGULAR = {**_KINDS, "pods": "pod", "nodes": "node", "namespaces": "namespace"}
 

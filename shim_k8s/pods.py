@@ -13,6 +13,7 @@ it; what the core decides in answer is shim_k8s.decisions'.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -30,6 +31,7 @@ from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClas
 from shim_k8s.shim_state import ShimBase, finished, is_bound, node_of, readings, sizing
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
+from si.v1.tags import TAG_CSI_VOLUMES
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -99,7 +101,7 @@ class Pods:
                 found = object_shapes.diagnose("nodes", node)
                 if found:
                     raise Refused(found)
-                infos.append(_node_info(node, create=True))
+                infos.append(self._node_info(node, create=True))
                 shim.state.nodes[node["metadata"]["name"]] = node
             except Exception as exc:
                 await shim.refuse("nodes", node, exc)
@@ -144,7 +146,7 @@ class Pods:
                 await shim.client.node_action(name, si_pb2.NodeInfo.DECOMISSION)
             shim.bad.forget(key_of(node))
             return
-        info = _node_info(node, create=known is None)  # read before anything changes
+        info = self._node_info(node, create=known is None)  # read before anything changes
         shim.state.nodes[name] = node
         answered = self._nodes_answered
         await shim.client.add_nodes(info)
@@ -223,9 +225,25 @@ class Pods:
             self.shim.state.waiting_for_class.pop(key_of(pod), None)
             await self.shim.guarded("pods", pod, self.add_pod(pod))
 
+    def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
+        """The node as the core sees it, with its CSINode's attach limits."""
+        limits = self.volumes.csi_limits(node["metadata"]["name"])
+        if not create:
+            return translate.node_info(node, si_pb2.NodeInfo.UPDATE, limits)
+        cordoned = translate.node_is_cordoned(node)
+        return translate.node_info(
+            node, si_pb2.NodeInfo.CREATE_DRAIN if cordoned else si_pb2.NodeInfo.CREATE, limits
+        )
+
     async def on_volume_object(self, kind: str, event: str, obj: Obj) -> None:
-        """A claim, volume or storage class changed: the pods that waited for their volumes look again."""
+        """A claim, volume or storage class changed: the pods that waited for their volumes look again.
+        A CSINode changed: its node's attach limits go to the core."""
         self.volumes.update(kind, event, obj)
+        if kind == "csinodes":
+            node = self.shim.state.nodes.get(obj["metadata"]["name"])
+            if node is not None:
+                await self.shim.client.add_nodes(self._node_info(node, create=False))
+            return
         for pod in list(self.shim.state.waiting_for_volumes.values()):
             self.shim.state.waiting_for_volumes.pop(key_of(pod), None)
             await self.shim.guarded("pods", pod, self.add_pod(pod))
@@ -255,19 +273,19 @@ class Pods:
         ask, wait, request, ignored = None, None, {}, []
         if node:  # recovered: it already runs where it was bound
             request = translate.pod_request(pod)
-            ask = translate.bound_pod_allocation(
+            ask = self._with_volumes(pod, translate.bound_pod_allocation(
                 pod, priority, ours=True, task_group="", namespace_labels=labels, app_id=app_id,
                 request=request,
-            )  # fmt: skip
+            ))  # fmt: skip
         elif uid not in shim.state.asked:
             wait, volume_terms = self._why_wait(pod)
             if wait is None:
                 request = translate.pod_request(pod)
                 ignored = translate.ignored_placement(pod)
-                ask = translate.pod_ask(
+                ask = self._with_volumes(pod, translate.pod_ask(
                     pod, priority, app_id, task_group="", volume_terms=volume_terms, namespace_labels=labels,
                     request=request,
-                )  # fmt: skip
+                ))  # fmt: skip
         if app_id not in shim.state.apps and not await self._add_application(
             pod, app_id, app_id in (with_placeholders or ())
         ):
@@ -411,7 +429,7 @@ class Pods:
             pod, _FOREIGN_PRIORITY, ours=False, namespace_labels=labels, request=request
         )
         self.shim.state.sizes[key_of(pod)] = request
-        return alloc
+        return self._with_volumes(pod, alloc)
 
     async def _adopt_orphans(self, name: str, answered: int) -> None:
         """The pods the core refused because it did not know their node: sent again now it does (once
@@ -444,23 +462,23 @@ class Pods:
             return  # the core holds nothing of it (any more): nothing to resize
         else:
             app_id, _ = state.placed[uid]
-            alloc = translate.bound_pod_allocation(
+            alloc = self._with_volumes(pod, translate.bound_pod_allocation(
                 pod, self.priorities.resolve(pod), ours=True, app_id=app_id, request=request,
                 namespace_labels=self._namespace_labels(pod),
-            )  # fmt: skip
+            ))  # fmt: skip
             state.sizes[uid] = request
         log.info("pod resized in place", pod=uid, applicationID=alloc.applicationID, size=request)
         await self.shim.outbox.ask(alloc)
+
+    def _with_volumes(self, pod: Obj, alloc: si_pb2.Allocation) -> si_pb2.Allocation:
+        """The allocation with the CSI volumes its pod attaches, which the nodes' attach limits count."""
+        volumes = self.volumes.csi_volumes(pod)
+        if volumes:
+            alloc.allocationTags[TAG_CSI_VOLUMES] = json.dumps(volumes, sort_keys=True)
+        return alloc
 
     def _namespace_of(self, pod: Obj) -> Obj | None:
         return self.namespaces.get((pod.get("metadata") or {}).get("namespace", "default"))
 
     def _namespace_labels(self, pod: Obj) -> Mapping[str, str]:
         return ((self._namespace_of(pod) or {}).get("metadata") or {}).get("labels") or {}
-
-
-def _node_info(node: Obj, create: bool) -> si_pb2.NodeInfo:
-    if not create:
-        return translate.node_info(node, si_pb2.NodeInfo.UPDATE)
-    action = si_pb2.NodeInfo.CREATE_DRAIN if translate.node_is_cordoned(node) else si_pb2.NodeInfo.CREATE
-    return translate.node_info(node, action)

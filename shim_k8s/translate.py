@@ -22,6 +22,7 @@ from shim_k8s.priority import PodPriority
 from shim_k8s.volumes import with_volume_terms
 from si.v1 import si_pb2
 from si.v1.tags import (
+    ATTR_CSI_VOLUME_LIMITS,
     ATTR_HOSTNAME,
     ATTR_TAINTS,
     LABEL_PREFIX,
@@ -418,8 +419,11 @@ def application_request(
 # Nodes -------------------------------------------------------------------------------------------
 
 
-def node_info(node: Mapping[str, Any], action: si_pb2.NodeInfo.ActionFromRM) -> si_pb2.NodeInfo:
-    """A node: allocatable as its schedulable resource, labels and taints as attributes."""
+def node_info(
+    node: Mapping[str, Any], action: si_pb2.NodeInfo.ActionFromRM, csi_limits: Mapping[str, int] | None = None
+) -> si_pb2.NodeInfo:
+    """A node: allocatable as its schedulable resource, labels, taints and its CSINode's attach limits
+    (`csi_limits`, driver -> count) as attributes."""
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
     attributes = {ATTR_HOSTNAME: meta.get("name", "")}
     for key, value in (meta.get("labels") or {}).items():
@@ -431,6 +435,8 @@ def node_info(node: Mapping[str, Any], action: si_pb2.NodeInfo.ActionFromRM) -> 
     ]
     if taints:
         attributes[ATTR_TAINTS] = json.dumps(taints, sort_keys=True)
+    if csi_limits:
+        attributes[ATTR_CSI_VOLUME_LIMITS] = json.dumps(dict(csi_limits), sort_keys=True)
     return si_pb2.NodeInfo(
         nodeID=meta.get("name", ""),
         action=action,

@@ -23,7 +23,7 @@ from typing import Any
 
 from shim_k8s.api.objects import Obj, WatchEvent
 
-VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses")
+VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 NEUTRAL_KINDS = frozenset(
@@ -36,6 +36,7 @@ class Volumes:
     claims: dict[tuple[str, str], Obj] = field(default_factory=dict)  # (namespace, name) -> claim
     volumes: dict[str, Obj] = field(default_factory=dict)  # name -> PersistentVolume
     classes: dict[str, Obj] = field(default_factory=dict)  # name -> StorageClass
+    csinodes: dict[str, Obj] = field(default_factory=dict)  # node name -> CSINode
 
     def update(self, kind: str, event: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
@@ -46,6 +47,8 @@ class Volumes:
             store, key = self.claims, (meta.get("namespace", "default"), name)
         elif kind == "persistentvolumes":
             store, key = self.volumes, name
+        elif kind == "csinodes":
+            store, key = self.csinodes, name
         else:
             store, key = self.classes, name
         if event == WatchEvent.DELETED:
@@ -99,6 +102,41 @@ class Volumes:
             return f"persistentvolume {bound_to} of claim {name} not found", []
         required = ((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
         return "", list(required.get("nodeSelectorTerms") or [])
+
+    def csi_volumes(self, pod: Obj) -> dict[str, list[str]]:
+        """The CSI volumes the pod attaches, driver -> volume handles, as NodeVolumeLimits counts them:
+        its bound claims' CSI volumes (generic ephemeral ones included) and its inline CSI volumes (one
+        of each per pod: `<namespace>-<pod>-<volume>`)."""
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        namespace, pod_name = meta.get("namespace", "default"), meta.get("name", "")
+        found: dict[str, list[str]] = {}
+        for volume in spec.get("volumes") or []:
+            name = volume.get("name", "")
+            driver, handle = "", ""
+            if "persistentVolumeClaim" in volume or "ephemeral" in volume:
+                claim_name = (
+                    (volume["persistentVolumeClaim"] or {}).get("claimName", "")
+                    if "persistentVolumeClaim" in volume
+                    else f"{pod_name}-{name}"
+                )
+                claim = self.claims.get((namespace, claim_name)) or {}
+                bound = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "") or {}
+                csi = (bound.get("spec") or {}).get("csi") or {}
+                driver, handle = csi.get("driver", ""), csi.get("volumeHandle", "")
+            elif "csi" in volume:
+                driver, handle = (volume["csi"] or {}).get("driver", ""), f"{namespace}-{pod_name}-{name}"
+            if driver and handle:
+                found.setdefault(str(driver), []).append(str(handle))
+        return found
+
+    def csi_limits(self, node_name: str) -> dict[str, int]:
+        """How many volumes of each CSI driver the node can attach (its CSINode's allocatable counts)."""
+        drivers = ((self.csinodes.get(node_name) or {}).get("spec") or {}).get("drivers") or []
+        return {
+            str(d["name"]): int(d["allocatable"]["count"])
+            for d in drivers
+            if d.get("name") and isinstance((d.get("allocatable") or {}).get("count"), int)
+        }
 
     def _default_class(self) -> str:
         for name, storage_class in self.classes.items():

@@ -28,9 +28,18 @@ from core.constraints.host_ports import HostPort, HostPortError, parse_host_port
 from core.constraints.node_affinity import AffinityError, NodeAffinity, parse_node_affinity
 from core.constraints.pod_affinity import PodAffinity, PodAffinityError, parse_pod_affinity, pod_identity
 from core.constraints.topology_spread import SpreadConstraint, SpreadError, parse_spread
+from core.constraints.volume_limits import (
+    CsiLimits,
+    CsiVolumes,
+    VolumeLimitError,
+    parse_csi_limits,
+    parse_csi_volumes,
+)
 from si.v1.tags import (
+    ATTR_CSI_VOLUME_LIMITS,
     ATTR_TAINTS,
     LABEL_PREFIX,
+    TAG_CSI_VOLUMES,
     TAG_HOST_PORTS,
     TAG_NODE_AFFINITY,
     TAG_NODE_SELECTOR,
@@ -80,6 +89,7 @@ class AskConstraints:
     pod_affinity: PodAffinity | None = None  # checked against the partition's pods (pod_rules)
     pod_anti_affinity: PodAffinity | None = None
     spread: tuple[SpreadConstraint, ...] = ()  # topology spread, checked with the pod rules
+    csi_volumes: CsiVolumes = ()  # the CSI volumes it attaches, against the nodes' attach limits
     # No constraint the node's own traits and ports decide (pod rules are checked beside them); set
     # once, as it is read for every node an ask is tried on.
     is_empty: bool = field(init=False, compare=False, repr=False)
@@ -91,6 +101,7 @@ class AskConstraints:
             or self.tolerations
             or self.node_affinity
             or self.host_ports
+            or self.csi_volumes
         )
         object.__setattr__(self, "is_empty", empty)
 
@@ -99,6 +110,7 @@ class AskConstraints:
 class NodeTraits:
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[Taint, ...] = ()
+    csi_limits: CsiLimits = ()  # how many volumes of each CSI driver it can attach
     label_map: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -126,6 +138,7 @@ _CONSTRAINT_TAGS = frozenset(
         TAG_POD_AFFINITY,
         TAG_POD_ANTI_AFFINITY,
         TAG_TOPOLOGY_SPREAD,
+        TAG_CSI_VOLUMES,
     }
 )
 
@@ -219,6 +232,14 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
             spread = parse_spread(raw, f"tag {TAG_TOPOLOGY_SPREAD}", *pod_identity(tags)[:2])
         except SpreadError as exc:
             raise ConstraintError(str(exc)) from None
+    volumes: CsiVolumes = ()
+    if TAG_CSI_VOLUMES in tags:
+        try:
+            volumes = parse_csi_volumes(
+                _json(tags[TAG_CSI_VOLUMES], f"tag {TAG_CSI_VOLUMES}"), f"tag {TAG_CSI_VOLUMES}"
+            )
+        except VolumeLimitError as exc:
+            raise ConstraintError(str(exc)) from None
     constraints = AskConstraints(
         tags.get(required_node_tag, ""),
         selector,
@@ -228,6 +249,7 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
         pod_rules[0],
         pod_rules[1],
         spread,
+        volumes,
     )
     return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints  # one object for the many without
 
@@ -258,7 +280,14 @@ def parse_node_traits(attributes: Mapping[str, str]) -> NodeTraits:
         taints = tuple(
             Taint(str(t["key"]), str(t.get("value", "")), str(t.get("effect", "NoSchedule"))) for t in raw
         )
-    return NodeTraits(labels, taints)
+    limits: CsiLimits = ()
+    if ATTR_CSI_VOLUME_LIMITS in attributes:
+        where = f"attribute {ATTR_CSI_VOLUME_LIMITS}"
+        try:
+            limits = parse_csi_limits(_json(attributes[ATTR_CSI_VOLUME_LIMITS], where), where)
+        except VolumeLimitError as exc:
+            raise ConstraintError(str(exc)) from None
+    return NodeTraits(labels, taints, limits)
 
 
 def selector_matches(selector: tuple[tuple[str, str], ...], labels: Mapping[str, str]) -> bool:

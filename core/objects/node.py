@@ -6,6 +6,7 @@ from typing import Protocol
 
 from core.constraints.ask import NO_CONSTRAINTS, NO_TRAITS, NodeTraits
 from core.constraints.host_ports import PortsInUse
+from core.constraints.volume_limits import VolumesInUse
 from core.objects.allocation import Allocation
 from core.resources import Resource
 
@@ -36,6 +37,7 @@ class Node:
         "reservations",
         "schedulable",
         "traits",
+        "volumes",
         "watcher",
     )
 
@@ -59,6 +61,7 @@ class Node:
         self.traits: NodeTraits = NO_TRAITS
         self.reservations: set[tuple[str, str]] = set()  # asks (app, key) holding this node
         self.ports = PortsInUse()  # host ports of the pods here, ours and foreign
+        self.volumes = VolumesInUse()  # CSI volumes of the pods here, ours and foreign
         self.watcher: PodWatcher | None = None
 
     @property
@@ -80,8 +83,11 @@ class Node:
         (self.occupied if alloc.foreign else self.allocated).add_in_place(alloc.resource)
         self._available.sub_in_place(alloc.resource)
         constraints = alloc.constraints
-        if constraints is not NO_CONSTRAINTS and constraints.host_ports:
-            self.ports.add(constraints.host_ports)
+        if constraints is not NO_CONSTRAINTS:
+            if constraints.host_ports:
+                self.ports.add(constraints.host_ports)
+            if constraints.csi_volumes:
+                self.volumes.add(constraints.csi_volumes)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.placed(alloc, self)
@@ -93,8 +99,11 @@ class Node:
         (self.occupied if alloc.foreign else self.allocated).sub_in_place(alloc.resource)
         self._available.add_in_place(alloc.resource)
         constraints = alloc.constraints
-        if constraints is not NO_CONSTRAINTS and constraints.host_ports:
-            self.ports.remove(constraints.host_ports)
+        if constraints is not NO_CONSTRAINTS:
+            if constraints.host_ports:
+                self.ports.remove(constraints.host_ports)
+            if constraints.csi_volumes:
+                self.volumes.remove(constraints.csi_volumes)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.removed(alloc, self)

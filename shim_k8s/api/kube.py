@@ -75,6 +75,7 @@ def collection_paths(namespace: str) -> dict[str, str]:
         "persistentvolumeclaims": "/api/v1/persistentvolumeclaims",
         "persistentvolumes": "/api/v1/persistentvolumes",
         "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
+        "csinodes": "/apis/storage.k8s.io/v1/csinodes",
         "namespaces": "/api/v1/namespaces",
     }
 

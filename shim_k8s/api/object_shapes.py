@@ -70,7 +70,14 @@ NAMESPACE = {"metadata": METADATA}
 CONFIGMAP = {"metadata": METADATA, "data": STRINGS, "binaryData": STRINGS}
 PRIORITY_CLASS = {"metadata": METADATA, "value": int, "globalDefault": bool, "preemptionPolicy": str}
 CLAIM = {"metadata": METADATA, "spec": {"volumeName": str, "storageClassName": str}}
-VOLUME = {"metadata": METADATA, "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [OBJECT]}}}}
+VOLUME = {
+    "metadata": METADATA,
+    "spec": {
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [OBJECT]}},
+        "csi": {"driver": str, "volumeHandle": str},
+    },
+}
+CSINODE = {"metadata": METADATA, "spec": {"drivers": [{"name": str, "allocatable": {"count": int}}]}}
 STORAGE_CLASS = {"metadata": METADATA, "volumeBindingMode": str}
 
 SHAPES: dict[str, Any] = {
@@ -82,6 +89,7 @@ SHAPES: dict[str, Any] = {
     "persistentvolumeclaims": CLAIM,
     "persistentvolumes": VOLUME,
     "storageclasses": STORAGE_CLASS,
+    "csinodes": CSINODE,
 }
 
 

@@ -143,11 +143,18 @@ def storage_class_template(i: int) -> Json:
             "volumeBindingMode": "WaitForFirstConsumer"}  # fmt: skip
 
 
+def csinode_template(i: int) -> Json:
+    return {"metadata": {"name": f"hostile-node-{i}"},
+            "spec": {"drivers": [{"name": "hostile.csi.example.com", "nodeID": f"hostile-{i}",
+                                  "allocatable": {"count": 3}}]}}  # fmt: skip
+
+
 TEMPLATES = {
     "pods": pod_template, "foreign": foreign_template, "nodes": node_template,
     "namespaces": namespace_template, "configmaps": configmap_template,
     "priorityclasses": priority_class_template, "persistentvolumeclaims": claim_template,
     "persistentvolumes": volume_template, "storageclasses": storage_class_template,
+    "csinodes": csinode_template,
 }  # fmt: skip
 
 

@@ -441,6 +441,45 @@ async def test_a_pod_goes_where_its_volume_is_and_waits_while_its_claim_is_unbou
         await _until(lambda: ("db-1", "n2") in api.bindings, "the pod bound once its claim is")
 
 
+async def test_a_nodes_csi_attach_limit_keeps_the_next_volume_pod_off_it(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    """NodeVolumeLimits: each node's CSINode lets it attach one EBS volume; a foreign pod holds n2's.
+    Two pods with a volume each: one goes to n1, the other waits (not to n2), with Kubernetes' reason;
+    when the foreign pod goes, it takes n2."""
+    driver = "ebs.csi.aws.com"
+    for name in ("n1", "n2"):
+        await api.put("nodes", node(name, memory="8Gi"))
+        drivers = [{"name": driver, "allocatable": {"count": 1}}]
+        await api.put("csinodes", {"metadata": {"name": name}, "spec": {"drivers": drivers}})
+    for i, claim in enumerate(("theirs", "data-0", "data-1")):
+        csi = {"driver": driver, "volumeHandle": f"vol-{i}"}
+        await api.put("persistentvolumes", {"metadata": {"name": f"pv-{i}"}, "spec": {"csi": csi}})
+        meta = {"name": claim, "namespace": "shop", "uid": claim}
+        await api.put("persistentvolumeclaims", {"metadata": meta, "spec": {"volumeName": f"pv-{i}"}})
+    volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "theirs"}}]
+    other = pod("other", volumes=volume)
+    other["spec"].update(schedulerName="default-scheduler", nodeName="n2")
+    await api.put("pods", other)
+    for i in range(2):
+        await api.put("pods", pod(f"db-{i}", volumes=[
+            {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{i}"}}]))  # fmt: skip
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: len(api.bindings) == 1, "one pod bound")
+        assert api.bindings[0][1] == "n1"
+        waiting_pod = "db-1" if api.bindings[0][0] == "db-0" else "db-0"
+
+        def waiting() -> Obj | None:
+            found = condition(api.get("pods", waiting_pod), "PodScheduled")
+            return found if found is not None and found["status"] == "False" else None
+
+        await _until(waiting, "the second pod marked unschedulable")
+        found = waiting()
+        assert found is not None and "2 exceed max volume count" in found["message"]
+        await api.delete("pods", other)
+        await _until(lambda: (waiting_pod, "n2") in api.bindings, "the pod bound once n2's volume is gone")
+
+
 async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(
     api: FakeKubeAPI, core_address: str, rm_id: str
 ) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from core.constraints.ask import NodeTraits, Toleration, selector_matches, untolerated
 from core.constraints.host_ports import HostPort
 from core.constraints.node_affinity import NodeAffinity
+from core.constraints.volume_limits import CsiVolumes
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 
@@ -32,6 +33,7 @@ NODE_SELECTOR = "didn't match the node selector"
 NODE_AFFINITY = "didn't match node affinity"
 UNTOLERATED_TAINTS = "had untolerated taints"
 HOST_PORTS = "didn't have free ports for the requested pod ports"
+MAX_VOLUME_COUNT = "exceed max volume count"  # kube-scheduler: "node(s) exceed max volume count"
 POD_ANTI_AFFINITY = "pod anti-affinity"
 POD_AFFINITY = "pod affinity"
 TOPOLOGY_SPREAD = "topology spread constraints"
@@ -139,6 +141,22 @@ class HostPorts:
 
     def refusal(self, node: Node) -> str:
         return HOST_PORTS if node.ports.conflict(self.ports) is not None else ""
+
+
+class VolumeLimits:
+    """NodeVolumeLimits: per CSI driver, the volumes attached to the node (by its pods, ours and
+    foreign) and the ask's new ones stay within the node's attach limit."""
+
+    __slots__ = ("volumes",)
+
+    def __init__(self, volumes: CsiVolumes) -> None:
+        self.volumes = volumes
+
+    def refusal(self, node: Node) -> str:
+        limits = node.traits.csi_limits
+        if not limits:
+            return ""
+        return MAX_VOLUME_COUNT if node.volumes.over_limit(self.volumes, limits) else ""
 
 
 NO_TOLERATIONS = Tolerations(())

@@ -21,6 +21,7 @@ from core.scheduler.fit.checks import (
     RequiredNode,
     Scorer,
     Tolerations,
+    VolumeLimits,
     insufficient,
 )
 from core.scheduler.partition import Partition
@@ -75,6 +76,8 @@ def own_checks(constraints: AskConstraints) -> list[NodeCheck]:
     checks.append(Tolerations(constraints.tolerations) if constraints.tolerations else NO_TOLERATIONS)
     if constraints.host_ports:
         checks.append(HostPorts(constraints.host_ports))
+    if constraints.csi_volumes:
+        checks.append(VolumeLimits(constraints.csi_volumes))
     return checks
 
 

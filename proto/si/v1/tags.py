@@ -16,6 +16,9 @@ ATTR_RACK_NAME = "si/rackname"
 ATTR_NODE_PARTITION = "si/node-partition"
 # The node's taints, as the JSON list of Kubernetes Taint objects.
 ATTR_TAINTS = "pykorn.io/taints"
+# How many volumes of each CSI driver the node can attach (its CSINode's drivers[].allocatable.count), as
+# a JSON object driver -> count; a driver not named has no limit.
+ATTR_CSI_VOLUME_LIMITS = "pykorn.io/csi-volume-limits"
 
 # ---- Allocation (ask) tags: where a pod may run ----------------------------------------------------
 # Every value is JSON in the shape Kubernetes writes the field (see docs/interface.md).
@@ -27,6 +30,9 @@ TAG_HOST_PORTS = "pykorn.io/host-ports"
 TAG_POD_AFFINITY = "pykorn.io/pod-affinity"
 TAG_POD_ANTI_AFFINITY = "pykorn.io/pod-anti-affinity"
 TAG_TOPOLOGY_SPREAD = "pykorn.io/topology-spread"
+# The CSI volumes the pod attaches, as a JSON object driver -> list of volume handles (ask and foreign
+# allocation tag): a node's attach limit counts each handle once, however many pods share it.
+TAG_CSI_VOLUMES = "pykorn.io/csi-volumes"
 
 # ---- Allocation tags: what the pod is ----------------------------------------------------------------
 TAG_NAMESPACE = "kubernetes.io/meta/namespace"
