@@ -57,8 +57,9 @@ class Volumes:
             store[key] = obj
 
     def placement(self, pod: Obj) -> tuple[str, list[list[Obj]]]:
-        """("", the required node selector terms of each bound volume) when the pod may be asked for;
-        (why it waits, []) when it may not be placed yet."""
+        """("", its bound volumes' constraints: lists of node selector terms, each list ORed and the lists
+        ANDed (a volume's node affinity, its zone labels)) when the pod may be asked for; (why it
+        waits, []) when it may not be placed yet."""
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         namespace = meta.get("namespace", "default")
         terms: list[list[Obj]] = []
@@ -76,11 +77,12 @@ class Volumes:
             why, volume_terms = self._claim(namespace, claim_name)
             if why:
                 return why, []
-            if volume_terms:
-                terms.append(volume_terms)
+            terms.extend(t for t in volume_terms if t)
         return "", terms
 
-    def _claim(self, namespace: str, name: str) -> tuple[str, list[Obj]]:
+    def _claim(self, namespace: str, name: str) -> tuple[str, list[list[Obj]]]:
+        """("", the volume's constraints: lists of node selector terms, each list ORed, the lists
+        ANDed) when the claim is bound; (why the pod waits, []) when it is not."""
         claim = self.claims.get((namespace, name))
         if claim is None:
             return f"persistentvolumeclaim {name} not found", []
@@ -101,7 +103,7 @@ class Volumes:
         if volume is None:
             return f"persistentvolume {bound_to} of claim {name} not found", []
         required = ((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
-        return "", list(required.get("nodeSelectorTerms") or [])
+        return "", [list(required.get("nodeSelectorTerms") or []), *zone_terms(volume)]
 
     def csi_volumes(self, pod: Obj) -> dict[str, list[str]]:
         """The CSI volumes the pod attaches, driver -> volume handles, as NodeVolumeLimits counts them:
@@ -143,6 +145,36 @@ class Volumes:
             if ((storage_class.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS) == "true":
                 return name
         return ""
+
+
+# The topology labels kube-scheduler's VolumeZone reads, and each one's GA or beta twin.
+TOPOLOGY_LABELS = {
+    "topology.kubernetes.io/zone": "failure-domain.beta.kubernetes.io/zone",
+    "topology.kubernetes.io/region": "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+}
+
+
+def zone_terms(volume: Obj) -> list[list[Obj]]:
+    """VolumeZone: a bound volume labelled with a zone or region (several joined by "__") takes a node
+    whose label of that key, or of its GA/beta twin, is one of them; a node with no topology label at
+    all passes, as kube-scheduler lets it. One list of ORed node selector terms per label."""
+    labels = (volume.get("metadata") or {}).get("labels") or {}
+    unlabelled: Obj = {"matchExpressions": [{"key": k, "operator": "DoesNotExist"} for k in TOPOLOGY_LABELS]}
+    out: list[list[Obj]] = []
+    for key, twin in TOPOLOGY_LABELS.items():
+        value = labels.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        values = sorted(set(value.split("__")))
+        within: list[Obj] = [
+            {"matchExpressions": [{"key": key, "operator": "In", "values": values}]},
+            {"matchExpressions": [{"key": twin, "operator": "In", "values": values}]},
+            unlabelled,
+        ]
+        out.append(within)
+    return out
 
 
 def with_volume_terms(node_affinity: Obj | None, volume_terms: Sequence[Sequence[Obj]]) -> Obj | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.constraints.node_affinity import parse_node_affinity
 from shim_k8s.volumes import Volumes, with_volume_terms
 
 ZONE_B: list[dict[str, Any]] = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
@@ -77,3 +78,25 @@ def test_volume_terms_are_anded_with_the_pods_own() -> None:
     )
     alone = with_volume_terms(None, [ZONE_B])
     assert alone == {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": ZONE_B}}
+
+
+def test_a_volumes_zone_labels_keep_the_pod_in_that_zone_as_volume_zone_does() -> None:
+    """kube-scheduler's VolumeZone: a node labelled with the volume's zone (or its beta twin) passes, one
+    in another zone does not, and a node with no topology label at all passes."""
+    v = Volumes()
+    zoned = {"name": "pv-z", "labels": {"topology.kubernetes.io/zone": "us-east-1a__us-east-1b"}}
+    v.update("persistentvolumes", "ADDED", {"metadata": zoned, "spec": {}})
+    v.update("persistentvolumeclaims", "ADDED", _claim("data", volume="pv-z"))
+    pod = _pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+    why, terms = v.placement(pod)
+    assert why == "" and len(terms) == 1
+    affinity = parse_node_affinity(with_volume_terms(None, terms), "pod")
+
+    def admits(labels: dict[str, str]) -> bool:
+        return affinity.admits("n", labels)
+
+    assert admits({"topology.kubernetes.io/zone": "us-east-1b"})
+    assert admits({"failure-domain.beta.kubernetes.io/zone": "us-east-1a"})  # the beta twin
+    assert not admits({"topology.kubernetes.io/zone": "us-west-2a"})
+    assert not admits({"topology.kubernetes.io/region": "us-east-1"})  # topology-labelled, no zone
+    assert admits({"kubernetes.io/hostname": "n"})  # no topology label at all
