@@ -25,6 +25,7 @@ from shim_k8s.api.objects import Obj, WatchEvent
 
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 NEUTRAL_KINDS = frozenset(
     {"name", "emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "nfs", "image", "csi"}
@@ -130,6 +131,24 @@ class Volumes:
             if driver and handle:
                 found.setdefault(str(driver), []).append(str(handle))
         return found
+
+    def rwop_claims(self, pod: Obj) -> list[str]:
+        """The claims with access mode ReadWriteOncePod the pod uses, "<namespace>/<name>": no other pod
+        of the cluster may use one at the same time (VolumeRestrictions)."""
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        namespace, pod_name = meta.get("namespace", "default"), meta.get("name", "")
+        found = []
+        for volume in spec.get("volumes") or []:
+            if "persistentVolumeClaim" in volume:
+                claim_name = (volume["persistentVolumeClaim"] or {}).get("claimName", "")
+            elif "ephemeral" in volume:
+                claim_name = f"{pod_name}-{volume.get('name', '')}"
+            else:
+                continue
+            claim = self.claims.get((namespace, claim_name)) or {}
+            if READ_WRITE_ONCE_POD in ((claim.get("spec") or {}).get("accessModes") or []):
+                found.append(f"{namespace}/{claim_name}")
+        return sorted(set(found))
 
     def csi_limits(self, node_name: str) -> dict[str, int]:
         """How many volumes of each CSI driver the node can attach (its CSINode's allocatable counts)."""

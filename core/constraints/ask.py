@@ -35,6 +35,7 @@ from core.constraints.volume_limits import (
     parse_csi_limits,
     parse_csi_volumes,
 )
+from core.constraints.volume_restrictions import ClaimError, parse_rwop_claims
 from si.v1.tags import (
     ATTR_CSI_VOLUME_LIMITS,
     ATTR_TAINTS,
@@ -45,6 +46,7 @@ from si.v1.tags import (
     TAG_NODE_SELECTOR,
     TAG_POD_AFFINITY,
     TAG_POD_ANTI_AFFINITY,
+    TAG_RWOP_CLAIMS,
     TAG_TOLERATIONS,
     TAG_TOPOLOGY_SPREAD,
 )
@@ -90,6 +92,7 @@ class AskConstraints:
     pod_anti_affinity: PodAffinity | None = None
     spread: tuple[SpreadConstraint, ...] = ()  # topology spread, checked with the pod rules
     csi_volumes: CsiVolumes = ()  # the CSI volumes it attaches, against the nodes' attach limits
+    rwop_claims: tuple[str, ...] = ()  # its ReadWriteOncePod claims: no other pod may use one meanwhile
     # No constraint the node's own traits and ports decide (pod rules are checked beside them); set
     # once, as it is read for every node an ask is tried on.
     is_empty: bool = field(init=False, compare=False, repr=False)
@@ -139,6 +142,7 @@ _CONSTRAINT_TAGS = frozenset(
         TAG_POD_ANTI_AFFINITY,
         TAG_TOPOLOGY_SPREAD,
         TAG_CSI_VOLUMES,
+        TAG_RWOP_CLAIMS,
     }
 )
 
@@ -240,6 +244,13 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
             )
         except VolumeLimitError as exc:
             raise ConstraintError(str(exc)) from None
+    claims: tuple[str, ...] = ()
+    if TAG_RWOP_CLAIMS in tags:
+        where = f"tag {TAG_RWOP_CLAIMS}"
+        try:
+            claims = parse_rwop_claims(_json(tags[TAG_RWOP_CLAIMS], where), where)
+        except ClaimError as exc:
+            raise ConstraintError(str(exc)) from None
     constraints = AskConstraints(
         tags.get(required_node_tag, ""),
         selector,
@@ -250,6 +261,7 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
         pod_rules[1],
         spread,
         volumes,
+        claims,
     )
     return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints  # one object for the many without
 

@@ -69,7 +69,7 @@ NODE = {
 NAMESPACE = {"metadata": METADATA}
 CONFIGMAP = {"metadata": METADATA, "data": STRINGS, "binaryData": STRINGS}
 PRIORITY_CLASS = {"metadata": METADATA, "value": int, "globalDefault": bool, "preemptionPolicy": str}
-CLAIM = {"metadata": METADATA, "spec": {"volumeName": str, "storageClassName": str}}
+CLAIM = {"metadata": METADATA, "spec": {"volumeName": str, "storageClassName": str, "accessModes": [str]}}
 VOLUME = {
     "metadata": METADATA,
     "spec": {

@@ -480,6 +480,40 @@ async def test_a_nodes_csi_attach_limit_keeps_the_next_volume_pod_off_it(
         await _until(lambda: (waiting_pod, "n2") in api.bindings, "the pod bound once n2's volume is gone")
 
 
+async def test_a_read_write_once_pod_claim_in_use_keeps_a_second_pod_pending_with_the_reason(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    for name in ("n1", "n2"):
+        await api.put("nodes", node(name, memory="8Gi"))
+    await api.put("persistentvolumes", {"metadata": {"name": "pv-0"}, "spec": {}})
+    meta = {"name": "exclusive", "namespace": "shop", "uid": "exclusive"}
+    spec = {"volumeName": "pv-0", "accessModes": ["ReadWriteOncePod"]}
+    await api.put("persistentvolumeclaims", {"metadata": meta, "spec": spec})
+    volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "exclusive"}}]
+    holder = pod("holder", volumes=volume)
+    holder["spec"].update(nodeName="n1")  # running already: the shim recovers it
+    await api.put("pods", holder)
+    await api.put("pods", pod("second", volumes=volume))
+    async with shim_running(api, core_address, rm_id):
+
+        def waiting() -> Obj | None:
+            found = condition(api.get("pods", "second"), "PodScheduled")
+            return found if found is not None and found["status"] == "False" else None
+
+        await _until(waiting, "the second pod marked unschedulable")
+        found = waiting()
+        assert found is not None
+        assert (
+            "2 has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod"
+            in found["message"]
+        )
+        assert not api.bindings
+        await api.delete("pods", holder)
+        await _until(
+            lambda: [p for p, _ in api.bindings] == ["second"], "the pod bound once the holder is gone"
+        )
+
+
 async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(
     api: FakeKubeAPI, core_address: str, rm_id: str
 ) -> None:

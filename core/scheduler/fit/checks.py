@@ -15,7 +15,7 @@ looks at them first, inline, as they decide most nodes and cost an attribute rea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from core.constraints.ask import NodeTraits, Toleration, selector_matches, untolerated
@@ -24,6 +24,8 @@ from core.constraints.node_affinity import NodeAffinity
 from core.constraints.volume_limits import CsiVolumes
 from core.objects.allocation import Allocation
 from core.objects.node import Node
+
+Ref = tuple[str, str]  # an ask's (application, key)
 
 # The reasons a node is refused, as Kubernetes' scheduler words them.
 UNSCHEDULABLE = "unschedulable"
@@ -34,6 +36,7 @@ NODE_AFFINITY = "didn't match node affinity"
 UNTOLERATED_TAINTS = "had untolerated taints"
 HOST_PORTS = "didn't have free ports for the requested pod ports"
 MAX_VOLUME_COUNT = "exceed max volume count"  # kube-scheduler: "node(s) exceed max volume count"
+RWOP_CONFLICT = "has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 POD_ANTI_AFFINITY = "pod anti-affinity"
 POD_AFFINITY = "pod affinity"
 TOPOLOGY_SPREAD = "topology spread constraints"
@@ -157,6 +160,40 @@ class VolumeLimits:
         if not limits:
             return ""
         return MAX_VOLUME_COUNT if node.volumes.over_limit(self.volumes, limits) else ""
+
+
+class ReadWriteOncePod:
+    """VolumeRestrictions: the ask's ReadWriteOncePod claims used by no other placed pod (ours or
+    foreign) anywhere in the partition. Preemption may take the pods using them, on the node where
+    they run: only there does the ask then fit."""
+
+    __slots__ = ("claims", "ref", "users")
+
+    def __init__(
+        self, claims: tuple[str, ...], users: Mapping[str, Mapping[tuple[str, str], Allocation]], ref: Ref
+    ) -> None:
+        self.claims = claims
+        self.users = users  # the partition's index (PodRules.claim_users), read when asked
+        self.ref = ref
+
+    def _holders(self) -> list[Allocation]:
+        users = self.users
+        return [a for c in self.claims for r, a in (users.get(c) or {}).items() if r != self.ref]
+
+    def refusal(self, node: Node) -> str:
+        return RWOP_CONFLICT if self._holders() else ""
+
+    def victims_for(
+        self, node: Node, takeable: Callable[[Allocation], bool], order: Callable[[Allocation], Any]
+    ) -> list[Allocation] | None:
+        holders = self._holders()
+        if any(h.node_id != node.node_id or not takeable(h) for h in holders):
+            return None
+        return sorted(holders, key=order)
+
+    def admits_without(self, node: Node, victims: list[Allocation]) -> bool:
+        gone = {id(v) for v in victims}
+        return all(id(h) in gone for h in self._holders())
 
 
 NO_TOLERATIONS = Tolerations(())

@@ -17,6 +17,7 @@ from core.scheduler.fit.checks import (
     NodeCheck,
     NodeSelector,
     PreferredAffinity,
+    ReadWriteOncePod,
     RequiredAffinity,
     RequiredNode,
     Scorer,
@@ -92,6 +93,8 @@ def fit_for(partition: Partition, ask: Allocation) -> AskFit:
     affinity = constraints.node_affinity
     if affinity is not None and affinity.preferred:
         scorers.append(PreferredAffinity(affinity))
+    if constraints.rwop_claims:
+        checks.append(ReadWriteOncePod(constraints.rwop_claims, partition.pod_rules.claim_users, ask.ref))
     rules = partition.pod_rules.for_ask(ask)
     if rules is not None:
         checks.append(rules)

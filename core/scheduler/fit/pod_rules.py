@@ -67,6 +67,8 @@ class PodRules:
         # Placed pods' preferences (see the module's doc): (term, weight) -> domain -> pods carrying it.
         self.liked_terms: dict[tuple[PodAffinityTerm, int], Counter[str]] = {}
         self.disliked_terms: dict[tuple[PodAffinityTerm, int], Counter[str]] = {}
+        # ReadWriteOncePod claims in use: "<namespace>/<name>" -> the placed pods using it, by ref.
+        self.claim_users: dict[str, dict[tuple[str, str], Allocation]] = {}
 
     # Upkeep -------------------------------------------------------------------------------------
     def placed(self, alloc: Allocation, node: Node) -> None:
@@ -87,6 +89,14 @@ class PodRules:
                 if node.node_id in spread.eligible and spread.selector.matches(*identity):
                     spread.counts.move(labels[spread.key], step)
         self._carry(alloc, labels, step)
+        for claim in alloc.constraints.rwop_claims:
+            users = self.claim_users.setdefault(claim, {})
+            if step > 0:
+                users[alloc.ref] = alloc
+            else:
+                users.pop(alloc.ref, None)
+                if not users:
+                    del self.claim_users[claim]
 
     def _carry(self, alloc: Allocation, labels: Mapping[str, str], step: int) -> None:
         """Count the terms a placed pod carries (its required anti-affinity, its preferences) in their

@@ -33,6 +33,9 @@ TAG_TOPOLOGY_SPREAD = "pykorn.io/topology-spread"
 # The CSI volumes the pod attaches, as a JSON object driver -> list of volume handles (ask and foreign
 # allocation tag): a node's attach limit counts each handle once, however many pods share it.
 TAG_CSI_VOLUMES = "pykorn.io/csi-volumes"
+# The claims with access mode ReadWriteOncePod the pod uses, as a JSON list of "<namespace>/<name>" (ask
+# and foreign allocation tag): no two pods of the partition may use one at once.
+TAG_RWOP_CLAIMS = "pykorn.io/read-write-once-pod-claims"
 
 # ---- Allocation tags: what the pod is ----------------------------------------------------------------
 TAG_NAMESPACE = "kubernetes.io/meta/namespace"
