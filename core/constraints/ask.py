@@ -21,8 +21,9 @@ Malformed JSON is refused when the ask or node arrives (see `parse_*`), never at
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from core.constraints.host_ports import HostPort, HostPortError, parse_host_ports
 from core.constraints.node_affinity import AffinityError, NodeAffinity, parse_node_affinity
@@ -199,58 +200,25 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
         if not isinstance(raw, list):
             raise ConstraintError(f"tag {TAG_TOLERATIONS} must be a JSON list of tolerations")
         tolerations = tuple(_toleration(item) for item in raw)
-    affinity = None
-    if TAG_NODE_AFFINITY in tags:
-        raw = _json(tags[TAG_NODE_AFFINITY], f"tag {TAG_NODE_AFFINITY}")
-        try:
-            affinity = parse_node_affinity(raw, f"tag {TAG_NODE_AFFINITY}")
-        except AffinityError as exc:
-            raise ConstraintError(str(exc)) from None
-        if affinity.required is None and not affinity.preferred:
-            affinity = None
-    ports: tuple[HostPort, ...] = ()
-    if TAG_HOST_PORTS in tags:
-        try:
-            ports = parse_host_ports(
-                _json(tags[TAG_HOST_PORTS], f"tag {TAG_HOST_PORTS}"), f"tag {TAG_HOST_PORTS}"
-            )
-        except HostPortError as exc:
-            raise ConstraintError(str(exc)) from None
+    affinity = _from_tag(tags, TAG_NODE_AFFINITY, parse_node_affinity)
+    if affinity is not None and affinity.required is None and not affinity.preferred:
+        affinity = None
+    ports = _from_tag(tags, TAG_HOST_PORTS, parse_host_ports) or ()
+    namespace, labels, _ = pod_identity(tags)
+
+    def pod_affinity(raw: object, where: str) -> PodAffinity:
+        return parse_pod_affinity(raw, where, namespace, labels)
+
+    def spread_of(raw: object, where: str) -> tuple[SpreadConstraint, ...]:
+        return parse_spread(raw, where, namespace, labels)
+
     pod_rules: list[PodAffinity | None] = []
     for tag in (TAG_POD_AFFINITY, TAG_POD_ANTI_AFFINITY):
-        rules = None
-        if tag in tags:
-            try:
-                rules = parse_pod_affinity(
-                    _json(tags[tag], f"tag {tag}"), f"tag {tag}", *pod_identity(tags)[:2]
-                )
-            except PodAffinityError as exc:
-                raise ConstraintError(str(exc)) from None
-            if not rules.required and not rules.preferred:
-                rules = None
-        pod_rules.append(rules)
-    spread: tuple[SpreadConstraint, ...] = ()
-    if TAG_TOPOLOGY_SPREAD in tags:
-        raw = _json(tags[TAG_TOPOLOGY_SPREAD], f"tag {TAG_TOPOLOGY_SPREAD}")
-        try:
-            spread = parse_spread(raw, f"tag {TAG_TOPOLOGY_SPREAD}", *pod_identity(tags)[:2])
-        except SpreadError as exc:
-            raise ConstraintError(str(exc)) from None
-    volumes: CsiVolumes = ()
-    if TAG_CSI_VOLUMES in tags:
-        try:
-            volumes = parse_csi_volumes(
-                _json(tags[TAG_CSI_VOLUMES], f"tag {TAG_CSI_VOLUMES}"), f"tag {TAG_CSI_VOLUMES}"
-            )
-        except VolumeLimitError as exc:
-            raise ConstraintError(str(exc)) from None
-    claims: tuple[str, ...] = ()
-    if TAG_RWOP_CLAIMS in tags:
-        where = f"tag {TAG_RWOP_CLAIMS}"
-        try:
-            claims = parse_rwop_claims(_json(tags[TAG_RWOP_CLAIMS], where), where)
-        except ClaimError as exc:
-            raise ConstraintError(str(exc)) from None
+        rules = _from_tag(tags, tag, pod_affinity)
+        pod_rules.append(rules if rules is not None and (rules.required or rules.preferred) else None)
+    spread = _from_tag(tags, TAG_TOPOLOGY_SPREAD, spread_of) or ()
+    volumes = _from_tag(tags, TAG_CSI_VOLUMES, parse_csi_volumes) or ()
+    claims = _from_tag(tags, TAG_RWOP_CLAIMS, parse_rwop_claims) or ()
     constraints = AskConstraints(
         tags.get(required_node_tag, ""),
         selector,
@@ -264,6 +232,23 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
         claims,
     )
     return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints  # one object for the many without
+
+
+# What the parsers of the rules raise for a value of the wrong shape: the ask's ConstraintError then.
+_PARSE_ERRORS = (AffinityError, HostPortError, PodAffinityError, SpreadError, VolumeLimitError, ClaimError)
+Parsed = TypeVar("Parsed")
+
+
+def _from_tag(tags: Mapping[str, str], tag: str, parse: Callable[[object, str], Parsed]) -> Parsed | None:
+    """The tag's JSON read by its parser (None when the ask has no such tag); what is wrong with it
+    becomes a ConstraintError that names the tag."""
+    if tag not in tags:
+        return None
+    where = f"tag {tag}"
+    try:
+        return parse(_json(tags[tag], where), where)
+    except _PARSE_ERRORS as exc:
+        raise ConstraintError(str(exc)) from None
 
 
 def _toleration(item: object) -> Toleration:
