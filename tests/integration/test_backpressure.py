@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import aiohttp
 import grpc
@@ -57,6 +58,26 @@ async def _requests(rm_id: str, stop: asyncio.Event) -> AsyncIterator[si_pb2.All
             await asyncio.sleep(0)  # let the channel send
 
 
+def _unread_stream(core: CoreProcess) -> tuple[grpc.aio.Channel, asyncio.Event, Any]:
+    """The hog's second allocation stream, bound to it by name on a channel with small HTTP/2 windows,
+    sending asks and releases until `stop` is set and never reading an answer."""
+    channel = grpc.aio.insecure_channel(core.address, options=[("grpc.http2.bdp_probe", 0)])
+    stop = asyncio.Event()
+    call = si_pb2_grpc.SchedulerStub(channel).UpdateAllocation(
+        _requests("hog", stop), metadata=((metadata.RM_ID, "hog"),)
+    )
+    return channel, stop, call
+
+
+async def _cut_status(call: Any) -> grpc.aio.AioRpcError:
+    """What the hog learns once it reads: what was written before the cut, then RESOURCE_EXHAUSTED."""
+    with pytest.raises(grpc.aio.AioRpcError) as cut:
+        async for _ in call:
+            pass
+    assert cut.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    return cut.value
+
+
 async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_served(
     bounded_core: CoreProcess,
 ) -> None:
@@ -73,11 +94,7 @@ async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_serve
             await client.wait_apps_answered(1)
         # The hog opens another allocation stream on a channel with small HTTP/2 windows, binds it by
         # name (it now receives the hog's allocation answers) and never reads it.
-        channel = grpc.aio.insecure_channel(core.address, options=[("grpc.http2.bdp_probe", 0)])
-        stop = asyncio.Event()
-        call = si_pb2_grpc.SchedulerStub(channel).UpdateAllocation(
-            _requests("hog", stop), metadata=((metadata.RM_ID, "hog"),)
-        )
+        channel, stop, call = _unread_stream(core)
         async with aiohttp.ClientSession() as session:
             before = await _cut_count(session, core)
             await _until_cut(session, core, before)
@@ -87,11 +104,8 @@ async def test_a_stream_not_read_is_cut_at_its_bound_and_others_keep_being_serve
             await other.wait_allocations(50)
         stop.set()
         # The hog is told why, once it reads: what was written before the cut, then the status.
-        with pytest.raises(grpc.aio.AioRpcError) as cut:
-            async for _ in call:
-                pass
-        assert cut.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        details = cut.value.details() or ""
+        cut = await _cut_status(call)
+        details = cut.details() or ""
         assert "response backlog not read:" in details and "(max_unread_responses)" in details
         assert "stream cut: responses not read" in core.log_text() and "unreadMessages" in core.log_text()
         await channel.close()
@@ -126,20 +140,13 @@ async def test_a_stream_not_read_is_cut_by_its_byte_budget_and_the_log_says_how_
         await hog.wait_nodes_answered(1)
         await hog.add_application("hog-app", "root.work")
         await hog.wait_apps_answered(1)
-        channel = grpc.aio.insecure_channel(core.address, options=[("grpc.http2.bdp_probe", 0)])
-        stop = asyncio.Event()
-        call = si_pb2_grpc.SchedulerStub(channel).UpdateAllocation(
-            _requests("hog", stop), metadata=((metadata.RM_ID, "hog"),)
-        )
+        channel, stop, call = _unread_stream(core)
         async with aiohttp.ClientSession() as session:
             await _until_cut(session, core, await _cut_count(session, core))
             assert core.resident_mb() < RSS_CEILING_MB
         stop.set()
-        with pytest.raises(grpc.aio.AioRpcError) as cut:
-            async for _ in call:
-                pass
-        assert cut.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert "max_unread_response_bytes" in (cut.value.details() or "")
+        cut = await _cut_status(call)
+        assert "max_unread_response_bytes" in (cut.details() or "")
         line = next(li for li in core.log_text().splitlines() if "stream cut: responses not read" in li)
         assert '"unreadBytes"' in line and '"oldestSeconds"' in line
         await channel.close()

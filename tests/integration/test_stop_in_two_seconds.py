@@ -18,7 +18,7 @@ import grpc
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from si.v1 import si_pb2, si_pb2_grpc
-from tests.integration.core_helpers import WORK_CONFIG
+from tests.integration.core_helpers import WORK_CONFIG, loaded_rm
 from tests.recording_client import RecordingClient
 
 STOP_BOUND = 2.0
@@ -59,18 +59,6 @@ async def _let_go(item: object) -> None:
         getattr(item, "cancel", lambda: None)()
 
 
-async def _registered(core: CoreProcess, rm_id: str, nodes: int = 1) -> RecordingClient:
-    client = RecordingClient(core.address, rm_id)
-    await client.connect()
-    await client.register(config=WORK_CONFIG)
-    for i in range(nodes):
-        await client.add_node(f"n{i}", {"memory": 10**6, "vcore": 10**6})
-    await client.wait_nodes_answered(nodes)
-    await client.add_application("app", "root.work")
-    await client.wait_apps_answered(1)
-    return client
-
-
 async def test_idle() -> None:
     async def nothing(core: CoreProcess, held: list[object]) -> None:
         return None
@@ -81,7 +69,7 @@ async def test_idle() -> None:
 async def test_with_rms_attached() -> None:
     async def attached(core: CoreProcess, held: list[object]) -> None:
         for i in range(3):
-            client = await _registered(core, f"rm-{i}")
+            client = await loaded_rm(core, f"rm-{i}", asks=0, nodes=1)
             held.append(client)
             await client.ask("app", "k1", {"memory": 1, "vcore": 1})
             await client.wait_allocations(1)
@@ -96,7 +84,7 @@ async def _events_burst(client: RecordingClient, count: int) -> None:
 
 async def test_with_a_grpc_event_reader_reading_and_one_not_reading() -> None:
     async def readers(core: CoreProcess, held: list[object]) -> None:
-        client = await _registered(core, "rm-events")
+        client = await loaded_rm(core, "rm-events", asks=0, nodes=1)
         held.append(client)
         for window in ((), (("grpc.http2.bdp_probe", 0),)):
             channel = grpc.aio.insecure_channel(core.address, options=list(window))
@@ -122,7 +110,7 @@ async def _drain(call: AsyncIterable[object]) -> None:
 
 async def test_with_rest_event_readers_reading_and_one_not_reading_mid_burst() -> None:
     async def readers(core: CoreProcess, held: list[object]) -> None:
-        client = await _registered(core, "rm-rest-events")
+        client = await loaded_rm(core, "rm-rest-events", asks=0, nodes=1)
         held.append(client)
         host, port = core.rest_url.removeprefix("http://").rsplit(":", 1)
         for reads in (True, False):
@@ -155,7 +143,7 @@ async def _read_all(reader: asyncio.StreamReader) -> None:
 
 async def test_in_the_middle_of_a_burst() -> None:
     async def burst(core: CoreProcess, held: list[object]) -> None:
-        client = await _registered(core, "rm-burst", nodes=200)
+        client = await loaded_rm(core, "rm-burst", asks=0, nodes=200)
         held.append(client)
         await client.asks(messages.ask("app", f"b{i}", {"memory": 1, "vcore": 1}) for i in range(100_000))
         await client.wait_allocations(1000, timeout=60)  # scheduling is under way
@@ -169,7 +157,7 @@ async def test_while_a_large_configuration_is_validated() -> None:
     big = WORK_CONFIG + "\n" + queues
 
     async def validating(core: CoreProcess, held: list[object]) -> None:
-        client = await _registered(core, "rm-config")
+        client = await loaded_rm(core, "rm-config", asks=0, nodes=1)
         held.append(client)
         channel = grpc.aio.insecure_channel(core.address)
         held.append(channel)
