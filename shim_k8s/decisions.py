@@ -25,7 +25,9 @@ from shim_k8s.api.kube import BindError
 from shim_k8s.api.objects import Obj, key_of
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
+from shim_k8s.service_config import ServiceConfig
 from shim_k8s.shim_state import ShimBase, finished, node_of
+from shim_k8s.volume_binding import NothingToBindHere, PodGone, VolumeBinder, VolumeBindError
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
@@ -64,6 +66,11 @@ class Shim(ShimBase, Protocol):
     def scheduler_name(self) -> str: ...
     def app_id(self, pod: Obj) -> str: ...
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None: ...
+    @property
+    def volume_binder(self) -> VolumeBinder: ...
+    @property
+    def service(self) -> ServiceConfig: ...
+    async def wait_for_volumes(self, pod: Obj, why: str) -> None: ...
 
 
 class Decisions:
@@ -175,20 +182,56 @@ class Decisions:
         pod = state.pods.get(uid)
         if pod is None or uid in state.bound_by_us or node_of(pod):
             return  # a confirmation of a pod already running there: never bind twice
+        if not await self._bind_volumes(alloc, pod):
+            return
         state.bound_by_us.add(uid)  # before the API answers: its echo must not look like a stranger's
         try:
             await shim.kube.bind(pod, alloc.nodeID)
         except BindError as exc:
-            # The core must not count a pod that never got there.
-            state.bound_by_us.discard(uid)
-            state.asked.pop(uid, None)  # asked again by the reconciliation, once the API may take it
-            state.placed.pop(uid, None)
-            reason = f"binding to {alloc.nodeID} failed: {exc}"
-            await shim.outbox.release(alloc.applicationID, uid, message=reason)
-            await shim.kube.record_event(pod, "BindingFailed", reason, True)
+            # Asked again by the reconciliation, once the API may take it.
+            await self._not_bound(alloc, pod, f"binding to {alloc.nodeID} failed: {exc}")
             return
         state.asked.pop(uid, None)
         await shim.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
+
+    async def _bind_volumes(self, alloc: si_pb2.Allocation, pod: Obj) -> bool:
+        """kube-scheduler's PreBind: the pod's WaitForFirstConsumer claims bound on the chosen node
+        (shim_k8s.volume_binding). False when the pod is not to be bound: its allocation is given back,
+        and the pod waits for its volumes to change (nothing could be done on that node) or is asked
+        again (its binding failed or timed out; a claim provisioned for the node keeps it there)."""
+        shim = self.shim
+        uid = alloc.allocationKey
+        node = shim.state.nodes.get(alloc.nodeID)
+        if not shim.volume_binder.volumes.delayed_claims(pod):
+            return True
+        try:
+            if node is None:
+                raise NothingToBindHere(f"node {alloc.nodeID} is gone")
+            timeout = shim.service.volume_bind_timeout
+            await shim.volume_binder.bind(pod, node, timeout, lambda: uid in shim.state.pods)
+            return True
+        except PodGone:
+            return False  # its deletion released it
+        except VolumeBindError as exc:
+            why = f"binding volumes on {alloc.nodeID} failed: {exc}"
+            await self._not_bound(alloc, pod, why)
+            current = shim.state.pods.get(uid)
+            if current is None:
+                return False
+            if isinstance(exc, NothingToBindHere):
+                await shim.wait_for_volumes(current, why)
+            else:
+                await shim.add_pod(current)
+            return False
+
+    async def _not_bound(self, alloc: si_pb2.Allocation, pod: Obj, reason: str) -> None:
+        """The pod did not get to its node: the core must not count it there."""
+        state, uid = self.shim.state, alloc.allocationKey
+        state.bound_by_us.discard(uid)
+        state.asked.pop(uid, None)
+        state.placed.pop(uid, None)
+        await self.shim.outbox.release(alloc.applicationID, uid, message=reason)
+        await self.shim.kube.record_event(pod, "BindingFailed", reason, True)
 
     async def _evict(self, release: si_pb2.AllocationRelease) -> None:
         shim = self.shim

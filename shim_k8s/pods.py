@@ -338,6 +338,11 @@ class Pods:
         why, volume_terms = self.volumes.placement(pod)
         return (("VolumesNotReady", why) if why else None), volume_terms
 
+    async def wait_for_volumes(self, pod: Obj, why: str) -> None:
+        """The pod cannot be placed with its volumes as they are now: it waits, and is looked at again
+        when they change."""
+        await self._wait(pod, "VolumesNotReady", why)
+
     async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
         """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
         volume cannot be). Says why, once per reason: an event, and the PodScheduled condition:
@@ -398,6 +403,7 @@ class Pods:
         shim.state.sizes.pop(uid, None)
         shim.state.refused.pop(uid, None)
         shim.bad.forget(uid)
+        self.volumes.notify(f"pod/{uid}")  # a binding of its volumes under way stops
         await shim.outbox.flush()  # its ask, if it waits in the batch, goes before its release
         if uid in shim.state.deleting:  # a placeholder the core released: it knows
             shim.state.deleting.discard(uid)

@@ -6,12 +6,14 @@ is the key `<service.policyGroup>.yaml` (`queues.yaml` by default). What each ot
 - applied: `service.policyGroup`, `service.placeholderImage`, `service.placeholderRunAsUser`,
   `service.placeholderRunAsGroup`, `service.placeholderFsGroup`, `service.disableGangScheduling`,
   `service.enableConfigHotRefresh`, `service.eventChannelCapacity` (the queue of events waiting to go
-  to the API), `kubernetes.qps` and `kubernetes.burst` (over the `--kube-qps`/`--kube-burst` flags),
+  to the API), `service.volumeBindTimeout` (a Go duration: how long a pod's volumes may take to bind
+  before its allocation is given back, 10m by default), `kubernetes.qps` and `kubernetes.burst` (over
+  the `--kube-qps`/`--kube-burst` flags),
   `admissionController.filtering.generateUniqueAppId`; `log.level` and `log.<subsystem>.level`
   (subsystems are pykorn's logger names without `pykorn.`: `k8s`, `k8s.informer`, `k8s.http`,
   `k8s.leader`, `rmclient`) change at once;
 - not used, with a warning saying why: `service.clusterId`, `service.schedulingInterval`,
-  `service.volumeBindTimeout`, `service.dispatchTimeout`, `service.operatorPlugins`,
+  `service.dispatchTimeout`, `service.operatorPlugins`,
   `service.instanceTypeNodeLabelKey`;
 - every other `admissionController.*` key is the admission controller's (`pykorn admission`);
 - anything else is warned about as unknown.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -39,8 +42,6 @@ KNOWN_SUBSYSTEMS = ("k8s", "k8s.informer", "k8s.http", "k8s.leader", "rmclient")
 NOT_USED = {
     "service.clusterId": "the resource manager ID is set with --rm-id",
     "service.schedulingInterval": "pykorn's core schedules as asks or room change, not on an interval",
-    "service.volumeBindTimeout": "pykorn does not bind volumes; a pod whose claim waits for its first "
-    "consumer waits with a reason",
     "service.dispatchTimeout": "the shim has no dispatcher queue: each decision is carried out as it arrives",
     "service.operatorPlugins": "operator plugins (Spark, ...) are not supported; applications come from pod "
     "labels",
@@ -62,6 +63,7 @@ class ServiceConfig:
     kube_qps: float | None = None  # None: --kube-qps
     kube_burst: int | None = None
     generate_unique_app_ids: bool = False
+    volume_bind_timeout: float = 600.0  # seconds (YuniKorn's 10m)
     log_level: int | None = None  # None: --log-level
     log_levels: dict[str, int] = field(default_factory=dict)  # by logger name
 
@@ -184,6 +186,8 @@ def parse(data: Mapping[str, str]) -> Parsed:
             _int(key, value, _INTS[key], values, warnings)
         elif key in _BOOLS:
             _bool(key, value, _BOOLS[key], values, warnings)
+        elif key == "service.volumeBindTimeout":
+            _duration(key, value, "volume_bind_timeout", values, warnings)
         elif key == "kubernetes.qps":
             _number(key, value, "kube_qps", float, values, warnings)
         elif key == "kubernetes.burst":
@@ -239,6 +243,35 @@ def _number(key: str, value: str, name: str, kind: type, values: dict[str, Any],
         warnings.append(f"{key}: {value!r} is out of range; the default is kept")
         return
     values[name] = number
+
+
+_GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration(text: str) -> float | None:
+    """Seconds from a Go duration as YuniKorn's settings take them ("10m", "1m30s", "500ms"); None for
+    anything else (a bare number included, as Go's time.ParseDuration refuses it, "0" aside)."""
+    if text == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(text):
+        found = _GO_DURATION_PART.match(text, pos)
+        if found is None:
+            return None
+        total += float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+        pos = found.end()
+    return total if text else None
+
+
+def _duration(key: str, value: str, name: str, values: dict[str, Any], warnings: list[str]) -> None:
+    seconds = go_duration(value)
+    if seconds is None:
+        warnings.append(f"{key}: {value!r} is not a duration (such as 10m, 90s, 1m30s); the default is kept")
+    elif seconds <= 0:
+        warnings.append(f"{key}: {value!r} must be longer than 0; the default is kept")
+    else:
+        values[name] = seconds
 
 
 def _level(key: str, value: str, warnings: list[str], store: Any) -> None:

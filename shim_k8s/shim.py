@@ -41,6 +41,7 @@ from shim_k8s.pods import Pods
 from shim_k8s.reconcile import Reconciler
 from shim_k8s.registration import Registration
 from shim_k8s.shim_state import ShimState
+from shim_k8s.volume_binding import VolumeBinder
 from shim_k8s.volumes import VOLUME_KINDS
 from si.v1 import si_pb2
 
@@ -81,6 +82,7 @@ class K8sShim(ResponseHandler):
         self.decisions = Decisions(self, wake)  # what the core decided, carried out
         self.gangs = Gangs(self)  # task groups, placeholder pods, gang progress events
         self.pods = Pods(self)  # the cluster's objects in, the core told
+        self.volume_binder = VolumeBinder(self.pods.volumes, kube)  # volumes bound before their pods
         self.registration = Registration(self)
         self.reconciler = Reconciler(self)
         self.bad = BadObjects(kube)  # objects refused or given a fallback: events, metrics, logs
@@ -233,6 +235,9 @@ class K8sShim(ResponseHandler):
 
     def app_id(self, pod: Obj) -> str:
         return self.pods.app_id(pod)
+
+    async def wait_for_volumes(self, pod: Obj, why: str) -> None:
+        await self.pods.wait_for_volumes(pod, why)
 
     def pod_scheduled_false(self, pod: Obj, uid: str, reason: str, message: str) -> bool:
         return self.decisions.pod_scheduled_false(pod, uid, reason, message)

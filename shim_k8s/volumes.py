@@ -3,11 +3,18 @@
 The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. For a pending pod:
 - a claim that is bound: its PersistentVolume's `spec.nodeAffinity.required` joins the pod's required
   node affinity (ANDed with the pod's own terms), so the core places the pod only where the volume is;
-- a claim that is missing, not bound yet (Immediate binding: the volume controller binds it), or
-  unbound in a StorageClass with `volumeBindingMode: WaitForFirstConsumer` (which needs the scheduler
-  to pick the volume and node together, and pykorn does not bind volumes): the pod waits, with the
-  reason, and is never placed blindly;
-- a generic ephemeral volume is the claim `<pod>-<volume>` that Kubernetes creates for it;
+- a claim that is unbound in a StorageClass with `volumeBindingMode: WaitForFirstConsumer`: the nodes
+  where it can be satisfied join the pod's node affinity the same way: the node affinity of each
+  available volume that fits it (shim_k8s.volume_matching), or, when its class provisions volumes, the
+  class's `allowedTopologies` (any node when it has none), ORed. A volume whose claimRef names the claim
+  already (a binding under way, perhaps before a restart) is its only choice; a claim annotated
+  `volume.kubernetes.io/selected-node` is provisioned for that node only. Once the core has picked a
+  node, shim_k8s.volume_binding binds the volumes there before the pod;
+- a claim that is missing, being deleted, or not bound yet in an Immediate class (the volume
+  controller binds it), or an unbound WaitForFirstConsumer claim nothing can satisfy: the pod waits,
+  with the reason, and is never placed blindly; it is looked at again when volumes change;
+- a generic ephemeral volume is the claim `<pod>-<volume>` that Kubernetes' ephemeral-volume controller
+  creates for it, owned by the pod (one the pod does not own is not its, and the pod waits);
 - volume kinds that place no constraint on the node (emptyDir, configMap, secret, downwardAPI,
   projected, hostPath, nfs, image, and inline CSI ephemeral volumes) need nothing; any other kind (the
   in-tree cloud disks, whose zone and attach limits pykorn does not check) makes the pod wait, naming
@@ -16,12 +23,16 @@ The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. F
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shim_k8s import volume_matching as match
 from shim_k8s.api.objects import Obj, WatchEvent
+from shim_k8s.node_selectors import topology_as_node_terms
 
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
@@ -30,6 +41,15 @@ DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 NEUTRAL_KINDS = frozenset(
     {"name", "emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "nfs", "image", "csi"}
 )
+NO_VOLUME_TO_BIND = "node(s) didn't find available persistent volumes to bind"  # kube-scheduler's reason
+
+
+@dataclass(frozen=True)
+class DelayedClaim:
+    """An unbound claim of a WaitForFirstConsumer class: bound by the scheduler, with its pod."""
+
+    claim: Obj
+    storage_class: Obj
 
 
 @dataclass
@@ -38,96 +58,233 @@ class Volumes:
     volumes: dict[str, Obj] = field(default_factory=dict)  # name -> PersistentVolume
     classes: dict[str, Obj] = field(default_factory=dict)  # name -> StorageClass
     csinodes: dict[str, Obj] = field(default_factory=dict)  # node name -> CSINode
+    # Volumes free to bind, by class name -> name -> volume; and which volume's claimRef names a claim
+    # ("<namespace>/<name>" -> volume name).
+    available: dict[str, dict[str, Obj]] = field(default_factory=dict)
+    claimed: dict[str, str] = field(default_factory=dict)
+    # Volumes chosen by a binding under way, before the API shows it: volume name -> claim key. No
+    # other claim gets one meanwhile.
+    reserved: dict[str, str] = field(default_factory=dict)
+    # What bindings under way wait on: a claim's key (or "pod/<uid>") -> events set when it changes.
+    _waiters: dict[str, set[asyncio.Event]] = field(default_factory=dict)
 
     def update(self, kind: str, event: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         name = meta.get("name", "")
-        store: dict[Any, Obj]  # one of the three, by key
-        key: Any
         if kind == "persistentvolumeclaims":
-            store, key = self.claims, (meta.get("namespace", "default"), name)
+            key = (meta.get("namespace", "default"), name)
+            if event == WatchEvent.DELETED:
+                self.claims.pop(key, None)
+            else:
+                self.claims[key] = obj
+            self.notify(f"{key[0]}/{key[1]}")
         elif kind == "persistentvolumes":
-            store, key = self.volumes, name
-        elif kind == "csinodes":
-            store, key = self.csinodes, name
+            self._unindex(self.volumes.pop(name, None))
+            if event != WatchEvent.DELETED:
+                self.volumes[name] = obj
+                self._index(obj)
         else:
-            store, key = self.classes, name
-        if event == WatchEvent.DELETED:
-            store.pop(key, None)
-        else:
-            store[key] = obj
+            store = self.csinodes if kind == "csinodes" else self.classes
+            if event == WatchEvent.DELETED:
+                store.pop(name, None)
+            else:
+                store[name] = obj
 
-    def placement(self, pod: Obj) -> tuple[str, list[list[Obj]]]:
-        """("", its bound volumes' constraints: lists of node selector terms, each list ORed and the lists
-        ANDed (a volume's node affinity, its zone labels)) when the pod may be asked for; (why it
-        waits, []) when it may not be placed yet."""
+    def _index(self, volume: Obj) -> None:
+        name = volume["metadata"]["name"]
+        if match.is_available(volume):
+            self.available.setdefault(match.volume_class(volume), {})[name] = volume
+        owner = match.claim_ref_key(volume)
+        if owner:
+            self.claimed[owner] = name
+            self.notify(owner)
+
+    def _unindex(self, volume: Obj | None) -> None:
+        if volume is None:
+            return
+        name = volume["metadata"]["name"]
+        self.available.get(match.volume_class(volume), {}).pop(name, None)
+        owner = match.claim_ref_key(volume)
+        if owner and self.claimed.get(owner) == name:
+            del self.claimed[owner]
+            self.notify(owner)
+
+    # Bindings under way wait for what they bind to change ------------------------------------------
+    def watch(self, keys: Sequence[str]) -> asyncio.Event:
+        """An event set when any of these claims ("<namespace>/<name>") or pods ("pod/<uid>") change;
+        `unwatch` it when done."""
+        changed = asyncio.Event()
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(changed)
+        return changed
+
+    def unwatch(self, keys: Sequence[str], changed: asyncio.Event) -> None:
+        for key in keys:
+            waiting = self._waiters.get(key)
+            if waiting is not None:
+                waiting.discard(changed)
+                if not waiting:
+                    del self._waiters[key]
+
+    def notify(self, key: str) -> None:
+        for changed in self._waiters.get(key, ()):
+            changed.set()
+
+    # Where a pod may run ------------------------------------------------------------------------
+    def pod_claims(self, pod: Obj) -> Iterator[tuple[str, str, bool]]:
+        """(volume name, claim name, whether the claim is a generic ephemeral volume's) for each of the
+        pod's volumes backed by a claim."""
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        namespace = meta.get("namespace", "default")
-        terms: list[list[Obj]] = []
         for volume in spec.get("volumes") or []:
             name = volume.get("name", "")
             if "persistentVolumeClaim" in volume:
-                claim_name = (volume["persistentVolumeClaim"] or {}).get("claimName", "")
+                yield name, (volume["persistentVolumeClaim"] or {}).get("claimName", ""), False
             elif "ephemeral" in volume:
-                claim_name = f"{meta.get('name', '')}-{name}"  # the claim Kubernetes makes for it
-            else:
+                yield name, f"{meta.get('name', '')}-{name}", True  # the claim Kubernetes makes for it
+
+    def placement(self, pod: Obj) -> tuple[str, list[list[Obj]]]:
+        """("", its volumes' constraints: lists of node selector terms, each list ORed and the lists
+        ANDed (a bound volume's node affinity and zone labels, where an unbound claim can be
+        satisfied)) when the pod may be asked for; (why it waits, []) when it may not be placed yet."""
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        namespace = meta.get("namespace", "default")
+        for volume in spec.get("volumes") or []:
+            if "persistentVolumeClaim" not in volume and "ephemeral" not in volume:
                 other = sorted(set(volume) - NEUTRAL_KINDS)
                 if other:
+                    name = volume.get("name", "")
                     return f"volume {name} is of a kind pykorn does not place by ({', '.join(other)})", []
-                continue
-            why, volume_terms = self._claim(namespace, claim_name)
+        terms: list[list[Obj]] = []
+        for _, claim_name, ephemeral in self.pod_claims(pod):
+            claim = self.claims.get((namespace, claim_name))
+            why = self._unusable(pod, claim_name, claim, ephemeral)
+            if why or claim is None:
+                return why, []
+            why, volume_terms = self._claim_terms(claim)
             if why:
                 return why, []
             terms.extend(t for t in volume_terms if t)
         return "", terms
 
-    def _claim(self, namespace: str, name: str) -> tuple[str, list[list[Obj]]]:
-        """("", the volume's constraints: lists of node selector terms, each list ORed, the lists
-        ANDed) when the claim is bound; (why the pod waits, []) when it is not."""
-        claim = self.claims.get((namespace, name))
+    def _unusable(self, pod: Obj, name: str, claim: Obj | None, ephemeral: bool) -> str:
+        """Why the claim cannot be used by the pod as it is now, as kube-scheduler says it; "" if it can."""
         if claim is None:
-            return f"persistentvolumeclaim {name} not found", []
+            return f'persistentvolumeclaim "{name}" not found'
+        meta = claim.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return f'persistentvolumeclaim "{name}" is being deleted'
+        if ephemeral:
+            pod_uid = (pod.get("metadata") or {}).get("uid")
+            owners = meta.get("ownerReferences") or []
+            if not any(o.get("uid") == pod_uid and o.get("controller") for o in owners):
+                pod_name = (pod.get("metadata") or {}).get("name", "")
+                return f"persistentvolumeclaim {name} was not created for pod {pod_name} (pod is not owner)"
+        return ""
+
+    def _claim_terms(self, claim: Obj) -> tuple[str, list[list[Obj]]]:
+        """("", the claim's constraints: lists of node selector terms, each list ORed, the lists
+        ANDed) when it can be used; (why the pod waits, []) when it cannot yet."""
+        name = claim["metadata"]["name"]
         bound_to = (claim.get("spec") or {}).get("volumeName", "")
         if not bound_to:
-            sc_name = (claim.get("spec") or {}).get("storageClassName") or self._default_class()
-            storage_class = self.classes.get(sc_name or "")
-            if (
-                storage_class is not None
-                and storage_class.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER
-            ):
-                return (
-                    f"persistentvolumeclaim {name} is unbound and its StorageClass {sc_name} binds "
-                    f"{WAIT_FOR_FIRST_CONSUMER}: pykorn does not choose volumes for pods; bind it first"
-                ), []
-            return f"persistentvolumeclaim {name} is not bound yet", []
+            delayed = self._delayed(claim)
+            if delayed is None:
+                return f'pod has unbound immediate PersistentVolumeClaims: "{name}" is not bound yet', []
+            return self._delayed_terms(delayed)
         volume = self.volumes.get(bound_to)
         if volume is None:
             return f"persistentvolume {bound_to} of claim {name} not found", []
-        required = ((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
-        return "", [list(required.get("nodeSelectorTerms") or []), *zone_terms(volume)]
+        return "", [match.node_terms(volume), *zone_terms(volume)]
+
+    def _delayed(self, claim: Obj) -> DelayedClaim | None:
+        """The claim as one the scheduler binds (unbound, of a WaitForFirstConsumer class); None when
+        it is not."""
+        if (claim.get("spec") or {}).get("volumeName"):
+            return None
+        class_name = match.claim_class(claim)
+        storage_class = self.classes.get(self._default_class() if class_name is None else class_name)
+        if storage_class is None or storage_class.get("volumeBindingMode") != WAIT_FOR_FIRST_CONSUMER:
+            return None
+        return DelayedClaim(claim, storage_class)
+
+    def delayed_claims(self, pod: Obj) -> list[DelayedClaim]:
+        """The pod's claims the scheduler binds before the pod (see `_delayed`)."""
+        namespace = (pod.get("metadata") or {}).get("namespace", "default")
+        out = []
+        for _, claim_name, _ in self.pod_claims(pod):
+            claim = self.claims.get((namespace, claim_name))
+            delayed = self._delayed(claim) if claim is not None else None
+            if delayed is not None:
+                out.append(delayed)
+        return out
+
+    def _delayed_terms(self, delayed: DelayedClaim) -> tuple[str, list[list[Obj]]]:
+        """Where an unbound WaitForFirstConsumer claim can be satisfied, as one list of ORed node
+        selector terms ([] when anywhere), or why nowhere."""
+        claim, storage_class = delayed.claim, delayed.storage_class
+        name = claim["metadata"]["name"]
+        selected = match.annotations_of(claim).get(match.SELECTED_NODE)
+        if selected:  # provisioning was asked for that node: only there
+            return "", [[{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [selected]}]}]]
+        mine = self.volumes.get(self.claimed.get(match.claim_key(claim), ""))
+        if mine is not None and match.pre_bound_to(mine, claim):
+            terms = match.node_terms(mine)
+            return "", [terms] if terms else []
+        ored: list[Obj] = []
+        for volume in self.candidates(claim, storage_class):
+            terms = match.node_terms(volume)
+            if not terms:
+                return "", []  # a fitting volume usable anywhere
+            ored.extend(terms)
+        if match.can_provision(storage_class):
+            allowed = topology_as_node_terms(storage_class.get("allowedTopologies") or [])
+            if not allowed:
+                return "", []
+            ored.extend(allowed)
+        if not ored:
+            class_name = storage_class["metadata"]["name"]
+            return (
+                f"persistentvolumeclaim {name}: {NO_VOLUME_TO_BIND} (no available volume of StorageClass "
+                f"{class_name} fits it, and the class does not provision)"
+            ), []
+        return "", [compact(ored)]
+
+    def candidates(self, claim: Obj, storage_class: Obj) -> list[Obj]:
+        """The available volumes of the claim's class that fit it and no binding under way has chosen,
+        smallest first."""
+        found = [
+            volume
+            for name, volume in self.available.get(storage_class["metadata"]["name"], {}).items()
+            if name not in self.reserved and match.fits(claim, volume)
+        ]
+        found.sort(
+            key=lambda v: (match.storage((v.get("spec") or {}).get("capacity")), v["metadata"]["name"])
+        )
+        return found
 
     def csi_volumes(self, pod: Obj) -> dict[str, list[str]]:
         """The CSI volumes the pod attaches, driver -> volume handles, as NodeVolumeLimits counts them:
-        its bound claims' CSI volumes (generic ephemeral ones included) and its inline CSI volumes (one
-        of each per pod: `<namespace>-<pod>-<volume>`)."""
+        its bound claims' CSI volumes (generic ephemeral ones included), its unbound WaitForFirstConsumer
+        claims as volumes of their class's provisioner (one each: `<namespace>/<claim>`), and its inline
+        CSI volumes (one of each per pod: `<namespace>-<pod>-<volume>`)."""
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         namespace, pod_name = meta.get("namespace", "default"), meta.get("name", "")
         found: dict[str, list[str]] = {}
         for volume in spec.get("volumes") or []:
-            name = volume.get("name", "")
-            driver, handle = "", ""
-            if "persistentVolumeClaim" in volume or "ephemeral" in volume:
-                claim_name = (
-                    (volume["persistentVolumeClaim"] or {}).get("claimName", "")
-                    if "persistentVolumeClaim" in volume
-                    else f"{pod_name}-{name}"
-                )
-                claim = self.claims.get((namespace, claim_name)) or {}
-                bound = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "") or {}
-                csi = (bound.get("spec") or {}).get("csi") or {}
-                driver, handle = csi.get("driver", ""), csi.get("volumeHandle", "")
-            elif "csi" in volume:
-                driver, handle = (volume["csi"] or {}).get("driver", ""), f"{namespace}-{pod_name}-{name}"
+            if "csi" in volume:
+                driver = (volume["csi"] or {}).get("driver", "")
+                if driver:
+                    found.setdefault(str(driver), []).append(
+                        f"{namespace}-{pod_name}-{volume.get('name', '')}"
+                    )
+        for _, claim_name, _ in self.pod_claims(pod):
+            claim = self.claims.get((namespace, claim_name)) or {}
+            bound = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "") or {}
+            csi = (bound.get("spec") or {}).get("csi") or {}
+            driver, handle = csi.get("driver", ""), csi.get("volumeHandle", "")
+            delayed = self._delayed(claim) if claim and not bound else None
+            if delayed is not None and match.can_provision(delayed.storage_class):
+                driver, handle = delayed.storage_class.get("provisioner", ""), f"{namespace}/{claim_name}"
             if driver and handle:
                 found.setdefault(str(driver), []).append(str(handle))
         return found
@@ -135,16 +292,9 @@ class Volumes:
     def rwop_claims(self, pod: Obj) -> list[str]:
         """The claims with access mode ReadWriteOncePod the pod uses, "<namespace>/<name>": no other pod
         of the cluster may use one at the same time (VolumeRestrictions)."""
-        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        namespace, pod_name = meta.get("namespace", "default"), meta.get("name", "")
+        namespace = (pod.get("metadata") or {}).get("namespace", "default")
         found = []
-        for volume in spec.get("volumes") or []:
-            if "persistentVolumeClaim" in volume:
-                claim_name = (volume["persistentVolumeClaim"] or {}).get("claimName", "")
-            elif "ephemeral" in volume:
-                claim_name = f"{pod_name}-{volume.get('name', '')}"
-            else:
-                continue
+        for _, claim_name, _ in self.pod_claims(pod):
             claim = self.claims.get((namespace, claim_name)) or {}
             if READ_WRITE_ONCE_POD in ((claim.get("spec") or {}).get("accessModes") or []):
                 found.append(f"{namespace}/{claim_name}")
@@ -194,6 +344,30 @@ def zone_terms(volume: Obj) -> list[list[Obj]]:
         ]
         out.append(within)
     return out
+
+
+def compact(terms: Sequence[Obj]) -> list[Obj]:
+    """ORed node selector terms with the same meaning, fewer: terms that are one `In` of the same key
+    become one (the local volumes of many nodes: one hostname term with every node), and repeated
+    terms are kept once. The pod's terms are multiplied by these, so their number matters."""
+    merged: dict[str, list[str]] = {}
+    out: list[Obj] = []
+    seen: set[str] = set()
+    for term in terms:
+        expressions = term.get("matchExpressions") or []
+        if not term.get("matchFields") and len(expressions) == 1 and expressions[0].get("operator") == "In":
+            values = merged.setdefault(str(expressions[0].get("key", "")), [])
+            values.extend(v for v in expressions[0].get("values") or [] if v not in values)
+            continue
+        text = json.dumps(term, sort_keys=True)
+        if text not in seen:
+            seen.add(text)
+            out.append(term)
+    in_terms = [
+        {"matchExpressions": [{"key": key, "operator": "In", "values": sorted(values)}]}
+        for key, values in merged.items()
+    ]
+    return in_terms + out
 
 
 def with_volume_terms(node_affinity: Obj | None, volume_terms: Sequence[Sequence[Obj]]) -> Obj | None:

@@ -46,6 +46,17 @@ class BindError(RuntimeError):
     pass
 
 
+class Conflict(RuntimeError):
+    """An update the API refused (409): the object changed since it was read."""
+
+
+# The objects the shim updates (binding volumes), by kind: their path.
+_OBJECT_PATHS = {
+    "persistentvolumes": "/api/v1/persistentvolumes/{name}",
+    "persistentvolumeclaims": "/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
+}
+
+
 class KubeActions(Protocol):
     """What the shim asks of the Kubernetes API."""
 
@@ -63,6 +74,12 @@ class KubeActions(Protocol):
     async def set_unschedulable(self, pod: Obj, message: str, reason: str = "Unschedulable") -> None: ...
 
     async def fail_pod(self, pod: Obj, reason: str, message: str) -> None: ...  # phase Failed, as YuniKorn
+
+    # A volume or claim, read afresh (None: gone); and replaced with the resourceVersion it was read
+    # at (binding volumes): raises Conflict when it changed since, BindError when the API will not.
+    async def read_object(self, kind: str, namespace: str, name: str) -> Obj | None: ...
+
+    async def replace_object(self, kind: str, obj: Obj) -> None: ...
 
 
 def collection_paths(namespace: str) -> dict[str, str]:
@@ -259,6 +276,39 @@ class Kube:
                 "PATCH", _pod_path(pod, "status"), body, content_type="application/strategic-merge-patch+json"
             )
         )
+
+    async def read_object(self, kind: str, namespace: str, name: str) -> Obj | None:
+        path = _OBJECT_PATHS[kind].format(namespace=_segment(namespace), name=_segment(name))
+        try:
+            found: Obj = await self.http.request("GET", path)
+            return found
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise BindError(f"reading {kind} {name}: {exc.status} {exc.reason}") from None
+
+    async def replace_object(self, kind: str, obj: Obj) -> None:
+        """A PUT of the object as read and changed: its resourceVersion makes a stale one a Conflict.
+        Tried again on no answer, a 5xx or a 429 (a write that landed and lost its answer is then a
+        Conflict, which the caller reads again); BindError with the last answer otherwise."""
+        meta = obj["metadata"]
+        namespace, name = _segment(meta.get("namespace", "")), _segment(meta["name"])
+        path = _OBJECT_PATHS[kind].format(namespace=namespace, name=name)
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                await self.http.request("PUT", path, dict(obj), answer=False)
+                return
+            except ApiError as exc:
+                if exc.status == 409:
+                    raise Conflict(exc.reason) from None
+                if not _passing(exc) or attempt == WRITE_ATTEMPTS:
+                    raise BindError(f"updating {kind} {name}: {exc.status} {exc.reason}") from None
+                pause = _retry_after(exc) or WRITE_PAUSE * attempt
+            except TRANSPORT_ERRORS as exc:
+                if attempt == WRITE_ATTEMPTS:
+                    raise BindError(f"updating {kind} {name}: no answer from the API: {exc!r}") from None
+                pause = WRITE_PAUSE * attempt
+            await asyncio.sleep(pause)
 
     def event_capacity(self, capacity: int) -> None:
         """How many events may wait to be sent (service.eventChannelCapacity); set before the first."""

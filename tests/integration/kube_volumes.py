@@ -12,6 +12,10 @@ scheduler that binds volumes exercise the real flow rather than a shortcut:
   the selected node's zone (`topology.kubernetes.io/zone`, or the class's allowedTopologies key) and a
   claimRef, which the PV controller then binds.
 
+- `EphemeralVolumeController`, kube-controller-manager's ephemeral-volume controller: for a pod's generic
+  ephemeral volume (`spec.volumes[].ephemeral.volumeClaimTemplate`) it creates the claim `<pod>-<volume>`
+  from the template, owned by the pod (its controller ownerReference).
+
 Each is a separate component with its own task, woken by every change of the emulation's objects; a test
 can pause one (`paused = True`: it does nothing until resumed) or make the provisioner fail (`failing =
 "reason"`: a `ProvisioningFailed` warning event on the claim, no volume), as a stuck or broken controller
@@ -153,6 +157,29 @@ class Provisioner(_Controller):
                     {"matchExpressions": [{"key": key, "operator": "In", "values": [zone]}]}]}}  # fmt: skip
             api.put_locked("persistentvolumes", volume)
             self.provisioned.append(name)
+
+
+class EphemeralVolumeController(_Controller):
+    def reconcile(self) -> None:
+        api = self.api
+        for pod in list(api.objects["pods"].values()):
+            meta = pod["metadata"]
+            namespace = meta.get("namespace", "default")
+            for volume in (pod.get("spec") or {}).get("volumes") or []:
+                template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate")
+                if template is None:
+                    continue
+                name = f"{meta['name']}-{volume['name']}"
+                if f"{namespace}/{name}" in api.objects["persistentvolumeclaims"]:
+                    continue
+                owner = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta.get("uid", ""),
+                         "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+                claim_meta = {**(template.get("metadata") or {}), "name": name, "namespace": namespace,
+                              "uid": f"uid-pvc-{name}", "ownerReferences": [owner]}  # fmt: skip
+                api.put_locked("persistentvolumeclaims", {
+                    "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": claim_meta,
+                    "spec": template.get("spec") or {}, "status": {"phase": "Pending"},
+                })  # fmt: skip
 
 
 def _with_claim_ref(volume: Obj, claim: Obj) -> Obj:

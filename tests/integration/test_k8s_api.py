@@ -429,7 +429,7 @@ async def test_a_pod_goes_where_its_volume_is_and_waits_while_its_claim_is_unbou
 
         await _until(waiting, "the pod with the unbound claim marked unschedulable")
         found = waiting()
-        assert found is not None and "binds WaitForFirstConsumer" in found["message"]
+        assert found is not None and "didn't find available persistent volumes to bind" in found["message"]
         assert any(
             e["reason"] == "VolumesNotReady" and e["involvedObject"]["name"] == "db-1" for e in api.events
         )

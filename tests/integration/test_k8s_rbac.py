@@ -69,6 +69,12 @@ def test_the_roles_grant_what_the_code_calls_and_no_more() -> None:
     assert may(scheduler, "GET", "/api/v1/pods", {"watch": "true"})
     assert may(scheduler, "GET", "/api/v1/namespaces/yunikorn/configmaps")
     assert may(scheduler, "PUT", "/apis/coordination.k8s.io/v1/namespaces/yunikorn/leases/pykorn")
+    # Binding WaitForFirstConsumer volumes: a volume's claimRef, a claim's selected-node annotation.
+    assert may(scheduler, "PUT", "/api/v1/persistentvolumes/pv-1")
+    assert may(scheduler, "PUT", "/api/v1/namespaces/team-a/persistentvolumeclaims/data-0")
+    assert may(scheduler, "GET", "/api/v1/namespaces/team-a/persistentvolumeclaims/data-0")
+    assert not may(scheduler, "DELETE", "/api/v1/persistentvolumes/pv-1")
+    assert not may(scheduler, "POST", "/api/v1/namespaces/team-a/persistentvolumeclaims")
     # Not: other namespaces' ConfigMaps, other Leases, Secrets, changing pods or nodes.
     assert not may(scheduler, "GET", "/api/v1/namespaces/team-a/configmaps")
     assert not may(scheduler, "PUT", "/apis/coordination.k8s.io/v1/namespaces/yunikorn/leases/other")

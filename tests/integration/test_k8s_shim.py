@@ -93,6 +93,12 @@ class MemoryKube:
     ) -> None:
         self.events.append((obj["metadata"]["name"], reason, message))
 
+    async def read_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return None  # the volume binding's writes are exercised against the HTTP emulation
+
+    async def replace_object(self, kind: str, obj: Mapping[str, Any]) -> None:
+        raise BindError(f"{kind} {obj['metadata']['name']}: not kept in memory")
+
 
 def node(name: str, memory: str = "4Gi", cpu: str = "4", unschedulable: bool = False) -> dict[str, Any]:
     return {

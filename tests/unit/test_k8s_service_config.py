@@ -34,6 +34,7 @@ def test_applied_keys() -> None:
         "service.eventChannelCapacity": "500", "kubernetes.qps": "200", "kubernetes.burst": "400",
         "admissionController.filtering.generateUniqueAppId": "true",
         "admissionController.filtering.bypassNamespaces": "^kube-", "log.k8s.informer.level": "warn",
+        "service.volumeBindTimeout": "1m30s",
     })  # fmt: skip
     c = parsed.config
     assert parsed.queues == "the queues" and c.policy_group == "batch"
@@ -43,6 +44,7 @@ def test_applied_keys() -> None:
     assert c.disable_gang_scheduling and not c.enable_config_hot_refresh and c.generate_unique_app_ids
     assert (c.event_channel_capacity, c.kube_qps, c.kube_burst) == (500, 200.0, 400)
     assert c.log_levels == {"pykorn.k8s.informer": logging.WARNING}
+    assert c.volume_bind_timeout == 90.0
     # queues.yaml is not the queue configuration when the policy group is another.
     assert parsed.warnings == [
         "queues.yaml: not the queue configuration (batch.yaml, from service.policyGroup)"
@@ -51,7 +53,7 @@ def test_applied_keys() -> None:
 
 def test_keys_that_do_not_apply_are_named_with_the_reason() -> None:
     parsed = sc.parse({
-        "service.schedulingInterval": "1s", "service.volumeBindTimeout": "10m", "service.clusterId": "x",
+        "service.schedulingInterval": "1s", "service.volumeBindTimeout": "600", "service.clusterId": "x",
         "service.dispatchTimeout": "300s", "service.sillyKey": "1", "log.level": "loud",
         "log.shim.cache.level": "debug", "service.eventChannelCapacity": "-5", "kubernetes.qps": "fast",
     })  # fmt: skip
@@ -62,8 +64,16 @@ def test_keys_that_do_not_apply_are_named_with_the_reason() -> None:
         "service.eventChannelCapacity", "kubernetes.qps",
     }  # fmt: skip
     assert "not used" in by_key["service.schedulingInterval"]
+    assert "'600' is not a duration" in by_key["service.volumeBindTimeout"]  # Go's: a unit is needed
     assert "no subsystem 'shim.cache'" in by_key["log.shim.cache.level"]
     assert parsed.config == sc.ServiceConfig(log_levels={"pykorn.shim.cache": logging.DEBUG})
+
+
+def test_durations_are_read_as_go_reads_them() -> None:
+    assert [sc.go_duration(t) for t in ("10m", "1m30s", "500ms", "1.5h", "0")] == [600, 90, 0.5, 5400, 0]
+    assert [sc.go_duration(t) for t in ("", "10", "10 m", "1d", "-5s", "m")] == [None] * 6
+    assert "must be longer than 0" in _parse(service__volumeBindTimeout="0s").warnings[0]
+    assert sc.ServiceConfig().volume_bind_timeout == 600.0  # YuniKorn's default, 10m
 
 
 def test_what_needs_a_restart() -> None:

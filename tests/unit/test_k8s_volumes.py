@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.constraints.node_affinity import parse_node_affinity
-from shim_k8s.volumes import Volumes, with_volume_terms
+from shim_k8s.volumes import Volumes, compact, with_volume_terms
 
 ZONE_B: list[dict[str, Any]] = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
 
@@ -46,16 +46,36 @@ def test_a_bound_claim_brings_its_volumes_node_affinity() -> None:
 def test_the_pod_waits_for_a_claim_that_is_missing_unbound_or_waiting_for_its_consumer() -> None:
     v = _volumes()
     pvc = _pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
-    assert v.placement(pvc)[0] == "persistentvolumeclaim data not found"
+    assert v.placement(pvc)[0] == 'persistentvolumeclaim "data" not found'
     v.update("persistentvolumeclaims", "ADDED", _claim("data", storage_class="fast"))
-    assert v.placement(pvc)[0] == "persistentvolumeclaim data is not bound yet"
+    assert v.placement(pvc)[0] == 'pod has unbound immediate PersistentVolumeClaims: "data" is not bound yet'
+    # WaitForFirstConsumer, no volume free (pv-b has no phase Available) and no provisioner: it waits.
     v.update("persistentvolumeclaims", "MODIFIED", _claim("data", storage_class="local"))
-    assert "binds WaitForFirstConsumer" in v.placement(pvc)[0]
+    assert "node(s) didn't find available persistent volumes to bind" in v.placement(pvc)[0]
     v.update("persistentvolumeclaims", "MODIFIED", _claim("data", volume="pv-gone"))
     assert v.placement(pvc)[0] == "persistentvolume pv-gone of claim data not found"
-    # A generic ephemeral volume is the claim <pod>-<volume>.
-    v.update("persistentvolumeclaims", "ADDED", _claim("db-0-scratch", volume="pv-b"))
-    assert v.placement(_pod({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}})) == ("", [ZONE_B])
+    being_deleted = _claim("data", volume="pv-b")
+    being_deleted["metadata"]["deletionTimestamp"] = "2026-11-27T10:00:00Z"
+    v.update("persistentvolumeclaims", "MODIFIED", being_deleted)
+    assert v.placement(pvc)[0] == 'persistentvolumeclaim "data" is being deleted'
+
+
+def test_a_generic_ephemeral_volume_is_the_claim_its_pod_owns() -> None:
+    """The claim <pod>-<volume> Kubernetes creates for it, waited for, and used only when the pod owns it."""
+    v = _volumes()
+    pod = _pod({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}})
+    pod["metadata"]["uid"] = "uid-db-0"
+    assert v.placement(pod)[0] == 'persistentvolumeclaim "db-0-scratch" not found'
+    claim = _claim("db-0-scratch", volume="pv-b")
+    v.update("persistentvolumeclaims", "ADDED", claim)
+    assert v.placement(pod)[0] == (
+        "persistentvolumeclaim db-0-scratch was not created for pod db-0 (pod is not owner)"
+    )
+    claim["metadata"]["ownerReferences"] = [
+        {"kind": "Pod", "name": "db-0", "uid": "uid-db-0", "controller": True}
+    ]
+    v.update("persistentvolumeclaims", "MODIFIED", claim)
+    assert v.placement(pod) == ("", [ZONE_B])
 
 
 def test_a_volume_kind_that_constrains_nodes_unchecked_makes_the_pod_wait() -> None:
@@ -100,3 +120,98 @@ def test_a_volumes_zone_labels_keep_the_pod_in_that_zone_as_volume_zone_does() -
     assert not admits({"topology.kubernetes.io/zone": "us-west-2a"})
     assert not admits({"topology.kubernetes.io/region": "us-east-1"})  # topology-labelled, no zone
     assert admits({"kubernetes.io/hostname": "n"})  # no topology label at all
+
+
+def _hostname(node: str) -> list[dict[str, Any]]:
+    return [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]
+
+
+def _free(name: str, size: str, node: str, modes: tuple[str, ...] = ("ReadWriteOnce",), **labels: str) -> Any:
+    """An available local volume of class `local` on one node."""
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": "local",
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": _hostname(node)}}},
+        "status": {"phase": "Available"},
+    }  # fmt: skip
+
+
+def _wffc_claim(size: str = "5Gi", storage_class: str = "local", **spec: Any) -> dict[str, Any]:
+    body = {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}}, **spec}  # fmt: skip
+    return {"metadata": {"name": "data", "namespace": "shop", "uid": "uid-data"}, "spec": body}
+
+
+POD = _pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+
+
+def test_an_unbound_wait_for_first_consumer_claim_goes_where_a_fitting_volume_is() -> None:
+    """Its nodes are those of the available volumes that fit it (class, access modes, capacity,
+    selector), ORed: one term of every node's hostname here."""
+    v = _volumes()
+    v.update("persistentvolumes", "ADDED", _free("small", "1Gi", "n1"))
+    v.update("persistentvolumes", "ADDED", _free("fit", "10Gi", "n2", tier="gold"))
+    v.update("persistentvolumes", "ADDED", _free("rwx", "10Gi", "n3", modes=("ReadWriteMany",)))
+    v.update("persistentvolumes", "ADDED", _free("big", "100Gi", "n4", tier="gold"))
+    v.update("persistentvolumeclaims", "ADDED", _wffc_claim())
+    assert v.placement(POD) == ("", [[{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2", "n4"]}]}]])  # fmt: skip
+    assert [pv["metadata"]["name"] for pv in v.candidates(_wffc_claim(), v.classes["local"])] == [
+        "fit",
+        "big",
+    ]
+    # A selector narrows it; a volume chosen by a binding under way is no one else's.
+    v.update("persistentvolumeclaims", "MODIFIED", _wffc_claim(selector={"matchLabels": {"tier": "gold"}}))
+    v.reserved["fit"] = "shop/other"
+    assert v.placement(POD)[1] == [_hostname("n4")]
+    v.reserved["big"] = "shop/other"
+    assert "didn't find available persistent volumes to bind" in v.placement(POD)[0]
+
+
+def test_a_provisioning_class_allows_its_allowed_topologies_or_any_node() -> None:
+    v = _volumes()
+    zones = [{"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": ["a", "b"]}]}]
+    gp3 = {"metadata": {"name": "gp3"}, "provisioner": "ebs.csi.aws.com",
+           "volumeBindingMode": "WaitForFirstConsumer", "allowedTopologies": zones}  # fmt: skip
+    v.update("storageclasses", "ADDED", gp3)
+    v.update("persistentvolumeclaims", "ADDED", _wffc_claim(storage_class="gp3"))
+    assert v.placement(POD) == ("", [[{"matchExpressions": [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a", "b"]}]}]])  # fmt: skip
+    v.update("storageclasses", "MODIFIED", {"metadata": {"name": "gp3"}, "provisioner": "ebs.csi.aws.com",
+                                            "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
+    assert v.placement(POD) == ("", [])  # anywhere
+    # Its CSI volume counts against the node's attach limit before it exists: one per claim.
+    assert v.csi_volumes(POD) == {"ebs.csi.aws.com": ["shop/data"]}
+
+
+def test_a_claim_being_bound_keeps_to_its_volume_or_its_selected_node() -> None:
+    """After a restart, say: a volume whose claimRef names the claim is its only choice; a claim
+    annotated for provisioning on a node goes there only."""
+    v = _volumes()
+    v.update("persistentvolumes", "ADDED", _free("fit", "10Gi", "n2"))
+    mine = _free("mine", "10Gi", "n7")
+    mine["spec"]["claimRef"] = {"namespace": "shop", "name": "data", "uid": "uid-data"}
+    v.update("persistentvolumes", "ADDED", mine)
+    v.update("persistentvolumeclaims", "ADDED", _wffc_claim())
+    assert v.placement(POD) == ("", [_hostname("n7")])
+    v.update("persistentvolumes", "DELETED", mine)
+    selected = _wffc_claim()
+    selected["metadata"]["annotations"] = {"volume.kubernetes.io/selected-node": "n9"}
+    v.update("persistentvolumeclaims", "MODIFIED", selected)
+    assert v.placement(POD) == (
+        "",
+        [[{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]}]],
+    )
+
+
+def test_compacting_ored_terms_merges_one_key_ins_and_drops_repeats() -> None:
+    zone = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]},
+                                 {"key": "rack", "operator": "In", "values": ["r1"]}]}  # fmt: skip
+    terms = [*_hostname("n2"), *_hostname("n1"), *_hostname("n2"), zone, zone]
+    assert compact(terms) == [*_hostname_all("n1", "n2"), zone]
+
+
+def _hostname_all(*nodes: str) -> list[dict[str, Any]]:
+    return [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}
+    ]
