@@ -6,10 +6,16 @@ core, each in its own process (emulation, core, shim), timed by the emulation's 
 - burst: N pending pods made at once on 500 and on 5,000 nodes; pods/s from the first pod made to the
   last bound;
 - latency: pods made at a steady rate (1,000 a second for 10 s on 500 nodes); p50 and p99 of each
-  pod's time from being made to being bound.
+  pod's time from being made to being bound;
+- volumes: N pending pods made at once on 500 nodes in 3 zones, each with its own claim of a
+  WaitForFirstConsumer StorageClass (as a StatefulSet's), with the emulation's PV controller and
+  provisioner stand-in running: pods/s from the first made to the last bound, and the share of the
+  pods' made-to-bound time spent between the claim's selected-node annotation and its binding (the
+  provisioner and the PV controller at work; the shim waits meanwhile).
 
     python -m benchmarks.bench_k8s                    # all of it
     python -m benchmarks.bench_k8s --pods 2000 --skip-latency
+    python -m benchmarks.bench_k8s --only-volumes --pods 5000
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 from urllib.parse import quote
 
 import aiohttp
@@ -54,13 +61,18 @@ class Emulation:
     pid: int
 
 
+VOLUME_DRIVER = "ebs.csi.aws.com"
+BENCH_CLASS = "bench-wffc"  # the StorageClass the emulation makes for its volume driver
+
+
 @contextlib.asynccontextmanager
-async def emulation() -> AsyncIterator[Emulation]:
-    """The API emulation in a process of its own."""
+async def emulation(volume_driver: str = "") -> AsyncIterator[Emulation]:
+    """The API emulation in a process of its own (with its volume controllers for `volume_driver`)."""
     with tempfile.TemporaryDirectory(prefix="pykorn-emulation-") as tmp:
         port_file = Path(tmp, "port")
+        extra = ["--volume-driver", volume_driver] if volume_driver else []
         process = subprocess.Popen(  # noqa: ASYNC220 - started once, not waited on here
-            [sys.executable, "-m", "tests.integration.kube_api", "--port-file", str(port_file)]
+            [sys.executable, "-m", "tests.integration.kube_api", "--port-file", str(port_file), *extra]
         )
         try:
             while not port_file.exists() or not port_file.read_text():
@@ -103,9 +115,9 @@ async def _post(session: aiohttp.ClientSession, url: str, body: Mapping[str, obj
 
 async def _until_bound(
     session: aiohttp.ClientSession, api: str, prefix: str, count: int
-) -> list[list[float]]:
+) -> tuple[list[list[float]], list[list[float]]]:
     """Until every pod of `prefix` is bound (the count looked at every 100 ms); their (made, bound)
-    times."""
+    times, and their claims' (annotated for a node, bound) times."""
     deadline = time.monotonic() + 900
     url = f"{api}/emulator/times"
     while True:
@@ -117,8 +129,9 @@ async def _until_bound(
             raise TimeoutError(f"{bound} of {count} pods bound")
         await asyncio.sleep(0.1)
     async with session.get(url, params={"prefix": prefix, "full": "1"}) as response:
-        times = (await response.json())["times"]
-    return [[made, done] for made, done in times.values()]
+        body = await response.json()
+    claims = [[selected, bound] for selected, bound in body["claims"].values()]
+    return [[made, done] for made, done in body["times"].values()], claims
 
 
 async def _until_nodes(session: aiohttp.ClientSession, core: CoreProcess, nodes: int) -> None:
@@ -161,13 +174,16 @@ async def ceiling(pods: int) -> tuple[float, dict[str, float]]:
         return rate, {name: seconds * 1e6 / pods for name, seconds in spent.items()}
 
 
-async def _scheduled(nodes: int, pods: Mapping[str, object]) -> tuple[list[list[float]], dict[str, float]]:
-    """A fresh emulation with `nodes`, a core and the shim; the pods made as `pods` says (count, prefix,
-    rate); their (made, bound) times once all are bound, and the CPU µs per pod each process spent
-    from the pods' making to the last binding."""
-    async with emulation() as running, aiohttp.ClientSession() as session:
+async def _scheduled(
+    nodes: int, pods: Mapping[str, object], volume_driver: str = "", zones: int = 0
+) -> tuple[list[list[float]], dict[str, float], list[list[float]]]:
+    """A fresh emulation with `nodes` (in `zones`), a core and the shim; the pods made as `pods` says
+    (count, prefix, rate, storageClass); their (made, bound) times once all are bound, the CPU µs per
+    pod each process spent from the pods' making to the last binding, and the claims' (annotated,
+    bound) times."""
+    async with emulation(volume_driver) as running, aiohttp.ClientSession() as session:
         api = running.url
-        await _post(session, f"{api}/emulator/nodes", {"count": nodes})
+        await _post(session, f"{api}/emulator/nodes", {"count": nodes, "zones": zones})
         core = CoreProcess()
         await core.start()
         try:
@@ -178,23 +194,49 @@ async def _scheduled(nodes: int, pods: Mapping[str, object]) -> tuple[list[list[
                 before = {name: cpu_seconds(pid) for name, pid in pids.items()}
                 await _post(session, f"{api}/emulator/pods", pods)
                 count = int(str(pods["count"]))
-                times = await _until_bound(session, api, str(pods["prefix"]), count)
+                times, claims = await _until_bound(session, api, str(pods["prefix"]), count)
                 spent = {name: (cpu_seconds(pid) - before[name]) * 1e6 / count for name, pid in pids.items()}
-                return times, spent
+                return times, spent, claims
         finally:
             await core.stop()
 
 
 async def burst(nodes: int, pods: int) -> tuple[float, dict[str, float]]:
     """Pods/s from the first pod made to the last bound, `pods` made at once; CPU µs per pod."""
-    bound, spent = await _scheduled(nodes, {"count": pods, "prefix": "burst"})
+    bound, spent, _ = await _scheduled(nodes, {"count": pods, "prefix": "burst"})
     return pods / (max(done for _, done in bound) - min(made for made, _ in bound)), spent
+
+
+@dataclass
+class VolumeRun:
+    rate: float  # pods/s, first made to last bound
+    share: float  # of the pods' made-to-bound time, between their claims' annotation and binding
+    provisioning_p50: float  # ms, annotated to bound
+    bound_p50: float  # ms, made to bound
+    spent: dict[str, float]
+
+
+async def volume_burst(nodes: int, pods: int) -> VolumeRun:
+    """`pods` made at once, each with a WaitForFirstConsumer claim, on `nodes` in 3 zones."""
+    bound, spent, claims = await _scheduled(
+        nodes, {"count": pods, "prefix": "vol", "storageClass": BENCH_CLASS}, VOLUME_DRIVER, zones=3
+    )
+    assert len(claims) == pods, f"{len(claims)} of {pods} claims annotated for a node"
+    waits = [done - made for made, done in bound]
+    provisioning = [done - selected for selected, done in claims]
+    return VolumeRun(
+        rate=pods / (max(done for _, done in bound) - min(made for made, _ in bound)),
+        share=sum(provisioning) / sum(waits),
+        provisioning_p50=statistics.median(provisioning) * 1000,
+        bound_p50=statistics.median(waits) * 1000,
+        spent=spent,
+    )
 
 
 async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float, float]:
     """p50 and p99 of made-to-bound, in ms, at `rate` pods a second; and the rate bound."""
     pods = int(rate * seconds)
-    bound, _ = await _scheduled(nodes, {"count": pods, "prefix": "steady", "rate": rate})
+    bound, _, _ = await _scheduled(nodes, {"count": pods, "prefix": "steady", "rate": rate})
     waits = sorted((done - made) * 1000 for made, done in bound)
     p50 = statistics.median(waits)
     p99 = waits[min(len(waits) - 1, int(len(waits) * 0.99))]
@@ -202,8 +244,11 @@ async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float
     return p50, p99, pods / span
 
 
-async def main_async(pods: int, node_counts: list[int], skip_latency: bool) -> None:
+async def main_async(pods: int, node_counts: list[int], skip_latency: bool, only_volumes: bool) -> None:
     out = sys.stdout
+    if only_volumes:
+        await _volumes(out, pods)
+        return
     top, spent = await ceiling(pods)
     out.write(f"{'emulation ceiling (trivial client, 64 in flight)':52} {top:10,.0f} bindings/s"
               f"   CPU µs per binding: {_cpu(spent)}\n")  # fmt: skip
@@ -217,6 +262,16 @@ async def main_async(pods: int, node_counts: list[int], skip_latency: bool) -> N
         p50, p99, achieved = await latency(500, 1000.0, 10.0)
         out.write(f"{'1,000 pods/s for 10 s on 500 nodes, made to bound':52} p50 {p50:6.0f} ms"
                   f"   p99 {p99:6.0f} ms   ({achieved:,.0f} pods/s)\n")  # fmt: skip
+    await _volumes(out, pods)
+
+
+async def _volumes(out: TextIO, pods: int) -> None:
+    run = await volume_burst(500, pods)
+    waiting = f"p50 {run.provisioning_p50:,.0f} ms of {run.bound_p50:,.0f} ms"
+    out.write(f"{f'{pods:,} pods with WaitForFirstConsumer claims, 500 nodes':52} {run.rate:10,.0f} pods/s"
+              f"   {run.share:4.0%} of made-to-bound waiting for provisioning ({waiting})"
+              f"   CPU µs per pod: {_cpu(run.spent)}\n")  # fmt: skip
+    out.flush()
 
 
 def _cpu(spent: Mapping[str, float]) -> str:
@@ -233,8 +288,9 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 5_000])
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--only-volumes", action="store_true", help="only the WaitForFirstConsumer row")
     args = parser.parse_args()
-    asyncio.run(main_async(args.pods, args.nodes, args.skip_latency))
+    asyncio.run(main_async(args.pods, args.nodes, args.skip_latency, args.only_volumes))
 
 
 if __name__ == "__main__":

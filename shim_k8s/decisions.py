@@ -86,10 +86,12 @@ class Decisions:
         """Note what the core now holds for us, and queue what it decided; whether there is anything to
         carry out. How asks wait goes first: it was so before the allocations of the same answer."""
         placed = self.shim.state.placed
-        for alloc in response.new:
-            placed[alloc.allocationKey] = (alloc.applicationID, alloc.nodeID)
+        # Releases first: a pod given back and asked again at once (its volumes' binding failed) may
+        # have its release confirmed in the same answer as its new allocation.
         for release in response.released:
             placed.pop(release.allocationKey, None)
+        for alloc in response.new:
+            placed[alloc.allocationKey] = (alloc.applicationID, alloc.nodeID)
         self.queue.extend(response.schedulingStates)
         self.queue.extend(response.new)
         self.queue.extend(r for r in response.released if r.terminationType in CORE_RELEASES)

@@ -236,7 +236,7 @@ class Pods:
         )
 
     async def on_volume_object(self, kind: str, event: str, obj: Obj) -> None:
-        """A claim, volume or storage class changed: the pods that waited for their volumes look again.
+        """A claim, volume or storage class changed: the pods that waited for it look again.
         A CSINode changed: its node's attach limits go to the core."""
         self.volumes.update(kind, event, obj)
         if kind == "csinodes":
@@ -244,9 +244,14 @@ class Pods:
             if node is not None:
                 await self.shim.client.add_nodes(self._node_info(node, create=False))
             return
-        for pod in list(self.shim.state.waiting_for_volumes.values()):
-            self.shim.state.waiting_for_volumes.pop(key_of(pod), None)
-            await self.shim.guarded("pods", pod, self.add_pod(pod))
+        state = self.shim.state
+        woken: set[str] = set()
+        for key in self.volumes.changed_keys(kind, obj):
+            woken |= state.waiting_on.pop(key, set())
+        for uid in sorted(woken):
+            pod = state.waiting_for_volumes.pop(uid, None)
+            if pod is not None:
+                await self.shim.guarded("pods", pod, self.add_pod(pod))
 
     # Pods -------------------------------------------------------------------------------------
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
@@ -349,7 +354,11 @@ class Pods:
         `SchedulingGated` as kube-scheduler's for gates, `SchedulingSkipped` for volumes (more nodes
         would not help; the cluster autoscaler must not add any for it)."""
         uid = key_of(pod)
-        self.shim.state.waiting_for_volumes[uid] = pod
+        state = self.shim.state
+        state.waiting_for_volumes[uid] = pod
+        if event_reason != "SchedulingGated":  # looked at again when what it waits on changes
+            for key in self.volumes.wait_keys(pod):
+                state.waiting_on.setdefault(key, set()).add(uid)
         condition = "SchedulingGated" if event_reason == "SchedulingGated" else SKIPPED
         if self.shim.pod_scheduled_false(pod, uid, condition, why):
             await self.shim.kube.record_event(pod, event_reason, why, warning=True)
@@ -399,7 +408,9 @@ class Pods:
         shim.state.pods.pop(uid, None)
         shim.state.unschedulable.pop(uid, None)
         shim.state.waiting_for_class.pop(uid, None)
-        shim.state.waiting_for_volumes.pop(uid, None)
+        if shim.state.waiting_for_volumes.pop(uid, None) is not None:
+            for key in self.volumes.wait_keys(pod):
+                shim.state.waiting_on.get(key, set()).discard(uid)
         shim.state.sizes.pop(uid, None)
         shim.state.refused.pop(uid, None)
         shim.bad.forget(uid)

@@ -34,6 +34,9 @@ class ShimState:
     foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
     waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
+    # The pods waiting for volumes, by what would let them go (shim_k8s.volumes.Volumes.wait_keys): a
+    # claim, a volume or a class -> pod UIDs. Only they are looked at again when it changes.
+    waiting_on: dict[str, set[str]] = field(default_factory=dict)
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
     # pod UID -> the PodScheduled=False condition last patched, as "<reason>:<message>"
     unschedulable: dict[str, str] = field(default_factory=dict)

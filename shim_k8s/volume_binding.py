@@ -50,7 +50,11 @@ class PodGone(Exception):
 class _Binding:
     delayed: DelayedClaim
     volume: str  # the volume bound to the claim; "" when it is provisioned
-    seen: bool = False  # the informers showed our write (so that its undoing can be told)
+    written: bool = False  # its write is made (or was, before: nothing to write)
+    # The resourceVersion of the object (the volume, or the claim to provision) as the binding read it,
+    # then wrote it: the informers showing any other version show one after the write, in which the
+    # binding must still hold (else it was undone).
+    read_at: str = ""
 
     @property
     def claim(self) -> Obj:
@@ -59,6 +63,10 @@ class _Binding:
     @property
     def name(self) -> str:
         return str(self.claim["metadata"]["name"])
+
+
+def _version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
 
 class VolumeBinder:
@@ -92,7 +100,7 @@ class VolumeBinder:
         try:
             for claim in delayed:
                 binding = self._choose_one(claim, node, {b.volume for b in chosen})
-                if binding.volume and not binding.seen:
+                if binding.volume and not binding.written:
                     self.volumes.reserved[binding.volume] = match.claim_key(claim.claim)
                 chosen.append(binding)
         except NothingToBindHere:
@@ -109,7 +117,7 @@ class VolumeBinder:
         if selected and selected != node_name:
             raise NothingToBindHere(f"persistentvolumeclaim {name} is being provisioned for node {selected}")
         if selected:
-            return _Binding(delayed, "", seen=True)
+            return _Binding(delayed, "", written=True, read_at=_version(claim))
         mine = self.volumes.volumes.get(self.volumes.claimed.get(match.claim_key(claim), ""))
         if mine is not None and match.pre_bound_to(mine, claim):
             if not matches_terms(match.node_terms(mine), node):
@@ -117,7 +125,7 @@ class VolumeBinder:
                     f"persistentvolume {mine['metadata']['name']} of claim {name}: node(s) had volume node "
                     "affinity conflict"
                 )
-            return _Binding(delayed, mine["metadata"]["name"], seen=True)
+            return _Binding(delayed, mine["metadata"]["name"], written=True, read_at=_version(mine))
         for volume in self.volumes.candidates(claim, delayed.storage_class):
             if volume["metadata"]["name"] not in taken and matches_terms(match.node_terms(volume), node):
                 return _Binding(delayed, volume["metadata"]["name"])
@@ -130,7 +138,7 @@ class VolumeBinder:
 
     # Writing ----------------------------------------------------------------------------------
     async def _write(self, binding: _Binding, node: Obj) -> None:
-        if binding.seen:
+        if binding.written:
             return  # already written (before a restart, or by an earlier attempt)
         for _ in range(WRITE_TRIES):
             if binding.volume:
@@ -150,12 +158,16 @@ class VolumeBinder:
         volume = self.volumes.volumes.get(binding.volume)
         if volume is None:
             return False
+        binding.read_at = _version(volume)
         try:
             await self.kube.replace_object("persistentvolumes", match.with_claim_ref(volume, binding.claim))
-            return True
         except Conflict:
             fresh = await self.kube.read_object("persistentvolumes", "", binding.volume)
-            return fresh is not None and match.pre_bound_to(fresh, binding.claim)
+            if fresh is None or not match.pre_bound_to(fresh, binding.claim):
+                return False
+            binding.read_at = _version(fresh)  # ours landed, its answer lost
+        binding.written = True
+        return True
 
     def _next_volume(self, binding: _Binding, node: Obj) -> None:
         """Another volume in place of one taken meanwhile, or provisioning; NothingToBindHere else."""
@@ -171,9 +183,11 @@ class VolumeBinder:
     async def _write_selected_node(self, binding: _Binding, node_name: str) -> bool:
         """Annotate the claim for provisioning on the node; False when it changed since it was read (it
         is read again for the next try)."""
+        binding.read_at = _version(binding.claim)
         try:
             annotated = match.with_selected_node(binding.claim, node_name)
             await self.kube.replace_object("persistentvolumeclaims", annotated)
+            binding.written = True
             return True
         except Conflict:
             meta = binding.claim["metadata"]
@@ -183,6 +197,7 @@ class VolumeBinder:
                 raise VolumeBindError(f"persistentvolumeclaim {binding.name} was deleted") from None
             selected = match.annotations_of(fresh).get(match.SELECTED_NODE)
             if selected == node_name or (fresh.get("spec") or {}).get("volumeName"):
+                binding.read_at, binding.written = _version(fresh), True
                 return True  # ours landed (its answer was lost), or it is bound already
             if selected:
                 raise VolumeBindError(
@@ -233,16 +248,16 @@ class VolumeBinder:
             return True
         if binding.volume:
             volume = self.volumes.volumes.get(binding.volume)
-            ours = volume is not None and match.pre_bound_to(volume, claim)
-            if binding.seen and not ours:
+            if volume is None:
+                raise VolumeBindError(f"persistentvolume {binding.volume} was deleted")
+            if _version(volume) != binding.read_at and not match.pre_bound_to(volume, claim):
                 raise VolumeBindError(f"the claimRef of persistentvolume {binding.volume} was reset")
-            binding.seen = binding.seen or ours
-        else:
-            selected = match.annotations_of(claim).get(match.SELECTED_NODE)
-            if binding.seen and selected != node_name:
-                raise VolumeBindError(
-                    f"the selected-node annotation of persistentvolumeclaim {binding.name} was removed: its "
-                    f"provisioner gave up provisioning it for {node_name}"
-                )
-            binding.seen = binding.seen or selected == node_name
+        elif (
+            _version(claim) != binding.read_at
+            and match.annotations_of(claim).get(match.SELECTED_NODE) != node_name
+        ):
+            raise VolumeBindError(
+                f"the selected-node annotation of persistentvolumeclaim {binding.name} was removed: its "
+                f"provisioner gave up provisioning it for {node_name}"
+            )
         return False

@@ -130,6 +130,36 @@ class Volumes:
         for changed in self._waiters.get(key, ()):
             changed.set()
 
+    # What a waiting pod waits on -------------------------------------------------------------------
+    def wait_keys(self, pod: Obj) -> set[str]:
+        """What a change of would let the pod's volumes be placed: each claim ("<namespace>/<name>"),
+        its class ("class/<name>"; "class/" for none named, the default's) and its volume ("pv/<name>")."""
+        namespace = (pod.get("metadata") or {}).get("namespace", "default")
+        keys = set()
+        for _, claim_name, _ in self.pod_claims(pod):
+            keys.add(f"{namespace}/{claim_name}")
+            claim = self.claims.get((namespace, claim_name))
+            if claim is not None:
+                keys.add(f"class/{match.claim_class(claim) or ''}")
+                volume_name = (claim.get("spec") or {}).get("volumeName")
+                if volume_name:
+                    keys.add(f"pv/{volume_name}")
+        return keys
+
+    @staticmethod
+    def changed_keys(kind: str, obj: Obj) -> set[str]:
+        """The wait keys (`wait_keys`) a change of this claim, volume or class concerns."""
+        meta = obj.get("metadata") or {}
+        if kind == "persistentvolumeclaims":
+            return {f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"}
+        if kind == "persistentvolumes":
+            keys = {f"pv/{meta.get('name', '')}", f"class/{match.volume_class(obj)}"}
+            owner = match.claim_ref_key(obj)
+            return keys | {owner} if owner else keys
+        if kind == "storageclasses":
+            return {f"class/{meta.get('name', '')}", "class/"}  # it may be the default now, or no more
+        return set()
+
     # Where a pod may run ------------------------------------------------------------------------
     def pod_claims(self, pod: Obj) -> Iterator[tuple[str, str, bool]]:
         """(volume name, claim name, whether the claim is a generic ephemeral volume's) for each of the

@@ -53,6 +53,8 @@ KINDS = {
     "validatingwebhookconfigurations": "ValidatingWebhookConfigurationList",
 }
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BENCH_CLASS = "bench-wffc"  # the StorageClass `serve` makes for its volume driver
 # Kept with get, create and update: kind -> its collection's path.
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/"
 STORED = {
@@ -93,6 +95,10 @@ class FakeKubeAPI:
         self.bindings: list[tuple[str, str]] = []
         self.made_at: dict[str, float] = {}  # pod name -> when /emulator/pods made it (monotonic)
         self.bound_at: dict[str, float] = {}  # pod name -> when it was bound
+        # Binding volumes, for the benchmarks: claim key -> when a client annotated it for a node, and
+        # when the PV controller (tests/integration/kube_volumes.py) bound it.
+        self.selected_at: dict[str, float] = {}
+        self.claim_bound_at: dict[str, float] = {}
         self.status_patches: list[tuple[str, Obj]] = []  # (pod name, the patch)
         self.evictions: list[str] = []
         self.events: list[Obj] = []
@@ -283,6 +289,8 @@ class FakeKubeAPI:
                     self.conflicts.append((kind, name))
                     return _status(409, "Conflict", message, kind, name)
                 meta["uid"] = stored["metadata"].get("uid")
+                if kind == "persistentvolumeclaims" and SELECTED_NODE in (meta.get("annotations") or {}):
+                    self.selected_at.setdefault(self._key(obj), time.monotonic())
                 self._put(kind, obj)
                 self.writes.append(("update", kind, name))
                 return web.json_response(self.objects[kind][self._stored_key(request, name)])
@@ -562,13 +570,17 @@ class FakeKubeAPI:
                 allocatable = {"cpu": str(spec.get("cpu", "4")), "memory": spec.get("memory", "32Gi"),
                                "pods": str(spec.get("pods", 110))}  # fmt: skip
                 labels = {"kubernetes.io/hostname": name}
+                if spec.get("zones"):  # spread over that many zones, in turn
+                    labels["topology.kubernetes.io/zone"] = f"zone-{i % int(spec['zones'])}"
                 meta = {"name": name, "uid": f"uid-{name}", "labels": labels}
                 self._put("nodes", {"metadata": meta, "status": {"allocatable": allocatable}})
         return web.json_response({"nodes": len(self.objects["nodes"])})
 
     async def _make_pods(self, request: web.Request) -> web.Response:
         """`count` pending pods of `scheduler`, spread over `apps` applications: all at once, or `rate` a
-        second (made in steps of a millisecond's worth); answers when the last is made."""
+        second (made in steps of a millisecond's worth); answers when the last is made. With a
+        `storageClass`, each pod has a claim of it (`data-<pod>`, made just before it, as a StatefulSet's
+        volumeClaimTemplates are)."""
         spec = await request.json()
         count, prefix, rate = int(spec["count"]), spec.get("prefix", "pod"), float(spec.get("rate") or 0)
         start = time.monotonic()
@@ -587,19 +599,42 @@ class FakeKubeAPI:
                 "status": {"phase": "Pending"},
             }  # fmt: skip
             async with self.changed:
+                if spec.get("storageClass"):
+                    self._put("persistentvolumeclaims", _bench_claim(pod, spec["storageClass"]))
+                    pod["spec"]["volumes"] = [
+                        {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{name}"}}
+                    ]
                 self._put("pods", pod)
                 self.made_at[name] = time.monotonic()
         return web.json_response({"made": count})
 
     async def _times(self, request: web.Request) -> web.Response:
         """For the pods made by /emulator/pods with `prefix`: how many are bound; with `full`, per pod
-        [made, bound or null] in seconds."""
+        [made, bound or null] in seconds, and for those with a claim [annotated for a node, bound]."""
         prefix = request.query.get("prefix", "") + "-"
         made = [n for n in self.made_at if n.startswith(prefix)]
         body: Obj = {"made": len(made), "bound": sum(1 for n in made if n in self.bound_at)}
         if request.query.get("full"):
             body["times"] = {n: [self.made_at[n], self.bound_at.get(n)] for n in made}
+            claims = {n: f"bench/data-{n}" for n in made}
+            body["claims"] = {
+                n: [self.selected_at.get(key), self.claim_bound_at.get(key)]
+                for n, key in claims.items()
+                if key in self.selected_at
+            }
         return web.json_response(body)
+
+
+def _bench_claim(pod: Obj, storage_class: str) -> Obj:
+    meta = pod["metadata"]
+    name = f"data-{meta['name']}"
+    return {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": meta["namespace"], "uid": f"uid-pvc-{name}"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                 "resources": {"requests": {"storage": "10Gi"}}},
+        "status": {"phase": "Pending"},
+    }  # fmt: skip
 
 
 def _default_and_validate(kind: str, obj: Obj) -> str:
@@ -639,10 +674,19 @@ def _status(code: int, reason: str, message: str, kind: str, name: str) -> web.R
     return web.json_response(body, status=code)
 
 
-async def serve(port_file: Path) -> None:
-    """The emulation on its own, until killed; its port written to `port_file` once it serves."""
+async def serve(port_file: Path, volume_driver: str = "") -> None:
+    """The emulation on its own, until killed; its port written to `port_file` once it serves. With a
+    `volume_driver`, the cluster's PV controller and a provisioner of that CSI driver run in it
+    (tests/integration/kube_volumes.py), with a WaitForFirstConsumer StorageClass of it, BENCH_CLASS."""
     api = FakeKubeAPI()
     await api.start()
+    if volume_driver:
+        from tests.integration.kube_volumes import Provisioner, PVController  # they import this module
+
+        PVController(api).start()
+        Provisioner(api, volume_driver).start()
+        await api.put("storageclasses", {"metadata": {"name": BENCH_CLASS}, "provisioner": volume_driver,
+                                         "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
     port_file.write_text(str(api.port))
     await asyncio.Event().wait()
 
@@ -666,4 +710,6 @@ def condition(pod: Obj | None, kind: str) -> Obj | None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="the Kubernetes API emulation, on its own")
     parser.add_argument("--port-file", type=Path, required=True)
-    asyncio.run(serve(parser.parse_args().port_file))
+    parser.add_argument("--volume-driver", default="", help="run the volume controllers, provisioning for it")
+    options = parser.parse_args()
+    asyncio.run(serve(options.port_file, options.volume_driver))
