@@ -31,7 +31,7 @@ from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClas
 from shim_k8s.shim_state import ShimBase, finished, is_bound, node_of, readings, sizing
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
-from si.v1.tags import TAG_CSI_VOLUMES, TAG_RWOP_CLAIMS
+from si.v1.tags import TAG_CSI_VOLUMES, TAG_DISKS, TAG_RWOP_CLAIMS
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -488,14 +488,18 @@ class Pods:
         await self.shim.outbox.ask(alloc)
 
     def _with_volumes(self, pod: Obj, alloc: si_pb2.Allocation) -> si_pb2.Allocation:
-        """The allocation with the CSI volumes its pod attaches (the nodes' attach limits count them) and
-        its ReadWriteOncePod claims (no other pod may use one meanwhile)."""
+        """The allocation with the CSI volumes its pod attaches (the nodes' attach limits count them), its
+        ReadWriteOncePod claims (no other pod may use one meanwhile) and the in-tree disks it mounts
+        (shared on a node only read-only)."""
         volumes = self.volumes.csi_volumes(pod)
         if volumes:
             alloc.allocationTags[TAG_CSI_VOLUMES] = json.dumps(volumes, sort_keys=True)
         claims = self.volumes.rwop_claims(pod)
         if claims:
             alloc.allocationTags[TAG_RWOP_CLAIMS] = json.dumps(claims)
+        disks = self.volumes.disks(pod)
+        if disks:
+            alloc.allocationTags[TAG_DISKS] = json.dumps(disks)
         return alloc
 
     def _namespace_of(self, pod: Obj) -> Obj | None:

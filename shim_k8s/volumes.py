@@ -15,10 +15,10 @@ The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. F
   with the reason, and is never placed blindly; it is looked at again when volumes change;
 - a generic ephemeral volume is the claim `<pod>-<volume>` that Kubernetes' ephemeral-volume controller
   creates for it, owned by the pod (one the pod does not own is not its, and the pod waits);
-- volume kinds that place no constraint on the node (emptyDir, configMap, secret, downwardAPI,
-  projected, hostPath, nfs, image, and inline CSI ephemeral volumes) need nothing; any other kind (the
-  in-tree cloud disks, whose zone and attach limits pykorn does not check) makes the pod wait, naming
-  the kind.
+- the other volume kinds place no constraint of their own on the node, as in kube-scheduler
+  (NEUTRAL_KINDS): the in-tree disks mounted directly are checked for conflicts (`disks`, VolumeRestrictions)
+  and counted against attach limits as CSI migration names them (`csi_volumes`); a kind this shim does
+  not know (newer than it) makes the pod wait, naming the kind.
 """
 
 from __future__ import annotations
@@ -38,9 +38,25 @@ VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses",
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
-NEUTRAL_KINDS = frozenset(
-    {"name", "emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "nfs", "image", "csi"}
-)
+# Volume kinds that place no constraint of their own on the node as kube-scheduler places pods: the
+# local and projected kinds, inline CSI, the network filesystems, and the in-tree disks, whose conflicts
+# (`disks`) and attach limits (`csi_volumes`, as CSI migration translates them) are checked as upstream.
+NEUTRAL_KINDS = frozenset({
+    "name", "emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "nfs", "image", "csi",
+    "gitRepo", "cephfs", "glusterfs", "fc", "flexVolume", "flocker", "azureFile", "quobyte", "storageos",
+    "scaleIO", "photonPersistentDisk", "gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "rbd",
+    "iscsi", "cinder", "vsphereVolume", "portworxVolume",
+})  # fmt: skip
+# In-tree volume sources and the CSI driver that CSI migration hands each to, with the field naming the
+# volume: attach limits count them as that driver's volumes.
+MIGRATED = {
+    "awsElasticBlockStore": ("ebs.csi.aws.com", "volumeID"),
+    "gcePersistentDisk": ("pd.csi.storage.gke.io", "pdName"),
+    "azureDisk": ("disk.csi.azure.com", "diskURI"),
+    "cinder": ("cinder.csi.openstack.org", "volumeID"),
+    "vsphereVolume": ("csi.vsphere.vmware.com", "volumePath"),
+    "portworxVolume": ("pxd.portworx.com", "volumeID"),
+}
 NO_VOLUME_TO_BIND = "node(s) didn't find available persistent volumes to bind"  # kube-scheduler's reason
 
 
@@ -295,23 +311,27 @@ class Volumes:
     def csi_volumes(self, pod: Obj) -> dict[str, list[str]]:
         """The CSI volumes the pod attaches, driver -> volume handles, as NodeVolumeLimits counts them:
         its bound claims' CSI volumes (generic ephemeral ones included), its unbound WaitForFirstConsumer
-        claims as volumes of their class's provisioner (one each: `<namespace>/<claim>`), and its inline
-        CSI volumes (one of each per pod: `<namespace>-<pod>-<volume>`)."""
+        claims as volumes of their class's provisioner (one each: `<namespace>/<claim>`), its inline
+        CSI volumes (one of each per pod: `<namespace>-<pod>-<volume>`), and its in-tree volumes, inline
+        or bound, as CSI migration hands them to a CSI driver (`migrated`)."""
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         namespace, pod_name = meta.get("namespace", "default"), meta.get("name", "")
         found: dict[str, list[str]] = {}
         for volume in spec.get("volumes") or []:
             if "csi" in volume:
-                driver = (volume["csi"] or {}).get("driver", "")
-                if driver:
-                    found.setdefault(str(driver), []).append(
-                        f"{namespace}-{pod_name}-{volume.get('name', '')}"
-                    )
+                driver = str((volume["csi"] or {}).get("driver", ""))
+                handle = f"{namespace}-{pod_name}-{volume.get('name', '')}"
+            else:
+                driver, handle = migrated(volume)
+            if driver:
+                found.setdefault(driver, []).append(handle)
         for _, claim_name, _ in self.pod_claims(pod):
             claim = self.claims.get((namespace, claim_name)) or {}
             bound = self.volumes.get((claim.get("spec") or {}).get("volumeName") or "") or {}
             csi = (bound.get("spec") or {}).get("csi") or {}
             driver, handle = csi.get("driver", ""), csi.get("volumeHandle", "")
+            if bound and not driver:
+                driver, handle = migrated(bound.get("spec") or {})
             delayed = self._delayed(claim) if claim and not bound else None
             if delayed is not None and match.can_provision(delayed.storage_class):
                 driver, handle = delayed.storage_class.get("provisioner", ""), f"{namespace}/{claim_name}"
@@ -329,6 +349,32 @@ class Volumes:
             if READ_WRITE_ONCE_POD in ((claim.get("spec") or {}).get("accessModes") or []):
                 found.append(f"{namespace}/{claim_name}")
         return sorted(set(found))
+
+    @staticmethod
+    def disks(pod: Obj) -> list[dict[str, Any]]:
+        """The in-tree disks the pod mounts directly, as VolumeRestrictions tells two of them apart: two
+        mounts conflict when they share an id and not both are read-only. An RBD image is one id per
+        monitor (monitors overlapping is the same image); an EBS volume conflicts whatever the mode."""
+        found: list[dict[str, Any]] = []
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            source: Obj
+            if "gcePersistentDisk" in volume:
+                source = volume["gcePersistentDisk"] or {}
+                ids = [f"gce-pd/{source.get('pdName', '')}"]
+            elif "awsElasticBlockStore" in volume:
+                source = {}  # read-only or not, two pods of a node may not share one
+                ids = [f"aws-ebs/{(volume['awsElasticBlockStore'] or {}).get('volumeID', '')}"]
+            elif "rbd" in volume:
+                source = volume["rbd"] or {}
+                image = f"{source.get('pool') or 'rbd'}/{source.get('image', '')}"
+                ids = [f"rbd/{monitor}/{image}" for monitor in source.get("monitors") or []]
+            elif "iscsi" in volume:
+                source = volume["iscsi"] or {}
+                ids = [f"iscsi/{source.get('iqn', '')}"]
+            else:
+                continue
+            found += [{"id": disk, "readOnly": bool(source.get("readOnly"))} for disk in ids]
+        return found
 
     def csi_limits(self, node_name: str) -> dict[str, int]:
         """How many volumes of each CSI driver the node can attach (its CSINode's allocatable counts)."""
@@ -374,6 +420,16 @@ def zone_terms(volume: Obj) -> list[list[Obj]]:
         ]
         out.append(within)
     return out
+
+
+def migrated(source: Obj) -> tuple[str, str]:
+    """An in-tree volume source (a pod's volume, or a PersistentVolume's spec) as CSI migration names
+    it: (its CSI driver, the volume's handle); ("", "") for none of the migrated kinds."""
+    for kind, (driver, field_name) in MIGRATED.items():
+        if kind in source:
+            handle = str((source[kind] or {}).get(field_name) or "")
+            return (driver, handle) if handle else ("", "")
+    return "", ""
 
 
 def compact(terms: Sequence[Obj]) -> list[Obj]:

@@ -36,12 +36,13 @@ from core.constraints.volume_limits import (
     parse_csi_limits,
     parse_csi_volumes,
 )
-from core.constraints.volume_restrictions import ClaimError, parse_rwop_claims
+from core.constraints.volume_restrictions import ClaimError, Disks, parse_disks, parse_rwop_claims
 from si.v1.tags import (
     ATTR_CSI_VOLUME_LIMITS,
     ATTR_TAINTS,
     LABEL_PREFIX,
     TAG_CSI_VOLUMES,
+    TAG_DISKS,
     TAG_HOST_PORTS,
     TAG_NODE_AFFINITY,
     TAG_NODE_SELECTOR,
@@ -94,6 +95,7 @@ class AskConstraints:
     spread: tuple[SpreadConstraint, ...] = ()  # topology spread, checked with the pod rules
     csi_volumes: CsiVolumes = ()  # the CSI volumes it attaches, against the nodes' attach limits
     rwop_claims: tuple[str, ...] = ()  # its ReadWriteOncePod claims: no other pod may use one meanwhile
+    disks: Disks = ()  # the in-tree disks it mounts directly: shared on a node only read-only
     # No constraint the node's own traits and ports decide (pod rules are checked beside them); set
     # once, as it is read for every node an ask is tried on.
     is_empty: bool = field(init=False, compare=False, repr=False)
@@ -106,6 +108,7 @@ class AskConstraints:
             or self.node_affinity
             or self.host_ports
             or self.csi_volumes
+            or self.disks
         )
         object.__setattr__(self, "is_empty", empty)
 
@@ -144,6 +147,7 @@ _CONSTRAINT_TAGS = frozenset(
         TAG_TOPOLOGY_SPREAD,
         TAG_CSI_VOLUMES,
         TAG_RWOP_CLAIMS,
+        TAG_DISKS,
     }
 )
 
@@ -219,6 +223,7 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
     spread = _from_tag(tags, TAG_TOPOLOGY_SPREAD, spread_of) or ()
     volumes = _from_tag(tags, TAG_CSI_VOLUMES, parse_csi_volumes) or ()
     claims = _from_tag(tags, TAG_RWOP_CLAIMS, parse_rwop_claims) or ()
+    disks = _from_tag(tags, TAG_DISKS, parse_disks) or ()
     constraints = AskConstraints(
         tags.get(required_node_tag, ""),
         selector,
@@ -230,6 +235,7 @@ def _parse(tags: Mapping[str, str], required_node_tag: str) -> AskConstraints:
         spread,
         volumes,
         claims,
+        disks,
     )
     return NO_CONSTRAINTS if constraints == NO_CONSTRAINTS else constraints  # one object for the many without
 

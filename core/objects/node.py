@@ -7,6 +7,7 @@ from typing import Protocol
 from core.constraints.ask import NO_CONSTRAINTS, NO_TRAITS, NodeTraits
 from core.constraints.host_ports import PortsInUse
 from core.constraints.volume_limits import VolumesInUse
+from core.constraints.volume_restrictions import DisksInUse
 from core.objects.allocation import Allocation
 from core.resources import Resource
 
@@ -31,6 +32,7 @@ class Node:
         "allocations",
         "attributes",
         "capacity",
+        "disks",
         "node_id",
         "occupied",
         "ports",
@@ -62,6 +64,7 @@ class Node:
         self.reservations: set[tuple[str, str]] = set()  # asks (app, key) holding this node
         self.ports = PortsInUse()  # host ports of the pods here, ours and foreign
         self.volumes = VolumesInUse()  # CSI volumes of the pods here, ours and foreign
+        self.disks = DisksInUse()  # in-tree disks the pods here mount, ours and foreign
         self.watcher: PodWatcher | None = None
 
     @property
@@ -88,6 +91,8 @@ class Node:
                 self.ports.add(constraints.host_ports)
             if constraints.csi_volumes:
                 self.volumes.add(constraints.csi_volumes)
+            if constraints.disks:
+                self.disks.add(constraints.disks)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.placed(alloc, self)
@@ -104,6 +109,8 @@ class Node:
                 self.ports.remove(constraints.host_ports)
             if constraints.csi_volumes:
                 self.volumes.remove(constraints.csi_volumes)
+            if constraints.disks:
+                self.disks.remove(constraints.disks)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.removed(alloc, self)

@@ -514,6 +514,37 @@ async def test_a_read_write_once_pod_claim_in_use_keeps_a_second_pod_pending_wit
         )
 
 
+async def test_an_in_tree_disk_mounted_read_write_is_shared_by_no_two_pods_of_a_node(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    """VolumeRestrictions' disk conflicts: another scheduler's pod on n2 mounts the GCE disk read-write,
+    so ours goes to n1; a third mounting it waits with Kubernetes' reason; a read-only mount of another
+    disk shares freely."""
+    for name in ("n1", "n2"):
+        await api.put("nodes", node(name, memory="8Gi"))
+    disk = [{"name": "data", "gcePersistentDisk": {"pdName": "orders"}}]
+    other = pod("other", volumes=disk)
+    other["spec"].update(schedulerName="default-scheduler", nodeName="n2")
+    await api.put("pods", other)
+    await api.put("pods", pod("db-0", volumes=disk))
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: ("db-0", "n1") in api.bindings, "the pod bound where its disk is free")
+        await api.put("pods", pod("db-1", volumes=disk))
+        for i in range(2):
+            reader = [{"name": "ref", "gcePersistentDisk": {"pdName": "reference", "readOnly": True}}]
+            await api.put("pods", pod(f"reader-{i}", volumes=reader, nodeSelector={"zone": "a"}))
+
+        def waiting() -> Obj | None:
+            found = condition(api.get("pods", "db-1"), "PodScheduled")
+            return found if found is not None and found["status"] == "False" else None
+
+        await _until(waiting, "the third pod marked unschedulable")
+        found = waiting()
+        assert found is not None and "2 had no available disk" in found["message"]
+        await _until(lambda: {p for p, _ in api.bindings} >= {"reader-0", "reader-1"}, "the readers bound")
+        assert "db-1" not in {p for p, _ in api.bindings}
+
+
 async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(
     api: FakeKubeAPI, core_address: str, rm_id: str
 ) -> None:

@@ -78,9 +78,41 @@ def test_a_generic_ephemeral_volume_is_the_claim_its_pod_owns() -> None:
     assert v.placement(pod) == ("", [ZONE_B])
 
 
-def test_a_volume_kind_that_constrains_nodes_unchecked_makes_the_pod_wait() -> None:
-    why, _ = _volumes().placement(_pod({"name": "disk", "awsElasticBlockStore": {"volumeID": "vol-1"}}))
-    assert why == "volume disk is of a kind pykorn does not place by (awsElasticBlockStore)"
+def test_a_volume_kind_the_shim_does_not_know_makes_the_pod_wait_naming_it() -> None:
+    why, _ = _volumes().placement(_pod({"name": "disk", "futureDisk": {"id": "vol-1"}}))
+    assert why == "volume disk is of a kind pykorn does not place by (futureDisk)"
+
+
+def test_in_tree_disks_are_placed_with_their_conflicts_and_counted_as_csi_migration_names_them() -> None:
+    """kube-scheduler places no node constraint of theirs but VolumeRestrictions' disk conflicts and
+    NodeVolumeLimits' attach counts (through CSI migration)."""
+    v = _volumes()
+    pod = _pod(
+        {"name": "pd", "gcePersistentDisk": {"pdName": "data", "readOnly": True}},
+        {"name": "ebs", "awsElasticBlockStore": {"volumeID": "vol-1", "readOnly": True}},
+        {"name": "rbd", "rbd": {"monitors": ["m1", "m2"], "image": "img"}},
+        {"name": "iscsi", "iscsi": {"iqn": "iqn.2026-11.io.example:t1", "readOnly": True}},
+        {"name": "disk", "azureDisk": {"diskName": "d", "diskURI": "/subscriptions/s/disks/d"}},
+        {"name": "fs", "cephfs": {"monitors": ["m1"]}},
+    )
+    assert v.placement(pod) == ("", [])
+    assert v.disks(pod) == [
+        {"id": "gce-pd/data", "readOnly": True},
+        {"id": "aws-ebs/vol-1", "readOnly": False},  # EBS: never shared, whatever the mode
+        {"id": "rbd/m1/rbd/img", "readOnly": False},  # one per monitor: overlapping monitors conflict
+        {"id": "rbd/m2/rbd/img", "readOnly": False},
+        {"id": "iscsi/iqn.2026-11.io.example:t1", "readOnly": True},
+    ]
+    assert v.csi_volumes(pod) == {
+        "pd.csi.storage.gke.io": ["data"], "ebs.csi.aws.com": ["vol-1"],
+        "disk.csi.azure.com": ["/subscriptions/s/disks/d"],
+    }  # fmt: skip
+    # A bound volume of an in-tree kind counts as its CSI driver's too.
+    v.update("persistentvolumes", "ADDED", {"metadata": {"name": "pv-ebs"},
+             "spec": {"awsElasticBlockStore": {"volumeID": "vol-9"}}})  # fmt: skip
+    v.update("persistentvolumeclaims", "ADDED", _claim("data", volume="pv-ebs"))
+    claimed = _pod({"name": "d", "persistentVolumeClaim": {"claimName": "data"}})
+    assert v.csi_volumes(claimed) == {"ebs.csi.aws.com": ["vol-9"]}
 
 
 def test_volume_terms_are_anded_with_the_pods_own() -> None:

@@ -22,6 +22,7 @@ from core.constraints.ask import NodeTraits, Toleration, selector_matches, untol
 from core.constraints.host_ports import HostPort
 from core.constraints.node_affinity import NodeAffinity
 from core.constraints.volume_limits import CsiVolumes
+from core.constraints.volume_restrictions import Disks
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 
@@ -37,6 +38,7 @@ UNTOLERATED_TAINTS = "had untolerated taints"
 HOST_PORTS = "didn't have free ports for the requested pod ports"
 MAX_VOLUME_COUNT = "exceed max volume count"  # kube-scheduler: "node(s) exceed max volume count"
 RWOP_CONFLICT = "has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+DISK_CONFLICT = "had no available disk"  # kube-scheduler: "node(s) had no available disk"
 POD_ANTI_AFFINITY = "pod anti-affinity"
 POD_AFFINITY = "pod affinity"
 TOPOLOGY_SPREAD = "topology spread constraints"
@@ -194,6 +196,40 @@ class ReadWriteOncePod:
     def admits_without(self, node: Node, victims: list[Allocation]) -> bool:
         gone = {id(v) for v in victims}
         return all(id(h) in gone for h in self._holders())
+
+
+class DiskConflict:
+    """VolumeRestrictions: the in-tree disks the ask mounts are mounted on the node by no other pod
+    (ours or foreign), unless every mount of one is read-only. Preemption may take the pods that
+    conflict, as kube-scheduler's may."""
+
+    __slots__ = ("disks",)
+
+    def __init__(self, disks: Disks) -> None:
+        self.disks = disks
+
+    def refusal(self, node: Node) -> str:
+        return DISK_CONFLICT if node.disks.conflict(self.disks) else ""
+
+    def _conflicting(self, node: Node) -> list[Allocation]:
+        mine = dict(self.disks)
+        return [
+            alloc
+            for alloc in node.allocations.values()
+            if any(d in mine and not (ro and mine[d]) for d, ro in alloc.constraints.disks)
+        ]
+
+    def victims_for(
+        self, node: Node, takeable: Callable[[Allocation], bool], order: Callable[[Allocation], Any]
+    ) -> list[Allocation] | None:
+        holders = self._conflicting(node)
+        if not all(takeable(h) for h in holders):
+            return None
+        return sorted(holders, key=order)
+
+    def admits_without(self, node: Node, victims: list[Allocation]) -> bool:
+        gone = {id(v) for v in victims}
+        return all(id(h) in gone for h in self._conflicting(node))
 
 
 NO_TOLERATIONS = Tolerations(())

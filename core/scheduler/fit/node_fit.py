@@ -13,6 +13,7 @@ from core.scheduler.fit.checks import (
     NO_TOLERATIONS,
     RESERVED,
     UNSCHEDULABLE,
+    DiskConflict,
     HostPorts,
     NodeCheck,
     NodeSelector,
@@ -79,6 +80,8 @@ def own_checks(constraints: AskConstraints) -> list[NodeCheck]:
         checks.append(HostPorts(constraints.host_ports))
     if constraints.csi_volumes:
         checks.append(VolumeLimits(constraints.csi_volumes))
+    if constraints.disks:
+        checks.append(DiskConflict(constraints.disks))
     return checks
 
 

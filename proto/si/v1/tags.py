@@ -36,6 +36,9 @@ TAG_CSI_VOLUMES = "pykorn.io/csi-volumes"
 # The claims with access mode ReadWriteOncePod the pod uses, as a JSON list of "<namespace>/<name>" (ask
 # and foreign allocation tag): no two pods of the partition may use one at once.
 TAG_RWOP_CLAIMS = "pykorn.io/read-write-once-pod-claims"
+# The in-tree disks the pod mounts directly, as a JSON list of {"id", "readOnly"} (ask and foreign
+# allocation tag): two pods on one node may share a disk only when both mount it read-only.
+TAG_DISKS = "pykorn.io/disks"
 
 # ---- Allocation tags: what the pod is ----------------------------------------------------------------
 TAG_NAMESPACE = "kubernetes.io/meta/namespace"
