@@ -70,7 +70,7 @@ class Shim(ShimBase, Protocol):
     def volume_binder(self) -> VolumeBinder: ...
     @property
     def service(self) -> ServiceConfig: ...
-    async def wait_for_volumes(self, pod: Obj, why: str) -> None: ...
+    async def volume_binding_failed(self, pod: Obj, why: str, nothing_there: bool) -> None: ...
 
 
 class Decisions:
@@ -206,24 +206,28 @@ class Decisions:
         node = shim.state.nodes.get(alloc.nodeID)
         if not shim.volume_binder.volumes.delayed_claims(pod):
             return True
+        state = shim.state
+
+        def still_wanted() -> bool:  # the pod still there, and the core that placed it
+            return uid in state.pods and shim.client.lost is None
+
         try:
             if node is None:
-                raise NothingToBindHere(f"node {alloc.nodeID} is gone")
-            timeout = shim.service.volume_bind_timeout
-            await shim.volume_binder.bind(pod, node, timeout, lambda: uid in shim.state.pods)
+                raise VolumeBindError(f"node {alloc.nodeID} is gone")
+            await shim.volume_binder.bind(pod, node, shim.service.volume_bind_timeout, still_wanted)
             return True
         except PodGone:
-            return False  # its deletion released it
-        except VolumeBindError as exc:
+            return False  # its deletion released it; or the core went, and the re-sync asks again
+        except Exception as exc:  # a binding that failed, or could not be made: given back, never lost
             why = f"binding volumes on {alloc.nodeID} failed: {exc}"
+            if not isinstance(exc, VolumeBindError):
+                log.error(
+                    "binding volumes failed", pod=uid, applicationID=alloc.applicationID, error=repr(exc)
+                )
             await self._not_bound(alloc, pod, why)
             current = shim.state.pods.get(uid)
-            if current is None:
-                return False
-            if isinstance(exc, NothingToBindHere):
-                await shim.wait_for_volumes(current, why)
-            else:
-                await shim.add_pod(current)
+            if current is not None:
+                await shim.volume_binding_failed(current, why, isinstance(exc, NothingToBindHere))
             return False
 
     async def _not_bound(self, alloc: si_pb2.Allocation, pod: Obj, reason: str) -> None:

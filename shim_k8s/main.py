@@ -298,6 +298,7 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
     the informers hold, so the core rebuilds its state; pods already bound are not bound again."""
     client = shim.client
     log.warning("lost the core; reconnecting", rmID=client.rm_id, error=client.lost)
+    shim.volume_binder.volumes.wake_all()  # volume bindings under way stop: the new core places afresh
     with contextlib.suppress(*SEND_ERRORS):
         await shim.carry_out()  # what the old core decided before it went, as far as it goes
 

@@ -285,6 +285,8 @@ class Pods:
         elif uid not in shim.state.asked:
             wait, volume_terms = self._why_wait(pod)
             if wait is None:
+                if volume_terms or self.volumes.delayed_claims(pod):  # remembered for a failed binding
+                    shim.state.volume_terms[uid] = _terms_key(volume_terms)
                 request = translate.pod_request(pod)
                 ignored = translate.ignored_placement(pod)
                 ask = self._with_volumes(pod, translate.pod_ask(
@@ -343,10 +345,17 @@ class Pods:
         why, volume_terms = self.volumes.placement(pod)
         return (("VolumesNotReady", why) if why else None), volume_terms
 
-    async def wait_for_volumes(self, pod: Obj, why: str) -> None:
-        """The pod cannot be placed with its volumes as they are now: it waits, and is looked at again
-        when they change."""
-        await self._wait(pod, "VolumesNotReady", why)
+    async def volume_binding_failed(self, pod: Obj, why: str, nothing_there: bool) -> None:
+        """Its volumes could not be bound where the core placed it (its allocation given back): asked
+        again, where its volumes let it go now. When nothing could be bound on that node and its
+        volumes still give the same nodes (two claims of it that fit one volume, say), it waits
+        instead, and is looked at again when a claim, volume or class it depends on changes."""
+        if nothing_there:
+            wait, terms = self.volumes.placement(pod)
+            if not wait and _terms_key(terms) == self.shim.state.volume_terms.get(key_of(pod)):
+                await self._wait(pod, "VolumesNotReady", why)
+                return
+        await self.add_pod(pod)
 
     async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
         """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
@@ -412,6 +421,7 @@ class Pods:
             for key in self.volumes.wait_keys(pod):
                 shim.state.waiting_on.get(key, set()).discard(uid)
         shim.state.sizes.pop(uid, None)
+        shim.state.volume_terms.pop(uid, None)
         shim.state.refused.pop(uid, None)
         shim.bad.forget(uid)
         self.volumes.notify(f"pod/{uid}")  # a binding of its volumes under way stops
@@ -507,3 +517,7 @@ class Pods:
 
     def _namespace_labels(self, pod: Obj) -> Mapping[str, str]:
         return ((self._namespace_of(pod) or {}).get("metadata") or {}).get("labels") or {}
+
+
+def _terms_key(terms: list[list[Any]]) -> str:
+    return json.dumps(terms, sort_keys=True)

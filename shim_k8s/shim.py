@@ -236,8 +236,8 @@ class K8sShim(ResponseHandler):
     def app_id(self, pod: Obj) -> str:
         return self.pods.app_id(pod)
 
-    async def wait_for_volumes(self, pod: Obj, why: str) -> None:
-        await self.pods.wait_for_volumes(pod, why)
+    async def volume_binding_failed(self, pod: Obj, why: str, nothing_there: bool) -> None:
+        await self.pods.volume_binding_failed(pod, why, nothing_there)
 
     def pod_scheduled_false(self, pod: Obj, uid: str, reason: str, message: str) -> bool:
         return self.decisions.pod_scheduled_false(pod, uid, reason, message)

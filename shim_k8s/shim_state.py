@@ -37,6 +37,9 @@ class ShimState:
     # The pods waiting for volumes, by what would let them go (shim_k8s.volumes.Volumes.wait_keys): a
     # claim, a volume or a class -> pod UIDs. Only they are looked at again when it changes.
     waiting_on: dict[str, set[str]] = field(default_factory=dict)
+    # The node selector terms a pod's volumes gave when it was asked for (JSON): a binding that fails
+    # with the same terms still in force waits for a change instead of asking again.
+    volume_terms: dict[str, str] = field(default_factory=dict)
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
     # pod UID -> the PodScheduled=False condition last patched, as "<reason>:<message>"
     unschedulable: dict[str, str] = field(default_factory=dict)

@@ -51,10 +51,9 @@ class _Binding:
     delayed: DelayedClaim
     volume: str  # the volume bound to the claim; "" when it is provisioned
     written: bool = False  # its write is made (or was, before: nothing to write)
-    # The resourceVersion of the object (the volume, or the claim to provision) as the binding read it,
-    # then wrote it: the informers showing any other version show one after the write, in which the
-    # binding must still hold (else it was undone).
-    read_at: str = ""
+    # The version of the object written (the volume, or the claim to provision) that holds the write:
+    # a later version without it means the binding was undone. None: versions are not numbers here.
+    written_at: int | None = None
 
     @property
     def claim(self) -> Obj:
@@ -65,10 +64,6 @@ class _Binding:
         return str(self.claim["metadata"]["name"])
 
 
-def _version(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
-
-
 class VolumeBinder:
     def __init__(self, volumes: Volumes, kube: KubeActions) -> None:
         self.volumes = volumes
@@ -77,7 +72,8 @@ class VolumeBinder:
     async def bind(self, pod: Obj, node: Obj, timeout: float, still_wanted: Callable[[], bool]) -> None:
         """Bind the pod's WaitForFirstConsumer claims on `node` and wait until each is bound. Raises
         NothingToBindHere (nothing written), VolumeBindError (a write failed, or the claims were not
-        bound within `timeout` seconds) or PodGone (`still_wanted` turned false)."""
+        bound within `timeout` seconds) or PodGone (`still_wanted` turned false: the pod or the core
+        went; what was written stays, and keeps the pod to this node when it is asked again)."""
         delayed = self.volumes.delayed_claims(pod)
         if not delayed:
             return
@@ -87,12 +83,15 @@ class VolumeBinder:
             for binding in bindings:
                 await self._write(binding, node)
             await self._until_bound(bindings, node, keys, timeout, still_wanted)
-        except BindError as exc:  # the API would not take a write
+        except BindError as exc:  # the API would not take a write, or did not answer
             raise VolumeBindError(str(exc)) from None
         finally:
-            for binding in bindings:
-                if self.volumes.reserved.get(binding.volume) == match.claim_key(binding.claim):
-                    del self.volumes.reserved[binding.volume]
+            self._unreserve(bindings)
+
+    def _unreserve(self, bindings: list[_Binding]) -> None:
+        for binding in bindings:
+            if self.volumes.reserved.get(binding.volume) == match.claim_key(binding.claim):
+                del self.volumes.reserved[binding.volume]
 
     # Choosing ---------------------------------------------------------------------------------
     def _choose(self, delayed: list[DelayedClaim], node: Obj) -> list[_Binding]:
@@ -104,9 +103,7 @@ class VolumeBinder:
                     self.volumes.reserved[binding.volume] = match.claim_key(claim.claim)
                 chosen.append(binding)
         except NothingToBindHere:
-            for binding in chosen:
-                if self.volumes.reserved.get(binding.volume) == match.claim_key(binding.claim):
-                    del self.volumes.reserved[binding.volume]
+            self._unreserve(chosen)
             raise
         return chosen
 
@@ -117,15 +114,15 @@ class VolumeBinder:
         if selected and selected != node_name:
             raise NothingToBindHere(f"persistentvolumeclaim {name} is being provisioned for node {selected}")
         if selected:
-            return _Binding(delayed, "", written=True, read_at=_version(claim))
-        mine = self.volumes.volumes.get(self.volumes.claimed.get(match.claim_key(claim), ""))
-        if mine is not None and match.pre_bound_to(mine, claim):
+            return _Binding(delayed, "", written=True, written_at=match.version(claim))
+        mine = self.volumes.volume_of(claim)
+        if mine is not None:
             if not matches_terms(match.node_terms(mine), node):
                 raise NothingToBindHere(
                     f"persistentvolume {mine['metadata']['name']} of claim {name}: node(s) had volume node "
                     "affinity conflict"
                 )
-            return _Binding(delayed, mine["metadata"]["name"], written=True, read_at=_version(mine))
+            return _Binding(delayed, mine["metadata"]["name"], written=True, written_at=match.version(mine))
         for volume in self.volumes.candidates(claim, delayed.storage_class):
             if volume["metadata"]["name"] not in taken and matches_terms(match.node_terms(volume), node):
                 return _Binding(delayed, volume["metadata"]["name"])
@@ -152,21 +149,30 @@ class VolumeBinder:
                 return
         raise VolumeBindError(f"persistentvolumeclaim {binding.name}: the API kept refusing its binding")
 
+    def _wrote(self, binding: _Binding, kind: str, stored: Obj) -> None:
+        """The write holds in `stored` (the API's answer, or what it shows after a conflict): kept at
+        once, and its version is the one the binding is judged by from now on."""
+        binding.written, binding.written_at = True, match.version(stored)
+        self.volumes.assume(kind, stored)
+
     async def _write_claim_ref(self, binding: _Binding) -> bool:
-        """Write the claimRef on the chosen volume; False when the volume changed since it was read and
-        is not the claim's (taken)."""
+        """Write the claimRef on the chosen volume; False when it is not free any more (the informers
+        show it taken, or the API does after a conflict)."""
         volume = self.volumes.volumes.get(binding.volume)
-        if volume is None:
+        if volume is None or not (match.is_available(volume) or match.pre_bound_to(volume, binding.claim)):
             return False
-        binding.read_at = _version(volume)
         try:
-            await self.kube.replace_object("persistentvolumes", match.with_claim_ref(volume, binding.claim))
+            stored = await self.kube.replace_object(
+                "persistentvolumes", match.with_claim_ref(volume, binding.claim)
+            )
         except Conflict:
             fresh = await self.kube.read_object("persistentvolumes", "", binding.volume)
             if fresh is None or not match.pre_bound_to(fresh, binding.claim):
+                if fresh is not None:
+                    self.volumes.assume("persistentvolumes", fresh)  # taken: no one chooses it again
                 return False
-            binding.read_at = _version(fresh)  # ours landed, its answer lost
-        binding.written = True
+            stored = fresh  # ours landed, its answer lost
+        self._wrote(binding, "persistentvolumes", stored)
         return True
 
     def _next_volume(self, binding: _Binding, node: Obj) -> None:
@@ -174,21 +180,21 @@ class VolumeBinder:
         key = match.claim_key(binding.claim)
         if self.volumes.reserved.get(binding.volume) == key:
             del self.volumes.reserved[binding.volume]
-        taken = {binding.volume}
-        replacement = self._choose_one(binding.delayed, node, taken | set(self.volumes.reserved))
-        binding.volume = replacement.volume
-        if binding.volume:
+        replacement = self._choose_one(binding.delayed, node, {binding.volume})
+        binding.volume, binding.written, binding.written_at = (
+            replacement.volume,
+            replacement.written,
+            replacement.written_at,
+        )
+        if binding.volume and not binding.written:
             self.volumes.reserved[binding.volume] = key
 
     async def _write_selected_node(self, binding: _Binding, node_name: str) -> bool:
         """Annotate the claim for provisioning on the node; False when it changed since it was read (it
         is read again for the next try)."""
-        binding.read_at = _version(binding.claim)
         try:
             annotated = match.with_selected_node(binding.claim, node_name)
-            await self.kube.replace_object("persistentvolumeclaims", annotated)
-            binding.written = True
-            return True
+            stored = await self.kube.replace_object("persistentvolumeclaims", annotated)
         except Conflict:
             meta = binding.claim["metadata"]
             namespace = meta.get("namespace", "")
@@ -197,14 +203,16 @@ class VolumeBinder:
                 raise VolumeBindError(f"persistentvolumeclaim {binding.name} was deleted") from None
             selected = match.annotations_of(fresh).get(match.SELECTED_NODE)
             if selected == node_name or (fresh.get("spec") or {}).get("volumeName"):
-                binding.read_at, binding.written = _version(fresh), True
-                return True  # ours landed (its answer was lost), or it is bound already
-            if selected:
+                stored = fresh  # ours landed (its answer was lost), or it is bound already
+            elif selected:
                 raise VolumeBindError(
                     f"persistentvolumeclaim {binding.name} is being provisioned for node {selected}"
                 ) from None
-            binding.delayed = DelayedClaim(fresh, binding.delayed.storage_class)
-            return False
+            else:
+                binding.delayed = DelayedClaim(fresh, binding.delayed.storage_class)
+                return False
+        self._wrote(binding, "persistentvolumeclaims", stored)
+        return True
 
     # Waiting ----------------------------------------------------------------------------------
     async def _until_bound(
@@ -239,7 +247,8 @@ class VolumeBinder:
 
     def _bound(self, binding: _Binding, node_name: str) -> bool:
         """Whether the claim is bound; VolumeBindError when its binding was undone (the claim deleted,
-        the volume's claimRef reset, the provisioner gave the node up)."""
+        the volume's claimRef reset, the provisioner gave the node up): the informers show a version
+        at or after the write without it."""
         meta = binding.claim["metadata"]
         claim = self.volumes.claims.get((meta.get("namespace", "default"), meta["name"]))
         if claim is None or claim["metadata"].get("uid") != meta.get("uid"):
@@ -250,10 +259,10 @@ class VolumeBinder:
             volume = self.volumes.volumes.get(binding.volume)
             if volume is None:
                 raise VolumeBindError(f"persistentvolume {binding.volume} was deleted")
-            if _version(volume) != binding.read_at and not match.pre_bound_to(volume, claim):
+            if self._since_write(binding, volume) and not match.pre_bound_to(volume, claim):
                 raise VolumeBindError(f"the claimRef of persistentvolume {binding.volume} was reset")
         elif (
-            _version(claim) != binding.read_at
+            self._since_write(binding, claim)
             and match.annotations_of(claim).get(match.SELECTED_NODE) != node_name
         ):
             raise VolumeBindError(
@@ -261,3 +270,9 @@ class VolumeBinder:
                 f"provisioner gave up provisioning it for {node_name}"
             )
         return False
+
+    @staticmethod
+    def _since_write(binding: _Binding, obj: Obj) -> bool:
+        """Whether `obj` is the written version or a later one (so it must hold the write)."""
+        seen = match.version(obj)
+        return binding.written_at is not None and seen is not None and seen >= binding.written_at

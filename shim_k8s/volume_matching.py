@@ -69,6 +69,17 @@ def is_available(volume: Obj) -> bool:
     )
 
 
+def version(obj: Obj) -> int | None:
+    """An object's resourceVersion as a number, to tell which of two versions is the later (as
+    kube-scheduler's assume cache does: the API server's versions are etcd revisions); None when it is
+    not one."""
+    text = _meta(obj).get("resourceVersion")
+    try:
+        return int(text) if text is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 def pre_bound_to(volume: Obj, claim: Obj) -> bool:
     """Whether the volume's claimRef names this claim (by name and namespace, and by UID when it has
     one): it is the claim's, and only its."""
@@ -77,6 +88,19 @@ def pre_bound_to(volume: Obj, claim: Obj) -> bool:
     if ref.get("name") != meta.get("name") or ref.get("namespace", "") != meta.get("namespace", "default"):
         return False
     return not ref.get("uid") or ref.get("uid") == meta.get("uid")
+
+
+def pre_bound_fits(claim: Obj, volume: Obj) -> bool:
+    """A volume whose claimRef names the claim is its volume only if it is of the claim's class, holds
+    the storage it requests, has its volume mode and is not being deleted (as FindMatchingVolume checks
+    before it takes a pre-bound volume)."""
+    spec, volume_spec = _spec(claim), _spec(volume)
+    return (
+        volume_class(volume) == (claim_class(claim) or "")
+        and capacity(volume) >= storage((spec.get("resources") or {}).get("requests"))
+        and (spec.get("volumeMode") or "Filesystem") == (volume_spec.get("volumeMode") or "Filesystem")
+        and not _meta(volume).get("deletionTimestamp")
+    )
 
 
 def node_terms(volume: Obj) -> list[Obj]:

@@ -37,7 +37,6 @@ from shim_k8s.node_selectors import topology_as_node_terms
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
-DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 # Volume kinds that place no constraint of their own on the node as kube-scheduler places pods: the
 # local and projected kinds, inline CSI, the network filesystems, and the in-tree disks, whose conflicts
 # (`disks`) and attach limits (`csi_volumes`, as CSI migration translates them) are checked as upstream.
@@ -74,10 +73,10 @@ class Volumes:
     volumes: dict[str, Obj] = field(default_factory=dict)  # name -> PersistentVolume
     classes: dict[str, Obj] = field(default_factory=dict)  # name -> StorageClass
     csinodes: dict[str, Obj] = field(default_factory=dict)  # node name -> CSINode
-    # Volumes free to bind, by class name -> name -> volume; and which volume's claimRef names a claim
-    # ("<namespace>/<name>" -> volume name).
+    # Volumes free to bind, by class name -> name -> volume; and the volumes whose claimRef names a
+    # claim ("<namespace>/<name>" -> volume names).
     available: dict[str, dict[str, Obj]] = field(default_factory=dict)
-    claimed: dict[str, str] = field(default_factory=dict)
+    claimed: dict[str, set[str]] = field(default_factory=dict)
     # Volumes chosen by a binding under way, before the API shows it: volume name -> claim key. No
     # other claim gets one meanwhile.
     reserved: dict[str, str] = field(default_factory=dict)
@@ -91,10 +90,12 @@ class Volumes:
             key = (meta.get("namespace", "default"), name)
             if event == WatchEvent.DELETED:
                 self.claims.pop(key, None)
-            else:
+            elif not _older(obj, self.claims.get(key)):
                 self.claims[key] = obj
             self.notify(f"{key[0]}/{key[1]}")
         elif kind == "persistentvolumes":
+            if event != WatchEvent.DELETED and _older(obj, self.volumes.get(name)):
+                return
             self._unindex(self.volumes.pop(name, None))
             if event != WatchEvent.DELETED:
                 self.volumes[name] = obj
@@ -112,7 +113,7 @@ class Volumes:
             self.available.setdefault(match.volume_class(volume), {})[name] = volume
         owner = match.claim_ref_key(volume)
         if owner:
-            self.claimed[owner] = name
+            self.claimed.setdefault(owner, set()).add(name)
             self.notify(owner)
 
     def _unindex(self, volume: Obj | None) -> None:
@@ -121,9 +122,31 @@ class Volumes:
         name = volume["metadata"]["name"]
         self.available.get(match.volume_class(volume), {}).pop(name, None)
         owner = match.claim_ref_key(volume)
-        if owner and self.claimed.get(owner) == name:
-            del self.claimed[owner]
+        holders = self.claimed.get(owner)
+        if holders is not None:
+            holders.discard(name)
+            if not holders:
+                del self.claimed[owner]
             self.notify(owner)
+
+    def assume(self, kind: str, obj: Obj) -> None:
+        """A volume or claim as the API stored our write of it: taken at once, before the informers
+        bring it (as kube-scheduler's assume cache), so that nothing chosen next overlooks it; their
+        older versions in flight are then passed over (`update`)."""
+        self.update(kind, WatchEvent.MODIFIED, obj)
+
+    def volume_of(self, claim: Obj) -> Obj | None:
+        """The volume whose claimRef names the claim (pre-bound, or a binding under way) and that may
+        be its volume (match.pre_bound_fits); None for none."""
+        for name in sorted(self.claimed.get(match.claim_key(claim), ())):
+            volume = self.volumes.get(name)
+            if (
+                volume is not None
+                and match.pre_bound_to(volume, claim)
+                and match.pre_bound_fits(claim, volume)
+            ):
+                return volume
+        return None
 
     # Bindings under way wait for what they bind to change ------------------------------------------
     def watch(self, keys: Sequence[str]) -> asyncio.Event:
@@ -145,6 +168,12 @@ class Volumes:
     def notify(self, key: str) -> None:
         for changed in self._waiters.get(key, ()):
             changed.set()
+
+    def wake_all(self) -> None:
+        """Every binding under way looks at once (the core went away: they stop)."""
+        for waiting in self._waiters.values():
+            for changed in waiting:
+                changed.set()
 
     # What a waiting pod waits on -------------------------------------------------------------------
     def wait_keys(self, pod: Obj) -> set[str]:
@@ -237,6 +266,8 @@ class Volumes:
             if delayed is None:
                 return f'pod has unbound immediate PersistentVolumeClaims: "{name}" is not bound yet', []
             return self._delayed_terms(delayed)
+        if not match.is_fully_bound(claim):  # named, the PV controller has not finished binding it
+            return f"persistentvolumeclaim {name} is being bound to persistentvolume {bound_to}", []
         volume = self.volumes.get(bound_to)
         if volume is None:
             return f"persistentvolume {bound_to} of claim {name} not found", []
@@ -244,11 +275,11 @@ class Volumes:
 
     def _delayed(self, claim: Obj) -> DelayedClaim | None:
         """The claim as one the scheduler binds (unbound, of a WaitForFirstConsumer class); None when
-        it is not."""
+        it is not. A claim naming no class is Immediate, as kube-scheduler takes it: the PV controller
+        gives it the default class (and the DefaultStorageClass admission does at its creation)."""
         if (claim.get("spec") or {}).get("volumeName"):
             return None
-        class_name = match.claim_class(claim)
-        storage_class = self.classes.get(self._default_class() if class_name is None else class_name)
+        storage_class = self.classes.get(match.claim_class(claim) or "")
         if storage_class is None or storage_class.get("volumeBindingMode") != WAIT_FOR_FIRST_CONSUMER:
             return None
         return DelayedClaim(claim, storage_class)
@@ -272,8 +303,8 @@ class Volumes:
         selected = match.annotations_of(claim).get(match.SELECTED_NODE)
         if selected:  # provisioning was asked for that node: only there
             return "", [[{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [selected]}]}]]
-        mine = self.volumes.get(self.claimed.get(match.claim_key(claim), ""))
-        if mine is not None and match.pre_bound_to(mine, claim):
+        mine = self.volume_of(claim)
+        if mine is not None:
             terms = match.node_terms(mine)
             return "", [terms] if terms else []
         ored: list[Obj] = []
@@ -385,12 +416,6 @@ class Volumes:
             if d.get("name") and isinstance((d.get("allocatable") or {}).get("count"), int)
         }
 
-    def _default_class(self) -> str:
-        for name, storage_class in self.classes.items():
-            if ((storage_class.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS) == "true":
-                return name
-        return ""
-
 
 # The topology labels kube-scheduler's VolumeZone reads, and each one's GA or beta twin.
 TOPOLOGY_LABELS = {
@@ -430,6 +455,15 @@ def migrated(source: Obj) -> tuple[str, str]:
             handle = str((source[kind] or {}).get(field_name) or "")
             return (driver, handle) if handle else ("", "")
     return "", ""
+
+
+def _older(obj: Obj, cached: Obj | None) -> bool:
+    """Whether `obj` is an older version than the one kept (our own write, assumed before the informers
+    bring it); versions that are not numbers are never older."""
+    if cached is None:
+        return False
+    new, kept = match.version(obj), match.version(cached)
+    return new is not None and kept is not None and new < kept
 
 
 def compact(terms: Sequence[Obj]) -> list[Obj]:

@@ -79,7 +79,7 @@ class KubeActions(Protocol):
     # at (binding volumes): raises Conflict when it changed since, BindError when the API will not.
     async def read_object(self, kind: str, namespace: str, name: str) -> Obj | None: ...
 
-    async def replace_object(self, kind: str, obj: Obj) -> None: ...
+    async def replace_object(self, kind: str, obj: Obj) -> Obj: ...  # the object as stored
 
 
 def collection_paths(namespace: str) -> dict[str, str]:
@@ -286,8 +286,10 @@ class Kube:
             if exc.status == 404:
                 return None
             raise BindError(f"reading {kind} {name}: {exc.status} {exc.reason}") from None
+        except TRANSPORT_ERRORS as exc:
+            raise BindError(f"reading {kind} {name}: no answer from the API: {exc!r}") from None
 
-    async def replace_object(self, kind: str, obj: Obj) -> None:
+    async def replace_object(self, kind: str, obj: Obj) -> Obj:
         """A PUT of the object as read and changed: its resourceVersion makes a stale one a Conflict.
         Tried again on no answer, a 5xx or a 429 (a write that landed and lost its answer is then a
         Conflict, which the caller reads again); BindError with the last answer otherwise."""
@@ -296,8 +298,8 @@ class Kube:
         path = _OBJECT_PATHS[kind].format(namespace=namespace, name=name)
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                await self.http.request("PUT", path, dict(obj), answer=False)
-                return
+                stored: Obj = await self.http.request("PUT", path, dict(obj))
+                return stored
             except ApiError as exc:
                 if exc.status == 409:
                     raise Conflict(exc.reason) from None
@@ -309,6 +311,7 @@ class Kube:
                     raise BindError(f"updating {kind} {name}: no answer from the API: {exc!r}") from None
                 pause = WRITE_PAUSE * attempt
             await asyncio.sleep(pause)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def event_capacity(self, capacity: int) -> None:
         """How many events may wait to be sent (service.eventChannelCapacity); set before the first."""

@@ -19,6 +19,9 @@ from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_shim import configmap, daemonset_pod, node, pod
 
+# What a claim bound by the PV controller carries: a binding it completed.
+BIND_COMPLETED = {"pv.kubernetes.io/bind-completed": "yes"}
+
 
 async def _until(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
     """Until `condition()` holds of the emulation's own state (bindings, evictions, events), looked at
@@ -412,7 +415,8 @@ async def test_a_pod_goes_where_its_volume_is_and_waits_while_its_claim_is_unbou
         "storageclasses",
         {"metadata": {"name": "local", "uid": "sc"}, "volumeBindingMode": "WaitForFirstConsumer"},
     )
-    await api.put("persistentvolumeclaims", {"metadata": {"name": "bound", "namespace": "shop", "uid": "c1"},
+    await api.put("persistentvolumeclaims", {"metadata": {"name": "bound", "namespace": "shop", "uid": "c1",
+                                                          "annotations": BIND_COMPLETED},
                                              "spec": {"volumeName": "pv-b"}})  # fmt: skip
     await api.put("persistentvolumeclaims", {"metadata": {"name": "later", "namespace": "shop", "uid": "c2"},
                                              "spec": {"storageClassName": "local"}})  # fmt: skip
@@ -435,7 +439,8 @@ async def test_a_pod_goes_where_its_volume_is_and_waits_while_its_claim_is_unbou
         )
         assert all(p != "db-1" for p, _ in api.bindings)
         # An operator binds the claim to the volume: the pod is asked for, and goes to zone b.
-        bound = {"metadata": {"name": "later", "namespace": "shop", "uid": "c2"},
+        meta = {"name": "later", "namespace": "shop", "uid": "c2", "annotations": BIND_COMPLETED}
+        bound = {"metadata": meta,
                  "spec": {"storageClassName": "local", "volumeName": "pv-b"}}  # fmt: skip
         await api.put("persistentvolumeclaims", bound)
         await _until(lambda: ("db-1", "n2") in api.bindings, "the pod bound once its claim is")
@@ -455,7 +460,12 @@ async def test_a_nodes_csi_attach_limit_keeps_the_next_volume_pod_off_it(
     for i, claim in enumerate(("theirs", "data-0", "data-1")):
         csi = {"driver": driver, "volumeHandle": f"vol-{i}"}
         await api.put("persistentvolumes", {"metadata": {"name": f"pv-{i}"}, "spec": {"csi": csi}})
-        meta = {"name": claim, "namespace": "shop", "uid": claim}
+        meta = {
+            "name": claim,
+            "namespace": "shop",
+            "uid": claim,
+            "annotations": BIND_COMPLETED,
+        }
         await api.put("persistentvolumeclaims", {"metadata": meta, "spec": {"volumeName": f"pv-{i}"}})
     volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "theirs"}}]
     other = pod("other", volumes=volume)
@@ -486,7 +496,12 @@ async def test_a_read_write_once_pod_claim_in_use_keeps_a_second_pod_pending_wit
     for name in ("n1", "n2"):
         await api.put("nodes", node(name, memory="8Gi"))
     await api.put("persistentvolumes", {"metadata": {"name": "pv-0"}, "spec": {}})
-    meta = {"name": "exclusive", "namespace": "shop", "uid": "exclusive"}
+    meta = {
+        "name": "exclusive",
+        "namespace": "shop",
+        "uid": "exclusive",
+        "annotations": BIND_COMPLETED,
+    }
     spec = {"volumeName": "pv-0", "accessModes": ["ReadWriteOncePod"]}
     await api.put("persistentvolumeclaims", {"metadata": meta, "spec": spec})
     volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "exclusive"}}]

@@ -96,7 +96,7 @@ class MemoryKube:
     async def read_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return None  # the volume binding's writes are exercised against the HTTP emulation
 
-    async def replace_object(self, kind: str, obj: Mapping[str, Any]) -> None:
+    async def replace_object(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         raise BindError(f"{kind} {obj['metadata']['name']}: not kept in memory")
 
 

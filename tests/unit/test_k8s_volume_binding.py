@@ -52,11 +52,14 @@ class MemoryAPI:
         self.written: list[tuple[str, Obj]] = []
         self.conflicts: dict[str, Obj | None] = {}  # name -> what a read shows after the conflict
 
-    async def replace_object(self, kind: str, obj: Obj) -> None:
+    async def replace_object(self, kind: str, obj: Obj) -> Obj:
         name = obj["metadata"]["name"]
         if name in self.conflicts:
             raise Conflict("the object has been modified")
-        self.written.append((kind, copy.deepcopy(obj)))
+        stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = str(int(obj["metadata"].get("resourceVersion") or 0) + 1)
+        self.written.append((kind, stored))
+        return stored
 
     async def read_object(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.conflicts.pop(name)
@@ -131,7 +134,7 @@ async def test_a_volume_taken_meanwhile_is_replaced_by_the_next_and_a_lost_answe
     api2.conflicts["fit"] = ours
     binder2 = VolumeBinder(v2, api2)  # type: ignore[arg-type]
     task = asyncio.create_task(binder2.bind(POD, _node("n1"), 30, lambda: True))
-    while "fit" in api2.conflicts:  # noqa: ASYNC110 - the task's first step, in this loop
+    while "fit" in api2.conflicts and not task.done():  # noqa: ASYNC110 - the task's first step, in this loop
         await asyncio.sleep(0)
     _bound(v2, "fit")
     await task
@@ -152,7 +155,7 @@ async def test_a_provisioning_class_annotates_the_claim_and_a_provisioner_giving
     ):
         await binder.bind(POD, _node("n9", zone="b"), 30, lambda: True)  # outside allowedTopologies
     task = asyncio.create_task(binder.bind(POD, _node("n1"), 30, lambda: True))
-    while not api.written:  # noqa: ASYNC110 - the task's first step, in this loop
+    while not api.written and not task.done():  # noqa: ASYNC110 - the task's first step, in this loop
         await asyncio.sleep(0)
     ((kind, annotated),) = api.written
     assert kind == "persistentvolumeclaims" and annotated["metadata"]["annotations"][SELECTED_NODE] == "n1"
@@ -191,3 +194,75 @@ async def test_a_claim_selected_for_another_node_cannot_go_here_and_time_and_del
     with pytest.raises(PodGone):
         await binder.bind(POD, _node("n2"), 30, lambda: False)
     assert api.written == []  # selected already: nothing to write
+
+
+def _two_claims() -> tuple[Volumes, Obj]:
+    """Claims data and logs of one pod, each fitting one volume on n1."""
+    v = _volumes(_volume("pa", "10Gi", "n1"), _volume("pb", "10Gi", "n1"))
+    logs = copy.deepcopy(_claim())
+    logs["metadata"].update(name="logs", uid="uid-logs")
+    v.update("persistentvolumeclaims", "ADDED", logs)
+    pod = copy.deepcopy(POD)
+    pod["spec"]["volumes"].append({"name": "logs", "persistentVolumeClaim": {"claimName": "logs"}})
+    return v, pod
+
+
+class GatedAPI(MemoryAPI):
+    """Each write waits for the test to let it through: something can happen while one is in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.in_flight: list[str] = []  # the names of the writes begun, in order
+
+    async def replace_object(self, kind: str, obj: Obj) -> Obj:
+        self.in_flight.append(obj["metadata"]["name"])
+        await self.gate.wait()
+        return await super().replace_object(kind, obj)
+
+
+async def test_a_volume_taken_while_another_claims_write_is_in_flight_is_not_written_over() -> None:
+    """The informers show the second claim's volume bound to another claim while the first claim's write
+    is in flight: it is not given to this claim too (nothing else fits on the node: the binding gives
+    up there)."""
+    v, pod = _two_claims()
+    api = GatedAPI()
+    binder = VolumeBinder(v, api)  # type: ignore[arg-type]
+    task = asyncio.create_task(binder.bind(pod, _node("n1"), 30, lambda: True))
+    while not api.in_flight:  # noqa: ASYNC110 - the task's first step, in this loop
+        await asyncio.sleep(0)
+    assert api.in_flight == ["pa"]  # data's, the first claim: pb is chosen for logs
+    taken: Obj = copy.deepcopy(dict(v.volumes["pb"]))
+    taken["metadata"]["resourceVersion"] = "7"
+    taken["spec"]["claimRef"] = {"namespace": "other", "name": "theirs", "uid": "x"}
+    taken["status"] = {"phase": "Bound"}
+    v.update("persistentvolumes", "MODIFIED", taken)
+    api.gate.set()
+    with pytest.raises(VolumeBindError, match="didn't find available persistent volumes to bind on node n1"):
+        await task
+    assert api.in_flight == ["pa"] and [w["metadata"]["name"] for _, w in api.written] == ["pa"]
+    assert v.volumes["pb"]["spec"]["claimRef"]["name"] == "theirs"
+
+
+async def test_after_a_conflict_the_informers_older_versions_do_not_look_like_an_undone_binding() -> None:
+    """The write's answer was lost (a conflict on the retry); the API shows ours at version 5 while the
+    informers still bring version 2 (the volume's earlier change, without our claimRef): the binding
+    goes on, and completes when the claim is bound."""
+    v = _volumes(_volume("fit", "10Gi", "n1"))
+    api = MemoryAPI()
+    ours = copy.deepcopy(_volume("fit", "10Gi", "n1"))
+    ours["metadata"]["resourceVersion"] = "5"
+    ours["spec"]["claimRef"] = {"namespace": "shop", "name": "data", "uid": "uid-data"}
+    api.conflicts["fit"] = ours
+    binder = VolumeBinder(v, api)  # type: ignore[arg-type]
+    task = asyncio.create_task(binder.bind(POD, _node("n1"), 30, lambda: True))
+    while "fit" in api.conflicts and not task.done():  # noqa: ASYNC110 - the task's first step, in this loop
+        await asyncio.sleep(0)
+    older = copy.deepcopy(_volume("fit", "10Gi", "n1"))
+    older["metadata"]["resourceVersion"] = "2"
+    v.update("persistentvolumes", "MODIFIED", older)  # passed over: the cache holds version 5
+    assert v.volumes["fit"]["spec"]["claimRef"]["name"] == "data"
+    await asyncio.sleep(0)
+    assert not task.done()
+    _bound(v, "fit")
+    await task

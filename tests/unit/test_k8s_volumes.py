@@ -15,10 +15,14 @@ def _pod(*volumes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _claim(name: str, volume: str = "", storage_class: str = "") -> dict[str, Any]:
+    """A claim; bound to `volume` as the PV controller completes a binding."""
     spec = {"volumeName": volume} if volume else {}
     if storage_class:
         spec["storageClassName"] = storage_class
-    return {"metadata": {"name": name, "namespace": "shop"}, "spec": spec}
+    meta: dict[str, Any] = {"name": name, "namespace": "shop"}
+    if volume:
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return {"metadata": meta, "spec": spec}
 
 
 def _volumes() -> Volumes:
@@ -247,3 +251,22 @@ def _hostname_all(*nodes: str) -> list[dict[str, Any]]:
     return [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}
     ]
+
+
+def test_a_claim_naming_no_class_or_not_yet_bound_by_the_pv_controller_waits_as_kube_scheduler_does() -> None:
+    """No storageClassName: Immediate (the PV controller gives it the default class); a volume named but
+    the binding not completed (no pv.kubernetes.io/bind-completed): it waits for the PV controller."""
+    v = _volumes()
+    default = {"storageclass.kubernetes.io/is-default-class": "true"}
+    local = {
+        "metadata": {"name": "local", "annotations": default},
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    v.update("storageclasses", "MODIFIED", local)
+    v.update(
+        "persistentvolumeclaims", "ADDED", {"metadata": {"name": "data", "namespace": "shop"}, "spec": {}}
+    )
+    assert "pod has unbound immediate PersistentVolumeClaims" in v.placement(POD)[0]
+    v.update("persistentvolumeclaims", "MODIFIED", {"metadata": {"name": "data", "namespace": "shop"},
+                                                    "spec": {"volumeName": "pv-b"}})  # fmt: skip
+    assert v.placement(POD)[0] == "persistentvolumeclaim data is being bound to persistentvolume pv-b"
