@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
+from rmclient.core_process import CoreProcess
 from tests.integration.kube_api import FakeKubeAPI, Obj, condition
 from tests.integration.kube_volumes import (
     SELECTED_NODE,
@@ -21,6 +23,7 @@ from tests.integration.kube_volumes import (
     Provisioner,
     PVController,
 )
+from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_api import _until, shim_running
 from tests.integration.test_k8s_shim import node, pod
 
@@ -283,3 +286,41 @@ async def test_a_shim_restart_mid_binding_loses_nothing_and_binds_nothing_twice(
     assert api.bindings == [("db-0", chosen)]
     assert len(written()) == 1  # nothing written again
     assert _is_bound(api, "data-0")
+
+
+async def test_a_core_restart_mid_binding_stops_the_binding_and_the_new_core_places_the_pod_there_again(
+    api: FakeKubeAPI, rm_id: str, controllers: Controllers
+) -> None:
+    """The provisioner is paused: the claim is annotated for a node and the binding waits (up to the
+    default 10 minutes). The core goes away: the binding stops at once, the shim re-syncs with the new
+    core, which places the pod on the node its claim was selected for; once provisioned it is bound."""
+    controllers.provisioner.paused = True
+    for name, zone in (("a1", "zone-a"), ("b1", "zone-b")):
+        await api.put("nodes", _zoned_node(name, zone))
+    await api.put("storageclasses", GP3)
+    await api.put("persistentvolumeclaims", _claim("data-0", "gp3"))
+    await api.put("pods", _with_claim("db-0", "data-0"))
+    first = CoreProcess()
+    await first.start()
+    second = CoreProcess(listen=first.address)
+    try:
+        async with shim_running(api, first.address, rm_id):
+            annotations = lambda: _claim_of(api, "data-0")["metadata"].get("annotations") or {}  # noqa: E731
+            await _until(lambda: SELECTED_NODE in annotations(), "the claim annotated for a node")
+            selected = annotations()[SELECTED_NODE]
+            await first.stop()
+            await second.start()
+            # The new core holds the pod's ask again (the shim re-synced), kept to the selected node.
+            async with aiohttp.ClientSession() as session:
+                await rest_until(
+                    session, f"{partition_url(second.rest_url, rm_id)}/applications/active",
+                    lambda apps: any(a.get("allocations") for a in apps), "the pod placed by the new core",
+                    timeout=60,
+                )  # fmt: skip
+            await controllers.provisioner.resume()
+            await _until(lambda: _bound_to(api, "db-0"), "the pod bound after the provisioner resumes")
+        assert api.bindings == [("db-0", selected)]
+        assert [w for w in api.writes if w[0] == "update"] == [("update", "persistentvolumeclaims", "data-0")]
+    finally:
+        await second.stop()
+        await first.stop()
