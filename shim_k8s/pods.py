@@ -288,7 +288,7 @@ class Pods:
                 if volume_terms or self.volumes.delayed_claims(pod):  # remembered for a failed binding
                     shim.state.volume_terms[uid] = _terms_key(volume_terms)
                 request = translate.pod_request(pod)
-                ignored = translate.ignored_placement(pod)
+                ignored = translate.ignored_placement(pod) + self.volumes.not_honoured(pod)
                 ask = self._with_volumes(pod, translate.pod_ask(
                     pod, priority, app_id, task_group="", volume_terms=volume_terms, namespace_labels=labels,
                     request=request,

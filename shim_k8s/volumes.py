@@ -34,7 +34,7 @@ from shim_k8s import volume_matching as match
 from shim_k8s.api.objects import Obj, WatchEvent
 from shim_k8s.node_selectors import topology_as_node_terms
 
-VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
+VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes", "csidrivers")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 # Volume kinds that place no constraint of their own on the node as kube-scheduler places pods: the
@@ -73,6 +73,7 @@ class Volumes:
     volumes: dict[str, Obj] = field(default_factory=dict)  # name -> PersistentVolume
     classes: dict[str, Obj] = field(default_factory=dict)  # name -> StorageClass
     csinodes: dict[str, Obj] = field(default_factory=dict)  # node name -> CSINode
+    csidrivers: dict[str, Obj] = field(default_factory=dict)  # name -> CSIDriver
     # Volumes free to bind, by class name -> name -> volume; and the volumes whose claimRef names a
     # claim ("<namespace>/<name>" -> volume names).
     available: dict[str, dict[str, Obj]] = field(default_factory=dict)
@@ -101,7 +102,7 @@ class Volumes:
                 self.volumes[name] = obj
                 self._index(obj)
         else:
-            store = self.csinodes if kind == "csinodes" else self.classes
+            store = {"csinodes": self.csinodes, "csidrivers": self.csidrivers}.get(kind, self.classes)
             if event == WatchEvent.DELETED:
                 store.pop(name, None)
             else:
@@ -325,6 +326,22 @@ class Volumes:
                 f"{class_name} fits it, and the class does not provision)"
             ), []
         return "", [compact(ored)]
+
+    def not_honoured(self, pod: Obj) -> list[str]:
+        """What of the pod's volumes would constrain its placement in kube-scheduler and is not honoured
+        here: a claim to be provisioned by a CSI driver that tracks storage capacity (its CSIDriver's
+        `storageCapacity`): kube-scheduler keeps it to the nodes whose CSIStorageCapacity has room."""
+        out = []
+        for delayed in self.delayed_claims(pod):
+            provisioner = delayed.storage_class.get("provisioner") or ""
+            driver = self.csidrivers.get(provisioner) or {}
+            if (driver.get("spec") or {}).get("storageCapacity") is True:
+                name = delayed.claim["metadata"]["name"]
+                out.append(
+                    f"the storage capacity of CSI driver {provisioner} (CSIStorageCapacity) for claim "
+                    f"{name}: its volume is provisioned on the chosen node whatever room the driver reports"
+                )
+        return out
 
     def candidates(self, claim: Obj, storage_class: Obj) -> list[Obj]:
         """The available volumes of the claim's class that fit it and no binding under way has chosen,

@@ -93,6 +93,7 @@ def collection_paths(namespace: str) -> dict[str, str]:
         "persistentvolumes": "/api/v1/persistentvolumes",
         "storageclasses": "/apis/storage.k8s.io/v1/storageclasses",
         "csinodes": "/apis/storage.k8s.io/v1/csinodes",
+        "csidrivers": "/apis/storage.k8s.io/v1/csidrivers",
         "namespaces": "/api/v1/namespaces",
     }
 

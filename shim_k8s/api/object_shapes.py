@@ -79,6 +79,7 @@ VOLUME = {
 }
 CSINODE = {"metadata": METADATA, "spec": {"drivers": [{"name": str, "allocatable": {"count": int}}]}}
 STORAGE_CLASS = {"metadata": METADATA, "volumeBindingMode": str}
+CSI_DRIVER = {"metadata": METADATA, "spec": {"storageCapacity": bool}}
 
 SHAPES: dict[str, Any] = {
     "pods": POD,
@@ -90,6 +91,7 @@ SHAPES: dict[str, Any] = {
     "persistentvolumes": VOLUME,
     "storageclasses": STORAGE_CLASS,
     "csinodes": CSINODE,
+    "csidrivers": CSI_DRIVER,
 }
 
 

@@ -46,6 +46,7 @@ KINDS = {
     "persistentvolumes": "PersistentVolumeList",
     "storageclasses": "StorageClassList",
     "csinodes": "CSINodeList",
+    "csidrivers": "CSIDriverList",
     "namespaces": "NamespaceList",
     "leases": "LeaseList",
     "secrets": "SecretList",
@@ -315,6 +316,7 @@ class FakeKubeAPI:
         app.router.add_get("/api/v1/persistentvolumes", self._list_or_watch("persistentvolumes"))
         app.router.add_get("/apis/storage.k8s.io/v1/storageclasses", self._list_or_watch("storageclasses"))
         app.router.add_get("/apis/storage.k8s.io/v1/csinodes", self._list_or_watch("csinodes"))
+        app.router.add_get("/apis/storage.k8s.io/v1/csidrivers", self._list_or_watch("csidrivers"))
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
         app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)

@@ -224,10 +224,13 @@ async def test_a_generic_ephemeral_volume_waits_for_its_claim_then_binds_like_an
     api: FakeKubeAPI, core_address: str, rm_id: str, controllers: Controllers
 ) -> None:
     """The ephemeral-volume controller is paused: the pod waits for the claim <pod>-<volume>, saying
-    so; once the controller makes it, it is provisioned for the pod's node and the pod bound."""
+    so; once the controller makes it, it is provisioned for the pod's node and the pod bound (with a
+    warning that its driver's storage capacity is not checked)."""
     controllers.ephemeral.paused = True
     await api.put("nodes", _zoned_node("b1", "zone-b"))
     await api.put("storageclasses", GP3)
+    # Its driver tracks storage capacity, which pykorn does not check: said on the pod.
+    await api.put("csidrivers", {"metadata": {"name": DRIVER}, "spec": {"storageCapacity": True}})
     template = {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
                          "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
     await api.put(
@@ -241,6 +244,8 @@ async def test_a_generic_ephemeral_volume_waits_for_its_claim_then_binds_like_an
         await _until(lambda: _bound_to(api, "worker") == "b1", "the pod bound")
     claim = _claim_of(api, "worker-scratch")
     assert claim["metadata"]["ownerReferences"][0]["uid"] == "uid-worker"
+    (ignored,) = _events(api, "worker", "PlacementConstraintsIgnored")
+    assert f"storage capacity of CSI driver {DRIVER} (CSIStorageCapacity)" in ignored["message"]
     assert _is_bound(api, "worker-scratch") and _volume_zone(api, claim["spec"]["volumeName"]) == "zone-b"
 
 

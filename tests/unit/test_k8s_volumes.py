@@ -270,3 +270,18 @@ def test_a_claim_naming_no_class_or_not_yet_bound_by_the_pv_controller_waits_as_
     v.update("persistentvolumeclaims", "MODIFIED", {"metadata": {"name": "data", "namespace": "shop"},
                                                     "spec": {"volumeName": "pv-b"}})  # fmt: skip
     assert v.placement(POD)[0] == "persistentvolumeclaim data is being bound to persistentvolume pv-b"
+
+
+def test_a_claim_provisioned_by_a_driver_that_tracks_capacity_is_named_as_not_honoured() -> None:
+    v = _volumes()
+    gp3 = {
+        "metadata": {"name": "gp3"},
+        "provisioner": "topolvm.io",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    v.update("storageclasses", "ADDED", gp3)
+    v.update("persistentvolumeclaims", "ADDED", _wffc_claim(storage_class="gp3"))
+    assert v.not_honoured(POD) == []  # the driver says nothing of capacity
+    v.update("csidrivers", "ADDED", {"metadata": {"name": "topolvm.io"}, "spec": {"storageCapacity": True}})
+    (said,) = v.not_honoured(POD)
+    assert "storage capacity of CSI driver topolvm.io (CSIStorageCapacity) for claim data" in said
