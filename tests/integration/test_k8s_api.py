@@ -34,6 +34,12 @@ async def _until(condition: Callable[[], object], what: str, timeout: float = 15
         await asyncio.sleep(0.05)
 
 
+def _unschedulable(api: FakeKubeAPI, pod_name: str) -> Obj | None:
+    """The pod's PodScheduled condition while it says False (waiting, with the reason); None else."""
+    found = condition(api.get("pods", pod_name), "PodScheduled")
+    return found if found is not None and found["status"] == "False" else None
+
+
 async def _left_pending(
     rest_url: str, rm_id: str, waiting: Iterable[str], running: Iterable[str] = (), timeout: float = 30.0
 ) -> None:
@@ -427,9 +433,7 @@ async def test_a_pod_goes_where_its_volume_is_and_waits_while_its_claim_is_unbou
     async with shim_running(api, core_address, rm_id):
         await _until(lambda: ("db-0", "n2") in api.bindings, "the pod bound on its volume's node")
 
-        def waiting() -> Obj | None:
-            found = condition(api.get("pods", "db-1"), "PodScheduled")
-            return found if found is not None and found["status"] == "False" else None
+        waiting = partial(_unschedulable, api, "db-1")
 
         await _until(waiting, "the pod with the unbound claim marked unschedulable")
         found = waiting()
@@ -479,9 +483,7 @@ async def test_a_nodes_csi_attach_limit_keeps_the_next_volume_pod_off_it(
         assert api.bindings[0][1] == "n1"
         waiting_pod = "db-1" if api.bindings[0][0] == "db-0" else "db-0"
 
-        def waiting() -> Obj | None:
-            found = condition(api.get("pods", waiting_pod), "PodScheduled")
-            return found if found is not None and found["status"] == "False" else None
+        waiting = partial(_unschedulable, api, waiting_pod)
 
         await _until(waiting, "the second pod marked unschedulable")
         found = waiting()
@@ -510,10 +512,7 @@ async def test_a_read_write_once_pod_claim_in_use_keeps_a_second_pod_pending_wit
     await api.put("pods", holder)
     await api.put("pods", pod("second", volumes=volume))
     async with shim_running(api, core_address, rm_id):
-
-        def waiting() -> Obj | None:
-            found = condition(api.get("pods", "second"), "PodScheduled")
-            return found if found is not None and found["status"] == "False" else None
+        waiting = partial(_unschedulable, api, "second")
 
         await _until(waiting, "the second pod marked unschedulable")
         found = waiting()
@@ -549,9 +548,7 @@ async def test_an_in_tree_disk_mounted_read_write_is_shared_by_no_two_pods_of_a_
             reader = [{"name": "ref", "gcePersistentDisk": {"pdName": "reference", "readOnly": True}}]
             await api.put("pods", pod(f"reader-{i}", volumes=reader, nodeSelector={"zone": "a"}))
 
-        def waiting() -> Obj | None:
-            found = condition(api.get("pods", "db-1"), "PodScheduled")
-            return found if found is not None and found["status"] == "False" else None
+        waiting = partial(_unschedulable, api, "db-1")
 
         await _until(waiting, "the third pod marked unschedulable")
         found = waiting()
