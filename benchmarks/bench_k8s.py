@@ -16,6 +16,8 @@ core, each in its own process (emulation, core, shim), timed by the emulation's 
     python -m benchmarks.bench_k8s                    # all of it
     python -m benchmarks.bench_k8s --pods 2000 --skip-latency
     python -m benchmarks.bench_k8s --only-volumes --pods 5000
+    python -m benchmarks.bench_k8s --pods 5000 --nodes 500 --apps 10 5000 --skip-ceiling \
+        --skip-latency --skip-volumes             # one application per pod against ten
 """
 
 from __future__ import annotations
@@ -201,9 +203,10 @@ async def _scheduled(
             await core.stop()
 
 
-async def burst(nodes: int, pods: int) -> tuple[float, dict[str, float]]:
-    """Pods/s from the first pod made to the last bound, `pods` made at once; CPU µs per pod."""
-    bound, spent, _ = await _scheduled(nodes, {"count": pods, "prefix": "burst"})
+async def burst(nodes: int, pods: int, apps: int = 10) -> tuple[float, dict[str, float]]:
+    """Pods/s from the first pod made to the last bound, `pods` made at once over `apps` applications;
+    CPU µs per pod."""
+    bound, spent, _ = await _scheduled(nodes, {"count": pods, "prefix": "burst", "apps": apps})
     return pods / (max(done for _, done in bound) - min(made for made, _ in bound)), spent
 
 
@@ -244,25 +247,30 @@ async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float
     return p50, p99, pods / span
 
 
-async def main_async(pods: int, node_counts: list[int], skip_latency: bool, only_volumes: bool) -> None:
-    out = sys.stdout
-    if only_volumes:
+async def main_async(args: argparse.Namespace) -> None:
+    out, pods = sys.stdout, args.pods
+    if args.only_volumes:
         await _volumes(out, pods)
         return
-    top, spent = await ceiling(pods)
-    out.write(f"{'emulation ceiling (trivial client, 64 in flight)':52} {top:10,.0f} bindings/s"
-              f"   CPU µs per binding: {_cpu(spent)}\n")  # fmt: skip
-    out.flush()
-    for nodes in node_counts:
-        rate, spent = await burst(nodes, pods)
-        out.write(f"{f'burst of {pods:,} pods on {nodes:,} nodes':52} {rate:10,.0f} pods/s"
-                  f"   {rate / top:4.0%} of the ceiling   CPU µs per pod: {_cpu(spent)}\n")  # fmt: skip
+    top = 0.0
+    if not args.skip_ceiling:
+        top, spent = await ceiling(pods)
+        out.write(f"{'emulation ceiling (trivial client, 64 in flight)':52} {top:10,.0f} bindings/s"
+                  f"   CPU µs per binding: {_cpu(spent)}\n")  # fmt: skip
         out.flush()
-    if not skip_latency:
+    for nodes in args.nodes:
+        for apps in args.apps:
+            rate, spent = await burst(nodes, pods, apps)
+            share = f"{rate / top:4.0%} of the ceiling" if top else ""
+            label = f"burst of {pods:,} pods on {nodes:,} nodes" + (f", {apps:,} apps" if apps != 10 else "")
+            out.write(f"{label:52} {rate:10,.0f} pods/s   {share}   CPU µs per pod: {_cpu(spent)}\n")
+            out.flush()
+    if not args.skip_latency:
         p50, p99, achieved = await latency(500, 1000.0, 10.0)
         out.write(f"{'1,000 pods/s for 10 s on 500 nodes, made to bound':52} p50 {p50:6.0f} ms"
                   f"   p99 {p99:6.0f} ms   ({achieved:,.0f} pods/s)\n")  # fmt: skip
-    await _volumes(out, pods)
+    if not args.skip_volumes:
+        await _volumes(out, pods)
 
 
 async def _volumes(out: TextIO, pods: int) -> None:
@@ -287,10 +295,14 @@ def main() -> None:
     )
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 5_000])
+    parser.add_argument(
+        "--apps", type=int, nargs="+", default=[10], help="applications the burst's pods spread over"
+    )
+    parser.add_argument("--skip-ceiling", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--skip-volumes", action="store_true")
     parser.add_argument("--only-volumes", action="store_true", help="only the WaitForFirstConsumer row")
-    args = parser.parse_args()
-    asyncio.run(main_async(args.pods, args.nodes, args.skip_latency, args.only_volumes))
+    asyncio.run(main_async(parser.parse_args()))
 
 
 if __name__ == "__main__":
