@@ -145,6 +145,8 @@ class Application:
         return key in self.asks or key in self.allocations or key in self.replacing
 
     def add_ask(self, ask: Allocation) -> None:
+        if not self.asks:  # pending from now on: its queue's scheduling looks at it
+            self.queue.pending_apps[self.app_id] = self
         self.asks[ask.key] = ask
         self.pending.add_in_place(ask.resource)
         self._sorted_asks.add(ask)
@@ -154,6 +156,8 @@ class Application:
 
     def remove_ask(self, key: str) -> Allocation | None:
         ask = self.asks.pop(key, None)
+        if not self.asks:
+            self.queue.pending_apps.pop(self.app_id, None)
         if ask is not None:
             self.pending.sub_in_place(ask.resource)
             self._sorted_asks.remove(ask)

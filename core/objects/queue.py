@@ -57,6 +57,9 @@ class Queue:
         self.child_template: ChildTemplate | None = None
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
+        # Those of them with pending asks (Application keeps it): what a scheduling cycle sorts, so its
+        # cost follows what waits here, not how many applications the queue has ever held.
+        self.pending_apps: dict[str, Application] = {}
         self.allocated = Resource()  # owned usage counters, updated in place
         self.pending = Resource()
         self.preempting = (

@@ -118,5 +118,4 @@ def app_sort_key(queue: Queue) -> Callable[[Application], AppKey]:
 
 def sorted_applications(queue: Queue) -> list[Application]:
     """The leaf's applications with pending asks, in its order (app_sort_key)."""
-    pending = [a for a in queue.applications.values() if a.has_pending()]
-    return sorted(pending, key=app_sort_key(queue))
+    return sorted(queue.pending_apps.values(), key=app_sort_key(queue))

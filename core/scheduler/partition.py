@@ -247,6 +247,7 @@ class Partition:
         self.user_groups.forget(app.app_id)
         self.applications.pop(app.app_id, None)
         app.queue.applications.pop(app.app_id, None)
+        app.queue.pending_apps.pop(app.app_id, None)
         for name in self.tree.remove_empty():
             self.events.append(partition_events.queue_removed(self.rm_id, name, app.state_time))
 

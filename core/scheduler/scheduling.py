@@ -170,16 +170,14 @@ class _Cycle:
 
 
 class _AppOrder:
-    """A leaf's applications with pending asks as (key, application), in key order."""
+    """A leaf's applications with pending asks as (key, application), in key order (the leaf's
+    pending_apps: its applications with nothing pending cost nothing here)."""
 
     def __init__(self, leaf: Queue) -> None:
         self.key = app_sort_key(leaf)
-        self.keys: dict[str, AppKey] = {}
-        for app in leaf.applications.values():
-            if app.has_pending():
-                self.keys[app.app_id] = self.key(app)
+        self.keys: dict[str, AppKey] = {app.app_id: self.key(app) for app in leaf.pending_apps.values()}
         self.entries = sorted(
-            ((self.keys[a.app_id], a) for a in leaf.applications.values() if a.app_id in self.keys),
+            ((self.keys[a.app_id], a) for a in leaf.pending_apps.values()),
             key=itemgetter(0),
         )
 
