@@ -65,17 +65,9 @@ class Pods:
         self.priorities = PriorityResolver()
         self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
         self.namespaces: dict[str, Obj] = {}  # by name, from the namespace informer; kept the same way
-        self._apps_answered: set[str] = set()
-        self._apps_rejected: dict[str, str] = {}  # application -> the core's reason, until handled
         self._nodes_answered = 0
 
     # The core's answers to what was sent ------------------------------------------------------
-    def applications_answered(self, response: si_pb2.ApplicationResponse) -> None:
-        self._apps_answered.update(a.applicationID for a in response.accepted)
-        for rejected in response.rejected:  # the pod that added it fails its pods (_add_application)
-            self._apps_answered.add(rejected.applicationID)
-            self._apps_rejected[rejected.applicationID] = rejected.reason
-
     def nodes_answered(self, response: si_pb2.NodeResponse) -> None:
         self._nodes_answered += len(response.accepted) + len(response.rejected)
 
@@ -374,8 +366,9 @@ class Pods:
 
     async def _add_application(self, pod: Obj, app_id: str, placeholders_exist: bool) -> bool:
         """The application of its first pod: its user (YuniKorn's fallbacks reported on the pod), its
-        gang, its namespace's limits; sent and answered before any ask of it. False when the core
-        rejected it (its pending pods are failed)."""
+        gang, its namespace's limits; sent with the outbox's batch, and answered before any ask of it
+        goes (shim_k8s.outbox). When the core rejects it its asks never go and its pending pods fail;
+        False when that is known already (no batch: answered at once)."""
         shim = self.shim
         user = translate.user_info(pod)
         gang = await shim.gangs.of_new_app(pod, app_id, placeholders_exist)
@@ -391,25 +384,22 @@ class Pods:
         shim.state.apps.add(app_id)
         if gang is not None:
             shim.state.gangs[app_id] = gang
-        self._apps_answered.discard(app_id)
         for note in user.notes:
             await shim.bad.fallback("pods", pod, note.reason, note.message)
-        await shim.outbox.flush()  # what came before it first: the order the informers saw
-        await shim.client.add_applications(request)
-        # Before its first ask: the asks travel on another stream and must not overtake it.
-        await shim.outbox.until_answered(lambda: app_id in self._apps_answered, f"application {app_id}")
-        refused = self._apps_rejected.pop(app_id, None)
-        if refused is not None:
-            # As YuniKorn's shim: its pods fail with the core's reason, and the application is
-            # forgotten, so that a later pod of the same ID is a new submission.
-            shim.state.apps.discard(app_id)
-            shim.state.gangs.pop(app_id, None)
-            log.warning("application rejected", applicationID=app_id, reason=refused)
-            await shim.fail_application(app_id, "ApplicationRejected", refused)
-            return False
-        if gang is not None and not gang.placeholders_exist:
-            await shim.gangs.create_placeholders(pod, app_id, gang)
-        return True
+
+        async def answered(refused: str | None) -> None:
+            if refused is not None:
+                # As YuniKorn's shim: its pods fail with the core's reason, and the application is
+                # forgotten, so that a later pod of the same ID is a new submission.
+                shim.state.apps.discard(app_id)
+                shim.state.gangs.pop(app_id, None)
+                log.warning("application rejected", applicationID=app_id, reason=refused)
+                shim.in_background(shim.fail_application(app_id, "ApplicationRejected", refused))
+            elif gang is not None and not gang.placeholders_exist:
+                await shim.gangs.create_placeholders(pod, app_id, gang)
+
+        await shim.outbox.application(request, answered)
+        return app_id in shim.state.apps
 
     async def _pod_gone(self, pod: Obj) -> None:
         shim = self.shim

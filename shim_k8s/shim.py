@@ -101,7 +101,7 @@ class K8sShim(ResponseHandler):
             self._wake()
 
     def on_applications(self, response: si_pb2.ApplicationResponse) -> None:
-        self.pods.applications_answered(response)  # a rejected one: the pod that added it fails its pods
+        self.outbox.applications_answered(response)  # a rejected one: its pods fail (pods._add_application)
         for update in response.updated:
             self.decisions.application_changed(update)
 
