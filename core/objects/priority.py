@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.objects.priority_range import MIN_PRIORITY, clamp
+from core.objects.priority_range import MIN_PRIORITY, PriorityInputs, clamp
 
 if TYPE_CHECKING:
     from core.objects.application import Application
@@ -37,14 +37,13 @@ def shown_priority(queue: Queue, inner: int | None) -> int:
     return clamp(inner + queue.props.priority_offset)
 
 
-def _inputs(queue: Queue) -> dict[str, int]:
+def _inputs(queue: Queue) -> PriorityInputs:
     return queue.app_priorities if queue.is_leaf else queue.child_priorities
 
 
 def _recalculate(queue: Queue) -> bool:
     """Recompute a queue's priority from its cached inputs; True when the shown value changed."""
-    items = _inputs(queue)
-    inner = max(items.values()) if items else None
+    inner = _inputs(queue).highest()
     queue.inner_priority = MIN_PRIORITY if inner is None else inner
     shown = shown_priority(queue, inner)
     if shown == queue.current_priority:
@@ -93,17 +92,17 @@ def recompute_all(root: Queue) -> None:
 
     def visit(queue: Queue) -> None:
         if queue.is_leaf:
-            queue.app_priorities = {
-                app_id: app.ask_max_priority for app_id, app in queue.applications.items() if app.asks
-            }
+            queue.app_priorities = PriorityInputs()
+            for app_id, app in queue.applications.items():
+                if app.asks:
+                    queue.app_priorities[app_id] = app.ask_max_priority
         else:
-            queue.child_priorities = {}
+            queue.child_priorities = PriorityInputs()
             for child in queue.children.values():
                 visit(child)
                 if _inputs(child):
                     queue.child_priorities[child.name] = child.current_priority
-        items = _inputs(queue)
-        inner = max(items.values()) if items else None
+        inner = _inputs(queue).highest()
         queue.inner_priority = MIN_PRIORITY if inner is None else inner
         queue.current_priority = shown_priority(queue, inner)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 from core.config.acl import ACL, NOBODY
 from core.config.properties import QueueProperties
 from core.config.schema import ChildTemplate
-from core.objects.priority_range import MIN_PRIORITY
+from core.objects.priority_range import MIN_PRIORITY, PriorityInputs
 from core.resources import Resource
 
 if TYPE_CHECKING:
@@ -83,8 +83,8 @@ class Queue:
         # value inside before offset and fence, and the inputs (applications or children with pending).
         self.current_priority = MIN_PRIORITY
         self.inner_priority = MIN_PRIORITY
-        self.app_priorities: dict[str, int] = {}
-        self.child_priorities: dict[str, int] = {}
+        self.app_priorities = PriorityInputs()
+        self.child_priorities = PriorityInputs()
         if parent is not None:
             parent.children[name] = self
 

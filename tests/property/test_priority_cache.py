@@ -22,13 +22,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from core.config import load_config
 from core.objects import priority
-from core.objects.priority_range import MAX_PRIORITY, MIN_PRIORITY, clamp
+from core.objects.priority_range import MAX_PRIORITY, MIN_PRIORITY, PriorityInputs, clamp
 from core.objects.queue import Queue
 from core.scheduler.commands import AppRemove, UpdateApplications, UpdateConfig
 from tests.unit.domain_helpers import Cluster
@@ -337,3 +337,27 @@ PriorityCacheMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 TestPriorityCache = PriorityCacheMachine.TestCase
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["set", "pop", "del"]), st.sampled_from("abcdef"), st.integers(-3, 3)),
+        max_size=60,
+    )
+)
+def test_priority_inputs_count_their_values_as_a_plain_dict_holds_them(
+    changes: list[tuple[str, str, int]],
+) -> None:
+    """A queue's priority inputs answer the highest value from counts of the values: the same as the
+    maximum of a plain dict changed the same way, through sets, overwrites, pops and deletions."""
+    counted, plain = PriorityInputs(), dict[str, int]()
+    for change, key, value in changes:
+        if change == "set":
+            counted[key], plain[key] = value, value
+        elif change == "pop":
+            assert counted.pop(key) == plain.pop(key, None)
+        elif key in plain:
+            del counted[key], plain[key]
+        assert counted == plain
+        assert counted.highest() == (max(plain.values()) if plain else None)
