@@ -12,6 +12,7 @@ the next message waits for the core's answer (`until_answered`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
@@ -19,6 +20,7 @@ from rmclient.client import SchedulerClient
 from si.v1 import si_pb2
 
 ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
+APP_BATCH = 1_000  # new applications the same (a request stays far below gRPC's 4 MiB message limit)
 # What is done once the core has answered a new application: with the core's reason when it rejected
 # it, None when it accepted it.
 Answered = Callable[[str | None], Awaitable[None]]
@@ -32,6 +34,9 @@ class Outbox:
         self._batching = 0
         self._answered: set[str] = set()  # applications the core answered, since they were sent
         self._rejected: dict[str, str] = {}  # those it rejected -> its reason
+        # One flush at a time: a decision's release must not send asks whose applications another
+        # flush has sent and waits to hear answered.
+        self._flushing = asyncio.Lock()
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
@@ -47,17 +52,20 @@ class Outbox:
     async def flush(self) -> None:
         """Send what is gathered: the new applications first (answered before anything else goes),
         then the asks."""
-        if self._apps:
-            await self._send_applications()
-        if self._asks:
-            asks, self._asks = self._asks, []
-            await self.client.asks(asks)
+        if not self._apps and not self._asks:
+            return
+        async with self._flushing:
+            if self._apps:
+                await self._send_applications()
+            if self._asks:
+                asks, self._asks = self._asks, []
+                await self.client.asks(asks)
 
     async def application(self, request: si_pb2.AddApplicationRequest, answered: Answered) -> None:
         """A new application: sent with its batch (now, outside one), before any ask; `answered` is
         awaited once the core has answered it."""
         self._apps.append((request, answered))
-        if not self._batching:
+        if not self._batching or len(self._apps) >= APP_BATCH:
             await self.flush()
 
     def applications_answered(self, response: si_pb2.ApplicationResponse) -> None:
