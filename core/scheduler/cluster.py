@@ -359,7 +359,7 @@ class ClusterContext:
             return
         submissions["accepted"] += 1
         out.accepted_apps.append(add.app_id)
-        log.info("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)
+        log.debug("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)
 
     def _warn_app(self, rm_id: str, app_id: str, what: str) -> None:
         self.warnings.warn(
@@ -381,7 +381,7 @@ class ClusterContext:
         self._report_released(
             part, released, Termination.STOPPED_BY_RM, f"Application {remove.app_id} Removed"
         )
-        log.info("application removed", rmID=rm_id, applicationID=remove.app_id, released=len(released))
+        log.debug("application removed", rmID=rm_id, applicationID=remove.app_id, released=len(released))
 
     # Allocations ------------------------------------------------------------------------------
     def _add_allocation(self, rm_id: str, alloc: Allocation) -> None:
