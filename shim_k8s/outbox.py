@@ -54,12 +54,17 @@ class Outbox:
         then the asks."""
         if not self._apps and not self._asks:
             return
+        answers: list[tuple[Answered, str | None]] = []
         async with self._flushing:
             if self._apps:
-                await self._send_applications()
+                answers = await self._send_applications()
             if self._asks:
                 asks, self._asks = self._asks, []
                 await self.client.asks(asks)
+        # After the lock: what is done on an answer may send in turn (a gang's placeholder pods, whose
+        # echo an in-memory API hands straight back).
+        for answered, refused in answers:
+            await answered(refused)
 
     async def application(self, request: si_pb2.AddApplicationRequest, answered: Answered) -> None:
         """A new application: sent with its batch (now, outside one), before any ask; `answered` is
@@ -75,7 +80,9 @@ class Outbox:
             self._answered.add(rejected.applicationID)
             self._rejected[rejected.applicationID] = rejected.reason
 
-    async def _send_applications(self) -> None:
+    async def _send_applications(self) -> list[tuple[Answered, str | None]]:
+        """Send the gathered applications and wait for every answer; what to call back, with each
+        one's refusal (None: accepted). A rejected application's asks are dropped."""
         apps, self._apps = self._apps, []
         ids = [request.applicationID for request, _ in apps]
         for app_id in ids:
@@ -87,9 +94,8 @@ class Outbox:
         refused = {app_id: self._rejected.pop(app_id, "") for app_id in ids if app_id in self._rejected}
         if refused:  # their asks never go
             self._asks = [a for a in self._asks if a.applicationID not in refused]
-        for app_id, (_, answered) in zip(ids, apps, strict=True):
-            self._answered.discard(app_id)
-            await answered(refused.get(app_id))
+        self._answered.difference_update(ids)
+        return [(answered, refused.get(app_id)) for app_id, (_, answered) in zip(ids, apps, strict=True)]
 
     async def ask(self, ask: si_pb2.Allocation) -> None:
         """An ask, or an existing allocation: sent now, or with its batch."""
