@@ -11,16 +11,20 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import pytest
 
 from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
 from shim_k8s.task_groups import SCHEDULING_POLICY, TASK_GROUPS
+from si.v1 import si_pb2
 from tests.integration.kube_api import FakeKubeAPI, condition
 from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.rest_helpers import partition_url, rest_until
 from tests.integration.test_k8s_api import _left_pending, _until, shim_running
 from tests.integration.test_k8s_gang import _placeholders, member
-from tests.integration.test_k8s_shim import node, pod
+from tests.integration.test_k8s_shim import K8sShim, MemoryKube, node, pod, settle
+from tests.integration.test_k8s_shim import kube_and_shim as kube_and_shim  # a fixture, used by name
+from tests.recording_client import RecordingClient
 
 PROVIDED_ONLY = """
 partitions:
@@ -184,3 +188,35 @@ async def test_after_a_restart_with_a_queue_gone_running_pods_stay_counted_in_th
         await asyncio.wait_for(shim, 10)
         await second.stop()
         await first.stop()
+
+
+async def test_a_batchs_new_applications_go_in_one_request_before_their_asks(
+    kube_and_shim: tuple[MemoryKube, K8sShim], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twenty pods of twenty new applications and one of an application the core rejects, as the
+    informers deliver a burst: one request adds the applications, their asks follow once all are
+    answered (no round trip per application), and the rejected one's ask never goes: its pod fails."""
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1", memory="64Gi")], [], configmap=_configmap())
+    requests: list[list[str]] = []
+    send = shim.client.add_applications
+
+    async def counted(*apps: si_pb2.AddApplicationRequest) -> None:
+        requests.append([a.applicationID for a in apps])
+        await send(*apps)
+
+    monkeypatch.setattr(shim.client, "add_applications", counted)
+
+    async with shim.batch():
+        for i in range(20):
+            await shim.on_pod("ADDED", _in(f"p{i}", "root.existing", f"app-{i}"))
+        await shim.on_pod("ADDED", _in("lost", "root.missing", "lost"))
+    await settle(
+        shim, lambda: len(kube.bindings) == 20 and kube.failed, "the pods bound, the lost one failed"
+    )
+    assert requests == [[*(f"app-{i}" for i in range(20)), "lost"]]
+    assert sorted(name for name, _ in kube.bindings) == sorted(f"p{i}" for i in range(20))
+    assert [(name, reason) for name, reason, _ in kube.failed] == [("lost", "ApplicationRejected")]
+    client = shim.client
+    assert isinstance(client, RecordingClient)
+    assert not client.seen.rejected_allocations  # its ask never reached the core

@@ -18,7 +18,6 @@ from shim_k8s.api.kube import BindError
 from shim_k8s.shim import K8sShim
 from shim_k8s.task_groups import TASK_GROUPS
 from shim_k8s.translate import TASK_GROUP_NAME
-from si.v1 import si_pb2
 from tests.recording_client import RecordingClient, recorded
 
 GI = 2**30
@@ -517,55 +516,3 @@ async def test_a_pod_asked_for_an_application_the_core_no_longer_holds_is_asked_
     assert app_id in shim.state.apps and "uid-waiting" in shim.state.asked
     await settle(shim)
     assert ("waiting", "Reconciled") in [(name, reason) for name, reason, _ in kube.events]
-
-
-PROVIDED_ONLY = """
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: existing
-"""
-
-
-async def test_a_batchs_new_applications_go_in_one_request_before_their_asks(
-    kube_and_shim: tuple[MemoryKube, K8sShim], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Twenty pods of twenty new applications and one of an application the core rejects, as the
-    informers deliver a burst: one request adds the applications, their asks follow once all are
-    answered (no round trip per application), and the rejected one's ask never goes: its pod fails."""
-    kube, shim = kube_and_shim
-    configmap = {"metadata": {"name": "yunikorn-configs", "namespace": "yunikorn"},
-                 "data": {"queues.yaml": PROVIDED_ONLY}}  # fmt: skip
-    await shim.sync([node("n1", memory="64Gi")], [], configmap=configmap)
-    requests: list[list[str]] = []
-    send = shim.client.add_applications
-
-    async def counted(*apps: si_pb2.AddApplicationRequest) -> None:
-        requests.append([a.applicationID for a in apps])
-        await send(*apps)
-
-    monkeypatch.setattr(shim.client, "add_applications", counted)
-
-    def in_queue(name: str, queue: str, app: str) -> dict[str, Any]:
-        made = pod(name)
-        made["metadata"]["labels"] = {"queue": queue, "applicationId": app}
-        return made
-
-    async with shim.batch():
-        for i in range(20):
-            await shim.on_pod("ADDED", in_queue(f"p{i}", "root.existing", f"app-{i}"))
-        await shim.on_pod("ADDED", in_queue("lost", "root.missing", "lost"))
-    await settle(
-        shim, lambda: len(kube.bindings) == 20 and kube.failed, "the pods bound, the lost one failed"
-    )
-    assert requests == [[*(f"app-{i}" for i in range(20)), "lost"]]
-    assert sorted(name for name, _ in kube.bindings) == sorted(f"p{i}" for i in range(20))
-    assert [(name, reason) for name, reason, _ in kube.failed] == [("lost", "ApplicationRejected")]
-    client = shim.client
-    assert isinstance(client, RecordingClient)
-    assert not client.seen.rejected_allocations  # its ask never reached the core
