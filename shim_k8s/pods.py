@@ -31,7 +31,6 @@ from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClas
 from shim_k8s.shim_state import ShimBase, finished, is_bound, node_of, readings, sizing
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
-from si.v1.tags import TAG_CSI_VOLUMES, TAG_DISKS, TAG_RWOP_CLAIMS
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -236,14 +235,8 @@ class Pods:
             if node is not None:
                 await self.shim.client.add_nodes(self._node_info(node, create=False))
             return
-        state = self.shim.state
-        woken: set[str] = set()
-        for key in self.volumes.changed_keys(kind, obj):
-            woken |= state.waiting_on.pop(key, set())
-        for uid in sorted(woken):
-            pod = state.waiting_for_volumes.pop(uid, None)
-            if pod is not None:
-                await self.shim.guarded("pods", pod, self.add_pod(pod))
+        for pod in self.shim.state.woken_by(self.volumes.changed_keys(kind, obj)):
+            await self.shim.guarded("pods", pod, self.add_pod(pod))
 
     # Pods -------------------------------------------------------------------------------------
     async def add_pod(self, pod: Obj, with_placeholders: set[str] | None = None) -> None:
@@ -355,11 +348,9 @@ class Pods:
         `SchedulingGated` as kube-scheduler's for gates, `SchedulingSkipped` for volumes (more nodes
         would not help; the cluster autoscaler must not add any for it)."""
         uid = key_of(pod)
-        state = self.shim.state
-        state.waiting_for_volumes[uid] = pod
-        if event_reason != "SchedulingGated":  # looked at again when what it waits on changes
-            for key in self.volumes.wait_keys(pod):
-                state.waiting_on.setdefault(key, set()).add(uid)
+        # Looked at again when it changes (gates), or what its volumes wait on changes.
+        keys = () if event_reason == "SchedulingGated" else self.volumes.wait_keys(pod)
+        self.shim.state.wait(uid, pod, keys)
         condition = "SchedulingGated" if event_reason == "SchedulingGated" else SKIPPED
         if self.shim.pod_scheduled_false(pod, uid, condition, why):
             await self.shim.kube.record_event(pod, event_reason, why, warning=True)
@@ -407,9 +398,7 @@ class Pods:
         shim.state.pods.pop(uid, None)
         shim.state.unschedulable.pop(uid, None)
         shim.state.waiting_for_class.pop(uid, None)
-        if shim.state.waiting_for_volumes.pop(uid, None) is not None:
-            for key in self.volumes.wait_keys(pod):
-                shim.state.waiting_on.get(key, set()).discard(uid)
+        shim.state.stop_waiting(uid, self.volumes.wait_keys(pod))
         shim.state.sizes.pop(uid, None)
         shim.state.volume_terms.pop(uid, None)
         shim.state.refused.pop(uid, None)
@@ -488,18 +477,8 @@ class Pods:
         await self.shim.outbox.ask(alloc)
 
     def _with_volumes(self, pod: Obj, alloc: si_pb2.Allocation) -> si_pb2.Allocation:
-        """The allocation with the CSI volumes its pod attaches (the nodes' attach limits count them), its
-        ReadWriteOncePod claims (no other pod may use one meanwhile) and the in-tree disks it mounts
-        (shared on a node only read-only)."""
-        volumes = self.volumes.csi_volumes(pod)
-        if volumes:
-            alloc.allocationTags[TAG_CSI_VOLUMES] = json.dumps(volumes, sort_keys=True)
-        claims = self.volumes.rwop_claims(pod)
-        if claims:
-            alloc.allocationTags[TAG_RWOP_CLAIMS] = json.dumps(claims)
-        disks = self.volumes.disks(pod)
-        if disks:
-            alloc.allocationTags[TAG_DISKS] = json.dumps(disks)
+        """The allocation with its pod's volume tags (Volumes.tags)."""
+        alloc.allocationTags.update(self.volumes.tags(pod))
         return alloc
 
     def _namespace_of(self, pod: Obj) -> Obj | None:

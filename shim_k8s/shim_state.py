@@ -4,7 +4,7 @@ where it runs, whether it is done, and what of it is compared from one event to 
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,6 +61,25 @@ class ShimState:
     # Running pods the core refused because it did not know their node: node -> pod UIDs, sent again
     # when the node is added.
     orphans: dict[str, set[str]] = field(default_factory=dict)
+
+    def wait(self, uid: str, pod: Obj, keys: Iterable[str]) -> None:
+        """The pod waits (gated, or for its volumes), to be looked at again when one of `keys` changes
+        (Volumes.wait_keys)."""
+        self.waiting_for_volumes[uid] = pod
+        for key in keys:
+            self.waiting_on.setdefault(key, set()).add(uid)
+
+    def stop_waiting(self, uid: str, keys: Iterable[str]) -> None:
+        if self.waiting_for_volumes.pop(uid, None) is not None:
+            for key in keys:
+                self.waiting_on.get(key, set()).discard(uid)
+
+    def woken_by(self, keys: Iterable[str]) -> list[Obj]:
+        """The waiting pods that any of `keys` concerns, no longer waiting (to be looked at again)."""
+        woken: set[str] = set()
+        for key in keys:
+            woken |= self.waiting_on.pop(key, set())
+        return [pod for uid in sorted(woken) if (pod := self.waiting_for_volumes.pop(uid, None)) is not None]
 
 
 class ShimBase(Protocol):

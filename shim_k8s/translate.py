@@ -19,7 +19,7 @@ from typing import Any
 from shim_k8s import pod_resources
 from shim_k8s.bad_objects import Refused
 from shim_k8s.priority import PodPriority
-from shim_k8s.volumes import with_volume_terms
+from shim_k8s.volume_terms import with_volume_terms
 from si.v1 import si_pb2
 from si.v1.tags import (
     ATTR_CSI_VOLUME_LIMITS,

@@ -24,38 +24,20 @@ The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. F
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from shim_k8s import volume_matching as match
 from shim_k8s.api.objects import Obj, WatchEvent
 from shim_k8s.node_selectors import topology_as_node_terms
+from shim_k8s.volume_kinds import NEUTRAL_KINDS, disks, migrated
+from shim_k8s.volume_terms import compact, zone_terms
+from si.v1.tags import TAG_CSI_VOLUMES, TAG_DISKS, TAG_RWOP_CLAIMS
 
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes", "csidrivers")
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
-# Volume kinds that place no constraint of their own on the node as kube-scheduler places pods: the
-# local and projected kinds, inline CSI, the network filesystems, and the in-tree disks, whose conflicts
-# (`disks`) and attach limits (`csi_volumes`, as CSI migration translates them) are checked as upstream.
-NEUTRAL_KINDS = frozenset({
-    "name", "emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "nfs", "image", "csi",
-    "gitRepo", "cephfs", "glusterfs", "fc", "flexVolume", "flocker", "azureFile", "quobyte", "storageos",
-    "scaleIO", "photonPersistentDisk", "gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "rbd",
-    "iscsi", "cinder", "vsphereVolume", "portworxVolume",
-})  # fmt: skip
-# In-tree volume sources and the CSI driver that CSI migration hands each to, with the field naming the
-# volume: attach limits count them as that driver's volumes.
-MIGRATED = {
-    "awsElasticBlockStore": ("ebs.csi.aws.com", "volumeID"),
-    "gcePersistentDisk": ("pd.csi.storage.gke.io", "pdName"),
-    "azureDisk": ("disk.csi.azure.com", "diskURI"),
-    "cinder": ("cinder.csi.openstack.org", "volumeID"),
-    "vsphereVolume": ("csi.vsphere.vmware.com", "volumePath"),
-    "portworxVolume": ("pxd.portworx.com", "volumeID"),
-}
 NO_VOLUME_TO_BIND = "node(s) didn't find available persistent volumes to bind"  # kube-scheduler's reason
 
 
@@ -398,31 +380,21 @@ class Volumes:
                 found.append(f"{namespace}/{claim_name}")
         return sorted(set(found))
 
-    @staticmethod
-    def disks(pod: Obj) -> list[dict[str, Any]]:
-        """The in-tree disks the pod mounts directly, as VolumeRestrictions tells two of them apart: two
-        mounts conflict when they share an id and not both are read-only. An RBD image is one id per
-        monitor (monitors overlapping is the same image); an EBS volume conflicts whatever the mode."""
-        found: list[dict[str, Any]] = []
-        for volume in (pod.get("spec") or {}).get("volumes") or []:
-            source: Obj
-            if "gcePersistentDisk" in volume:
-                source = volume["gcePersistentDisk"] or {}
-                ids = [f"gce-pd/{source.get('pdName', '')}"]
-            elif "awsElasticBlockStore" in volume:
-                source = {}  # read-only or not, two pods of a node may not share one
-                ids = [f"aws-ebs/{(volume['awsElasticBlockStore'] or {}).get('volumeID', '')}"]
-            elif "rbd" in volume:
-                source = volume["rbd"] or {}
-                image = f"{source.get('pool') or 'rbd'}/{source.get('image', '')}"
-                ids = [f"rbd/{monitor}/{image}" for monitor in source.get("monitors") or []]
-            elif "iscsi" in volume:
-                source = volume["iscsi"] or {}
-                ids = [f"iscsi/{source.get('iqn', '')}"]
-            else:
-                continue
-            found += [{"id": disk, "readOnly": bool(source.get("readOnly"))} for disk in ids]
-        return found
+    def tags(self, pod: Obj) -> dict[str, str]:
+        """What the core is told of the pod's volumes, beside its node affinity: the CSI volumes it
+        attaches (the nodes' attach limits count them), its ReadWriteOncePod claims (no other pod may
+        use one meanwhile) and the in-tree disks it mounts (shared on a node only read-only)."""
+        out = {}
+        volumes = self.csi_volumes(pod)
+        if volumes:
+            out[TAG_CSI_VOLUMES] = json.dumps(volumes, sort_keys=True)
+        claims = self.rwop_claims(pod)
+        if claims:
+            out[TAG_RWOP_CLAIMS] = json.dumps(claims)
+        mounted = disks(pod)
+        if mounted:
+            out[TAG_DISKS] = json.dumps(mounted)
+        return out
 
     def csi_limits(self, node_name: str) -> dict[str, int]:
         """How many volumes of each CSI driver the node can attach (its CSINode's allocatable counts)."""
@@ -434,46 +406,6 @@ class Volumes:
         }
 
 
-# The topology labels kube-scheduler's VolumeZone reads, and each one's GA or beta twin.
-TOPOLOGY_LABELS = {
-    "topology.kubernetes.io/zone": "failure-domain.beta.kubernetes.io/zone",
-    "topology.kubernetes.io/region": "failure-domain.beta.kubernetes.io/region",
-    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
-}
-
-
-def zone_terms(volume: Obj) -> list[list[Obj]]:
-    """VolumeZone: a bound volume labelled with a zone or region (several joined by "__") takes a node
-    whose label of that key, or of its GA/beta twin, is one of them; a node with no topology label at
-    all passes, as kube-scheduler lets it. One list of ORed node selector terms per label."""
-    labels = (volume.get("metadata") or {}).get("labels") or {}
-    unlabelled: Obj = {"matchExpressions": [{"key": k, "operator": "DoesNotExist"} for k in TOPOLOGY_LABELS]}
-    out: list[list[Obj]] = []
-    for key, twin in TOPOLOGY_LABELS.items():
-        value = labels.get(key)
-        if not isinstance(value, str) or not value:
-            continue
-        values = sorted(set(value.split("__")))
-        within: list[Obj] = [
-            {"matchExpressions": [{"key": key, "operator": "In", "values": values}]},
-            {"matchExpressions": [{"key": twin, "operator": "In", "values": values}]},
-            unlabelled,
-        ]
-        out.append(within)
-    return out
-
-
-def migrated(source: Obj) -> tuple[str, str]:
-    """An in-tree volume source (a pod's volume, or a PersistentVolume's spec) as CSI migration names
-    it: (its CSI driver, the volume's handle); ("", "") for none of the migrated kinds."""
-    for kind, (driver, field_name) in MIGRATED.items():
-        if kind in source:
-            handle = str((source[kind] or {}).get(field_name) or "")
-            return (driver, handle) if handle else ("", "")
-    return "", ""
-
-
 def _older(obj: Obj, cached: Obj | None) -> bool:
     """Whether `obj` is an older version than the one kept (our own write, assumed before the informers
     bring it); versions that are not numbers are never older."""
@@ -481,48 +413,3 @@ def _older(obj: Obj, cached: Obj | None) -> bool:
         return False
     new, kept = match.version(obj), match.version(cached)
     return new is not None and kept is not None and new < kept
-
-
-def compact(terms: Sequence[Obj]) -> list[Obj]:
-    """ORed node selector terms with the same meaning, fewer: terms that are one `In` of the same key
-    become one (the local volumes of many nodes: one hostname term with every node), and repeated
-    terms are kept once. The pod's terms are multiplied by these, so their number matters."""
-    merged: dict[str, list[str]] = {}
-    out: list[Obj] = []
-    seen: set[str] = set()
-    for term in terms:
-        expressions = term.get("matchExpressions") or []
-        if not term.get("matchFields") and len(expressions) == 1 and expressions[0].get("operator") == "In":
-            values = merged.setdefault(str(expressions[0].get("key", "")), [])
-            values.extend(v for v in expressions[0].get("values") or [] if v not in values)
-            continue
-        text = json.dumps(term, sort_keys=True)
-        if text not in seen:
-            seen.add(text)
-            out.append(term)
-    in_terms = [
-        {"matchExpressions": [{"key": key, "operator": "In", "values": sorted(values)}]}
-        for key, values in merged.items()
-    ]
-    return in_terms + out
-
-
-def with_volume_terms(node_affinity: Obj | None, volume_terms: Sequence[Sequence[Obj]]) -> Obj | None:
-    """The pod's nodeAffinity with each volume's required terms ANDed in: every combination of one of
-    the pod's terms and one term per volume, their requirements joined (terms are ORed, requirements
-    inside a term ANDed, so this is the same rule)."""
-    if not volume_terms:
-        return node_affinity
-    affinity = dict(node_affinity or {})
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    pod_terms = required.get("nodeSelectorTerms") or [{}]  # no term of its own: no requirement to add
-    merged: list[dict[str, Any]] = []
-    for combination in itertools.product(pod_terms, *volume_terms):
-        term: dict[str, Any] = {}
-        for part in combination:
-            for key in ("matchExpressions", "matchFields"):
-                if part.get(key):
-                    term.setdefault(key, []).extend(part[key])
-        merged.append(term)
-    affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": merged}
-    return affinity

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from core.constraints.node_affinity import parse_node_affinity
-from shim_k8s.volumes import Volumes, compact, with_volume_terms
+from shim_k8s.volume_kinds import disks
+from shim_k8s.volume_terms import compact, with_volume_terms
+from shim_k8s.volumes import Volumes
 
 ZONE_B: list[dict[str, Any]] = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
 
@@ -100,7 +102,7 @@ def test_in_tree_disks_are_placed_with_their_conflicts_and_counted_as_csi_migrat
         {"name": "fs", "cephfs": {"monitors": ["m1"]}},
     )
     assert v.placement(pod) == ("", [])
-    assert v.disks(pod) == [
+    assert disks(pod) == [
         {"id": "gce-pd/data", "readOnly": True},
         {"id": "aws-ebs/vol-1", "readOnly": False},  # EBS: never shared, whatever the mode
         {"id": "rbd/m1/rbd/img", "readOnly": False},  # one per monitor: overlapping monitors conflict
