@@ -20,13 +20,13 @@ PRIORITY_OFFSET = "priority.offset"
 PREEMPTION_POLICY = "preemption.policy"
 PREEMPTION_DELAY = "preemption.delay"
 QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"
+# YuniKorn's unschedulable-ask backoff: an application whose asks no node takes, this many in one
+# attempt, is not tried again for the delay (0: never backs off).
+UNSCHED_BACKOFF = "application.unschedasks.backoff"
+UNSCHED_BACKOFF_DELAY = "application.unschedasks.backoff.delay"
 
 # YuniKorn's properties pykorn does not act on: accepted, with a warning that says so.
-NOT_IMPLEMENTED = {
-    "application.unschedasks.backoff": "not implemented by pykorn; it has no effect (every pending ask is "
-    "tried each cycle, which costs nothing while it cannot fit: the cycle skips asks already tried)",
-    "application.unschedasks.backoff.delay": "not implemented by pykorn; it has no effect",
-}
+NOT_IMPLEMENTED: dict[str, str] = {}
 KNOWN = frozenset(
     {
         "application.sort.policy",
@@ -36,6 +36,8 @@ KNOWN = frozenset(
         "preemption.policy",
         "preemption.delay",
         "quota.preemption.delay",
+        UNSCHED_BACKOFF,
+        UNSCHED_BACKOFF_DELAY,
     }
 )
 
@@ -49,6 +51,8 @@ PREEMPTION_DISABLED = "disabled"
 
 DEFAULT_PREEMPTION_DELAY = 30.0
 DEFAULT_QUOTA_PREEMPTION_DELAY = 0.0
+DEFAULT_UNSCHED_BACKOFF_DELAY = 30.0  # YuniKorn's
+UINT64_MAX = 2**64 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # An offset beyond this can lift a queue above Kubernetes' system-critical priorities (2,000,000,000).
 OFFSET_WARNING_LIMIT = 999_999_999
@@ -65,6 +69,8 @@ class QueueProperties:
     preemption_policy: str = PREEMPTION_DEFAULT
     preemption_delay: float = DEFAULT_PREEMPTION_DELAY
     quota_preemption_delay: float = DEFAULT_QUOTA_PREEMPTION_DELAY
+    unsched_backoff: int = 0  # unschedulable asks in one attempt before the application backs off
+    unsched_backoff_delay: float = DEFAULT_UNSCHED_BACKOFF_DELAY
 
     @property
     def is_priority_fence(self) -> bool:
@@ -135,6 +141,14 @@ def parse(raw: Mapping[str, str], is_leaf: bool, is_root: bool, warn: Warn | Non
             report,
             allow_zero=True,
         )
+    backoff = 0
+    if UNSCHED_BACKOFF in raw and is_leaf:
+        backoff = _count(raw[UNSCHED_BACKOFF], UNSCHED_BACKOFF, report)
+    backoff_delay = DEFAULT_UNSCHED_BACKOFF_DELAY
+    if UNSCHED_BACKOFF_DELAY in raw and is_leaf:
+        backoff_delay = _delay(
+            raw[UNSCHED_BACKOFF_DELAY], UNSCHED_BACKOFF_DELAY, DEFAULT_UNSCHED_BACKOFF_DELAY, report
+        )
     return QueueProperties(
         sort_policy=sort_policy,
         sort_priority_enabled=sort_priority,
@@ -143,7 +157,20 @@ def parse(raw: Mapping[str, str], is_leaf: bool, is_root: bool, warn: Warn | Non
         preemption_policy=preemption_policy,
         preemption_delay=preemption_delay,
         quota_preemption_delay=quota_delay,
+        unsched_backoff=backoff,
+        unsched_backoff_delay=backoff_delay,
     )
+
+
+def _count(value: str, key: str, report: Warn) -> int:
+    """A whole number of 0 or more (YuniKorn's uint64); 0 with a warning otherwise."""
+    text = value.strip()
+    if text == "":
+        return 0
+    if not re.fullmatch(r"\+?[0-9]+", text) or len(text) > 21 or int(text) > UINT64_MAX:
+        report(key, f"{value!r} is not a whole number from 0 to {UINT64_MAX}; using 0 (no backoff)")
+        return 0
+    return int(text)
 
 
 def _sort_policy(value: str, report: Warn) -> str:

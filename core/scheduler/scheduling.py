@@ -145,6 +145,7 @@ class _Cycle:
         self.now = now
         self.cursor: dict[str, int] = {}
         self.exhausted: set[str] = set()  # queue full names
+        self.unschedulable: dict[str, int] = {}  # per application: asks no node took this cycle
         # Each leaf's applications in order, sorted once per cycle: within a cycle only an allocation
         # changes the order, and only for its application, which `allocated` moves to its new place.
         self.app_orders: dict[str, _AppOrder] = {}
@@ -167,6 +168,16 @@ class _Cycle:
 
     def tried(self, app: Application) -> None:
         self.cursor[app.app_id] = self.cursor.get(app.app_id, 0) + 1
+
+    def no_node(self, leaf: Queue, app: Application) -> None:
+        """No node took the application's ask. With the leaf's application.unschedasks.backoff set, as
+        YuniKorn: that many in one attempt and the application is not tried again for the delay."""
+        threshold = leaf.props.unsched_backoff
+        if not threshold:
+            return
+        count = self.unschedulable[app.app_id] = self.unschedulable.get(app.app_id, 0) + 1
+        if count >= threshold:
+            app.backoff_until = self.now + leaf.props.unsched_backoff_delay
 
 
 class _AppOrder:
@@ -198,6 +209,8 @@ def _select(
         return None
     if queue.is_leaf:
         for _, app in cycle.applications(queue):
+            if app.backoff_until > cycle.now:
+                continue  # backing off (application.unschedasks.backoff)
             if not _may_allocate(partition, app, cycle.now):
                 _note_app_limit(partition, app, cycle)
                 continue
@@ -261,6 +274,8 @@ def allocate(
                 timings.try_node.observe(perf_counter() - started)
                 if not placed:
                     _note_no_room(partition, ask, now)
+                    if not ask.required_node:  # as YuniKorn: a required node's ask does not count
+                        cycle.no_node(leaf, app)
             else:
                 _note_headroom(partition, leaf, ask, now)
             # Preemption is tried when no node had room, and also when the headroom check failed:

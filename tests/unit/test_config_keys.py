@@ -94,10 +94,8 @@ def test_every_key_yunikorn_knows_is_honoured_or_warned_about() -> None:
     assert warned("checksum", "checksum is ignored")
     assert warned("partitions[0].statedumpfilepath", "statedumpfilepath is ignored")
     tenants_props = "partitions[0].queues[0].queues[0].properties"
-    assert warned(f"{tenants_props}.application.unschedasks.backoff", "not implemented by pykorn")
-    assert warned(f"{tenants_props}.application.unschedasks.backoff.delay", "not implemented by pykorn")
     assert warned(f"{tenants_props}.my.custom.property", "unknown property; it has no effect")
-    assert len(warnings) == 5, warnings  # and nothing else is in doubt
+    assert len(warnings) == 3, warnings  # and nothing else is in doubt
     # Honoured: read into the configuration the scheduler runs on.
     assert part.user_group_resolver == "os"
     assert part.preemption.enabled and part.preemption.quota_preemption_enabled
@@ -127,7 +125,7 @@ def test_pykorn_config_validate_prints_each_warning_and_the_limits(tmp_path: Pat
     out = io.StringIO()
     assert validate_file(path, out) == 0
     text = out.getvalue()
-    assert text.count("warning: ") == 5
+    assert text.count("warning: ") == 3
     assert "warning: checksum (line 2): checksum is ignored" in text
     assert (
         "limits: users sue, groups dev, * -> maxresources {'memory': 5000000000}, maxapplications 2" in text
