@@ -51,6 +51,19 @@ current-context: bench
 """
 
 
+def rss_mib(pid: int) -> float:
+    """A process's resident memory now, MiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# The resident memory (MiB) of the core and the shim at the end of the last run of `_scheduled`, and
+# what it grew by from before its pods were made: read by the burst rows.
+LAST_MEMORY: dict[str, tuple[float, float]] = {}
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU a process has used (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -194,10 +207,14 @@ async def _scheduled(
                 assert core.process is not None
                 pids = {"shim": shim_pid, "emulation": running.pid, "core": core.process.pid}
                 before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                held = {name: rss_mib(pids[name]) for name in ("core", "shim")}
                 await _post(session, f"{api}/emulator/pods", pods)
                 count = int(str(pods["count"]))
                 times, claims = await _until_bound(session, api, str(pods["prefix"]), count)
                 spent = {name: (cpu_seconds(pid) - before[name]) * 1e6 / count for name, pid in pids.items()}
+                for name, at_start in held.items():
+                    now = rss_mib(pids[name])
+                    LAST_MEMORY[name] = (now, now - at_start)
                 return times, spent, claims
         finally:
             await core.stop()
@@ -263,7 +280,12 @@ async def main_async(args: argparse.Namespace) -> None:
             rate, spent = await burst(nodes, pods, apps)
             share = f"{rate / top:4.0%} of the ceiling" if top else ""
             label = f"burst of {pods:,} pods on {nodes:,} nodes" + (f", {apps:,} apps" if apps != 10 else "")
-            out.write(f"{label:52} {rate:10,.0f} pods/s   {share}   CPU µs per pod: {_cpu(spent)}\n")
+            memory = ", ".join(
+                f"{name} {rss:,.0f} MiB (+{grew * 1000 / pods:,.1f} per 1,000 pods)"
+                for name, (rss, grew) in LAST_MEMORY.items()
+            )
+            out.write(f"{label:52} {rate:10,.0f} pods/s   {share}   CPU µs per pod: {_cpu(spent)}"
+                      f"   resident: {memory}\n")  # fmt: skip
             out.flush()
     if not args.skip_latency:
         p50, p99, achieved = await latency(500, 1000.0, 10.0)
