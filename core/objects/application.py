@@ -117,8 +117,11 @@ class Application:
         self.gang: Gang | None = None  # task groups and placeholders, for a gang-scheduled application
         # Real tasks placed in a placeholder's stead, waiting for the RM to confirm its release.
         self.replacing: dict[str, Allocation] = {}
-        # Pending asks in scheduling order, kept sorted as asks come and go (no re-sort per cycle).
+        # Pending asks in scheduling order, kept sorted as asks come and go (no re-sort per cycle):
+        # those a cycle may try. Parked ones (no node could take them; the partition's ParkingLot
+        # wakes them when that may have changed) wait apart, still pending.
         self._sorted_asks: SortedKeyList[Allocation, tuple[int, float, str]] = SortedKeyList(key=_ask_order)
+        self.parked: dict[str, Allocation] = {}
 
     # State machine ------------------------------------------------------------------------------
     def can_handle(self, event: AppEvent) -> bool:
@@ -147,7 +150,7 @@ class Application:
         return key in self.asks or key in self.allocations or key in self.replacing
 
     def add_ask(self, ask: Allocation) -> None:
-        if not self.asks:  # pending from now on: its queue's scheduling looks at it
+        if not self._sorted_asks:  # something to try from now on: its queue's scheduling looks at it
             self.queue.pending_apps[self.app_id] = self
         self.asks[ask.key] = ask
         self.pending.add_in_place(ask.resource)
@@ -158,14 +161,29 @@ class Application:
 
     def remove_ask(self, key: str) -> Allocation | None:
         ask = self.asks.pop(key, None)
-        if not self.asks:
-            self.queue.pending_apps.pop(self.app_id, None)
         if ask is not None:
             self.pending.sub_in_place(ask.resource)
-            self._sorted_asks.remove(ask)
+            if self.parked.pop(key, None) is None:
+                self._sorted_asks.remove(ask)
             if ask.priority >= self.ask_max_priority:
                 self._recompute_max_priority(ask.priority)
+        if not self._sorted_asks:
+            self.queue.pending_apps.pop(self.app_id, None)
         return ask
+
+    def park(self, ask: Allocation) -> None:
+        """Set a pending ask aside: cycles skip it until it is unparked."""
+        self._sorted_asks.remove(ask)
+        self.parked[ask.key] = ask
+        if not self._sorted_asks:
+            self.queue.pending_apps.pop(self.app_id, None)
+
+    def unpark(self, ask: Allocation) -> None:
+        if self.parked.pop(ask.key, None) is None:
+            return  # gone meanwhile, or never parked
+        if not self._sorted_asks:
+            self.queue.pending_apps[self.app_id] = self
+        self._sorted_asks.add(ask)
 
     def _recompute_max_priority(self, removed: int) -> None:
         # The removed ask held the maximum: another ask of the same priority keeps it, so stop at the
@@ -203,12 +221,23 @@ class Application:
             self.allocated.sub_in_place(alloc.resource)
         return alloc
 
-    def sorted_asks(self) -> Sequence[Allocation]:
-        """Pending asks, highest priority first, then oldest first (a live, sorted view)."""
+    def ready_asks(self) -> Sequence[Allocation]:
+        """The pending asks a cycle may try (not parked), highest priority first, then oldest first:
+        a live, sorted view."""
         return self._sorted_asks
+
+    def sorted_asks(self) -> Sequence[Allocation]:
+        """Every pending ask, parked or not, in scheduling order."""
+        if not self.parked:
+            return self._sorted_asks
+        return sorted([*self._sorted_asks, *self.parked.values()], key=_ask_order)
 
     def has_pending(self) -> bool:
         return bool(self.asks)
+
+    def has_ready(self) -> bool:
+        """Whether a cycle has any of its asks to try."""
+        return bool(self._sorted_asks)
 
     def is_idle(self) -> bool:
         """Nothing pending, nothing running: placeholders left over do not keep an application busy

@@ -22,6 +22,14 @@ class PodWatcher(Protocol):
     def removed(self, alloc: Allocation, node: Node) -> None: ...
 
 
+class RoomWatcher(Protocol):
+    """Told when room on a node frees or is taken (the partition's parking lot wakes asks by it)."""
+
+    def freed(self, node: Node, alloc: Allocation) -> None: ...
+
+    def placed(self) -> None: ...
+
+
 DEFAULT_WEIGHTS = {"vcore": 1.0, "memory": 1.0}
 
 
@@ -37,6 +45,7 @@ class Node:
         "occupied",
         "ports",
         "reservations",
+        "room_watcher",
         "schedulable",
         "traits",
         "volumes",
@@ -66,6 +75,7 @@ class Node:
         self.volumes = VolumesInUse()  # CSI volumes of the pods here, ours and foreign
         self.disks = DisksInUse()  # in-tree disks the pods here mount, ours and foreign
         self.watcher: PodWatcher | None = None
+        self.room_watcher: RoomWatcher | None = None
 
     @property
     def available(self) -> Resource:
@@ -96,6 +106,8 @@ class Node:
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.placed(alloc, self)
+        if self.room_watcher is not None:
+            self.room_watcher.placed()
 
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)
@@ -114,6 +126,8 @@ class Node:
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.removed(alloc, self)
+        if self.room_watcher is not None:
+            self.room_watcher.freed(self, alloc)
         return alloc
 
     def resize_allocation(self, key: str, resource: Resource) -> None:

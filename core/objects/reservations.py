@@ -4,6 +4,8 @@ ask -> node here and node -> asks on the node, and always changed together."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 
 from core.objects.allocation import Allocation
@@ -15,10 +17,16 @@ Ref = tuple[str, str]  # (application, allocation key)
 class Reservations(dict[Ref, str]):
     """Ask -> the ID of the node reserved for it."""
 
-    def __init__(self, nodes: dict[str, Node], log: structlog.typing.FilteringBoundLogger) -> None:
+    def __init__(
+        self,
+        nodes: dict[str, Node],
+        log: structlog.typing.FilteringBoundLogger,
+        on_release: Callable[[Node], None] | None = None,
+    ) -> None:
         super().__init__()
         self._nodes = nodes
         self._log = log
+        self._on_release = on_release  # the node is free of this hold: others may take or reserve it
 
     def reserve(self, ask: Allocation, node: Node) -> None:
         self[ask.ref] = node.node_id
@@ -35,3 +43,5 @@ class Reservations(dict[Ref, str]):
         node = self._nodes.get(node_id)
         if node is not None:
             node.reservations.discard(ref)
+            if self._on_release is not None:
+                self._on_release(node)

@@ -323,6 +323,7 @@ class ClusterContext:
             if node.schedulable:
                 raise Rejection(f"node {change.node_id} is not draining")
             node.schedulable = True
+            part.parking.everything()
         elif action == NodeAction.DECOMMISSION:
             released = part.remove_node(change.node_id, self.clock())
             self.metrics.nodes_decommissioned += 1

@@ -19,6 +19,7 @@ from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.gang import Gang
 from core.objects.node import Node
+from core.objects.parking import ParkingLot
 from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
@@ -60,11 +61,15 @@ class Partition:
         self.applications: dict[str, Application] = {}
         self.rejected = RejectedApplications()
         self.foreign: dict[str, Allocation] = {}
-        self.reservations = Reservations(self.nodes, self.log)
+        self.parking = ParkingLot()  # asks no cycle could place, until what held them may have changed
+        self.reservations = Reservations(self.nodes, self.log, self.parking.unreserved)
         self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
         self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally
         self.user_groups = UserGroupTracker(limit_table(config.root))  # usage and limits per user, group
         self.total_capacity: Resource = ZERO
+        # The most of each type any one node has (None: to be worked out again, after a node shrank
+        # or went): an ask beyond it fits no node at all, whatever runs where.
+        self._largest_node: dict[str, int] | None = {}
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
         self.state_time = now  # when it became Active, or Draining
@@ -112,6 +117,7 @@ class Partition:
         if (policy.type, weights) != (self.node_index.policy, self.node_index.weights):
             self.node_index.set_policy(policy.type, weights)
         self._room_changed()
+        self.parking.everything()  # maxes, limits, properties: any parked ask may run now
 
     # Nodes ------------------------------------------------------------------------------------
     def add_node(
@@ -122,12 +128,33 @@ class Partition:
         node = Node(node_id, capacity, attributes, schedulable)
         node.traits = node_traits(node_id, attributes)
         node.watcher = self.pod_rules
+        node.room_watcher = self.parking
         self.nodes[node_id] = node
         self.pod_rules.node_added(node)
         self.node_index.add(node)
         self.total_capacity = self.total_capacity + capacity
         self._room_changed()
+        self.parking.everything()
+        if self._largest_node is not None:
+            for name, value in capacity.items():
+                if value > self._largest_node.get(name, 0):
+                    self._largest_node[name] = value
         return node
+
+    def fits_some_node(self, resource: Resource) -> bool:
+        """Whether some node's capacity could hold `resource` (were it empty)."""
+        return resource.fits_in(self.largest_node())
+
+    def largest_node(self) -> dict[str, int]:
+        """The most of each type any one node has."""
+        largest = self._largest_node
+        if largest is None:
+            largest = self._largest_node = {}
+            for node in self.nodes.values():
+                for name, value in node.capacity.items():
+                    if value > largest.get(name, 0):
+                        largest[name] = value
+        return largest
 
     def node(self, node_id: str) -> Node:
         node = self.nodes.get(node_id)
@@ -137,6 +164,7 @@ class Partition:
 
     def update_node(self, node_id: str, capacity: Resource | None, attributes: dict[str, str] | None) -> Node:
         node = self.node(node_id)
+        self.parking.everything()  # its labels, taints or size may take a parked ask now
         if attributes:
             traits = node_traits(node_id, attributes)
             relabelled = traits != node.traits  # labels or taints: which nodes the pod rules count
@@ -145,6 +173,7 @@ class Partition:
             if relabelled:
                 self.pod_rules.relabelled()  # its pods' topology domains moved
         if capacity is not None:
+            self._largest_node = None
             self.total_capacity = self.total_capacity - node.capacity + capacity
             self._room_changed()
             node.set_capacity(capacity)
@@ -173,9 +202,11 @@ class Partition:
             released.append(alloc)
         self.pod_rules.node_removed(node)
         del self.nodes[node_id]
+        self._largest_node = None
         self.node_index.remove(node_id)
         self.total_capacity = self.total_capacity - node.capacity
         self._room_changed()
+        self.parking.everything()  # its topology domain went: spread counts change
         return released
 
     def _room_changed(self) -> None:
@@ -337,6 +368,7 @@ class Partition:
                 app.queue.add_preempting(after)
             self.user_groups.resized(app, before, after)
         held.resource = after
+        self.parking.everything()
         self.events.append(partition_events.allocation_resized(self.rm_id, held, before, now))
         return True
 
@@ -390,6 +422,7 @@ class Partition:
     def remove_ask(self, app: Application, key: str) -> Allocation | None:
         ask = app.remove_ask(key)
         if ask is not None:
+            self.parking.discard(ask)
             if ask.task_group and not ask.placeholder and app.gang is not None:
                 app.gang.pending_real -= 1
             app.queue.remove_pending(ask.resource)

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from core.config.validation import RECOVERY_QUEUE
 from core.events import Event
 from core.objects import namespace_limits, partition_events, queue_events
+from core.objects.parking import ParkingLot
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
 from core.placement.manager import PlacementManager, PlacementRefused
@@ -23,6 +24,7 @@ class PlacementHost(Protocol):
     placement: PlacementManager
     tree: QueueTree
     events: list[Event]
+    parking: ParkingLot
     log: Any  # structlog's bound logger
 
 
@@ -61,10 +63,13 @@ def _apply_tagged_limits(
     if not limits.any:
         return
     before = queue_events.snapshot([queue])
+    was = (queue.max, queue.guaranteed)
     if limits.max is not None:
         queue.max = limits.max
     if limits.guaranteed is not None:
         queue.guaranteed = limits.guaranteed
     if limits.max_applications:
         queue.max_applications = limits.max_applications
+    if (queue.max, queue.guaranteed) != was:
+        part.parking.everything()  # asks parked under the old max (or guarantee) may run now
     part.events.extend(queue_events.reload_events(part.rm_id, before, [queue], now))

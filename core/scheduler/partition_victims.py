@@ -13,6 +13,7 @@ from core.events import Event
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application
+from core.objects.parking import ParkingLot
 from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
 from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
 
@@ -25,6 +26,7 @@ class VictimsHost(Protocol):
     preemption: PreemptionLedger
     quota: QuotaEnforcer
     events: list[Event]
+    parking: ParkingLot
     log: Any  # structlog's bound logger
 
 
@@ -54,6 +56,7 @@ class PartitionVictims:
         self.part.preemption.for_ask(ask.ref, victims)
         ask.preempting = True
         ask.triggered_preemption = True
+        self.part.parking.everything()  # held headroom and victims on their way: limits look different
         if not ask.held:  # the headroom the victims free is the ask's until it is placed or removed
             ask.held = True
             self.part.applications[ask.application_id].queue.add_held(ask.resource)
@@ -67,11 +70,13 @@ class PartitionVictims:
         if ask.held:
             ask.held = False
             self.part.applications[ask.application_id].queue.remove_held(ask.resource)
+            self.part.parking.everything()  # the headroom it held is free for others
 
     def mark(self, victim: Allocation, why: str, now: float, kind: PreemptionKind) -> None:
         self.part.preemption.chosen(victim, why, kind)
         self.part.events.append(partition_events.victim_chosen(self.part.rm_id, victim, why, now))
         self.part.applications[victim.application_id].queue.add_preempting(victim.resource)
+        self.part.parking.everything()
 
     def gone(self, victim: Ref) -> None:
         enforced, ask_ref = self.part.preemption.released(victim)

@@ -18,17 +18,18 @@ from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
 from core.objects.node import Node
+from core.objects.parking import Why
 from core.objects.queue import Queue
 from core.policies.queue_sort import AppKey, app_sort_key, sorted_children
 from core.scheduler.fit.node_fit import admits_now, find_node, fit_for, why_no_node
 from core.scheduler.gang_scheduling import held_reason, replace_placeholders
 from core.scheduler.metrics import SchedulingTimings
+from core.scheduler.parking_policy import RESERVATION_DELAY, park
 from core.scheduler.partition import Partition
 from core.scheduler.preemption import inter_queue, required_node
 from core.scheduler.results import SchedulingState, Waiting
 from core.ugm.tracker import Block
 
-RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
 MAX_PREEMPTION_ATTEMPTS = 10  # asks that may look for victims in one cycle, as YuniKorn
 TALLY_EVERY = 10.0  # seconds between two node-by-node tallies of why an ask finds no node (a full pass)
 
@@ -162,7 +163,7 @@ class _Cycle:
             order.moved(app)
 
     def next_ask(self, app: Application) -> Allocation | None:
-        asks = app.sorted_asks()
+        asks = app.ready_asks()
         i = self.cursor.get(app.app_id, 0)
         return asks[i] if i < len(asks) else None
 
@@ -196,7 +197,7 @@ class _AppOrder:
         old = self.keys.pop(app.app_id, None)
         if old is not None:
             del self.entries[bisect_left(self.entries, (old,))]  # keys are unique: this is its entry
-        if app.has_pending():
+        if app.has_ready():
             new = self.keys[app.app_id] = self.key(app)
             insort(self.entries, (new, app))  # never compares applications: keys differ
 
@@ -236,6 +237,7 @@ def allocate(
     `timings` (the metrics): how long picking each ask, finding it a node and preempting took.
     """
     timings = timings or _UNTIMED
+    partition.parking.wake(now)  # what changed since the last cycle may let parked asks run
     made = _serve_reservations(partition, now, budget) if partition.reservations else []
     if partition.gangs.apps:
         replace_placeholders(partition, now)
@@ -252,15 +254,16 @@ def allocate(
             _pending(partition, ask, held_reason(app, ask), now, Waiting.HELD)
             cycle.tried(app)
             continue
-        placed = False
+        placed = beyond_nodes = False
+        held_by: Why | None = None  # what kept it from a node, when parking it until that changes may do
+        may_preempt = False
         blocked = partition.user_groups.resource_block(app, ask.resource)
         if blocked is not None:
             # Only that user's (group's) own allocations elsewhere can make room under its limit: the
             # plan counts those alone for it (inter_queue).
             _note_user_limit(partition, ask, blocked, now)
-            if preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
-                preemption_attempts -= 1
-                _preempt(partition, leaf, ask, now, timings)
+            held_by = Why.LIMIT
+            may_preempt = _may_preempt(partition, leaf, ask, now)
         elif ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
             _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now, Waiting.NO_NODE)
@@ -269,25 +272,33 @@ def allocate(
                 started = perf_counter()
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
-                else:
+                elif partition.fits_some_node(ask.resource):
                     placed = _try_nodes(partition, ask, now)
+                else:  # bigger than every node: no node, reservation or victims can make room for it
+                    beyond_nodes = True
                 timings.try_node.observe(perf_counter() - started)
                 if not placed:
-                    _note_no_room(partition, ask, now)
+                    _note_no_room(partition, ask, now, beyond_nodes)
+                    held_by = Why.ROOM
                     if not ask.required_node:  # as YuniKorn: a required node's ask does not count
                         cycle.no_node(leaf, app)
             else:
                 _note_headroom(partition, leaf, ask, now)
+                held_by = Why.LIMIT
             # Preemption is tried when no node had room, and also when the headroom check failed:
             # a full cluster is exactly when a queue below its guarantee needs it.
-            if not placed and preemption_attempts > 0 and _may_preempt(partition, leaf, ask, now):
+            may_preempt = not placed and not beyond_nodes and _may_preempt(partition, leaf, ask, now)
+        if may_preempt:
+            if preemption_attempts > 0:
                 preemption_attempts -= 1
                 _preempt(partition, leaf, ask, now, timings)
+            else:
+                held_by = None  # its turn to look for victims comes next cycle: not parked meanwhile
         if placed:
             made.append(ask)
             cycle.allocated(leaf, app)
-        else:
-            cycle.tried(app)
+        elif held_by is None or not park(partition, leaf, app, ask, held_by, now, timers=not beyond_nodes):
+            cycle.tried(app)  # parked, it left the application's ready asks: the cursor stays
     return made
 
 
@@ -383,9 +394,14 @@ def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: floa
     _pending(partition, ask, f"over {what}: asks {short}, room left {room}", now, waiting)
 
 
-def _note_no_room(partition: Partition, ask: Allocation, now: float) -> None:
+def _note_no_room(partition: Partition, ask: Allocation, now: float, beyond_nodes: bool = False) -> None:
     waiting = Waiting.NO_NODE
-    if ask.required_node:  # more nodes would not help it (YuniKorn reports no such ask to autoscaling)
+    if beyond_nodes:
+        largest = partition.largest_node()
+        short = {k: v for k, v in ask.resource.items() if v > largest.get(k, 0)}
+        most = {k: largest.get(k, 0) for k in short}
+        message = f"no node is big enough for it: asks {short}, no node has more than {most}"
+    elif ask.required_node:  # more nodes would not help it (YuniKorn reports no such ask to autoscaling)
         message = f"required node {ask.required_node} has no room (or is not schedulable)"
         waiting = Waiting.HELD
     elif ask.ref in partition.reservations:

@@ -424,7 +424,10 @@ def test_when_preemption_finds_no_plan_the_ask_says_why_and_one_event_records_it
         assert _run(c) == []
     ask = c.partition.applications["a"].asks["picky"]
     assert ask.preemption_reason.startswith("preemption tried, none possible: no plan")
-    assert ask.preemption_count == 3
+    assert ask.preemption_count == 1  # parked: nothing changed that could give it a plan
+    c.release("c", "c0")  # victims change: it looks again
+    assert _run(c) == []
+    assert ask.preemption_count == 2
     events = [e for e in c.ctx.events if e.object_id == "picky" and "preemption tried" in e.message]
     assert len(events) == 1  # once per reason, not per cycle
     log = [entry["message"] for entry in ask_info(c.partition, ask).get("allocationLog", [])]

@@ -1,0 +1,74 @@
+"""Which asks a cycle parks after failing to place them, and until when (core.objects.parking).
+
+Not parked, so tried again every cycle as before: asks bound to one node (they reserve it and wait
+there), reserved asks and those with victims on their way out (the reservation is served first),
+asks of gang-scheduled applications (placeholder replacement walks them), and asks that could have
+looked for victims this cycle but found the cycle's preemption attempts used up.
+"""
+
+from __future__ import annotations
+
+import math
+
+from core.objects.allocation import Allocation
+from core.objects.application import Application
+from core.objects.parking import Why
+from core.objects.queue import Queue
+from core.scheduler.partition import Partition
+from core.scheduler.preemption.inter_queue import asking_side_allows
+
+RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
+
+
+def park(
+    partition: Partition,
+    leaf: Queue,
+    app: Application,
+    ask: Allocation,
+    why: Why,
+    now: float,
+    timers: bool = True,
+) -> bool:
+    """Park the ask the cycle could not place (`why`: what held it); False when it must stay.
+    `timers`: whether waiting longer could help it (no: it is bigger than every node)."""
+    lot = partition.parking
+    if (
+        not lot.enabled
+        or ask.required_node
+        or ask.preempting
+        or app.gang is not None
+        or ask.ref in partition.reservations
+    ):
+        return False
+    wake_at = math.inf
+    constraints = ask.constraints
+    if why is Why.ROOM and (
+        constraints.pod_affinity is not None
+        or constraints.pod_anti_affinity is not None
+        or constraints.spread
+    ):
+        why = Why.PEERS  # other pods decide where it may go: any placed or gone may change that
+    if not timers:
+        lot.park(app, ask, why)
+        app.park(ask)
+        return True
+    if why is Why.ROOM and now - ask.create_time <= RESERVATION_DELAY:
+        # It may reserve a node once it has waited strictly longer than the delay.
+        wake_at = math.nextafter(ask.create_time + RESERVATION_DELAY, math.inf)
+    if _may_preempt_later(partition, leaf, ask):
+        why = Why.PEERS  # victims come and go with every allocation
+        ready_at = ask.create_time + leaf.props.preemption_delay
+        if ready_at > now:
+            wake_at = min(wake_at, ready_at)
+    lot.park(app, ask, why, wake_at if now < wake_at < math.inf else None)
+    app.park(ask)
+    return True
+
+
+def _may_preempt_later(partition: Partition, leaf: Queue, ask: Allocation) -> bool:
+    """Whether preemption could still find the ask room (before or after its delay)."""
+    return (
+        partition.config.preemption.enabled
+        and ask.allow_preempt_other
+        and asking_side_allows(leaf, ask.resource)
+    )
