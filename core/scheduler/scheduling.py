@@ -21,6 +21,7 @@ from core.objects.node import Node
 from core.objects.parking import Why
 from core.objects.queue import Queue
 from core.policies.queue_sort import AppKey, app_sort_key, sorted_children
+from core.scheduler.fit.checks import insufficient
 from core.scheduler.fit.node_fit import admits_now, find_node, fit_for, why_no_node
 from core.scheduler.gang_scheduling import held_reason, replace_placeholders
 from core.scheduler.metrics import SchedulingTimings
@@ -397,10 +398,14 @@ def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: floa
 def _note_no_room(partition: Partition, ask: Allocation, now: float, beyond_nodes: bool = False) -> None:
     waiting = Waiting.NO_NODE
     if beyond_nodes:
+        # Every node lacks each type the ask wants more of than any node has: said without a pass over
+        # the nodes, in the tally's words (as kube-scheduler, a node counts once per reason).
         largest = partition.largest_node()
-        short = {k: v for k, v in ask.resource.items() if v > largest.get(k, 0)}
-        most = {k: largest.get(k, 0) for k in short}
-        message = f"no node is big enough for it: asks {short}, no node has more than {most}"
+        total = len(partition.nodes)
+        short = ", ".join(
+            f"{total} {insufficient(k)}" for k, v in sorted(ask.resource.items()) if v > largest.get(k, 0)
+        )
+        message = f"no node has room for it (0/{total} nodes are available: {short})"
     elif ask.required_node:  # more nodes would not help it (YuniKorn reports no such ask to autoscaling)
         message = f"required node {ask.required_node} has no room (or is not schedulable)"
         waiting = Waiting.HELD
