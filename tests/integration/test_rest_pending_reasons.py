@@ -96,8 +96,12 @@ async def test_each_cause_of_waiting_is_named(client: RecordingClient, rm_id: st
             "wait-0 to reserve a node",
         )
         assert await _reason(client, session, base, "wait", "wait-0", "reserved node node-")
-        over = await _reason(client, session, base, "big", "big-0", "the cluster's capacity")
+        # big-0 is bigger than any node: parked, it is not tried again while nothing could let it run,
+        # and keeps that reason. One that a node could hold, over what the cluster has left:
+        await client.asks([_ask("big", "big-1", 1_950)])
+        over = await _reason(client, session, base, "big", "big-1", "the cluster's capacity")
         assert "room left {'memory': 1900}" in over
+        assert await _reason(client, session, base, "big", "big-0", "2 insufficient memory")
 
 
 ACL_CONFIG = """

@@ -84,9 +84,8 @@ def test_an_ask_over_its_queue_max_waits_parked_until_an_allocation_there_ends()
     c.schedule()
     c.schedule()
     assert _tries(c, "app", "second") == 1
-    assert c.partition.applications["app"].asks["second"].pending_reason.startswith(
-        "over queue root.capped's max"
-    )
+    reason = c.partition.applications["app"].asks["second"].pending_reason
+    assert reason.startswith("over queue root.capped's max")
     c.release("app", "first")
     c.schedule()
     assert _allocated(c) == [("second", "n1")]
