@@ -7,7 +7,7 @@ memory than any node has), spread over `--apps` applications. Nothing changes in
 while the probe runs, so a core that parks what cannot fit costs the probe nothing; one that tries
 every pending ask again on every cycle makes each probe wait for that.
 
-    python -m benchmarks.bench_unfit [--unfit 50000] [--apps 100] [--nodes 500] [--probes 1000]
+    python -m benchmarks.bench_unfit [--unfit 50000] [--apps 100] [--nodes 500] [--probes 1000] [--full]
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ from si.v1 import si_pb2
 
 NODE = {"memory": 1000, "vcore": 100}
 UNFIT = {"memory": 2000, "vcore": 1}  # more memory than any node has
+# `--full`: the busy RM's nodes are first filled to 600 of 1,000 memory; its waiting asks (500 each)
+# would fit an empty node, so they may reserve one after 2 s and look for victims after 30 s.
+FILLER = {"memory": 600, "vcore": 1}
+WAITING = {"memory": 500, "vcore": 1}
 SEND_BATCH = 5000
 
 
@@ -45,25 +49,28 @@ async def _probe(client: CountingClient, count: int, tag: str) -> list[float]:
     return latencies
 
 
-async def _fill_unfit(client: CountingClient, unfit: int, apps: int) -> None:
-    """`unfit` asks that fit no node over `apps` applications, then one that fits: the core takes an
-    RM's messages in order, so once that one is allocated every unfit ask is in."""
+async def _fill_unfit(client: CountingClient, unfit: int, apps: int, nodes: int, full: bool) -> None:
+    """`unfit` asks over `apps` applications. Then the release of an ask of an application the core does
+    not know: the core takes an RM's messages in order, so once that is refused every ask is in."""
     await client.add_applications(*(messages.application(f"busy-{a}", "root.a") for a in range(apps)))
-    await client.add_application("busy-marker", "root.a")
-    await client.wait_apps_answered(apps + 1, timeout=60)
+    await client.wait_apps_answered(apps, timeout=60)
+    if full:
+        await client.asks(messages.ask("busy-0", f"filler-{n}", FILLER) for n in range(nodes))
+        await client.wait_allocations(nodes, timeout=120)
+    shape = WAITING if full else UNFIT
     batch: list[si_pb2.Allocation] = []
     for i in range(unfit):
-        batch.append(messages.ask(f"busy-{i % apps}", f"unfit-{i}", UNFIT))
+        batch.append(messages.ask(f"busy-{i % apps}", f"unfit-{i}", shape))
         if len(batch) == SEND_BATCH:
             await client.asks(batch)
             batch = []
     if batch:
         await client.asks(batch)
-    await client.ask("busy-marker", "marker", ASK)
-    await client.wait_allocations(1, timeout=600)
+    await client.release("no-such-app", "barrier")
+    await client.wait_for(lambda: client.counts.rejected_allocations >= 1, 600.0, "the barrier's refusal")
 
 
-async def run(unfit: int, apps: int, nodes: int, probes: int) -> tuple[list[float], list[float]]:
+async def run(unfit: int, apps: int, nodes: int, probes: int, full: bool) -> tuple[list[float], list[float]]:
     core = CoreProcess()
     await core.start()
     try:
@@ -79,7 +86,7 @@ async def run(unfit: int, apps: int, nodes: int, probes: int) -> tuple[list[floa
             await probe.wait_apps_answered(1)
             await _probe(probe, min(probes, 100), "warm")
             idle = await _probe(probe, probes, "idle")
-            await _fill_unfit(busy, unfit, apps)
+            await _fill_unfit(busy, unfit, apps, nodes, full)
             loaded = await _probe(probe, probes, "loaded")
     finally:
         await core.stop()
@@ -101,15 +108,19 @@ def main() -> None:
     parser.add_argument("--apps", type=int, default=100, help="applications they are spread over")
     parser.add_argument("--nodes", type=int, default=500, help="nodes of each resource manager")
     parser.add_argument("--probes", type=int, default=1000, help="asks the probe times, each phase")
+    parser.add_argument(
+        "--full", action="store_true", help="asks that fit an empty node, on nodes already 60%% full"
+    )
     args = parser.parse_args()
     configure_logging("warning")
     tune_garbage_collector()
-    idle, loaded = asyncio.run(run(args.unfit, args.apps, args.nodes, args.probes))
+    idle, loaded = asyncio.run(run(args.unfit, args.apps, args.nodes, args.probes, args.full))
+    what = "waiting asks on full nodes" if args.full else "unfit asks"
     ratio = statistics.median(loaded) / statistics.median(idle)
     sys.stdout.write(
         f"unfit run: {args.nodes:,} nodes per RM, {args.probes:,} probes each phase\n"
         f"  idle core:                       {_describe(idle)}\n"
-        f"  {args.unfit:,} unfit asks in {args.apps:,} apps: {_describe(loaded)}\n"
+        f"  {args.unfit:,} {what} in {args.apps:,} apps: {_describe(loaded)}\n"
         f"  median with / without: {ratio:.2f}x\n"
     )
 

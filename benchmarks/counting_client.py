@@ -16,10 +16,12 @@ class Counts(ResponseHandler):
         self.nodes_answered = 0
         self.apps_answered = 0
         self.allocations = 0
+        self.rejected_allocations = 0
         self.allocation_listeners: list[Callable[[si_pb2.Allocation], None]] = []
 
     def on_allocations(self, response: si_pb2.AllocationResponse) -> None:
         self.allocations += len(response.new)
+        self.rejected_allocations += len(response.rejectedAllocations)
         for listener in self.allocation_listeners:
             for alloc in response.new:
                 listener(alloc)

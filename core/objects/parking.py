@@ -57,6 +57,9 @@ class ParkingLot:
         self._room: dict[Shape, dict[Ref, tuple[Parker, Allocation]]] = {}
         self._limit: dict[Ref, tuple[Parker, Allocation]] = {}
         self._peers: dict[Ref, tuple[Parker, Allocation]] = {}
+        # Asks whose turn to look for victims did not come in their cycle (the attempts per cycle are
+        # bounded): woken a few per cycle, oldest first, each in addition to its own group.
+        self._turns: dict[Ref, tuple[Parker, Allocation]] = {}
         self._where: dict[Ref, tuple[Why, Shape]] = {}  # each parked ask: why, and its size
         self._timers: list[tuple[float, int, Ref]] = []  # (wake at, sequence, ask); stale entries skipped
         self._timer_at: dict[
@@ -69,6 +72,7 @@ class ParkingLot:
         self._placed = False  # an allocation was placed
         self._grown: dict[str, Node] = {}  # nodes with more free room
         self._unreserved: dict[str, Node] = {}  # nodes a reservation let go of
+        self.version = 0  # counts the notes of room freed or nodes changed (a cycle's caches key on it)
 
     def __len__(self) -> int:
         return len(self._where)
@@ -77,9 +81,14 @@ class ParkingLot:
         return ref in self._where
 
     # Parking -----------------------------------------------------------------------------------
-    def park(self, app: Parker, ask: Allocation, why: Why, wake_at: float | None = None) -> None:
+    def park(
+        self, app: Parker, ask: Allocation, why: Why, wake_at: float | None = None, turn: bool = False
+    ) -> None:
+        """`turn`: it waits for a turn to look for victims (see wake's `turns`)."""
         ref = ask.ref
         entry = (app, ask)
+        if turn:
+            self._turns[ref] = entry
         shape = _shape(ask)
         if why is Why.ROOM:
             self._room.setdefault(shape, {})[ref] = entry
@@ -96,6 +105,7 @@ class ParkingLot:
     def discard(self, ask: Allocation) -> None:
         """The ask is gone (allocated elsewhere, withdrawn, its application removed)."""
         ref = ask.ref
+        self._turns.pop(ref, None)
         where = self._where.pop(ref, None)
         if where is None:
             return
@@ -114,11 +124,13 @@ class ParkingLot:
     # Changes -----------------------------------------------------------------------------------
     def everything(self) -> None:
         self._everything = True
+        self.version += 1
 
     def freed(self, node: Node, alloc: Allocation) -> None:
         """An allocation left the node. Its own anti-affinity or ReadWriteOncePod claims may have kept
         asks off nodes anywhere (they hold both ways): those could all fit now."""
         self._freed = True
+        self.version += 1
         self._grown[node.node_id] = node
         constraints = alloc.constraints
         if constraints is not NO_CONSTRAINTS and (constraints.pod_anti_affinity or constraints.rwop_claims):
@@ -128,14 +140,17 @@ class ParkingLot:
         self._placed = True
 
     def unreserved(self, node: Node) -> None:
+        self.version += 1
         self._unreserved[node.node_id] = node
 
     # Waking ------------------------------------------------------------------------------------
-    def wake(self, now: float) -> int:
-        """Unpark what the changes noted since the last call (and the clock) may let run; how many."""
+    def wake(self, now: float, turns: int = 0) -> int:
+        """Unpark what the changes noted since the last call (and the clock) may let run, and up to
+        `turns` of the asks waiting for a turn to look for victims; how many."""
         if not self._where:
             self._clear_changes()
             self._clear_timers()
+            self._turns.clear()
             return 0
         woken = 0
         if self._everything:
@@ -149,6 +164,14 @@ class ParkingLot:
                 woken += self._wake_room()
         self._clear_changes()
         woken += self._wake_due(now)
+        while turns > 0 and self._turns:
+            ref = next(iter(self._turns))
+            app, ask = self._turns.pop(ref)
+            if ref in self._where:
+                self.discard(ask)
+                app.unpark(ask)
+                woken += 1
+            turns -= 1
         return woken
 
     def _clear_changes(self) -> None:
@@ -208,8 +231,11 @@ class ParkingLot:
 
     def _wake_group(self, group: dict[Ref, tuple[Parker, Allocation]]) -> int:
         count = len(group)
+        turns = self._turns
         for ref, (app, ask) in group.items():
             self._where.pop(ref, None)
+            if turns:
+                turns.pop(ref, None)
             app.unpark(ask)
         group.clear()
         return count

@@ -70,6 +70,11 @@ class ClusterContext:
         self._results: dict[str, ResultBatch] = {}
         self.events = EventLog(event_capacity)
         self.metrics = SchedulerMetrics()
+        self.unfinished = False  # the last schedule() left a partition's cycle unfinished (out of time)
+        # Skip partitions nothing changed in since their last cycle ran out of work (Partition.stale).
+        # The engine turns it on: its ticks mark every partition stale, which is what brings the
+        # delays in (reservations, preemption, parked asks' timers). Off, every call schedules all.
+        self.skip_quiet_partitions = False
         self.start_time = clock()
         self.history = History()
         self.history.record(self.start_time, 0, 0)  # the first record: a fresh core runs nothing
@@ -154,6 +159,10 @@ class ClusterContext:
                     self._isolated(self._release, command.rm_id, release)
         # Each item refused is answered on its own; the log gets a line per kind of reason.
         self._rejections.log(self.warnings, log, command.rm_id)
+        # Only what an RM sends changes its partitions: the others need no cycle for it.
+        for key, part in self.partitions.items():
+            if key.rm_id == command.rm_id:
+                part.stale = True
 
     def _isolated(self, handle: Callable[[str, _Item], None], rm_id: str, item: _Item) -> None:
         """One item of a request, on its own: a fault of the core's while handling it (not a refusal,
@@ -178,13 +187,17 @@ class ClusterContext:
         """Allocate as much as fits, at most `budget` allocations over all partitions."""
         now = self.clock()
         made = 0
+        self.unfinished = False
         for part in self.partitions.values():
             if made >= budget:
                 break
-            if not part.root.has_pending():
-                continue
+            if (self.skip_quiet_partitions and not part.stale) or not part.root.has_pending():
+                continue  # nothing changed there since its last cycle ran out of work (or it has none)
             started = perf_counter()
             new = allocate(part, now, budget - made, self.metrics.timings)
+            self.unfinished = self.unfinished or part.unfinished
+            # Done until something changes, unless it ran out of time or of the slice's allocations.
+            part.stale = part.unfinished or len(new) >= budget - made
             self.metrics.timings.cycle.observe(perf_counter() - started)
             if new:
                 self._out(part.rm_id).new_allocations.extend(new)
@@ -199,6 +212,7 @@ class ClusterContext:
         now = self.clock()
         for part in self.partitions.values():
             part.tick(now)
+            part.stale = True  # timers: delays may have passed (reservations, preemption, parked asks)
         if self.history.due(now):
             parts = self.partitions.values()
             running = sum(1 for p in parts for a in p.applications.values() if a.state == AppState.RUNNING)

@@ -33,6 +33,7 @@ class Engine:
         tick_interval: float = 0.5,
     ) -> None:
         self.context = context
+        context.skip_quiet_partitions = True  # its ticks bring the delays in (ClusterContext.tick)
         self._sink = sink
         self._slice_size = slice_size
         self._max_commands = max_commands_per_step
@@ -118,7 +119,7 @@ class Engine:
             self.context.metrics.cycle_latency.observe(elapsed)
             self.context.metrics.timings.scheduling.observe(elapsed)
             self._emit()
-            if made < self._slice_size:
+            if made < self._slice_size and not self.context.unfinished:
                 self._dirty = False  # nothing more fits until something changes
                 break
             await asyncio.sleep(0)  # let the streams breathe between slices

@@ -1,9 +1,10 @@
 """Which asks a cycle parks after failing to place them, and until when (core.objects.parking).
 
 Not parked, so tried again every cycle as before: asks bound to one node (they reserve it and wait
-there), reserved asks and those with victims on their way out (the reservation is served first),
-asks of gang-scheduled applications (placeholder replacement walks them), and asks that could have
-looked for victims this cycle but found the cycle's preemption attempts used up.
+there), reserved asks and those with victims on their way out (the reservation is served first), and
+asks of gang-scheduled applications (placeholder replacement walks them). An ask that could have looked
+for victims but found the cycle's preemption attempts used up is parked with a turn: the next cycles
+wake such asks a few at a time, oldest first.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ def park(
     why: Why,
     now: float,
     timers: bool = True,
+    turn: bool = False,
 ) -> bool:
     """Park the ask the cycle could not place (`why`: what held it); False when it must stay.
-    `timers`: whether waiting longer could help it (no: it is bigger than every node)."""
+    `timers`: whether waiting longer could help it (no: it is bigger than every node). `turn`: it may
+    look for victims, and the cycle's attempts were used up before its turn."""
     lot = partition.parking
     if (
         not lot.enabled
@@ -60,7 +63,7 @@ def park(
         ready_at = ask.create_time + leaf.props.preemption_delay
         if ready_at > now:
             wake_at = min(wake_at, ready_at)
-    lot.park(app, ask, why, wake_at if now < wake_at < math.inf else None)
+    lot.park(app, ask, why, wake_at if now < wake_at < math.inf else None, turn=turn)
     app.park(ask)
     return True
 

@@ -33,6 +33,11 @@ from core.ugm.tracker import Block
 
 MAX_PREEMPTION_ATTEMPTS = 10  # asks that may look for victims in one cycle, as YuniKorn
 TALLY_EVERY = 10.0  # seconds between two node-by-node tallies of why an ask finds no node (a full pass)
+# A cycle that has tried asks for this long stops, and the engine runs the rest in its next slice after
+# the event loop had a turn: asks tried and not placed are parked meanwhile, so the next slice goes on
+# with the others. (Slices are also bounded by the allocations they make.)
+MAX_CYCLE_SECONDS = 0.05
+CHECK_TIME_EVERY = 16  # asks tried between two looks at the time
 
 
 def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
@@ -81,7 +86,7 @@ def _reserve_candidate(partition: Partition, ask: Allocation) -> Node | None:
     return best
 
 
-def _serve_reservations(partition: Partition, now: float, budget: int) -> list[Allocation]:
+def _serve_reservations(partition: Partition, now: float, budget: int, cycle: _Cycle) -> list[Allocation]:
     made: list[Allocation] = []
     for ref, node_id in list(partition.reservations.items()):
         if len(made) >= budget:
@@ -106,11 +111,18 @@ def _serve_reservations(partition: Partition, now: float, budget: int) -> list[A
         if ask.required_node:
             required_node.preempt_for(partition, ask, node, now)  # it can only ever run there
             continue
+        # Any other node with room: unless one alike found none this cycle (room only shrinks within it).
+        cycle.fresh(partition)
+        alike = cycle.alike(partition, ask)
+        if alike is not None and alike in cycle.no_room:
+            continue
         other = find_node(partition, ask)
         if other is not None:
             partition.reservations.release(ref)
             partition.allocate(ask, other, now)
             made.append(ask)
+        elif alike is not None:
+            cycle.no_room.setdefault(alike, "")
     return made
 
 
@@ -151,6 +163,33 @@ class _Cycle:
         # Each leaf's applications in order, sorted once per cycle: within a cycle only an allocation
         # changes the order, and only for its application, which `allocated` moves to its new place.
         self.app_orders: dict[str, _AppOrder] = {}
+        # Sizes (with their node-level rules) no node took this cycle, each with its tally of why, and
+        # those no node could be reserved for: within a cycle room only shrinks, so the next ask alike
+        # fails too, without a pass over the nodes. Valid while the partition notes no room freed
+        # (the parking lot's version).
+        self.no_room: dict[object, str] = {}
+        self.no_candidate: set[object] = set()
+        self.room_version = -1
+
+    def alike(self, partition: Partition, ask: Allocation) -> object | None:
+        """What asks alike share for the node search (None: it has rules other pods decide)."""
+        constraints = ask.constraints
+        if partition.pod_rules.carried:
+            return None
+        if constraints is NO_CONSTRAINTS:
+            return ask.resource
+        if constraints.pod_affinity or constraints.pod_anti_affinity or constraints.spread:
+            return None
+        if constraints.rwop_claims or constraints.required_node:
+            return None
+        return (ask.resource, constraints)
+
+    def fresh(self, partition: Partition) -> None:
+        version = partition.parking.version
+        if version != self.room_version:
+            self.no_room.clear()
+            self.no_candidate.clear()
+            self.room_version = version
 
     def applications(self, leaf: Queue) -> list[tuple[AppKey, Application]]:
         order = self.app_orders.get(leaf.full_name)
@@ -238,11 +277,15 @@ def allocate(
     `timings` (the metrics): how long picking each ask, finding it a node and preempting took.
     """
     timings = timings or _UNTIMED
-    partition.parking.wake(now)  # what changed since the last cycle may let parked asks run
-    made = _serve_reservations(partition, now, budget) if partition.reservations else []
+    cycle_started = perf_counter()
+    tries = 0
+    partition.unfinished = False
+    # What changed since the last cycle may let parked asks run.
+    partition.parking.wake(now, turns=MAX_PREEMPTION_ATTEMPTS)
+    cycle = _Cycle(now)
+    made = _serve_reservations(partition, now, budget, cycle) if partition.reservations else []
     if partition.gangs.apps:
         replace_placeholders(partition, now)
-    cycle = _Cycle(now)
     preemption_attempts = MAX_PREEMPTION_ATTEMPTS
     while len(made) < budget:
         started = perf_counter()
@@ -274,12 +317,12 @@ def allocate(
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
                 elif partition.fits_some_node(ask.resource):
-                    placed = _try_nodes(partition, ask, now)
+                    placed = _try_nodes(partition, ask, now, cycle)
                 else:  # bigger than every node: no node, reservation or victims can make room for it
                     beyond_nodes = True
                 timings.try_node.observe(perf_counter() - started)
                 if not placed:
-                    _note_no_room(partition, ask, now, beyond_nodes)
+                    _note_no_room(partition, ask, now, beyond_nodes, cycle)
                     held_by = Why.ROOM
                     if not ask.required_node:  # as YuniKorn: a required node's ask does not count
                         cycle.no_node(leaf, app)
@@ -289,17 +332,24 @@ def allocate(
             # Preemption is tried when no node had room, and also when the headroom check failed:
             # a full cluster is exactly when a queue below its guarantee needs it.
             may_preempt = not placed and not beyond_nodes and _may_preempt(partition, leaf, ask, now)
+        turn = False  # its turn to look for victims did not come: it gets one in a later cycle
         if may_preempt:
             if preemption_attempts > 0:
                 preemption_attempts -= 1
                 _preempt(partition, leaf, ask, now, timings)
             else:
-                held_by = None  # its turn to look for victims comes next cycle: not parked meanwhile
+                turn = True
         if placed:
             made.append(ask)
             cycle.allocated(leaf, app)
-        elif held_by is None or not park(partition, leaf, app, ask, held_by, now, timers=not beyond_nodes):
+        elif held_by is None or not park(
+            partition, leaf, app, ask, held_by, now, timers=not beyond_nodes, turn=turn
+        ):
             cycle.tried(app)  # parked, it left the application's ready asks: the cursor stays
+        tries += 1
+        if not tries % CHECK_TIME_EVERY and perf_counter() - cycle_started > MAX_CYCLE_SECONDS:
+            partition.unfinished = True  # the rest in the next slice, after the event loop had a turn
+            break
     return made
 
 
@@ -329,15 +379,24 @@ def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float)
     )
 
 
-def _try_nodes(partition: Partition, ask: Allocation, now: float) -> bool:
-    node = find_node(partition, ask)
-    if node is not None:
-        partition.allocate(ask, node, now)
-        return True
-    if now - ask.create_time > RESERVATION_DELAY:  # strictly, as YuniKorn's time.Since(create) > delay
+def _try_nodes(partition: Partition, ask: Allocation, now: float, cycle: _Cycle) -> bool:
+    cycle.fresh(partition)
+    alike = cycle.alike(partition, ask) if cycle.no_room else None
+    if alike is None or alike not in cycle.no_room:
+        node = find_node(partition, ask)
+        if node is not None:
+            partition.allocate(ask, node, now)
+            return True
+        alike = cycle.alike(partition, ask)
+        if alike is not None:
+            cycle.no_room.setdefault(alike, "")  # its tally, once one is made (_note_no_room)
+    # Strictly after the delay, as YuniKorn's time.Since(create) > delay.
+    if now - ask.create_time > RESERVATION_DELAY and (alike is None or alike not in cycle.no_candidate):
         candidate = _reserve_candidate(partition, ask)
         if candidate is not None:
             partition.reservations.reserve(ask, candidate)
+        elif alike is not None:
+            cycle.no_candidate.add(alike)
     return False
 
 
@@ -395,7 +454,9 @@ def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: floa
     _pending(partition, ask, f"over {what}: asks {short}, room left {room}", now, waiting)
 
 
-def _note_no_room(partition: Partition, ask: Allocation, now: float, beyond_nodes: bool = False) -> None:
+def _note_no_room(
+    partition: Partition, ask: Allocation, now: float, beyond_nodes: bool = False, cycle: _Cycle | None = None
+) -> None:
     waiting = Waiting.NO_NODE
     if beyond_nodes:
         # Every node lacks each type the ask wants more of than any node has: said without a pass over
@@ -413,7 +474,13 @@ def _note_no_room(partition: Partition, ask: Allocation, now: float, beyond_node
         message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
     else:
         if now - ask.tallied_at >= TALLY_EVERY:
-            ask.no_node_tally, ask.tallied_at = why_no_node(partition, ask), now
+            alike = cycle.alike(partition, ask) if cycle is not None else None
+            tally = cycle.no_room.get(alike, "") if alike is not None and cycle is not None else ""
+            if not tally:
+                tally = why_no_node(partition, ask)
+                if alike is not None and cycle is not None and alike in cycle.no_room:
+                    cycle.no_room[alike] = tally  # the next ask alike fails the same way this cycle
+            ask.no_node_tally, ask.tallied_at = tally, now
         where = " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
         message = f"no node has room for it{where} ({ask.no_node_tally})"
     _pending(partition, ask, message, now, waiting)
