@@ -4,7 +4,14 @@ noted again), it runs as soon as the change comes, and other asks are never held
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from core.objects.allocation import Allocation
+from core.scheduler import cluster, scheduling
 from core.scheduler.commands import NodeAction
+from core.scheduler.partition import Partition
 from core.views.dao import ask_info
 from tests.unit.domain_helpers import Cluster
 
@@ -121,3 +128,48 @@ def test_a_parked_ask_reserves_a_node_once_it_has_waited_the_reservation_delay()
     c.clock.advance(2.5)  # nothing changed but time: it may reserve now
     c.schedule()
     assert list(c.partition.reservations) == [("app", "big")]
+
+
+def test_a_cycle_out_of_time_leaves_the_rest_to_the_next_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scheduling, "MAX_CYCLE_SECONDS", 0.0)  # out of time at its first look at the clock
+    c = Cluster(CONFIG)
+    c.node("n1", {"memory": 100, "vcore": 100})
+    c.app("app", "root.a")
+    for i in range(40):
+        c.ask("app", f"ask-{i}", {"memory": 1, "vcore": 1})
+    c.schedule()
+    assert len(_allocated(c)) == scheduling.CHECK_TIME_EVERY
+    assert c.ctx.unfinished  # the engine schedules again at once, after the event loop had a turn
+    while c.ctx.unfinished:
+        c.schedule()
+    assert c.partition.applications["app"].asks == {}
+
+
+def test_the_engine_runs_a_cycle_only_for_partitions_their_rm_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a = Cluster(CONFIG, rm_id="rm-a")
+    b = Cluster(CONFIG, rm_id="rm-b", ctx=a.ctx)
+    a.ctx.skip_quiet_partitions = True  # as the engine runs it
+    cycles: list[str] = []
+    real = scheduling.allocate
+
+    def counting(part: Partition, *args: Any) -> list[Allocation]:
+        cycles.append(part.rm_id)
+        return real(part, *args)
+
+    monkeypatch.setattr(cluster, "allocate", counting)
+    for c in (a, b):
+        c.node("n1", {"memory": 10, "vcore": 10})
+        c.app("app", "root.a")
+        c.ask("app", "huge", {"memory": 50, "vcore": 1})  # pending for good
+    a.schedule()
+    assert sorted(cycles) == ["rm-a", "rm-b"]
+    cycles.clear()
+    b.ask("app", "small", {"memory": 1, "vcore": 1})  # rm-b sends something: only its partition
+    a.schedule()
+    assert cycles == ["rm-b"]
+    cycles.clear()
+    a.ctx.tick()  # the engine's tick: delays may have passed everywhere
+    a.schedule()
+    assert sorted(cycles) == ["rm-a", "rm-b"]
