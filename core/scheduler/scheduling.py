@@ -316,10 +316,10 @@ def allocate(
                 started = perf_counter()
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
-                elif partition.fits_some_node(ask.resource):
+                else:
                     placed = _try_nodes(partition, ask, now, cycle)
-                else:  # bigger than every node: no node, reservation or victims can make room for it
-                    beyond_nodes = True
+                    # Bigger than every node: no node, reservation or victims can make room for it.
+                    beyond_nodes = not placed and not partition.fits_some_node(ask.resource)
                 timings.try_node.observe(perf_counter() - started)
                 if not placed:
                     _note_no_room(partition, ask, now, beyond_nodes, cycle)
@@ -380,18 +380,25 @@ def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float)
 
 
 def _try_nodes(partition: Partition, ask: Allocation, now: float, cycle: _Cycle) -> bool:
-    cycle.fresh(partition)
-    alike = cycle.alike(partition, ask) if cycle.no_room else None
+    alike: object | None = None
+    if cycle.no_room:  # something failed this cycle already: is this ask alike?
+        cycle.fresh(partition)
+        alike = cycle.alike(partition, ask)
     if alike is None or alike not in cycle.no_room:
         node = find_node(partition, ask)
         if node is not None:
             partition.allocate(ask, node, now)
             return True
+        cycle.fresh(partition)
         alike = cycle.alike(partition, ask)
         if alike is not None:
             cycle.no_room.setdefault(alike, "")  # its tally, once one is made (_note_no_room)
-    # Strictly after the delay, as YuniKorn's time.Since(create) > delay.
-    if now - ask.create_time > RESERVATION_DELAY and (alike is None or alike not in cycle.no_candidate):
+    # Strictly after the delay, as YuniKorn's time.Since(create) > delay; never for what no node holds.
+    if (
+        now - ask.create_time > RESERVATION_DELAY
+        and (alike is None or alike not in cycle.no_candidate)
+        and partition.fits_some_node(ask.resource)
+    ):
         candidate = _reserve_candidate(partition, ask)
         if candidate is not None:
             partition.reservations.reserve(ask, candidate)
