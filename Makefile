@@ -32,12 +32,14 @@ test-nightly: $(STAMP)
 	PYKORN_HOSTILE_EXAMPLES=500 $(BIN)/python -m pytest -q tests/integration/test_k8s_hostile_objects.py
 
 ## bench: throughput (in-process and over gRPC, 500-5,000 nodes), the scale run, the latency run,
-## gang scheduling (1,000 gangs of 10 on 5,000 nodes: placeholders, then replacement).
+## gang scheduling (1,000 gangs of 10 on 5,000 nodes: placeholders, then replacement), and another RM's
+## latency beside 50,000 asks that cannot run (bench_unfit).
 ## Figures go in benchmarks/RESULTS.md with the machine, the date and this command.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_scheduling
 	$(BIN)/python -m benchmarks.bench_scale
 	$(BIN)/python -m benchmarks.bench_latency
+	$(BIN)/python -m benchmarks.bench_unfit
 	$(BIN)/python -m benchmarks.bench_gang
 	$(BIN)/python -m benchmarks.bench_constraints
 	$(BIN)/python -m benchmarks.bench_k8s
