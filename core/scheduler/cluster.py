@@ -15,7 +15,7 @@ import structlog
 from core.config.input_limits import DEFAULT_LIMITS
 from core.config.schema import SchedulerConfig
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
-from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
+from core.events import EventLog
 from core.log_digest import RejectionDigest, WarningLimiter
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
@@ -40,7 +40,9 @@ from core.scheduler.commands import (
 )
 from core.scheduler.history import History
 from core.scheduler.metrics import SchedulerMetrics
+from core.scheduler.node_events import node_event
 from core.scheduler.partition import Partition
+from core.scheduler.partition_resize import resize
 from core.scheduler.preemption import dry_run
 from core.scheduler.preemption.dry_run import QuotaPreview
 from core.scheduler.rejection import Rejection
@@ -320,7 +322,7 @@ class ClusterContext:
             self._rejections.add((change.node_id,), str(exc), "node changes")
             return
         out.accepted_nodes.append(change.node_id)
-        self.events.add(_node_event(rm_id, part, change, self.clock()))
+        self.events.add(node_event(rm_id, part, change, self.clock()))
 
     def _apply_node_change(self, part: Partition, change: NodeChange) -> None:
         action = change.action
@@ -403,7 +405,7 @@ class ClusterContext:
         now = self.clock()
         try:
             part = self._partition(rm_id, alloc.partition)
-            if alloc.node_id and part.resize(alloc, now):
+            if alloc.node_id and resize(part, alloc, now):
                 return  # one it holds already, now at this size (resized in place): nothing to confirm
             if alloc.foreign:
                 part.add_foreign(alloc)
@@ -487,25 +489,3 @@ def _tag_seconds(raw: str) -> float:
     except ValueError:
         return 0.0
     return float(value) if value > 0 else 0.0
-
-
-# What each node action shows in the event log: (change type, si ChangeDetail, message).
-_NODE_EVENTS: dict[NodeAction, tuple[ChangeType, ChangeDetail, str]] = {
-    NodeAction.CREATE: (ChangeType.ADD, ChangeDetail.DETAILS_NONE, "node added"),
-    NodeAction.CREATE_DRAIN: (ChangeType.ADD, ChangeDetail.NODE_SCHEDULABLE, "node added, not schedulable"),
-    NodeAction.UPDATE: (ChangeType.SET, ChangeDetail.NODE_CAPACITY, "node updated"),
-    NodeAction.DRAIN: (ChangeType.SET, ChangeDetail.NODE_SCHEDULABLE, "node draining: not schedulable"),
-    NodeAction.DRAIN_TO_SCHEDULABLE: (
-        ChangeType.SET,
-        ChangeDetail.NODE_SCHEDULABLE,
-        "node schedulable again",
-    ),
-    NodeAction.DECOMMISSION: (ChangeType.REMOVE, ChangeDetail.NODE_DECOMISSION, "node removed"),
-}
-
-
-def _node_event(rm_id: str, part: Partition, change: NodeChange, now: float) -> Event:
-    change_type, detail, message = _NODE_EVENTS[change.action]
-    node = part.nodes.get(change.node_id)
-    resource = node.capacity.as_dict() if node is not None else {}
-    return Event(rm_id, EventType.NODE, change.node_id, change_type, detail, message, now, resource=resource)

@@ -18,6 +18,7 @@ from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.gang import Gang
+from core.objects.largest_node import LargestNode
 from core.objects.node import Node
 from core.objects.parking import ParkingLot
 from core.objects.partition_key import PartitionKey
@@ -69,15 +70,13 @@ class Partition:
         self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally
         self.user_groups = UserGroupTracker(limit_table(config.root))  # usage and limits per user, group
         self.total_capacity: Resource = ZERO
-        # The most of each type any one node has (None: to be worked out again, after a node shrank
-        # or went): an ask beyond it fits no node at all, whatever runs where.
-        self._largest_node: dict[str, int] | None = {}
+        self.largest_node = LargestNode(self.nodes)
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
         self.state_time = now  # when it became Active, or Draining
         self.gangs = PartitionGangs(self)  # task groups, placeholders and their timers
         self.victims = PartitionVictims(self)  # preemption's victims, until their RM confirms
-        self._room_changed()
+        self.room_changed()
         self.events: list[Event] = []  # drained by the cluster into its event log
         self.scheduling_states: list[SchedulingState] = []  # asks' ways of waiting, for the RM
         self.lifecycle = AppLifecycle(rm_id, self.events.append)
@@ -118,7 +117,7 @@ class Partition:
         weights = dict(policy.resource_weights) or None
         if (policy.type, weights) != (self.node_index.policy, self.node_index.weights):
             self.node_index.set_policy(policy.type, weights)
-        self._room_changed()
+        self.room_changed()
         self.parking.everything()  # maxes, limits, properties: any parked ask may run now
 
     # Nodes ------------------------------------------------------------------------------------
@@ -135,28 +134,10 @@ class Partition:
         self.pod_rules.node_added(node)
         self.node_index.add(node)
         self.total_capacity = self.total_capacity + capacity
-        self._room_changed()
+        self.room_changed()
         self.parking.everything()
-        if self._largest_node is not None:
-            for name, value in capacity.items():
-                if value > self._largest_node.get(name, 0):
-                    self._largest_node[name] = value
+        self.largest_node.added(capacity)
         return node
-
-    def fits_some_node(self, resource: Resource) -> bool:
-        """Whether some node's capacity could hold `resource` (were it empty)."""
-        return resource.fits_in(self.largest_node())
-
-    def largest_node(self) -> dict[str, int]:
-        """The most of each type any one node has."""
-        largest = self._largest_node
-        if largest is None:
-            largest = self._largest_node = {}
-            for node in self.nodes.values():
-                for name, value in node.capacity.items():
-                    if value > largest.get(name, 0):
-                        largest[name] = value
-        return largest
 
     def node(self, node_id: str) -> Node:
         node = self.nodes.get(node_id)
@@ -175,9 +156,9 @@ class Partition:
             if relabelled:
                 self.pod_rules.relabelled()  # its pods' topology domains moved
         if capacity is not None:
-            self._largest_node = None
+            self.largest_node.changed()
             self.total_capacity = self.total_capacity - node.capacity + capacity
-            self._room_changed()
+            self.room_changed()
             node.set_capacity(capacity)
             self.node_index.update(node)
         return node
@@ -193,7 +174,7 @@ class Partition:
                 self.foreign.pop(alloc.key, None)
                 node.remove_allocation(alloc.key)
                 self.occupied_total = self.occupied_total - alloc.resource
-                self._room_changed()
+                self.room_changed()
                 continue
             if alloc.replaces is not None:  # a real task bound here in a placeholder's stead: pending again
                 self.gangs.cancel_replacement(
@@ -204,14 +185,14 @@ class Partition:
             released.append(alloc)
         self.pod_rules.node_removed(node)
         del self.nodes[node_id]
-        self._largest_node = None
+        self.largest_node.changed()
         self.node_index.remove(node_id)
         self.total_capacity = self.total_capacity - node.capacity
-        self._room_changed()
+        self.room_changed()
         self.parking.everything()  # its topology domain went: spread counts change
         return released
 
-    def _room_changed(self) -> None:
+    def room_changed(self) -> None:
         """Root's max is what the nodes hold less what other schedulers' pods occupy there: nothing can
         be allocated beyond it, and a headroom that counted foreign room would mislead reservations
         and preemption into chasing room that is not ours."""
@@ -335,44 +316,7 @@ class Partition:
         node.add_allocation(alloc)
         self.node_index.update(node)
         self.occupied_total = self.occupied_total + alloc.resource
-        self._room_changed()
-
-    def resize(self, alloc: Allocation, now: float) -> bool:
-        """An allocation the RM runs, sent again (Kubernetes' in-place resize): False when this
-        partition does not hold it; True when it does on that node, taken at its new size. As YuniKorn,
-        whatever that does to the node and the queues: the pod already runs at it (its kubelet resized
-        it). A queue pushed over its max shows it; its new asks wait until it is back under."""
-        held = self.foreign.get(alloc.key) if alloc.foreign else None
-        app = None if alloc.foreign else self.applications.get(alloc.application_id)
-        if app is not None:
-            held = app.allocations.get(alloc.key)
-        if held is None:
-            return False
-        if held.node_id != alloc.node_id:
-            raise Rejection(f"allocation {alloc.key} runs on node {held.node_id}, not on {alloc.node_id}")
-        before, after = held.resource, alloc.resource
-        if after == before:
-            return True
-        if held.placeholder:  # it holds its task group's size for the real task; the gang counts on it
-            raise Rejection(f"allocation {alloc.key} is a placeholder: its size is its task group's")
-        node = self.node(held.node_id)
-        node.resize_allocation(held.key, after)
-        self.node_index.update(node)
-        if app is None:
-            self.occupied_total = self.occupied_total - before + after
-            self._room_changed()
-        else:
-            app.resize_allocation(held.key, after)
-            app.queue.remove_allocated(before)
-            app.queue.add_allocated(after)
-            if held.releasing:  # a victim being preempted: what it gives back is its new size
-                app.queue.remove_preempting(before)
-                app.queue.add_preempting(after)
-            self.user_groups.resized(app, before, after)
-        held.resource = after
-        self.parking.everything()
-        self.events.append(partition_events.allocation_resized(self.rm_id, held, before, now))
-        return True
+        self.room_changed()
 
     def add_existing(self, alloc: Allocation, now: float) -> None:
         """An allocation the RM already runs (recovery): it must fit the node and the queue limits."""
@@ -472,7 +416,7 @@ class Partition:
                 node.remove_allocation(key)
                 self.node_index.update(node)
             self.occupied_total = self.occupied_total - alloc.resource
-            self._room_changed()
+            self.room_changed()
             return []
         if termination in _CORE_DECIDED and self.victims.confirmed_late((app_id, key)):
             # The RM confirms a release the core asked for, of an allocation that went meanwhile (its

@@ -319,7 +319,7 @@ def allocate(
                 else:
                     placed = _try_nodes(partition, ask, now, cycle)
                     # Bigger than every node: no node, reservation or victims can make room for it.
-                    beyond_nodes = not placed and not partition.fits_some_node(ask.resource)
+                    beyond_nodes = not placed and not partition.largest_node.holds(ask.resource)
                 timings.try_node.observe(perf_counter() - started)
                 if not placed:
                     _note_no_room(partition, ask, now, beyond_nodes, cycle)
@@ -397,7 +397,7 @@ def _try_nodes(partition: Partition, ask: Allocation, now: float, cycle: _Cycle)
     if (
         now - ask.create_time > RESERVATION_DELAY
         and (alike is None or alike not in cycle.no_candidate)
-        and partition.fits_some_node(ask.resource)
+        and partition.largest_node.holds(ask.resource)
     ):
         candidate = _reserve_candidate(partition, ask)
         if candidate is not None:
@@ -468,7 +468,7 @@ def _note_no_room(
     if beyond_nodes:
         # Every node lacks each type the ask wants more of than any node has: said without a pass over
         # the nodes, in the tally's words (as kube-scheduler, a node counts once per reason).
-        largest = partition.largest_node()
+        largest = partition.largest_node.most()
         total = len(partition.nodes)
         short = ", ".join(
             f"{total} {insufficient(k)}" for k, v in sorted(ask.resource.items()) if v > largest.get(k, 0)
