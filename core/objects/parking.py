@@ -10,7 +10,7 @@ change its answer, and only by that:
 - LIMIT, over a queue's max or a user's or group's limit: any allocation going (room under a max or a
   limit frees only when usage drops), or a change to the configuration.
 - PEERS, its answer depends on other pods (inter-pod affinity, topology spread) or on victims
-  preemption could choose: any allocation placed or going.
+  preemption could choose: any allocation placed or going, or a reservation given up.
 - A time: when waiting longer alone could change its answer (it may reserve a node once it has waited
   RESERVATION_DELAY, preempt once it has waited the queue's preemption delay).
 
@@ -156,7 +156,7 @@ class ParkingLot:
         if self._everything:
             woken += self._wake_all()
         else:
-            if self._freed or self._placed:
+            if self._freed or self._placed or self._unreserved:
                 woken += self._wake_group(self._peers)
             if self._freed:
                 woken += self._wake_group(self._limit)

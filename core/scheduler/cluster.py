@@ -165,6 +165,7 @@ class ClusterContext:
         for key, part in self.partitions.items():
             if key.rm_id == command.rm_id:
                 part.stale = True
+                part.open_cycle = None  # the next cycle starts afresh, with what the RM sent
 
     def _isolated(self, handle: Callable[[str, _Item], None], rm_id: str, item: _Item) -> None:
         """One item of a request, on its own: a fault of the core's while handling it (not a refusal,

@@ -57,13 +57,21 @@ class Engine:
         loop = asyncio.get_running_loop()
         self._last_tick = loop.time()
         while True:
-            try:
-                item = await asyncio.wait_for(self._queue.get(), self._tick_interval)
-            except TimeoutError:
-                stop = False  # nothing arrived: timers and pending work only
+            if self._dirty and self.context.unfinished:  # scheduling left to do: take only what waits
+                try:
+                    item = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    stop = False
+                else:
+                    stop = self._apply_batch(item)
             else:
-                stop = self._apply_batch(item)
-            if loop.time() - self._last_tick >= self._tick_interval:
+                try:
+                    item = await asyncio.wait_for(self._queue.get(), self._tick_interval)
+                except TimeoutError:
+                    stop = False  # nothing arrived: timers and pending work only
+                else:
+                    stop = self._apply_batch(item)
+            if self._tick_due():
                 self._tick()
                 self._last_tick = loop.time()
             self._emit()
@@ -71,6 +79,9 @@ class Engine:
                 break
             await self._schedule()
         log.info("engine stopped")
+
+    def _tick_due(self) -> bool:
+        return asyncio.get_running_loop().time() - self._last_tick >= self._tick_interval
 
     def _tick(self) -> None:
         """Timers (application states) and another look at what is pending: reservations wait on time."""
@@ -123,8 +134,8 @@ class Engine:
                 self._dirty = False  # nothing more fits until something changes
                 break
             await asyncio.sleep(0)  # let the streams breathe between slices
-            if not self._queue.empty():
-                break  # new commands first; the next step schedules again
+            if not self._queue.empty() or self._tick_due():
+                break  # new commands (or the timers) first; the next step schedules again
         else:
             self._dirty = False
 

@@ -1,8 +1,8 @@
 """Which asks a cycle parks after failing to place them, and until when (core.objects.parking).
 
 Not parked, so tried again every cycle as before: asks bound to one node (they reserve it and wait
-there), reserved asks and those with victims on their way out (the reservation is served first), and
-asks of gang-scheduled applications (placeholder replacement walks them). An ask that could have looked
+there), and reserved asks and those with victims on their way out (the reservation is served first).
+An ask that could have looked
 for victims but found the cycle's preemption attempts used up is parked with a turn: the next cycles
 wake such asks a few at a time, oldest first.
 """
@@ -16,7 +16,6 @@ from core.objects.application import Application
 from core.objects.parking import Why
 from core.objects.queue import Queue
 from core.scheduler.partition import Partition
-from core.scheduler.preemption.inter_queue import asking_side_allows
 
 RESERVATION_DELAY = 2.0  # seconds an ask waits before it may reserve a node, as YuniKorn
 
@@ -35,31 +34,25 @@ def park(
     `timers`: whether waiting longer could help it (no: it is bigger than every node). `turn`: it may
     look for victims, and the cycle's attempts were used up before its turn."""
     lot = partition.parking
-    if (
-        not lot.enabled
-        or ask.required_node
-        or ask.preempting
-        or app.gang is not None
-        or ask.ref in partition.reservations
-    ):
+    if not lot.enabled or ask.required_node or ask.preempting or ask.ref in partition.reservations:
         return False
-    wake_at = math.inf
     constraints = ask.constraints
-    if why is Why.ROOM and (
-        constraints.pod_affinity is not None
-        or constraints.pod_anti_affinity is not None
-        or constraints.spread
-    ):
-        why = Why.PEERS  # other pods decide where it may go: any placed or gone may change that
-    if not timers:
-        lot.park(app, ask, why)
+    affinity = constraints.pod_affinity is not None or constraints.pod_anti_affinity is not None
+    pod_rules = affinity or bool(constraints.spread)
+    if not timers:  # bigger than every node: only a node change helps, or other pods' for its rules
+        lot.park(app, ask, Why.PEERS if pod_rules else why)
         app.park(ask)
         return True
+    wake_at = math.inf
     if why is Why.ROOM and now - ask.create_time <= RESERVATION_DELAY:
         # It may reserve a node once it has waited strictly longer than the delay.
         wake_at = math.nextafter(ask.create_time + RESERVATION_DELAY, math.inf)
-    if _may_preempt_later(partition, leaf, ask):
-        why = Why.PEERS  # victims come and go with every allocation
+    if why is Why.ROOM and pod_rules:
+        why = Why.PEERS  # other pods decide where it may go: any placed or gone may change that
+    if _may_preempt_later(partition, ask):
+        # Victims come and go with every allocation, and the queues' usage against their guarantees
+        # with every one that ends.
+        why = Why.PEERS
         ready_at = ask.create_time + leaf.props.preemption_delay
         if ready_at > now:
             wake_at = min(wake_at, ready_at)
@@ -68,10 +61,6 @@ def park(
     return True
 
 
-def _may_preempt_later(partition: Partition, leaf: Queue, ask: Allocation) -> bool:
-    """Whether preemption could still find the ask room (before or after its delay)."""
-    return (
-        partition.config.preemption.enabled
-        and ask.allow_preempt_other
-        and asking_side_allows(leaf, ask.resource)
-    )
+def _may_preempt_later(partition: Partition, ask: Allocation) -> bool:
+    """Whether preemption could ever find the ask room (before or after its delay)."""
+    return partition.config.preemption.enabled and ask.allow_preempt_other

@@ -65,6 +65,7 @@ class Partition:
         self.parking = ParkingLot()  # asks no cycle could place, until what held them may have changed
         self.unfinished = False  # its last cycle ran out of time with asks left to try
         self.stale = True  # something changed since its last cycle ran out of work: it needs a cycle
+        self.open_cycle: object | None = None  # the cycle that ran out of time, to go on with (scheduling)
         self.reservations = Reservations(self.nodes, self.log, self.parking.unreserved)
         self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
         self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally

@@ -282,7 +282,11 @@ def allocate(
     partition.unfinished = False
     # What changed since the last cycle may let parked asks run.
     partition.parking.wake(now, turns=MAX_PREEMPTION_ATTEMPTS)
-    cycle = _Cycle(now)
+    # A cycle that ran out of time goes on where it stopped, unless its RM sent something meanwhile:
+    # so asks that are never parked cannot keep it from the rest, slice after slice.
+    cycle = partition.open_cycle if isinstance(partition.open_cycle, _Cycle) else _Cycle(now)
+    cycle.now = now
+    partition.open_cycle = None
     made = _serve_reservations(partition, now, budget, cycle) if partition.reservations else []
     if partition.gangs.apps:
         replace_placeholders(partition, now)
@@ -349,6 +353,7 @@ def allocate(
         tries += 1
         if not tries % CHECK_TIME_EVERY and perf_counter() - cycle_started > MAX_CYCLE_SECONDS:
             partition.unfinished = True  # the rest in the next slice, after the event loop had a turn
+            partition.open_cycle = cycle
             break
     return made
 

@@ -4,15 +4,18 @@ noted again), it runs as soon as the change comes, and other asks are never held
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from core.objects.allocation import Allocation
+from core.resources import Resource
 from core.scheduler import cluster, scheduling
-from core.scheduler.commands import NodeAction
+from core.scheduler.commands import NodeAction, UpdateAllocations
 from core.scheduler.partition import Partition
 from core.views.dao import ask_info
+from si.v1.tags import TAG_NAMESPACE, TAG_POD_ANTI_AFFINITY, TAG_REQUIRED_NODE
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """
@@ -173,3 +176,117 @@ def test_the_engine_runs_a_cycle_only_for_partitions_their_rm_changed(
     a.ctx.tick()  # the engine's tick: delays may have passed everywhere
     a.schedule()
     assert sorted(cycles) == ["rm-a", "rm-b"]
+
+
+# What a review found parking could strand, each now woken.
+PREEMPTING = """
+partitions:
+  - name: default
+    preemption: {enabled: true}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: a
+            resources: {guaranteed: {memory: 5}}
+            properties: {preemption.delay: 1s}
+          - name: b
+"""
+
+
+def _put(c: Cluster, key: str, app: str, memory: int, node: str = "", preempts: bool = False) -> None:
+    ask = Allocation(
+        key, app, c.pname(), Resource({"memory": memory, "vcore": 1}), node_id=node,
+        allow_preempt_self=True, allow_preempt_other=preempts,
+    )  # fmt: skip
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+
+
+def _ticks(c: Cluster, count: int) -> None:
+    for _ in range(count):
+        c.schedule()
+        c.clock.advance(0.5)
+        c.ctx.tick()
+
+
+def test_an_ask_parked_above_its_guarantee_preempts_once_its_queue_uses_less() -> None:
+    c = Cluster(PREEMPTING)
+    c.node("n1", {"memory": 10, "vcore": 10})
+    c.node("n2", {"memory": 20})  # no vcore: takes nothing
+    c.app("app-a", "root.a")
+    c.app("app-b", "root.b")
+    _put(c, "A1", "app-a", 2, "n1")
+    _put(c, "A2", "app-a", 2, "n1")
+    _put(c, "B1", "app-b", 6, "n1")
+    _put(c, "R", "app-b", 8)  # reserves n1 after the delay
+    _ticks(c, 6)
+    _put(c, "X", "app-a", 3, preempts=True)  # 4 + 3 would pass root.a's guarantee of 5: no preemption
+    _ticks(c, 6)
+    x = c.partition.applications["app-a"].asks["X"]
+    assert ("app-a", "X") in c.partition.parking and not x.preempting
+    c.ctx.drain_results()
+    c.release("app-a", "A1")  # 2 + 3 is within the guarantee now
+    _ticks(c, 6)
+    assert x.preempting  # victims chosen for it in queue b
+    released = [r.key for b in c.ctx.drain_results() for r in b.released]
+    assert "B1" in released
+
+
+def test_a_parked_ask_runs_once_a_reservation_is_given_up_where_it_fits() -> None:
+    c = Cluster(PREEMPTING.replace("guaranteed: {memory: 5}", "guaranteed: {memory: 100}"))
+    c.node("n1", {"memory": 10, "vcore": 10})
+    c.node("n2", {"memory": 10})
+    c.app("app", "root.a")
+    c.ask("app", "fill", {"memory": 4, "vcore": 1}, node_id="n1")
+    c.schedule()
+    c.ask("app", "R", {"memory": 8, "vcore": 1})
+    _ticks(c, 6)
+    assert c.partition.reservations == {("app", "R"): "n1"}
+    _put(c, "P", "app", 3, preempts=True)  # n1 has room, but is reserved; n2 has no vcore
+    _ticks(c, 6)
+    assert ("app", "P") in c.partition.parking
+    c.ctx.drain_results()
+    c.release("app", "R")  # withdrawn: n1 is free of its reservation, nothing placed or ended
+    c.schedule()
+    assert _allocated(c) == [("P", "n1")]
+
+
+def test_an_ask_with_pod_rules_still_reserves_a_node_after_the_delay() -> None:
+    c = Cluster(CONFIG)
+    c.node("n1", {"memory": 10, "vcore": 10})
+    c.node("n2", {"memory": 10, "vcore": 10})
+    c.app("app", "root.a")
+    c.ask("app", "f1", {"memory": 6, "vcore": 1}, node_id="n1")
+    c.ask("app", "f2", {"memory": 6, "vcore": 1}, node_id="n2")
+    anti = json.dumps({"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"x": "nobody"}}, "topologyKey": "kubernetes.io/hostname"}
+    ]})  # fmt: skip
+    tags = {TAG_NAMESPACE: "ns", TAG_POD_ANTI_AFFINITY: anti}
+    ask = Allocation("P", "app", c.pname(), Resource({"memory": 8, "vcore": 1}), tags=tags)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    _ticks(c, 2)
+    assert c.partition.reservations == {}
+    _ticks(c, 6)  # nothing else happens: the delay alone lets it reserve
+    assert list(c.partition.reservations) == [("app", "P")]
+
+
+def test_slices_go_on_where_the_cycle_stopped_so_asks_never_parked_cannot_hold_up_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scheduling, "MAX_CYCLE_SECONDS", 0.0)  # out of time every 16 asks tried
+    c = Cluster(CONFIG)
+    c.node("full", {"memory": 10, "vcore": 10})
+    c.node("free", {"memory": 10, "vcore": 10})
+    c.app("app", "root.a")
+    c.ask("app", "filler", {"memory": 10, "vcore": 1}, node_id="full")  # running there already
+    c.ctx.drain_results()
+    for i in range(40):  # bound to the full node, first in order: retried every cycle, never parked
+        ask = Allocation(
+            f"daemon-{i}", "app", c.pname(), Resource({"memory": 1, "vcore": 1}), priority=10,
+            tags={TAG_REQUIRED_NODE: "full"},
+        )  # fmt: skip
+        c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    c.ask("app", "plain", {"memory": 1, "vcore": 1})
+    for _ in range(4):
+        c.schedule()
+    assert _allocated(c) == [("plain", "free")]

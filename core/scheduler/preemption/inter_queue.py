@@ -60,7 +60,7 @@ def _ask_frames(leaf: Queue, priority: int, ask: Resource) -> tuple[Queue, dict[
         queue = queue.parent
 
 
-def asking_side_allows(leaf: Queue, ask: Resource) -> bool:
+def _asking_side_allows(leaf: Queue, ask: Resource) -> bool:
     """Some queue on the ask's path guarantees a type it needs, and none would pass its guarantee:
     what it uses, what it holds for its other asks whose victims are on their way out (they will be
     placed too), and this ask. Without the held room, two asks that each fit the guarantee alone
@@ -312,7 +312,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     if ask.preempting:
         return False
     partition.drop_hold(ask)  # from an earlier preemption: it looks again, with that room free
-    if not asking_side_allows(leaf, ask.resource):
+    if not _asking_side_allows(leaf, ask.resource):
         return _no_plan(partition, ask, now, "no queue on its path is below a guarantee it would stay within")
     root, frames = _ask_frames(leaf, ask.priority, ask.resource)
     candidates = _candidates(root, leaf, frames, ask)
