@@ -39,17 +39,14 @@ def park(
     constraints = ask.constraints
     affinity = constraints.pod_affinity is not None or constraints.pod_anti_affinity is not None
     pod_rules = affinity or bool(constraints.spread)
-    if not timers:  # bigger than every node: only a node change helps, or other pods' for its rules
-        lot.park(app, ask, Why.PEERS if pod_rules else why)
-        app.park(ask)
-        return True
     wake_at = math.inf
-    if why is Why.ROOM and now - ask.create_time <= RESERVATION_DELAY:
-        # It may reserve a node once it has waited strictly longer than the delay.
+    # Waiting longer may help, unless it is bigger than every node (`timers` off): it may reserve a
+    # node once it has waited strictly longer than the delay, and look for victims after its queue's.
+    if timers and why is Why.ROOM and now - ask.create_time <= RESERVATION_DELAY:
         wake_at = math.nextafter(ask.create_time + RESERVATION_DELAY, math.inf)
     if why is Why.ROOM and pod_rules:
         why = Why.PEERS  # other pods decide where it may go: any placed or gone may change that
-    if _may_preempt_later(partition, ask):
+    if timers and _may_preempt_later(partition, ask):
         # Victims come and go with every allocation, and the queues' usage against their guarantees
         # with every one that ends.
         why = Why.PEERS

@@ -112,8 +112,7 @@ def _serve_reservations(partition: Partition, now: float, budget: int, cycle: _C
             required_node.preempt_for(partition, ask, node, now)  # it can only ever run there
             continue
         # Any other node with room: unless one alike found none this cycle (room only shrinks within it).
-        cycle.fresh(partition)
-        alike = cycle.alike(partition, ask)
+        alike = cycle.key(partition, ask)
         if alike is not None and alike in cycle.no_room:
             continue
         other = find_node(partition, ask)
@@ -171,8 +170,10 @@ class _Cycle:
         self.no_candidate: set[object] = set()
         self.room_version = -1
 
-    def alike(self, partition: Partition, ask: Allocation) -> object | None:
-        """What asks alike share for the node search (None: it has rules other pods decide)."""
+    def key(self, partition: Partition, ask: Allocation) -> object | None:
+        """The ask's key in the caches, which are made fresh first: what asks alike share for the node
+        search (None: it has rules other pods decide, so it is not cached)."""
+        self._fresh(partition)
         constraints = ask.constraints
         if partition.pod_rules.carried:
             return None
@@ -184,7 +185,7 @@ class _Cycle:
             return None
         return (ask.resource, constraints)
 
-    def fresh(self, partition: Partition) -> None:
+    def _fresh(self, partition: Partition) -> None:
         version = partition.parking.version
         if version != self.room_version:
             self.no_room.clear()
@@ -385,17 +386,14 @@ def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float)
 
 
 def _try_nodes(partition: Partition, ask: Allocation, now: float, cycle: _Cycle) -> bool:
-    alike: object | None = None
-    if cycle.no_room:  # something failed this cycle already: is this ask alike?
-        cycle.fresh(partition)
-        alike = cycle.alike(partition, ask)
+    # Only once something failed this cycle is it worth asking whether this ask is alike.
+    alike = cycle.key(partition, ask) if cycle.no_room else None
     if alike is None or alike not in cycle.no_room:
         node = find_node(partition, ask)
         if node is not None:
             partition.allocate(ask, node, now)
             return True
-        cycle.fresh(partition)
-        alike = cycle.alike(partition, ask)
+        alike = cycle.key(partition, ask)
         if alike is not None:
             cycle.no_room.setdefault(alike, "")  # its tally, once one is made (_note_no_room)
     # Strictly after the delay, as YuniKorn's time.Since(create) > delay; never for what no node holds.
@@ -467,7 +465,7 @@ def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: floa
 
 
 def _note_no_room(
-    partition: Partition, ask: Allocation, now: float, beyond_nodes: bool = False, cycle: _Cycle | None = None
+    partition: Partition, ask: Allocation, now: float, beyond_nodes: bool, cycle: _Cycle
 ) -> None:
     waiting = Waiting.NO_NODE
     if beyond_nodes:
@@ -486,11 +484,11 @@ def _note_no_room(
         message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
     else:
         if now - ask.tallied_at >= TALLY_EVERY:
-            alike = cycle.alike(partition, ask) if cycle is not None else None
-            tally = cycle.no_room.get(alike, "") if alike is not None and cycle is not None else ""
+            alike = cycle.key(partition, ask)
+            tally = cycle.no_room.get(alike, "") if alike is not None else ""
             if not tally:
                 tally = why_no_node(partition, ask)
-                if alike is not None and cycle is not None and alike in cycle.no_room:
+                if alike is not None and alike in cycle.no_room:
                     cycle.no_room[alike] = tally  # the next ask alike fails the same way this cycle
             ask.no_node_tally, ask.tallied_at = tally, now
         where = " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
