@@ -18,7 +18,7 @@ from collections import deque
 
 from benchmarks.bench_scheduling import ASK, CONFIG
 from benchmarks.counting_client import CountingClient
-from core.server.daemon import tune_garbage_collector
+from pykorn_cli.gc_tuning import tune_garbage_collector
 from rmclient import messages
 from rmclient.core_process import CoreProcess
 from rmclient.logging_setup import configure_logging

@@ -37,7 +37,7 @@ from core.scheduler.commands import (
 )
 from core.scheduler.engine import Engine
 from core.scheduler.results import ResultBatch
-from core.server.daemon import tune_garbage_collector
+from pykorn_cli.gc_tuning import tune_garbage_collector
 from rmclient.logging_setup import configure_logging
 
 CONFIG = """

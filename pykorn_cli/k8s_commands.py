@@ -9,6 +9,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from pykorn_cli.gc_tuning import tune_garbage_collector
 from pykorn_cli.options import client_tls, json_flag
 from rmclient.logging_setup import configure_logging
 
@@ -34,6 +35,7 @@ def run_k8s(args: argparse.Namespace) -> int:
             metrics_listen=args.metrics_listen,
         )  # fmt: skip
 
+    tune_garbage_collector()
     try:
         asyncio.run(until_signalled())
     except (LeadershipLost, StartupError) as exc:  # the cluster's cause: exit 1, and say why
@@ -69,6 +71,7 @@ def run_admission_controller(args: argparse.Namespace) -> int:
             secret=args.secret_name, stop=_stop_on_signals(),
         )  # fmt: skip
 
+    tune_garbage_collector()
     try:
         asyncio.run(until_signalled())
     except SetupError as exc:  # the installation's cause: exit 1, and say why

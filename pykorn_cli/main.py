@@ -368,6 +368,7 @@ def _run_core(args: argparse.Namespace) -> int:
     from core.config.input_limits import Limits
     from core.server.daemon import CoreOptions, run_core
     from core.server.tls import SecurityConfigError
+    from pykorn_cli.gc_tuning import tune_garbage_collector
 
     # Checked before logging is set up: a refusal here is one line on stderr, nothing else.
     if args.rest_max_event_streams is None:
@@ -407,6 +408,7 @@ def _run_core(args: argparse.Namespace) -> int:
             args.rest_max_event_streams,
         ),
     )
+    tune_garbage_collector()
     try:
         asyncio.run(run_core(options))
     except ConfigError as exc:

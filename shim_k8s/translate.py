@@ -350,19 +350,22 @@ def pod_ask(
     """A pending pod as an ask (its UID is the allocation key); a gang member names its task group
     (`task_group` overrides the annotation), a placeholder pod says so. `request`: the pod's request
     when the caller has it already (pod_request)."""
-    annotations = _meta(pod).get("annotations") or {}
-    return si_pb2.Allocation(
-        allocationKey=_meta(pod).get("uid", ""),
+    meta = _meta(pod)
+    annotations = meta.get("annotations") or {}
+    ask = si_pb2.Allocation(
+        allocationKey=meta.get("uid", ""),
         applicationID=application_id(pod) if app_id is None else app_id,
-        resourcePerAlloc=_si_resource(pod_request(pod) if request is None else request),
         allocationTags=pod_tags(pod, volume_terms, namespace_labels),
         priority=priority.value,
-        preemptionPolicy=si_pb2.PreemptionPolicy(
-            allowPreemptSelf=priority.allow_preempt_self, allowPreemptOther=priority.allow_preempt_other
-        ),
         taskGroupName=annotations.get(TASK_GROUP_NAME, "") if task_group is None else task_group,
         placeholder=is_placeholder(pod),
     )
+    # Filled in place: half the cost of building the nested messages and copying them in.
+    _fill_resource(ask.resourcePerAlloc, pod_request(pod) if request is None else request)
+    policy = ask.preemptionPolicy
+    policy.allowPreemptSelf = priority.allow_preempt_self
+    policy.allowPreemptOther = priority.allow_preempt_other
+    return ask
 
 
 def bound_pod_allocation(
@@ -450,4 +453,12 @@ def node_is_cordoned(node: Mapping[str, Any]) -> bool:
 
 
 def _si_resource(values: Mapping[str, int]) -> si_pb2.Resource:
-    return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in values.items()})
+    out = si_pb2.Resource()
+    _fill_resource(out, values)
+    return out
+
+
+def _fill_resource(out: si_pb2.Resource, values: Mapping[str, int]) -> None:
+    resources = out.resources
+    for name, value in values.items():
+        resources[name].value = value

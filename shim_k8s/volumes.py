@@ -269,6 +269,8 @@ class Volumes:
 
     def delayed_claims(self, pod: Obj) -> list[DelayedClaim]:
         """The pod's claims the scheduler binds before the pod (see `_delayed`)."""
+        if not (pod.get("spec") or {}).get("volumes"):
+            return []
         namespace = (pod.get("metadata") or {}).get("namespace", "default")
         out = []
         for _, claim_name, _ in self.pod_claims(pod):
@@ -384,7 +386,9 @@ class Volumes:
         """What the core is told of the pod's volumes, beside its node affinity: the CSI volumes it
         attaches (the nodes' attach limits count them), its ReadWriteOncePod claims (no other pod may
         use one meanwhile) and the in-tree disks it mounts (shared on a node only read-only)."""
-        out = {}
+        out: dict[str, str] = {}
+        if not (pod.get("spec") or {}).get("volumes"):
+            return out  # all three come from its volumes
         volumes = self.csi_volumes(pod)
         if volumes:
             out[TAG_CSI_VOLUMES] = json.dumps(volumes, sort_keys=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import signal
 import time
 from dataclasses import dataclass
@@ -189,20 +188,7 @@ def _left(deadline: float, loop: asyncio.AbstractEventLoop, most: float) -> floa
     return max(0.0, min(most, deadline - loop.time()))
 
 
-def tune_garbage_collector() -> None:
-    """Collect young objects less often, and leave everything made at startup out of collections.
-
-    The scheduler makes many small, short-lived dicts; with the default threshold the collector runs
-    every 700 allocations and its older-generation passes over a large heap cost more than the
-    scheduling itself (benchmarks/RESULTS.md has the figures).
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
-
-
 async def run_core(options: CoreOptions) -> None:
-    tune_garbage_collector()
     daemon = CoreDaemon(options)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -8,12 +8,16 @@ the pool; and its watch decodes every event twice and encodes it once. Measured 
 client still reads kubeconfig files and the in-cluster service account (`cluster_access`), whose
 host, credentials and certificates this client then uses, so authentication stays what Kubernetes
 users configure.
+
+JSON is orjson's: every pod comes as two or three watch events and goes out as a binding and an event,
+and the standard library's codec was a tenth of the shim's CPU per pod; orjson takes a third of that
+(benchmarks/RESULTS.md, issue 35 goal 3). It reads what the API server writes alike; text that is not
+JSON (NaN, a lone surrogate) is refused as the API server's own decoder refuses it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -22,6 +26,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
+import orjson
 import structlog
 from kubernetes import client, config
 
@@ -97,7 +102,12 @@ def cluster_access(kubeconfig: str | None = None, host: str | None = None) -> Cl
 
 @dataclass
 class RateLimiter:
-    """A token bucket as client-go's: `qps` tokens a second, up to `burst` saved."""
+    """A token bucket as client-go's: `qps` tokens a second, up to `burst` saved.
+
+    A request that finds no token takes one on credit and sleeps once, until its turn (as Go's
+    `rate.Limiter.Wait` reserves): callers go in the order they came, and a thousand waiting cost a
+    thousand sleeps, not a thousand wake-ups per token as when every waiter woke to try again.
+    """
 
     qps: float
     burst: int
@@ -109,14 +119,11 @@ class RateLimiter:
         self._last = time.monotonic()
 
     async def acquire(self) -> None:
-        while True:
-            now = time.monotonic()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-            self._last = now
-            if self._tokens >= 1.0:
-                self._tokens -= 1.0
-                return
-            await asyncio.sleep((1.0 - self._tokens) / self.qps)
+        now = time.monotonic()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps) - 1.0
+        self._last = now
+        if self._tokens < 0.0:  # on credit: its token comes when the ones owed before it have
+            await asyncio.sleep(-self._tokens / self.qps)
 
 
 class KubeHTTP:
@@ -153,7 +160,7 @@ class KubeHTTP:
             # Pooled: one connection per request in flight, plus the watches, kept alive.
             connector = aiohttp.TCPConnector(limit=0, ssl=self.access.ssl_context, keepalive_timeout=60)
             self._session = aiohttp.ClientSession(
-                connector=connector, json_serialize=json.dumps, timeout=aiohttp.ClientTimeout(total=None)
+                connector=connector, json_serialize=_dumps_text, timeout=aiohttp.ClientTimeout(total=None)
             )
         return self._session
 
@@ -199,7 +206,7 @@ class KubeHTTP:
             self.in_flight_peak = max(self.in_flight_peak, self._busy)
             self.requests += 1
             target = f"{path}?{urlencode(params)}" if params else path
-            data = json.dumps(body).encode() if body is not None else None
+            data = orjson.dumps(body) if body is not None else None
             try:
                 got = await self._pool.request(
                     method, target, self._header_lines(content_type), data, timeout
@@ -214,7 +221,7 @@ class KubeHTTP:
             raise error
         if not answer or not got.body:
             return {}
-        decoded: dict[str, Any] = json.loads(got.body)
+        decoded: dict[str, Any] = orjson.loads(got.body)
         return decoded
 
     async def list(self, path: str) -> tuple[list[dict[str, Any]], str]:
@@ -225,9 +232,9 @@ class KubeHTTP:
             self.access.host + path, headers=self._headers(), timeout=aiohttp.ClientTimeout(total=120.0)
         ) as response:  # fmt: skip
             await self._raise_for_status("GET", path, response)
-            text = await response.text()
+            raw = await response.read()
         self.requests += 1
-        body = json.loads(text) if text else {}
+        body = orjson.loads(raw) if raw else {}
         return body.get("items") or [], (body.get("metadata") or {}).get("resourceVersion", "")
 
     async def watch(
@@ -252,7 +259,7 @@ class KubeHTTP:
                     return  # the server ended the watch
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = orjson.loads(line)
                 if event.get("type") == WatchEvent.ERROR:
                     status = event.get("object") or {}
                     raise ApiError(int(status.get("code") or 500), str(status.get("message", "")))
@@ -316,10 +323,15 @@ def _static_headers(content_type: str) -> dict[str, str]:
     return {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
 
 
+def _dumps_text(value: object) -> str:
+    """aiohttp's `json=` bodies, by orjson (aiohttp wants text)."""
+    return orjson.dumps(value).decode()
+
+
 def _reason(text: str, fallback: str) -> str:
     """The API's Status message when the body is one."""
     try:
-        body = json.loads(text)
+        body = orjson.loads(text)
     except ValueError:
         return fallback
     return str(body.get("message") or body.get("reason") or fallback) if isinstance(body, dict) else fallback

@@ -29,6 +29,12 @@ class WatchEvent(StrEnum):
 
 def key_of(obj: object) -> str:
     """An object's identity for reports: its UID, else namespace/name; never fails."""
+    if type(obj) is dict:  # every object as decoded: the checks below only for odd ones
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            uid = meta.get("uid")
+            if type(uid) is str and uid:
+                return uid
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     if not isinstance(meta, Mapping):
         return f"<{type(obj).__name__} without metadata>"

@@ -1,0 +1,76 @@
+"""The Kubernetes client's token bucket: the rate client-go's gives, waiters served in order, each
+woken once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from shim_k8s.api.kube_http import RateLimiter
+
+
+class _Clock:
+    """time.monotonic and asyncio.sleep for the limiter: sleeping moves the clock, nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    fake = _Clock()
+    monkeypatch.setattr(time, "monotonic", fake.monotonic)
+    monkeypatch.setattr(asyncio, "sleep", fake.sleep)
+    return fake
+
+
+async def test_the_burst_goes_at_once_and_the_rest_at_the_rate(clock: _Clock) -> None:
+    limiter = RateLimiter(qps=10.0, burst=3)
+    for _ in range(3):
+        await limiter.acquire()
+    assert clock.sleeps == []  # the saved tokens
+    for _ in range(4):
+        await limiter.acquire()
+    # Each waiter sleeps once, until its own turn: the 4th token 0.1 s on, the 7th 0.4 s on.
+    assert clock.sleeps == pytest.approx([0.1, 0.2, 0.3, 0.4])
+
+
+async def test_time_passing_refills_up_to_the_burst(clock: _Clock) -> None:
+    limiter = RateLimiter(qps=10.0, burst=2)
+    await limiter.acquire()
+    await limiter.acquire()
+    clock.now += 60.0  # far more than the burst's worth: only 2 saved
+    for _ in range(3):
+        await limiter.acquire()
+    assert clock.sleeps == pytest.approx([0.1])
+
+
+async def test_tokens_owed_are_paid_back_before_new_ones_are_saved(clock: _Clock) -> None:
+    limiter = RateLimiter(qps=10.0, burst=1)
+    await limiter.acquire()
+    for _ in range(5):
+        await limiter.acquire()  # owed: 0.5 s worth
+    clock.now += 0.3  # three paid back, two still owed
+    await limiter.acquire()
+    assert clock.sleeps[-1] == pytest.approx(0.3)
+
+
+async def test_concurrent_waiters_each_sleep_once_in_arrival_order() -> None:
+    limiter = RateLimiter(qps=1000.0, burst=1)
+    order: list[int] = []
+
+    async def one(i: int) -> None:
+        await limiter.acquire()
+        order.append(i)
+
+    await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(50))), 5.0)
+    assert order == list(range(50))
