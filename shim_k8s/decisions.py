@@ -184,7 +184,7 @@ class Decisions:
         pod = state.pods.get(uid)
         if pod is None or uid in state.bound_by_us or node_of(pod):
             return  # a confirmation of a pod already running there: never bind twice
-        if not await self._bind_volumes(alloc, pod):
+        if shim.volume_binder.volumes.delayed_claims(pod) and not await self._bind_volumes(alloc, pod):
             return
         state.bound_by_us.add(uid)  # before the API answers: its echo must not look like a stranger's
         try:

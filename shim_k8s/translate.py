@@ -10,6 +10,7 @@ namespace and pod name as `kubernetes.io/meta/*` tags; a DaemonSet pod's node as
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -248,9 +249,16 @@ def creation_time(obj: Mapping[str, Any]) -> int:
     if not stamp:
         return 0
     try:
-        return int(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp())
+        return _seconds(str(stamp))
     except ValueError:
         raise TranslationError(f"metadata.creationTimestamp: {stamp!r} is not a time") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _seconds(stamp: str) -> int:
+    """An RFC 3339 time in whole seconds: pods made together share their stamp (a second's), so
+    most are found here."""
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
 
 
 def required_node(pod: Mapping[str, Any]) -> str:

@@ -102,6 +102,11 @@ class _Connection(asyncio.Protocol):
         self.waiter.set_result(parsed)
 
 
+def _time_out(waiter: asyncio.Future[Answer], timeout: float) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError(f"no answer from the API server within {timeout:g} s"))
+
+
 def _answer(buffer: bytearray, eof: bool) -> tuple[Answer, bool] | None:
     """The answer in `buffer` and whether the connection may be kept, or None while incomplete."""
     end = buffer.find(_HEAD_END)
@@ -214,12 +219,16 @@ class Http1Pool:
         else:
             request = head + _CRLF
         connection = await self._connection()
+        waiter = connection.send(request)
+        # A timer on the answer itself (cheaper than asyncio.timeout, which cancels the whole task).
+        timer = asyncio.get_running_loop().call_later(timeout, _time_out, waiter, timeout)
         try:
-            async with asyncio.timeout(timeout):
-                answer = await connection.send(request)
+            answer = await waiter
         except BaseException:
             connection.close()  # its state is unknown: never reused
             raise
+        finally:
+            timer.cancel()
         if connection.keep and not connection.closed:
             connection.idle_since = time.monotonic()
             self._idle.append(connection)
