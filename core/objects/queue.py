@@ -232,7 +232,7 @@ class Queue:
             queue.running_apps += delta
 
     def has_pending(self) -> bool:
-        return any(v > 0 for v in self.pending.values())
+        return max(self.pending.values(), default=0) > 0  # in C: asked of every queue on every pick
 
     # Access -----------------------------------------------------------------------------------
     def allows_submit(self, user: str, groups: tuple[str, ...]) -> bool:

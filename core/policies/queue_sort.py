@@ -81,9 +81,10 @@ def _compare_queues(left: tuple[float, Queue], right: tuple[float, Queue]) -> in
 
 def sorted_children(queue: Queue) -> list[Queue]:
     """Children with something pending, in fair order; stopped queues are never scheduled."""
-    candidates = [
-        (queue_share(c), c) for c in queue.children.values() if c.has_pending() and c.state != "Stopped"
-    ]
+    children = [c for c in queue.children.values() if c.has_pending() and c.state != "Stopped"]
+    if len(children) < 2:
+        return children  # nothing to order: most parents, on most picks, have one child asking
+    candidates = [(queue_share(c), c) for c in children]
     return [c for _, c in sorted(candidates, key=cmp_to_key(_compare_queues))]
 
 
