@@ -9,7 +9,7 @@ Completed after `completing_timeout`, and a finished application is forgotten (E
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from core.events import Event
@@ -22,7 +22,7 @@ COMPLETED_KEEP = 10_000  # completed applications kept for the REST API, at most
 TERMINAL = frozenset({AppState.REJECTED, AppState.COMPLETED, AppState.FAILED, AppState.EXPIRED})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 3x, and one is made per change
 class AppStateChange:
     app_id: str
     state: AppState
@@ -39,6 +39,8 @@ class AppLifecycle:
         self.completed: deque[Application] = deque(maxlen=COMPLETED_KEEP)
         self.completing_timeout = COMPLETING_TIMEOUT
         self.terminated_timeout = TERMINATED_TIMEOUT
+        # Those Completing now, by ID: what the timeout looks at on every tick (not every application).
+        self.completing: dict[str, Application] = {}
 
     def transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
         """Apply `event` when the application's state allows it; otherwise nothing happens."""
@@ -53,6 +55,10 @@ class AppLifecycle:
             app.queue.count_running(+1)
         elif before == AppState.RUNNING:
             app.queue.count_running(-1)
+        if after == AppState.COMPLETING:
+            self.completing[app.app_id] = app
+        elif before == AppState.COMPLETING:
+            self.completing.pop(app.app_id, None)
         if after in (AppState.COMPLETED, AppState.FAILED):
             ended = app.queue.apps_ended
             ended[after.value.lower()] = ended.get(after.value.lower(), 0) + 1
@@ -67,12 +73,15 @@ class AppLifecycle:
         if app.is_idle():
             self.transition(app, AppEvent.COMPLETE, now, "all allocations and asks are gone")
 
-    def completing_over(self, apps: Iterable[Application], now: float) -> list[Application]:
-        """Complete the Completing applications whose timeout passed; returns them (to be forgotten by
-        their queues and kept here until they expire)."""
+    def completing_over(self, apps: Mapping[str, Application], now: float) -> list[Application]:
+        """Complete the Completing applications of `apps` (the partition's, by ID) whose timeout
+        passed; returns them (to be forgotten by their queues and kept here until they expire)."""
+        for app_id, app in list(self.completing.items()):
+            if apps.get(app_id) is not app or app.state != AppState.COMPLETING:
+                del self.completing[app_id]  # gone from the partition meanwhile
         done = [
-            app for app in apps
-            if app.state == AppState.COMPLETING and now - app.state_time >= self.completing_timeout
+            app for app in self.completing.values()
+            if now - app.state_time >= self.completing_timeout
             and not (app.gang is not None and app.gang.allocated_count)  # its placeholders go first
         ]  # fmt: skip
         for app in done:

@@ -272,7 +272,7 @@ class Partition:
         self.quota.fire_due(now, self.config.preemption.quota_preemption_enabled)
         if self.gangs.apps:
             self.gangs.tick(now)
-        for app in self.lifecycle.completing_over(list(self.applications.values()), now):
+        for app in self.lifecycle.completing_over(self.applications, now):
             self.forget_app(app)
             self.lifecycle.completed.append(app)
         self.lifecycle.expire(now)

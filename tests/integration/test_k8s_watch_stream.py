@@ -25,7 +25,9 @@ async def _serve(pieces: list[bytes]) -> tuple[asyncio.Server, str]:
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
         for piece in pieces:
             writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             await writer.drain()

@@ -425,3 +425,31 @@ def test_maxapplications_holds_back_an_app_with_several_asks() -> None:
     out = _drain(c)
     assert _allocated_apps(out) == ["first"]
     assert _app(c, "second").state == AppState.ACCEPTED
+
+
+def test_the_completing_timeout_looks_only_at_completing_applications() -> None:
+    """The tick's timeout walks the partition's Completing applications (an index the state changes
+    keep), not all of them: it must still complete each one on time, in the order they got there, and
+    never one that left the partition or Completing meanwhile."""
+    c = Cluster()
+    c.node("n1", {"memory": 10})
+    for app_id in ("app-1", "app-2", "app-3"):
+        _running(c, app_id)
+    c.release("app-2", "a")
+    c.clock.advance(5)
+    c.release("app-1", "a")
+    c.release("app-3", "a")
+    _drain(c)
+    assert set(c.partition.lifecycle.completing) == {"app-1", "app-2", "app-3"}
+    c.ask("app-3", "again", {"memory": 1})  # back to Running: out of the index
+    assert set(c.partition.lifecycle.completing) == {"app-1", "app-2"}
+    c.clock.advance(25.5)  # app-2's 30 s are over, app-1's not yet
+    c.ctx.tick()
+    assert _states(_drain(c).updated_apps, "app-2") == ["Completed"]
+    assert set(c.partition.lifecycle.completing) == {"app-1"}
+    c.clock.advance(5)
+    c.ctx.tick()
+    out = _drain(c).updated_apps
+    assert (_states(out, "app-1"), _states(out, "app-3")) == (["Completed"], [])
+    assert c.partition.lifecycle.completing == {}
+    assert _app(c, "app-3").state == AppState.RUNNING

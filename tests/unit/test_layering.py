@@ -53,7 +53,8 @@ FLOORS: dict[str, frozenset[str]] = {
     "shim_fake": frozenset({"rmclient"}),
     # the command and the benchmarks put everything together
     "pykorn_cli": CORE | {"rmclient", "shim_k8s", "shim_fake"},
-    "benchmarks": CORE | {"rmclient", "shim_k8s", "shim_fake"},
+    # (the benchmarks also tune a process's garbage collector as the command does: pykorn_cli.gc_tuning)
+    "benchmarks": CORE | {"rmclient", "shim_k8s", "shim_fake", "pykorn_cli"},
 }
 
 
