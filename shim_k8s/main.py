@@ -43,7 +43,33 @@ BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that 
 _LIST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSPORT_ERRORS)
 RECONCILE_PERIOD = 60.0  # seconds between comparisons of the core's view with the API's
 BATCH_ITEMS = 2_000  # informer events handled before the asks they made are sent and decisions started
+# Informer events waiting for the loop, past which the informers stop reading their watches until the
+# loop has taken the backlog down to half (EventBacklog): a pod's event is a few KB.
+EVENT_BACKLOG = 10_000
 STOP_GRACE = 5.0  # seconds the decisions under way may take to finish when the shim stops
+
+
+class EventBacklog:
+    """The bound on the informer events waiting in the loop's queue. Informers await `room` after each
+    event they hand on; the loop calls `taken` after each batch it takes. The loop's own wake-ups (the
+    core's answers, a stop, a reconciliation round) are never held back: only the watches wait."""
+
+    def __init__(self, items: asyncio.Queue[Item], most: int = EVENT_BACKLOG) -> None:
+        self._items = items
+        self._most = most
+        self._free = asyncio.Event()
+        self._free.set()
+        self.waits = 0  # times an informer had to wait, for the metrics and the tests
+
+    async def room(self) -> None:
+        if self._items.qsize() >= self._most:
+            self.waits += 1
+            self._free.clear()
+            await self._free.wait()
+
+    def taken(self) -> None:
+        if not self._free.is_set() and self._items.qsize() <= self._most // 2:
+            self._free.set()
 
 
 # What the main loop is woken with, one queue for all of it ------------------------------------------
@@ -158,6 +184,7 @@ async def _run_leading(
     kube = Kube(http, options.namespace)
     # One queue wakes the loop: informer events, and a word that the core sent something.
     items: asyncio.Queue[Item] = asyncio.Queue()
+    backlog = EventBacklog(items)
     client = SchedulerClient(core_address, options.rm_id, tls=options.tls)
     try:
         await client.connect()
@@ -189,7 +216,9 @@ async def _run_leading(
         log.info("synced with the core", rmID=options.rm_id, nodes=len(lists["nodes"][0]),
                  pods=len(lists["pods"][0]))  # fmt: skip
         informers.extend(
-            Informer(kind, path, http, lambda k, e, o: items.put_nowait(InformerEvent(k, e, o)))
+            Informer(
+                kind, path, http, lambda k, e, o: items.put_nowait(InformerEvent(k, e, o)), room=backlog.room
+            )
             for kind, path in kube.paths.items()
         )
         for informer in informers:
@@ -198,7 +227,7 @@ async def _run_leading(
         if options.reconcile_period > 0:
             lister = _list_for_reconciliation(http, kube.paths["pods"], items, options.reconcile_period, stop)
             background.append(asyncio.create_task(lister))
-        await _follow(shim, informers, items, stop)
+        await _follow(shim, informers, items, stop, backlog)
     finally:
         for informer in informers:
             informer.stop()
@@ -264,7 +293,11 @@ async def _forward_stop(stop: asyncio.Event, items: asyncio.Queue[Item]) -> None
 
 
 async def _follow(
-    shim: K8sShim, informers: list[Informer], items: asyncio.Queue[Item], stop: asyncio.Event
+    shim: K8sShim,
+    informers: list[Informer],
+    items: asyncio.Queue[Item],
+    stop: asyncio.Event,
+    backlog: EventBacklog,
 ) -> None:
     """Hand informer events to the shim and start what the core decides, until stopped. What is
     queued is taken in one go (up to BATCH_ITEMS): the asks it makes go to the core in one request."""
@@ -276,6 +309,7 @@ async def _follow(
         batch = [await items.get()]
         while len(batch) < BATCH_ITEMS and not items.empty():
             batch.append(items.get_nowait())
+        backlog.taken()
         try:
             async with shim.batch():
                 for item in batch:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -94,6 +94,7 @@ class RMProxy:
         self.warnings = WarningLimiter()  # warnings about what an RM sends: a few lines a second at most
         self._clock = clock  # for the rate limit only
         self._submit = submit
+        self._room: Callable[[], Awaitable[None]] | None = None
         self._routes: dict[str, RMRoute] = {}
         self._streams: set[ResponseStream] = set()
         # Called after a large configuration (BIG_CONFIG_BYTES) was refused: reading it made garbage
@@ -108,8 +109,17 @@ class RMProxy:
         self._config_locks: dict[str, asyncio.Lock] = {}  # registrations and reloads, in order per RM
         self._stopping = False
 
-    def bind_engine(self, submit: Callable[[Command], None]) -> None:
+    def bind_engine(
+        self, submit: Callable[[Command], None], room: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """`submit` a command to the engine; `room`: until the engine's queue has room (Engine.room)."""
         self._submit = submit
+        self._room = room
+
+    async def room(self) -> None:
+        """Until the engine takes more: the streams' readers wait here before their next message."""
+        if self._room is not None:
+            await self._room()
 
     def _send_command(self, command: Command) -> None:
         assert self._submit is not None, "rmproxy is not bound to an engine"

@@ -4,6 +4,11 @@ Handlers never touch state; they put commands on the engine's queue. The engine 
 arrival order, runs scheduling in bounded slices (yielding to the event loop between slices so the
 streams stay responsive), and hands each step's result batches to a sink, which rmproxy routes to
 the RMs. A command that fails unexpectedly is logged and dropped; the engine keeps serving.
+
+The queue is bounded by the readers, not by refusing: past MAX_QUEUED commands the gRPC streams stop
+reading (`room`) until the engine has taken the queue down to half, so an RM that sends faster than the
+core schedules is slowed by HTTP/2's flow control instead of growing the core's memory and every
+command's wait.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ log = structlog.get_logger("pykorn.engine")
 
 ResultSink = Callable[[list[ResultBatch]], None]
 
+MAX_QUEUED = 2_000  # commands waiting (each one stream message's worth), past which readers wait
+
 
 class Engine:
     def __init__(
@@ -31,6 +38,7 @@ class Engine:
         slice_size: int = 1000,
         max_commands_per_step: int = 1000,
         tick_interval: float = 0.5,
+        max_queued: int = MAX_QUEUED,
     ) -> None:
         self.context = context
         context.skip_quiet_partitions = True  # its ticks bring the delays in (ClusterContext.tick)
@@ -39,12 +47,26 @@ class Engine:
         self._max_commands = max_commands_per_step
         self._tick_interval = tick_interval
         self._queue: asyncio.Queue[Command | None] = asyncio.Queue()  # None: stop
+        self._max_queued = max_queued
+        self._room = asyncio.Event()  # set while readers may go on (see `room`)
+        self._room.set()
         self._dirty = False
         self._stopping = False
         self._last_tick = 0.0
 
     def submit(self, command: Command) -> None:
         self._queue.put_nowait(command)
+        if self._queue.qsize() >= self._max_queued:
+            self._room.clear()
+
+    async def room(self) -> None:
+        """Until the queue has room: a reader awaits it before it reads the next message."""
+        if not self._room.is_set():
+            await self._room.wait()
+
+    def _taken(self) -> None:
+        if not self._room.is_set() and self._queue.qsize() <= self._max_queued // 2:
+            self._room.set()
 
     def stop(self) -> None:
         """Stop after the commands already queued, and between two slices of scheduling: nothing more
@@ -95,16 +117,20 @@ class Engine:
     def _apply_batch(self, first: Command | None) -> bool:
         """Apply `first` and whatever else is already queued, up to a bound; True when told to stop."""
         item = first
-        for _ in range(self._max_commands):
-            if item is None:
-                return True
-            self._apply(item)
-            try:
-                item = self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return False
-        self._queue.put_nowait(item)  # over the bound: leave it for the next step
-        return False
+        applied = 0
+        try:
+            while item is not None:
+                self._apply(item)
+                applied += 1
+                if applied >= self._max_commands:
+                    return False  # the rest next step, still first in the queue: order is kept
+                try:
+                    item = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return False
+            return True
+        finally:
+            self._taken()
 
     def _apply(self, command: Command) -> None:
         self._dirty = True

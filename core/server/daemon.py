@@ -89,7 +89,7 @@ class CoreDaemon:
         )
         self.rmproxy.on_config_refused = self.releaser.request
         self.engine = Engine(self.context, self.rmproxy.deliver)
-        self.rmproxy.bind_engine(self.engine.submit)
+        self.rmproxy.bind_engine(self.engine.submit, self.engine.room)
         self.server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", options.limits.max_message_bytes),

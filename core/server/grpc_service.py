@@ -179,6 +179,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
                 except Exception as exc:  # one bad message must not end the stream for the good ones
                     log.exception("request handling failed", stream=stream.kind.value, rmID=stream.rm_id)
                     self._rmproxy.reject_unhandled(stream, repr(exc))
+                await self._rmproxy.room()  # the engine's queue bounded: the next message waits
         except asyncio.CancelledError:
             raise
         except (grpc.aio.AioRpcError, grpc.aio.AbortError):

@@ -9,7 +9,7 @@ report what changed since, as ADDED/MODIFIED/DELETED, so the shim never misses a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -33,11 +33,16 @@ class Informer:
         http: KubeHTTP,
         deliver: Deliver,
         watch_seconds: int = WATCH_SECONDS,
+        room: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """`room`: awaited after each event handed on, until its consumer has room for more: while it
+        waits the watch is not read, and the API server's stream waits (or ends it, a watcher too
+        slow, and the informer lists again)."""
         self.kind = kind
         self.path = path
         self.http = http
         self.deliver = deliver
+        self.room = room
         self.watch_seconds = watch_seconds
         self.known: dict[str, dict[str, Any]] = {}
         self.relists = 0  # lists after the first, for the tests and the logs
@@ -84,6 +89,8 @@ class Informer:
                 self.known[key_of(obj)] = obj
             self._rv = rv or self._rv
             self.deliver(self.kind, kind, obj)
+            if self.room is not None:
+                await self.room()
 
     async def _run(self) -> None:
         while True:

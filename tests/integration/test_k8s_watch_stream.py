@@ -105,3 +105,59 @@ async def test_an_event_beyond_the_largest_is_refused(watch_of: Any, monkeypatch
     big = _event("ADDED", "big", pad=50_000)
     with pytest.raises(ValueError, match="over 10000 bytes"):
         await watch_of([big[i : i + 4000] for i in range(0, len(big), 4000)])
+
+
+async def test_an_informer_stops_reading_its_watch_while_the_loop_has_a_full_backlog() -> None:
+    """The shim's loop queue bounded (shim_k8s.main.EventBacklog): past the bound the informer waits
+    before its next event, and goes on once the loop has taken the backlog down to half; nothing is
+    lost or reordered meanwhile."""
+    from shim_k8s.api.informer import Informer
+    from shim_k8s.main import EventBacklog, InformerEvent, Item
+
+    server, url = await _serve([b"".join(_event("ADDED", f"p{i}") for i in range(20))])
+    http = KubeHTTP(cluster_access(host=url))
+    items: asyncio.Queue[Item] = asyncio.Queue()
+    backlog = EventBacklog(items, most=4)
+    delivered = asyncio.Event()
+
+    def deliver(kind: str, event: str, obj: dict[str, Any]) -> None:
+        items.put_nowait(InformerEvent(kind, event, obj))
+        delivered.set()
+
+    async def until_backlog(size: int) -> None:
+        while items.qsize() < size:
+            delivered.clear()
+            await asyncio.wait_for(delivered.wait(), 5.0)
+
+    informer = Informer("pods", "/api/v1/pods", http, deliver, room=backlog.room)
+    informer.start([], "1")
+    try:
+        taken: list[str] = []
+
+        def take(count: int) -> None:
+            for _ in range(count):
+                item = items.get_nowait()
+                assert isinstance(item, InformerEvent)
+                taken.append(item.obj["metadata"]["name"])
+            backlog.taken()
+
+        await until_backlog(4)
+        for _ in range(10):
+            await asyncio.sleep(0)  # turns of the loop: the informer has more to read, and waits
+        assert (items.qsize(), backlog.waits) == (4, 1)
+        take(1)  # three left: over half the bound, so the informer still waits
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert items.qsize() == 3
+        take(1)  # two left: half, and it reads on until the bound again
+        await until_backlog(4)
+        while len(taken) < 20:
+            take(items.qsize())
+            if len(taken) < 20:
+                await until_backlog(min(4, 20 - len(taken)))
+        assert taken == [f"p{i}" for i in range(20)]
+        assert backlog.waits >= 2
+    finally:
+        informer.stop()
+        await http.close()
+        server.close()
