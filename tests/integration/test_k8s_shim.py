@@ -516,3 +516,45 @@ async def test_a_pod_asked_for_an_application_the_core_no_longer_holds_is_asked_
     assert app_id in shim.state.apps and "uid-waiting" in shim.state.asked
     await settle(shim)
     assert ("waiting", "Reconciled") in [(name, reason) for name, reason, _ in kube.events]
+
+
+async def test_bindings_start_at_most_max_binding_at_once_and_every_pod_is_bound_once(
+    kube_and_shim: tuple[MemoryKube, K8sShim], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst of allocations does not become a task per binding: MAX_BINDING run at once, the rest
+    wait in the queue in order, and each is started as one ends."""
+    from shim_k8s import decisions
+
+    monkeypatch.setattr(decisions, "MAX_BINDING", 3)
+    kube, shim = kube_and_shim
+    client = shim.client
+    assert isinstance(client, RecordingClient)
+    gate, three = asyncio.Event(), asyncio.Event()
+    running: list[str] = []
+    most = 0
+    bind = kube.bind
+
+    async def slow_bind(p: Mapping[str, Any], node_name: str) -> None:
+        nonlocal most
+        running.append(p["metadata"]["name"])
+        most = max(most, len(running))
+        if len(running) == 3:
+            three.set()
+        await gate.wait()
+        running.remove(p["metadata"]["name"])
+        await bind(p, node_name)
+
+    monkeypatch.setattr(kube, "bind", slow_bind)
+    await shim.sync([node("n1", memory="64Gi", cpu="64")], [], configmap=configmap("64Gi"))
+    for i in range(10):
+        await shim.on_pod("ADDED", pod(f"web-{i}", memory="1Gi"))
+    await client.wait_for(lambda: len(client.seen.new_allocations) == 10, what="ten allocations")
+    await shim.process_core()
+    await asyncio.wait_for(three.wait(), 5.0)
+    for _ in range(10):
+        await asyncio.sleep(0)  # turns of the loop: nothing more starts while three bind
+    assert (len(running), len(shim.decisions.queue)) == (3, 7)  # the rest wait as decisions, not tasks
+    gate.set()
+    await settle(shim, lambda: len(kube.bindings) == 10, "all ten to be bound")
+    assert most == 3
+    assert sorted(name for name, _ in kube.bindings) == sorted(f"web-{i}" for i in range(10))
