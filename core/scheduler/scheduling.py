@@ -192,11 +192,11 @@ class _Cycle:
             self.no_candidate.clear()
             self.room_version = version
 
-    def applications(self, leaf: Queue) -> list[tuple[AppKey, Application]]:
+    def applications(self, leaf: Queue) -> _AppOrder:
         order = self.app_orders.get(leaf.full_name)
         if order is None:
             order = self.app_orders[leaf.full_name] = _AppOrder(leaf)
-        return order.entries
+        return order
 
     def allocated(self, leaf: Queue, app: Application) -> None:
         order = self.app_orders.get(leaf.full_name)
@@ -235,12 +235,16 @@ class _AppOrder:
         )
 
     def moved(self, app: Application) -> None:
-        old = self.keys.pop(app.app_id, None)
-        if old is not None:
-            del self.entries[bisect_left(self.entries, (old,))]  # keys are unique: this is its entry
+        self.drop(app)
         if app.has_ready():
             new = self.keys[app.app_id] = self.key(app)
             insort(self.entries, (new, app))  # never compares applications: keys differ
+
+    def drop(self, app: Application) -> None:
+        """Out of this cycle's order: it has nothing left to try in it."""
+        old = self.keys.pop(app.app_id, None)
+        if old is not None:
+            del self.entries[bisect_left(self.entries, (old,))]  # keys are unique: this is its entry
 
 
 def _select(
@@ -250,15 +254,29 @@ def _select(
     if queue.full_name in cycle.exhausted:
         return None
     if queue.is_leaf:
-        for _, app in cycle.applications(queue):
+        # Applications with nothing left to try this cycle leave its order as they are passed, so
+        # each pick walks past them once, not once per allocation: within a cycle none of these
+        # comes back (asks tried stay tried, and maxapplications, limits and backoff only tighten).
+        order = cycle.applications(queue)
+        done: list[Application] = []
+        found = None
+        for _, app in order.entries:
             if app.backoff_until > cycle.now:
-                continue  # backing off (application.unschedasks.backoff)
+                done.append(app)  # backing off (application.unschedasks.backoff)
+                continue
             if not _may_allocate(partition, app, cycle.now):
                 _note_app_limit(partition, app, cycle)
+                done.append(app)
                 continue
             ask = cycle.next_ask(app)
             if ask is not None:
-                return queue, app, ask
+                found = queue, app, ask
+                break
+            done.append(app)
+        for app in done:
+            order.drop(app)
+        if found is not None:
+            return found
     else:
         for child in sorted_children(queue):
             found = _select(partition, child, cycle)

@@ -1,6 +1,8 @@
-"""A cycle sorts each leaf's applications once and moves only the one it allocated for. That must give
-the same allocations, in the same order, as sorting afresh before every allocation: the same traffic
-scheduled by one cycle with a large budget, and by cycles of one allocation each, must agree."""
+"""A cycle sorts each leaf's applications once and moves only the one it allocated for, and drops
+those with nothing left to try in it (asks tried, or held by maxapplications: `other` runs two at most).
+That must give the same allocations, in the same order, as sorting afresh before every allocation: the
+same traffic scheduled by one cycle with a large budget, and by cycles of one allocation each, must
+agree."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ partitions:
             properties: {application.sort.policy: %(policy)s, application.sort.priority: %(priority)s}
             resources: {guaranteed: {memory: 40, vcore: 10}}
           - name: other
+            maxapplications: 2
 """
 
 apps = st.lists(
