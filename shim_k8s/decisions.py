@@ -42,7 +42,7 @@ Decision = Waiting | si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.Rejec
 # rest wait as decisions in the queue, in order, not as tasks: a burst of 100,000 allocations made
 # 100,000 tasks asleep on the rate limit, their timers and frames costing CPU and memory per pod that
 # grew with the burst. Bindings with a volume step are not counted: they may wait on a provisioner.
-MAX_BINDING = 256
+MAX_BINDING = 128
 CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT})
 
 

@@ -371,7 +371,9 @@ class Pods:
                 gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
                 user=user,
             )  # fmt: skip
-        request.tags.update(namespaces.application_tags(self._namespace_of(pod)).tags)
+        namespace_tags = namespaces.application_tags(self._namespace_of(pod)).tags
+        if namespace_tags:
+            request.tags.update(namespace_tags)
         shim.state.apps.add(app_id)
         if gang is not None:
             shim.state.gangs[app_id] = gang
@@ -478,7 +480,9 @@ class Pods:
 
     def _with_volumes(self, pod: Obj, alloc: si_pb2.Allocation) -> si_pb2.Allocation:
         """The allocation with its pod's volume tags (Volumes.tags)."""
-        alloc.allocationTags.update(self.volumes.tags(pod))
+        tags = self.volumes.tags(pod)
+        if tags:  # (a protobuf map's update is Python's MutableMapping.update: slow even when empty)
+            alloc.allocationTags.update(tags)
         return alloc
 
     def _namespace_of(self, pod: Obj) -> Obj | None:
