@@ -207,7 +207,7 @@ class ParkingLot:
     def _wake_due(self, now: float) -> int:
         woken = 0
         timers = self._timers
-        while timers and timers[0][0] < now:
+        while timers and timers[0][0] <= now:  # due at its time: asks are ready from then on
             at, _, ref = heapq.heappop(timers)
             if self._timer_at.get(ref) == at:
                 del self._timer_at[ref]

@@ -43,19 +43,29 @@ def park(
     # Waiting longer may help, unless it is bigger than every node (`timers` off): it may reserve a
     # node once it has waited strictly longer than the delay, and look for victims after its queue's.
     if timers and why is Why.ROOM and now - ask.create_time <= RESERVATION_DELAY:
-        wake_at = math.nextafter(ask.create_time + RESERVATION_DELAY, math.inf)
+        wake_at = first_time_after(ask.create_time, RESERVATION_DELAY, strictly=True)
     if why is Why.ROOM and pod_rules:
         why = Why.PEERS  # other pods decide where it may go: any placed or gone may change that
     if timers and _may_preempt_later(partition, ask):
         # Victims come and go with every allocation, and the queues' usage against their guarantees
         # with every one that ends.
         why = Why.PEERS
-        ready_at = ask.create_time + leaf.props.preemption_delay
-        if ready_at > now:
-            wake_at = min(wake_at, ready_at)
+        delay = leaf.props.preemption_delay
+        if now - ask.create_time < delay:  # not yet, as _may_preempt asks it
+            wake_at = min(wake_at, first_time_after(ask.create_time, delay, strictly=False))
     lot.park(app, ask, why, wake_at if now < wake_at < math.inf else None, turn=turn)
     app.park(ask)
     return True
+
+
+def first_time_after(start: float, delay: float, strictly: bool) -> float:
+    """The first time t at which `t - start > delay` (`strictly`) or `t - start >= delay` holds, as the
+    scheduler computes it in floating point: a timer at t then finds the ask ready (the subtraction
+    rounds, so start + delay alone may fall a hair short of it)."""
+    t = start + delay
+    while (t - start <= delay) if strictly else (t - start < delay):
+        t = math.nextafter(t, math.inf)
+    return t
 
 
 def _may_preempt_later(partition: Partition, ask: Allocation) -> bool:

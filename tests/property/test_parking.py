@@ -8,7 +8,7 @@ that is not parked."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.objects.allocation import Allocation
@@ -117,6 +117,12 @@ def _run(spec: list[tuple[str, float, int, bool]], preemption: bool, parking: bo
 
 @settings(max_examples=500, deadline=None)
 @given(spec=steps, preemption=st.booleans())
+# The preemption delay passing exactly on a tick: the parked ask's timer is due at that time, not after.
+@example(
+    spec=[("ask", 1, 8, False), ("ask", 1, 8, False), ("schedule", 1, 0, False), ("ask", 0, 1, False),
+          ("ask", 0, 16, True), ("schedule", 1, 0, False), ("time", 2.5, 0, False), ("time", 2.5, 0, False)],
+    preemption=True,
+)  # fmt: skip
 def test_parking_schedules_exactly_what_trying_every_ask_every_cycle_does(
     spec: list[tuple[str, float, int, bool]], preemption: bool
 ) -> None:

@@ -5,6 +5,7 @@ noted again), it runs as soon as the change comes, and other asks are never held
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler import cluster, scheduling
 from core.scheduler.commands import NodeAction, UpdateAllocations
+from core.scheduler.parking_policy import first_time_after
 from core.scheduler.partition import Partition
 from core.views.dao import ask_info
 from si.v1.tags import TAG_NAMESPACE, TAG_POD_ANTI_AFFINITY, TAG_REQUIRED_NODE
@@ -290,3 +292,14 @@ def test_slices_go_on_where_the_cycle_stopped_so_asks_never_parked_cannot_hold_u
     for _ in range(4):
         c.schedule()
     assert _allocated(c) == [("plain", "free")]
+
+
+def test_a_timer_is_set_where_the_scheduler_finds_the_ask_ready() -> None:
+    """first_time_after gives the first float time at which the scheduler's own subtraction says the
+    delay has passed (> for the reservation delay, >= for the preemption delay)."""
+    for start in (0.1, 1000.0, 1234.567891, 1e9 + 0.3):
+        for delay in (2.0, 5.0, 0.3, 30.0):
+            strict = first_time_after(start, delay, strictly=True)
+            assert strict - start > delay and not math.nextafter(strict, 0) - start > delay
+            loose = first_time_after(start, delay, strictly=False)
+            assert loose - start >= delay and not math.nextafter(loose, 0) - start >= delay
