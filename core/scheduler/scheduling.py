@@ -255,8 +255,9 @@ def _select(
         return None
     if queue.is_leaf:
         # Applications with nothing left to try this cycle leave its order as they are passed, so
-        # each pick walks past them once, not once per allocation: within a cycle none of these
-        # comes back (asks tried stay tried, and maxapplications, limits and backoff only tighten).
+        # each pick walks past them once, not once per allocation: within a slice none of these
+        # comes back (asks tried stay tried, and maxapplications, limits and backoff only tighten at
+        # one time; a cycle resumed later makes its order afresh, see allocate).
         order = cycle.applications(queue)
         done: list[Application] = []
         found = None
@@ -304,11 +305,20 @@ def allocate(
     # A cycle that ran out of time goes on where it stopped, unless its RM sent something meanwhile:
     # so asks that are never parked cannot keep it from the rest, slice after slice.
     cycle = partition.open_cycle if isinstance(partition.open_cycle, _Cycle) else _Cycle(now)
+    if cycle.now != now:
+        # Resumed in a later slice: time moved (a backoff may be over), asks may have woken, a tick
+        # may have loosened a limit. The applications the cycle dropped as having nothing left to try
+        # are looked at again: its order is made afresh (the cursors keep what was tried).
+        cycle.app_orders.clear()
     cycle.now = now
     partition.open_cycle = None
     made = _serve_reservations(partition, now, budget, cycle) if partition.reservations else []
     if partition.gangs.apps:
         replace_placeholders(partition, now)
+    if made:
+        # Reservations served gave their nodes back: asks parked that may reserve one wake now, to be
+        # tried in this cycle as they would be without parking.
+        partition.parking.wake(now)
     preemption_attempts = MAX_PREEMPTION_ATTEMPTS
     while len(made) < budget:
         started = perf_counter()

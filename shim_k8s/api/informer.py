@@ -62,13 +62,19 @@ class Informer:
         items, self._rv = await self.http.list(self.path)
         self.relists += 1
         current = {key_of(o): o for o in items if isinstance(o, dict)}
+        known, self.known = self.known, current
         for key, obj in current.items():
-            if self.known.get(key) != obj:
-                self.deliver(self.kind, WatchEvent.MODIFIED if key in self.known else WatchEvent.ADDED, obj)
-        for key, obj in self.known.items():
+            if known.get(key) != obj:
+                self.deliver(self.kind, WatchEvent.MODIFIED if key in known else WatchEvent.ADDED, obj)
+                await self._room()
+        for key, obj in known.items():
             if key not in current:
                 self.deliver(self.kind, WatchEvent.DELETED, obj)
-        self.known = current
+                await self._room()
+
+    async def _room(self) -> None:
+        if self.room is not None:
+            await self.room()
 
     async def _watch(self) -> None:
         async for event in self.http.watch(self.path, self._rv, self.watch_seconds):
@@ -89,8 +95,7 @@ class Informer:
                 self.known[key_of(obj)] = obj
             self._rv = rv or self._rv
             self.deliver(self.kind, kind, obj)
-            if self.room is not None:
-                await self.room()
+            await self._room()
 
     async def _run(self) -> None:
         while True:

@@ -123,7 +123,11 @@ class RateLimiter:
         self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps) - 1.0
         self._last = now
         if self._tokens < 0.0:  # on credit: its token comes when the ones owed before it have
-            await asyncio.sleep(-self._tokens / self.qps)
+            try:
+                await asyncio.sleep(-self._tokens / self.qps)
+            except asyncio.CancelledError:
+                self._tokens += 1.0  # not used: those after it need not wait for it (as Go's Cancel)
+                raise
 
 
 class KubeHTTP:
@@ -270,6 +274,8 @@ class KubeHTTP:
                 lines = (bytes(partial) + chunk[:end] if partial else chunk[:end]).split(b"\n")
                 partial = bytearray(chunk[end + 1 :])
                 for line in lines:
+                    if len(line) > MAX_EVENT_BYTES:
+                        raise ValueError(f"a watch event over {MAX_EVENT_BYTES} bytes")
                     if line.strip():
                         yield _watch_event(line)
 

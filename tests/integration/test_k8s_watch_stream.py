@@ -161,3 +161,11 @@ async def test_an_informer_stops_reading_its_watch_while_the_loop_has_a_full_bac
         informer.stop()
         await http.close()
         server.close()
+
+
+async def test_an_event_beyond_the_largest_is_refused_in_one_piece_too(
+    watch_of: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kube_http, "MAX_EVENT_BYTES", 10_000)
+    with pytest.raises(ValueError, match="over 10000 bytes"):
+        await watch_of([_event("ADDED", "big", pad=50_000)])  # its newline in the same piece

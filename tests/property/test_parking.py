@@ -123,6 +123,14 @@ def _run(spec: list[tuple[str, float, int, bool]], preemption: bool, parking: bo
           ("ask", 0, 16, True), ("schedule", 1, 0, False), ("time", 2.5, 0, False), ("time", 2.5, 0, False)],
     preemption=True,
 )  # fmt: skip
+# A reservation served at a cycle's start gives its node back: an ask parked until then reserves it in
+# the same cycle.
+@example(
+    spec=[("resize", 1, 5, False), ("ask", 0, 3, False), ("ask", 0, 6, False), ("ask", 0, 6, False),
+          ("ask", 0, 6, False), ("drain", 1, 0, True), ("ask", 0, 12, False), ("resize", 1, 7, False),
+          ("time", 2.5, 0, False), ("release", 0, 1, False)],
+    preemption=False,
+)  # fmt: skip
 def test_parking_schedules_exactly_what_trying_every_ask_every_cycle_does(
     spec: list[tuple[str, float, int, bool]], preemption: bool
 ) -> None:

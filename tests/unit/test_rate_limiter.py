@@ -74,3 +74,31 @@ async def test_concurrent_waiters_each_sleep_once_in_arrival_order() -> None:
 
     await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(50))), 5.0)
     assert order == list(range(50))
+
+
+async def test_a_waiter_cancelled_gives_its_token_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Go's reservation Cancel: requests given up (a stop, a lost lease) do not make those after
+    them wait for tokens nobody used."""
+    now = 1000.0
+    slept: list[float] = []
+
+    async def sleep_until_cancelled(seconds: float) -> None:
+        slept.append(seconds)
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(time, "monotonic", lambda: now)
+    monkeypatch.setattr(asyncio, "sleep", sleep_until_cancelled)
+    limiter = RateLimiter(qps=10.0, burst=1)
+    await limiter.acquire()  # the saved token
+    waiters = [asyncio.create_task(limiter.acquire()) for _ in range(50)]  # 5 s of tokens on credit
+    while len(slept) < 50:
+        await asyncio.wait(waiters, timeout=0)  # (a turn of the loop for each to start sleeping)
+    for waiter in waiters:
+        waiter.cancel()
+    await asyncio.gather(*waiters, return_exceptions=True)
+    slept.clear()
+    next_one = asyncio.create_task(limiter.acquire())
+    await asyncio.wait([next_one], timeout=0)
+    assert slept == pytest.approx([0.1])  # one token's wait, not 5.1 s
+    next_one.cancel()
+    await asyncio.gather(next_one, return_exceptions=True)

@@ -4,8 +4,11 @@ other applications are scheduled meanwhile, and 0 (the default) never backs off.
 
 from __future__ import annotations
 
+import pytest
+
 from core.config import load_config
 from core.config.properties import DEFAULT_UNSCHED_BACKOFF_DELAY, UINT64_MAX
+from core.scheduler import scheduling
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """
@@ -66,3 +69,31 @@ def test_no_backoff_by_default_and_bad_values_warn() -> None:
     leaf = load_config(CONFIG % {"backoff": str(UINT64_MAX)})
     assert not leaf.warnings
     assert DEFAULT_UNSCHED_BACKOFF_DELAY == 30.0  # YuniKorn's default
+
+
+def test_an_application_whose_backoff_ends_while_a_cycle_goes_on_over_slices_is_tried_in_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cycle out of time goes on in the next slice, later: an application it passed as backing off
+    is looked at again there (the cycle drops applications with nothing left to try only within a
+    slice), so its ask goes in its FIFO turn, not after every other application's."""
+    c = Cluster(CONFIG % {"backoff": "1"})
+    c.node("n1", {"memory": 50})
+    c.node("n2", {"memory": 50})
+    c.app("big", "root.jobs")
+    c.clock.advance(1)
+    c.app("other", "root.jobs")
+    c.ask("big", "big-0", {"memory": 60})  # no node: big backs off for the delay (30 s)
+    c.ask("big", "big-1", {"memory": 1})
+    for i in range(6):
+        c.ask("other", f"other-{i}", {"memory": 1})
+    monkeypatch.setattr(scheduling, "MAX_CYCLE_SECONDS", -1.0)  # every slice out of time at once
+    monkeypatch.setattr(scheduling, "CHECK_TIME_EVERY", 1)
+    order: list[str] = []
+    for slice_ in range(4):
+        c.schedule()
+        order.extend(_placed(c))
+        assert c.partition.open_cycle is not None  # the same cycle, slice after slice
+        if slice_ >= 1:  # slice 0 tried big-0; slice 1 passed big, backing off, and placed other-0
+            c.clock.advance(31)
+    assert order[:3] == ["other-0", "big-1", "other-1"]  # big's turn as soon as its backoff is over
