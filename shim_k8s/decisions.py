@@ -36,13 +36,13 @@ log = structlog.get_logger("pykorn.k8s")
 # a rejection.
 Waiting = si_pb2.UpdateContainerSchedulingStateRequest
 Decision = Waiting | si_pb2.Allocation | si_pb2.AllocationRelease | si_pb2.RejectedAllocation
-# Releases the core decides that the shim carries out: preemptions (evict), and gang placeholders
-# replaced or given up (delete), or a failed gang's real pods (an event).
 # Bindings started at once. Each waits for the API client's rate and its 64 requests in flight; the
 # rest wait as decisions in the queue, in order, not as tasks: a burst of 100,000 allocations made
 # 100,000 tasks asleep on the rate limit, their timers and frames costing CPU and memory per pod that
 # grew with the burst. Bindings with a volume step are not counted: they may wait on a provisioner.
 MAX_BINDING = 128
+# Releases the core decides that the shim carries out: preemptions (evict), and gang placeholders
+# replaced or given up (delete), or a failed gang's real pods (an event).
 CORE_RELEASES = frozenset({si_pb2.PREEMPTED_BY_SCHEDULER, si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT})
 
 
@@ -138,7 +138,10 @@ class Decisions:
 
     def _plain_binding(self, alloc: si_pb2.Allocation) -> bool:
         pod = self.shim.state.pods.get(alloc.allocationKey)
-        return pod is None or not self.shim.volume_binder.volumes.delayed_claims(pod)
+        try:
+            return pod is None or not self.shim.volume_binder.volumes.delayed_claims(pod)
+        except Exception:  # an odd pod: its binding says what is wrong with it; here it just counts
+            return True
 
     def _bound(self, task: asyncio.Task[None]) -> None:
         self._binding -= 1
