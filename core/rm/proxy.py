@@ -94,7 +94,8 @@ class RMProxy:
         self.warnings = WarningLimiter()  # warnings about what an RM sends: a few lines a second at most
         self._clock = clock  # for the rate limit only
         self._submit = submit
-        self._room: Callable[[], Awaitable[None]] | None = None
+        # Until the engine takes more: the streams' readers await it before their next message.
+        self.room: Callable[[], Awaitable[None]] = _no_wait
         self._routes: dict[str, RMRoute] = {}
         self._streams: set[ResponseStream] = set()
         # Called after a large configuration (BIG_CONFIG_BYTES) was refused: reading it made garbage
@@ -114,12 +115,7 @@ class RMProxy:
     ) -> None:
         """`submit` a command to the engine; `room`: until the engine's queue has room (Engine.room)."""
         self._submit = submit
-        self._room = room
-
-    async def room(self) -> None:
-        """Until the engine takes more: the streams' readers wait here before their next message."""
-        if self._room is not None:
-            await self._room()
+        self.room = room or _no_wait
 
     def _send_command(self, command: Command) -> None:
         assert self._submit is not None, "rmproxy is not bound to an engine"
@@ -499,3 +495,7 @@ class RMProxy:
                 route = self._routes.get(batch.rm_id)
                 asks = route.asks if route is not None else AskCache()
                 self._route(batch.rm_id, StreamKind.ALLOCATION, allocation_response(batch, asks))
+
+
+async def _no_wait() -> None:
+    return None

@@ -9,8 +9,6 @@ reserved node takes no other ask.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
-from operator import itemgetter
 from time import perf_counter
 
 from core.constraints.ask import NO_CONSTRAINTS
@@ -20,7 +18,8 @@ from core.objects.application import Application, AppState
 from core.objects.node import Node
 from core.objects.parking import Why
 from core.objects.queue import Queue
-from core.policies.queue_sort import AppKey, app_sort_key, sorted_children
+from core.policies.queue_sort import sorted_children
+from core.scheduler.cycle_state import Cycle
 from core.scheduler.fit.checks import insufficient
 from core.scheduler.fit.node_fit import admits_now, find_node, fit_for, why_no_node
 from core.scheduler.gang_scheduling import held_reason, replace_placeholders
@@ -86,7 +85,7 @@ def _reserve_candidate(partition: Partition, ask: Allocation) -> Node | None:
     return best
 
 
-def _serve_reservations(partition: Partition, now: float, budget: int, cycle: _Cycle) -> list[Allocation]:
+def _serve_reservations(partition: Partition, now: float, budget: int, cycle: Cycle) -> list[Allocation]:
     made: list[Allocation] = []
     for ref, node_id in list(partition.reservations.items()):
         if len(made) >= budget:
@@ -145,111 +144,7 @@ def _try_required_node(partition: Partition, ask: Allocation, now: float) -> boo
     return False
 
 
-class _Cycle:
-    """Per-cycle bookkeeping: each ask is tried at most once per cycle.
-
-    An application's pending asks stay sorted (Application.sorted_asks). Walking them in order, an
-    allocated ask leaves the list and one that cannot be placed stays, so the asks before a cursor of
-    "tried and not placed" are exactly the ones to skip: the cursor is that count. A queue whose
-    applications have nothing left to try is exhausted until the next cycle.
-    """
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-        self.cursor: dict[str, int] = {}
-        self.exhausted: set[str] = set()  # queue full names
-        self.unschedulable: dict[str, int] = {}  # per application: asks no node took this cycle
-        # Each leaf's applications in order, sorted once per cycle: within a cycle only an allocation
-        # changes the order, and only for its application, which `allocated` moves to its new place.
-        self.app_orders: dict[str, _AppOrder] = {}
-        # Sizes (with their node-level rules) no node took this cycle, each with its tally of why, and
-        # those no node could be reserved for: within a cycle room only shrinks, so the next ask alike
-        # fails too, without a pass over the nodes. Valid while the partition notes no room freed
-        # (the parking lot's version).
-        self.no_room: dict[object, str] = {}
-        self.no_candidate: set[object] = set()
-        self.room_version = -1
-
-    def key(self, partition: Partition, ask: Allocation) -> object | None:
-        """The ask's key in the caches, which are made fresh first: what asks alike share for the node
-        search (None: it has rules other pods decide, so it is not cached)."""
-        self._fresh(partition)
-        constraints = ask.constraints
-        if partition.pod_rules.carried:
-            return None
-        if constraints is NO_CONSTRAINTS:
-            return ask.resource
-        if constraints.pod_affinity or constraints.pod_anti_affinity or constraints.spread:
-            return None
-        if constraints.rwop_claims or constraints.required_node:
-            return None
-        return (ask.resource, constraints)
-
-    def _fresh(self, partition: Partition) -> None:
-        version = partition.parking.version
-        if version != self.room_version:
-            self.no_room.clear()
-            self.no_candidate.clear()
-            self.room_version = version
-
-    def applications(self, leaf: Queue) -> _AppOrder:
-        order = self.app_orders.get(leaf.full_name)
-        if order is None:
-            order = self.app_orders[leaf.full_name] = _AppOrder(leaf)
-        return order
-
-    def allocated(self, leaf: Queue, app: Application) -> None:
-        order = self.app_orders.get(leaf.full_name)
-        if order is not None:
-            order.moved(app)
-
-    def next_ask(self, app: Application) -> Allocation | None:
-        asks = app.ready_asks()
-        i = self.cursor.get(app.app_id, 0)
-        return asks[i] if i < len(asks) else None
-
-    def tried(self, app: Application) -> None:
-        self.cursor[app.app_id] = self.cursor.get(app.app_id, 0) + 1
-
-    def no_node(self, leaf: Queue, app: Application) -> None:
-        """No node took the application's ask. With the leaf's application.unschedasks.backoff set, as
-        YuniKorn: that many in one attempt and the application is not tried again for the delay."""
-        threshold = leaf.props.unsched_backoff
-        if not threshold:
-            return
-        count = self.unschedulable[app.app_id] = self.unschedulable.get(app.app_id, 0) + 1
-        if count >= threshold:
-            app.backoff_until = self.now + leaf.props.unsched_backoff_delay
-
-
-class _AppOrder:
-    """A leaf's applications with pending asks as (key, application), in key order (the leaf's
-    pending_apps: its applications with nothing pending cost nothing here)."""
-
-    def __init__(self, leaf: Queue) -> None:
-        self.key = app_sort_key(leaf)
-        self.keys: dict[str, AppKey] = {app.app_id: self.key(app) for app in leaf.pending_apps.values()}
-        self.entries = sorted(
-            ((self.keys[a.app_id], a) for a in leaf.pending_apps.values()),
-            key=itemgetter(0),
-        )
-
-    def moved(self, app: Application) -> None:
-        self.drop(app)
-        if app.has_ready():
-            new = self.keys[app.app_id] = self.key(app)
-            insort(self.entries, (new, app))  # never compares applications: keys differ
-
-    def drop(self, app: Application) -> None:
-        """Out of this cycle's order: it has nothing left to try in it."""
-        old = self.keys.pop(app.app_id, None)
-        if old is not None:
-            del self.entries[bisect_left(self.entries, (old,))]  # keys are unique: this is its entry
-
-
-def _select(
-    partition: Partition, queue: Queue, cycle: _Cycle
-) -> tuple[Queue, Application, Allocation] | None:
+def _select(partition: Partition, queue: Queue, cycle: Cycle) -> tuple[Queue, Application, Allocation] | None:
     """Descend in the current sort order to the first leaf, application and ask not yet tried."""
     if queue.full_name in cycle.exhausted:
         return None
@@ -304,7 +199,7 @@ def allocate(
     partition.parking.wake(now, turns=MAX_PREEMPTION_ATTEMPTS)
     # A cycle that ran out of time goes on where it stopped, unless its RM sent something meanwhile:
     # so asks that are never parked cannot keep it from the rest, slice after slice.
-    cycle = partition.open_cycle if isinstance(partition.open_cycle, _Cycle) else _Cycle(now)
+    cycle = partition.open_cycle if isinstance(partition.open_cycle, Cycle) else Cycle(now)
     if cycle.now != now:
         # Resumed in a later slice: time moved (a backoff may be over), asks may have woken, a tick
         # may have loosened a limit. The applications the cycle dropped as having nothing left to try
@@ -413,7 +308,7 @@ def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float)
     )
 
 
-def _try_nodes(partition: Partition, ask: Allocation, now: float, cycle: _Cycle) -> bool:
+def _try_nodes(partition: Partition, ask: Allocation, now: float, cycle: Cycle) -> bool:
     # Only once something failed this cycle is it worth asking whether this ask is alike.
     alike = cycle.key(partition, ask) if cycle.no_room else None
     if alike is None or alike not in cycle.no_room:
@@ -455,7 +350,7 @@ def _waits(partition: Partition, ask: Allocation, why: str, waiting: Waiting) ->
         ask.triggered_scale_up = True
 
 
-def _note_app_limit(partition: Partition, app: Application, cycle: _Cycle) -> None:
+def _note_app_limit(partition: Partition, app: Application, cycle: Cycle) -> None:
     ask = cycle.next_ask(app)
     if ask is not None:
         full = [q for q in app.queue.path_to_root() if 0 < q.max_applications <= q.running_apps]
@@ -493,7 +388,7 @@ def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: floa
 
 
 def _note_no_room(
-    partition: Partition, ask: Allocation, now: float, beyond_nodes: bool, cycle: _Cycle
+    partition: Partition, ask: Allocation, now: float, beyond_nodes: bool, cycle: Cycle
 ) -> None:
     waiting = Waiting.NO_NODE
     if beyond_nodes:

@@ -43,14 +43,18 @@ async def _until_cut(session: aiohttp.ClientSession, core: CoreProcess, before: 
         await asyncio.sleep(0.05)
 
 
-async def _requests(rm_id: str, stop: asyncio.Event) -> AsyncIterator[si_pb2.AllocationRequest]:
-    """Asks and releases, one of each a message, until told to stop; never a look at the answers."""
+async def _requests(
+    rm_id: str, stop: asyncio.Event, tag_bytes: int = 0
+) -> AsyncIterator[si_pb2.AllocationRequest]:
+    """Asks and releases, one of each a message, until told to stop; never a look at the answers.
+    `tag_bytes`: a tag that size on each ask, which its allocation carries back (answers grow faster)."""
+    tags = {"pad": "x" * tag_bytes} if tag_bytes else None
     i = 0
     while not stop.is_set():
         releases = [messages.release("hog-app", f"k{i - 1}")] if i else []
         yield si_pb2.AllocationRequest(
             rmID=rm_id,
-            allocations=[messages.ask("hog-app", f"k{i}", ASK)],
+            allocations=[messages.ask("hog-app", f"k{i}", ASK, tags=tags)],
             releases=si_pb2.AllocationReleasesRequest(allocationsToRelease=releases),
         )
         i += 1
@@ -58,13 +62,13 @@ async def _requests(rm_id: str, stop: asyncio.Event) -> AsyncIterator[si_pb2.All
             await asyncio.sleep(0)  # let the channel send
 
 
-def _unread_stream(core: CoreProcess) -> tuple[grpc.aio.Channel, asyncio.Event, Any]:
+def _unread_stream(core: CoreProcess, tag_bytes: int = 0) -> tuple[grpc.aio.Channel, asyncio.Event, Any]:
     """The hog's second allocation stream, bound to it by name on a channel with small HTTP/2 windows,
     sending asks and releases until `stop` is set and never reading an answer."""
     channel = grpc.aio.insecure_channel(core.address, options=[("grpc.http2.bdp_probe", 0)])
     stop = asyncio.Event()
     call = si_pb2_grpc.SchedulerStub(channel).UpdateAllocation(
-        _requests("hog", stop), metadata=((metadata.RM_ID, "hog"),)
+        _requests("hog", stop, tag_bytes), metadata=((metadata.RM_ID, "hog"),)
     )
     return channel, stop, call
 
@@ -140,7 +144,7 @@ async def test_a_stream_not_read_is_cut_by_its_byte_budget_and_the_log_says_how_
         await hog.wait_nodes_answered(1)
         await hog.add_application("hog-app", "root.work")
         await hog.wait_apps_answered(1)
-        channel, stop, call = _unread_stream(core)
+        channel, stop, call = _unread_stream(core, tag_bytes=4_000)  # the budget reached in seconds
         async with aiohttp.ClientSession() as session:
             await _until_cut(session, core, await _cut_count(session, core))
             assert core.resident_mb() < RSS_CEILING_MB
