@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -94,8 +94,6 @@ class RMProxy:
         self.warnings = WarningLimiter()  # warnings about what an RM sends: a few lines a second at most
         self._clock = clock  # for the rate limit only
         self._submit = submit
-        # Until the engine takes more: the streams' readers await it before their next message.
-        self.room: Callable[[], Awaitable[None]] = _no_wait
         self._routes: dict[str, RMRoute] = {}
         self._streams: set[ResponseStream] = set()
         # Called after a large configuration (BIG_CONFIG_BYTES) was refused: reading it made garbage
@@ -110,12 +108,8 @@ class RMProxy:
         self._config_locks: dict[str, asyncio.Lock] = {}  # registrations and reloads, in order per RM
         self._stopping = False
 
-    def bind_engine(
-        self, submit: Callable[[Command], None], room: Callable[[], Awaitable[None]] | None = None
-    ) -> None:
-        """`submit` a command to the engine; `room`: until the engine's queue has room (Engine.room)."""
+    def bind_engine(self, submit: Callable[[Command], None]) -> None:
         self._submit = submit
-        self.room = room or _no_wait
 
     def _send_command(self, command: Command) -> None:
         assert self._submit is not None, "rmproxy is not bound to an engine"
@@ -495,7 +489,3 @@ class RMProxy:
                 route = self._routes.get(batch.rm_id)
                 asks = route.asks if route is not None else AskCache()
                 self._route(batch.rm_id, StreamKind.ALLOCATION, allocation_response(batch, asks))
-
-
-async def _no_wait() -> None:
-    return None

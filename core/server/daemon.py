@@ -89,7 +89,7 @@ class CoreDaemon:
         )
         self.rmproxy.on_config_refused = self.releaser.request
         self.engine = Engine(self.context, self.rmproxy.deliver)
-        self.rmproxy.bind_engine(self.engine.submit, self.engine.room)
+        self.rmproxy.bind_engine(self.engine.submit)
         self.server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", options.limits.max_message_bytes),
@@ -101,6 +101,7 @@ class CoreDaemon:
             self.rmproxy,
             EventStreams(self.context.events, self.rmproxy.is_registered),
             enforce_rm_identity=self.tls is not None and self.tls.client_ca is not None,
+            room=self.engine.room,
         )
         add_scheduler(
             self.service, self.server, LargeMessages(asyncio.get_running_loop(), self.releaser.request)

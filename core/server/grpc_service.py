@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -28,10 +28,18 @@ def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str:
 
 
 class SchedulerService(si_pb2_grpc.SchedulerServicer):
-    def __init__(self, rmproxy: RMProxy, events: EventStreams, enforce_rm_identity: bool = False) -> None:
+    def __init__(
+        self,
+        rmproxy: RMProxy,
+        events: EventStreams,
+        enforce_rm_identity: bool = False,
+        room: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         """`enforce_rm_identity`: clients present certificates (mutual TLS), and each may only act as
-        the rmID its certificate's common name names."""
+        the rmID its certificate's common name names. `room`: until the engine takes more commands
+        (Engine.room), awaited by each stream's reader before its next message."""
         self._rmproxy = rmproxy
+        self._room = room
         self.events = events
         self._enforce_rm_identity = enforce_rm_identity
         self._active_streams = 0
@@ -179,7 +187,8 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
                 except Exception as exc:  # one bad message must not end the stream for the good ones
                     log.exception("request handling failed", stream=stream.kind.value, rmID=stream.rm_id)
                     self._rmproxy.reject_unhandled(stream, repr(exc))
-                await self._rmproxy.room()  # the engine's queue bounded: the next message waits
+                if self._room is not None:
+                    await self._room()  # the engine's queue bounded: the next message waits
         except asyncio.CancelledError:
             raise
         except (grpc.aio.AioRpcError, grpc.aio.AbortError):
