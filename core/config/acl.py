@@ -48,7 +48,7 @@ class ACL:
     def allows(self, user: str, groups: tuple[str, ...]) -> bool:
         if self.all_allowed:
             return True
-        return user in self.users or any(g in self.groups for g in groups)
+        return user in self.users or (bool(groups) and not self.groups.isdisjoint(groups))
 
 
 NOBODY = ACL()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.events import Event
 from core.objects import partition_events
-from core.objects.application import AppEvent, Application, AppState
+from core.objects.application import TRANSITIONS, AppEvent, Application, AppState
 
 COMPLETING_TIMEOUT = 30.0  # Completing -> Completed, as YuniKorn
 TERMINATED_TIMEOUT = 3 * 24 * 3600.0  # Completed/Failed/Rejected -> Expired, then forgotten
@@ -28,6 +28,9 @@ class AppStateChange:
     state: AppState
     time: float
     message: str = ""
+
+
+_EVENT_TEXT = {event: event.value for event in AppEvent}  # a plain str, looked up, not an enum property
 
 
 class AppLifecycle:
@@ -44,25 +47,25 @@ class AppLifecycle:
 
     def transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
         """Apply `event` when the application's state allows it; otherwise nothing happens."""
-        if not app.can_handle(event):
-            return
         before = app.state
+        if (event, before) not in TRANSITIONS:
+            return
         after = app.handle(event, now)
         if after is None:
             return
         # maxapplications counts running applications, on the leaf and every ancestor.
-        if after == AppState.RUNNING and before != AppState.RUNNING:
-            app.queue.count_running(+1)
-        elif before == AppState.RUNNING:
+        if after is AppState.RUNNING:
+            app.queue.count_running(+1)  # `before` differs: handle answers None for no change
+        elif before is AppState.RUNNING:
             app.queue.count_running(-1)
-        if after == AppState.COMPLETING:
+        if after is AppState.COMPLETING:
             self.completing[app.app_id] = app
-        elif before == AppState.COMPLETING:
+        elif before is AppState.COMPLETING:
             self.completing.pop(app.app_id, None)
-        if after in (AppState.COMPLETED, AppState.FAILED):
+        if after is AppState.COMPLETED or after is AppState.FAILED:
             ended = app.queue.apps_ended
             ended[after.value.lower()] = ended.get(after.value.lower(), 0) + 1
-        self.changes.append(AppStateChange(app.app_id, after, now, message or event.value))
+        self.changes.append(AppStateChange(app.app_id, after, now, message or _EVENT_TEXT[event]))
         self._record(
             partition_events.app_state_changed(
                 self._rm_id, app.app_id, app.queue.full_name, before, after, message, now

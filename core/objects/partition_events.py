@@ -22,6 +22,8 @@ _APP_STATE_DETAILS = {
     AppState.EXPIRED: ChangeDetail.APP_EXPIRED,
     AppState.RESUMING: ChangeDetail.APP_RESUMING,
 }
+# "New -> Accepted" and the like, made once: a state change is recorded for every application.
+_ARROWS = {(before, after): f"{before.value} -> {after.value}" for before in AppState for after in AppState}
 
 
 def queue_created(rm_id: str, queue: str, app_id: str, now: float) -> Event:
@@ -52,7 +54,7 @@ def app_state_changed(
     rm_id: str, app_id: str, queue: str, before: AppState, after: AppState, why: str, now: float
 ) -> Event:
     detail = _APP_STATE_DETAILS.get(after, ChangeDetail.DETAILS_NONE)
-    message = f"{before.value} -> {after.value}" + (f": {why}" if why else "")
+    message = f"{_ARROWS[before, after]}: {why}" if why else _ARROWS[before, after]
     return Event(rm_id, EventType.APP, app_id, ChangeType.SET, detail, message, now, reference_id=queue)
 
 

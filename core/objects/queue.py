@@ -43,6 +43,9 @@ class Queue:
         self.name = name
         self.parent = parent
         self.full_name: str = f"{parent.full_name}.{name}" if parent else name
+        # This queue, then each ancestor up to root: a queue's parent never changes, and the path is
+        # walked on every placement, run and limit check.
+        self._path: tuple[Queue, ...] = (self, *parent._path) if parent else (self,)
         self.is_leaf = is_leaf
         self.managed = managed  # from the configuration; dynamic queues come from placement
         self.state = QueueState.ACTIVE
@@ -92,13 +95,8 @@ class Queue:
     def is_root(self) -> bool:
         return self.parent is None
 
-    def path_to_root(self) -> list[Queue]:
-        out: list[Queue] = []
-        queue: Queue | None = self
-        while queue is not None:
-            out.append(queue)
-            queue = queue.parent
-        return out
+    def path_to_root(self) -> tuple[Queue, ...]:
+        return self._path
 
     # Limits -----------------------------------------------------------------------------------
     def headroom(self) -> Resource | None:
@@ -172,9 +170,7 @@ class Queue:
 
     def can_run_another_app(self) -> bool:
         """Whether maxapplications, here and on every ancestor, leaves room for one more running app."""
-        return all(
-            q.max_applications <= 0 or q.running_apps < q.max_applications for q in self.path_to_root()
-        )
+        return all(not 0 < q.max_applications <= q.running_apps for q in self._path)
 
     # Usage ------------------------------------------------------------------------------------
     def add_allocated(self, delta: Resource) -> None:
@@ -237,12 +233,10 @@ class Queue:
     # Access -----------------------------------------------------------------------------------
     def allows_submit(self, user: str, groups: tuple[str, ...]) -> bool:
         """Submit (or admin) access on this queue or any ancestor grants submit access here."""
-        return any(
-            q.submit_acl.allows(user, groups) or q.admin_acl.allows(user, groups) for q in self.path_to_root()
-        )
+        return any(q.submit_acl.allows(user, groups) or q.admin_acl.allows(user, groups) for q in self._path)
 
     def accepts_new_applications(self) -> bool:
-        return self.is_leaf and all(q.state == QueueState.ACTIVE for q in self.path_to_root())
+        return self.is_leaf and all(q.state == QueueState.ACTIVE for q in self._path)
 
     def is_empty(self) -> bool:
         return not self.applications and not self.children

@@ -7,6 +7,7 @@ name that is not a valid queue name or a parent rule that names a leaf queue.
 
 from __future__ import annotations
 
+import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -34,6 +35,9 @@ class PlacementRequest:
 
     def tag(self, name: str) -> str:
         lowered = name.lower()
+        value = self.tags.get(lowered)  # the usual spelling (YuniKorn's tags are lower case)
+        if value is not None:
+            return value
         for key, value in self.tags.items():
             if key.lower() == lowered:
                 return value
@@ -86,17 +90,16 @@ class Rule(ABC):
         if not self.filter.admits(req.user, req.groups):
             notes.append(f"{self.name}: the filter excludes user {req.user!r}")
             return ""
-        qualified = base.lower() == "root" or base.lower().startswith("root.")
-        if qualified:
-            name = base.lower()
+        lowered = base.lower()
+        if lowered == "root" or lowered.startswith("root."):
+            name = lowered
         else:
             parent = self._parent_name(req, tree, notes)
             if not parent:
                 return ""
             name = f"{parent}.{self.leaf_part(base)}".lower()
-        for part in name.split("."):
-            if not QUEUE_NAME.match(part):
-                raise PlacementError(f"rule {self.name} made the invalid queue name {name!r}")
+        if not _valid_queue_name(name):
+            raise PlacementError(f"rule {self.name} made the invalid queue name {name!r}")
         if not self.create and tree.find(name) is None:
             notes.append(f"{self.name}: queue {name} does not exist and the rule does not create queues")
             return ""
@@ -173,6 +176,11 @@ class FixedRule(Rule):
 _RULES: dict[RuleName, type[Rule]] = {
     rule.name: rule for rule in (ProvidedRule, UserRule, TagRule, FixedRule)
 }
+
+
+@functools.lru_cache(maxsize=4096)  # an application's queue name is most often one seen before
+def _valid_queue_name(name: str) -> bool:
+    return all(QUEUE_NAME.match(part) for part in name.split("."))
 
 
 def make_rule(cfg: PlacementRuleConfig) -> Rule:

@@ -56,6 +56,10 @@ class AppLink:
     app_checks: list[Check]  # those with maxapplications
 
 
+# The link of every application while no queue has a limit: empty, and never added to.
+_UNLIMITED = AppLink(None, [], [], [])
+
+
 @dataclass(frozen=True)
 class Block:
     """A limit that holds an ask or an application back."""
@@ -186,6 +190,9 @@ class UserGroupTracker:
         return group_for(self.table, [q.full_name for q in app.queue.path_to_root()], app.groups)
 
     def _link(self, app: Application) -> AppLink:
+        if not self.table:  # no limits configured (the usual case): nothing to count, one shared link
+            self._links[app.app_id] = _UNLIMITED
+            return _UNLIMITED
         group = self.group_of(app)
         link = AppLink(group, [], [], [])
         for queue in app.queue.path_to_root():  # leaf first

@@ -366,3 +366,24 @@ def test_the_recovery_queue_cannot_be_configured() -> None:
         assert "root.@recovery@ is the core's recovery queue" in str(exc)
     else:
         raise AssertionError("configured the recovery queue")
+
+
+def test_every_queues_path_to_root_is_its_chain_of_parents_through_creation_and_reload() -> None:
+    # The path is kept on each queue when it is made; checked here against a walk of the parents.
+    c = Cluster(DYNAMIC)
+    _add_app(c, "app-1", "root.team.x")
+    _add_app(c, "app-2", "root.new.deeper")
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(DYNAMIC.replace("          - name: static\n", "")).config))
+    _add_app(c, "app-3", "root.static.leaf")
+    for queue in c.partition.tree:
+        walked: list[Queue] = []
+        at: Queue | None = queue
+        while at is not None:
+            walked.append(at)
+            at = at.parent
+        assert list(queue.path_to_root()) == walked, queue.full_name
+    assert [q.full_name for q in _queue(c, "root.team.x").path_to_root()] == [
+        "root.team.x",
+        "root.team",
+        "root",
+    ]

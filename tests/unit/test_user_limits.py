@@ -201,3 +201,24 @@ def test_a_group_acl_admits_a_user_whose_rm_sent_no_groups_through_the_users_own
     c.app("app-bob", "root.mine", user="bob")
     assert "app-alice" in c.partition.applications
     assert "app-bob" not in c.partition.applications
+
+
+def test_limits_a_reload_adds_to_a_cluster_that_had_none_count_what_already_runs() -> None:
+    # Without limits every application shares one empty link; the reload must link them afresh.
+    c = _cluster(_config(""))
+    c.app("app-1", "root.parent.a", user="alice")
+    _ask_many(c, "app-1", 2)
+    c.schedule()
+    assert _held(c, "app-1") == 10 and not c.partition.user_groups.counters
+    c.ctx.partitions[c.partition.key].apply_config(
+        load_config(
+            _config("- users: [alice]\n  maxapplications: 1\n  maxresources: {memory: 15}")
+        ).config.partitions[0]
+    )
+    assert _alice(c).running == {"app-1"} and _alice(c).resource == {"memory": 10}
+    c.app("app-2", "root.parent.a", user="alice")
+    _ask_many(c, "app-2", 1)
+    c.ask("app-1", "more", {"memory": 10})
+    c.schedule()
+    assert _state(c, "app-2") == AppState.ACCEPTED  # alice's one running application is app-1
+    assert "more" in c.partition.applications["app-1"].asks  # 10 + 10 is over her 15
