@@ -18,6 +18,8 @@ core, each in its own process (emulation, core, shim), timed by the emulation's 
     python -m benchmarks.bench_k8s --only-volumes --pods 5000
     python -m benchmarks.bench_k8s --pods 5000 --nodes 500 --apps 10 5000 --skip-ceiling \
         --skip-latency --skip-volumes             # one application per pod against ten
+    python -m benchmarks.bench_k8s --pods 5000 --nodes 500 --apps 10 5000 --rounds 5 --skip-ceiling \
+        --skip-latency --skip-volumes             # the same, alternating 5 times, with medians
 """
 
 from __future__ import annotations
@@ -264,6 +266,10 @@ async def latency(nodes: int, rate: float, seconds: float) -> tuple[float, float
     return p50, p99, pods / span
 
 
+# Each shape's bursts (nodes, applications): pods/s and each process's CPU µs per pod, in order.
+Runs = dict[tuple[int, int], list[tuple[float, dict[str, float]]]]
+
+
 async def main_async(args: argparse.Namespace) -> None:
     out, pods = sys.stdout, args.pods
     if args.only_volumes:
@@ -275,9 +281,26 @@ async def main_async(args: argparse.Namespace) -> None:
         out.write(f"{'emulation ceiling (trivial client, 64 in flight)':52} {top:10,.0f} bindings/s"
                   f"   CPU µs per binding: {_cpu(spent)}\n")  # fmt: skip
         out.flush()
+    runs: Runs = {}
+    for _ in range(args.rounds):
+        await _bursts(out, args, top, runs)
+    if args.rounds > 1 or len(args.apps) > 1:
+        _compare(out, args, runs)
+    if not args.skip_latency:
+        p50, p99, achieved = await latency(500, 1000.0, 10.0)
+        out.write(f"{'1,000 pods/s for 10 s on 500 nodes, made to bound':52} p50 {p50:6.0f} ms"
+                  f"   p99 {p99:6.0f} ms   ({achieved:,.0f} pods/s)\n")  # fmt: skip
+    if not args.skip_volumes:
+        await _volumes(out, pods)
+
+
+async def _bursts(out: TextIO, args: argparse.Namespace, top: float, runs: Runs) -> None:
+    """One round: a burst of each shape (nodes x applications), in order; each kept in `runs`."""
+    pods = args.pods
     for nodes in args.nodes:
         for apps in args.apps:
             rate, spent = await burst(nodes, pods, apps)
+            runs.setdefault((nodes, apps), []).append((rate, spent))
             share = f"{rate / top:4.0%} of the ceiling" if top else ""
             label = f"burst of {pods:,} pods on {nodes:,} nodes" + (f", {apps:,} apps" if apps != 10 else "")
             memory = ", ".join(
@@ -287,12 +310,27 @@ async def main_async(args: argparse.Namespace) -> None:
             out.write(f"{label:52} {rate:10,.0f} pods/s   {share}   CPU µs per pod: {_cpu(spent)}"
                       f"   resident: {memory}\n")  # fmt: skip
             out.flush()
-    if not args.skip_latency:
-        p50, p99, achieved = await latency(500, 1000.0, 10.0)
-        out.write(f"{'1,000 pods/s for 10 s on 500 nodes, made to bound':52} p50 {p50:6.0f} ms"
-                  f"   p99 {p99:6.0f} ms   ({achieved:,.0f} pods/s)\n")  # fmt: skip
-    if not args.skip_volumes:
-        await _volumes(out, pods)
+
+
+def _compare(out: TextIO, args: argparse.Namespace, runs: Runs) -> None:
+    """Each shape's median rate and CPU per pod (each process's median; the emulation's says how fast
+    the host ran) over the rounds, and each application count's rate against the first
+    one's (`--apps 10 5000`: 5,000 against 10), by round (the two ran one after the other, so a change of
+    the host's speed touches both) and by median."""
+    for nodes in args.nodes:
+        first = [rate for rate, _ in runs[nodes, args.apps[0]]]
+        for apps in args.apps:
+            mine = [rate for rate, _ in runs[nodes, apps]]
+            cpu = {name: statistics.median(spent[name] for _, spent in runs[nodes, apps])
+                   for name in runs[nodes, apps][0][1]}  # fmt: skip
+            line = (f"{nodes:,} nodes, {apps:,} apps: median {statistics.median(mine):,.0f} pods/s,"
+                    f" CPU µs per pod {_cpu(cpu)}")  # fmt: skip
+            if apps != args.apps[0]:
+                by_round = " / ".join(f"{m / f:.2f}" for m, f in zip(mine, first, strict=True))
+                median = statistics.median(mine) / statistics.median(first)
+                line += f"; against {args.apps[0]:,} apps: {by_round} by round, {median:.2f} by median"
+            out.write(line + "\n")
+    out.flush()
 
 
 async def _volumes(out: TextIO, pods: int) -> None:
@@ -319,6 +357,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 5_000])
     parser.add_argument(
         "--apps", type=int, nargs="+", default=[10], help="applications the burst's pods spread over"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="bursts of every shape, one after the other, this many times"
     )
     parser.add_argument("--skip-ceiling", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
