@@ -197,8 +197,10 @@ class Decisions:
             # Running on a node the core does not know (yet: its event comes later, or it was refused):
             # sent again once the node is added.
             state.orphans.setdefault(node, set()).add(uid)
-        if rejected.applicationID not in state.apps and uid in state.asked and not node:
-            # Its application completed in the core while the ask was on its way: add both again.
+        app_id = rejected.applicationID
+        if app_id not in state.apps and uid in state.asked and not node and app_id not in shim.outbox.refused:
+            # Its application completed in the core while the ask was on its way: add both again. (Not
+            # one the core rejected: its asks come back refused with it, and its pods fail.)
             state.asked.pop(uid, None)
             await shim.add_pod(pod)
             await shim.outbox.flush()

@@ -2,40 +2,48 @@
 applications and asks gathered and sent in batches, releases after the asks gathered before them.
 
 Inside `batch()` (the main loop, around what the informers delivered at once) applications and asks are
-gathered and sent at the end: the applications in one request, then, once the core has answered every
-one of them, the asks in one request (an application's asks must not reach the core before it: they
-travel on another stream), less those of an application the core rejected. So a burst of pods of
-many applications costs one round trip per batch, not one per application. Anything that must not
-overtake them (a release, a node change) sends them first (`flush`). What must reach the core before
-the next message waits for the core's answer (`until_answered`).
+gathered and sent at the end: the applications in one request, then at once the asks in another, as
+YuniKorn's shim hands the core an application and then its tasks without waiting in between. The two
+travel on separate streams; the core holds an ask that arrives before its application until it comes
+(core.scheduler.early_asks). So a burst of pods of many applications costs no round trip at all.
+The core's answer to each application is acted on as it arrives (`applications_answered`): a rejected
+one's pods fail (its asks, sent already, come back refused with its reason), an accepted gang gets its
+placeholders. Anything that must not overtake what is gathered (a release, a node change) sends it first
+(`flush`). What must reach the core before the next message waits for the core's answer
+(`until_answered`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from typing import Any
 
 from rmclient.client import SchedulerClient
 from si.v1 import si_pb2
 
 ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
 APP_BATCH = 1_000  # new applications the same (a request stays far below gRPC's 4 MiB message limit)
+REFUSED_KEPT = 10_000  # rejected applications remembered (their asks' refusals are expected)
 # What is done once the core has answered a new application: with the core's reason when it rejected
 # it, None when it accepted it.
-Answered = Callable[[str | None], Awaitable[None]]
+Answered = Callable[[str | None], Coroutine[Any, Any, None]]
+Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
 class Outbox:
-    def __init__(self, client: SchedulerClient) -> None:
+    def __init__(self, client: SchedulerClient, spawn: Spawn) -> None:
         self.client = client
+        self._spawn = spawn  # runs what is done on an answer, beside the loop
         self._asks: list[si_pb2.Allocation] = []  # asks gathered in a batch
         self._apps: list[tuple[si_pb2.AddApplicationRequest, Answered]] = []  # new ones, not sent yet
         self._batching = 0
-        self._answered: set[str] = set()  # applications the core answered, since they were sent
-        self._rejected: dict[str, str] = {}  # those it rejected -> its reason
-        # One flush at a time: a decision's release must not send asks whose applications another
-        # flush has sent and waits to hear answered.
+        self._waiting: dict[str, Answered] = {}  # applications sent, not answered yet
+        # Applications the core rejected, newest last, with its reason: their asks, sent with them, are
+        # refused in turn, and that refusal must not be taken for an ask that outran a completion.
+        self.refused: dict[str, str] = {}
+        # One flush at a time: what one sends goes before what the next one does.
         self._flushing = asyncio.Lock()
 
     @contextlib.asynccontextmanager
@@ -50,52 +58,41 @@ class Outbox:
             await self.flush()
 
     async def flush(self) -> None:
-        """Send what is gathered: the new applications first (answered before anything else goes),
-        then the asks."""
+        """Send what is gathered: the new applications, then the asks (neither waits for an answer)."""
         if not self._apps and not self._asks:
             return
-        answers: list[tuple[Answered, str | None]] = []
         async with self._flushing:
             if self._apps:
-                answers = await self._send_applications()
+                apps, self._apps = self._apps, []
+                for request, answered in apps:
+                    self._waiting[request.applicationID] = answered
+                await self.client.add_applications(*(request for request, _ in apps))
             if self._asks:
                 asks, self._asks = self._asks, []
                 await self.client.asks(asks)
-        # After the lock: what is done on an answer may send in turn (a gang's placeholder pods, whose
-        # echo an in-memory API hands straight back).
-        for answered, refused in answers:
-            await answered(refused)
 
     async def application(self, request: si_pb2.AddApplicationRequest, answered: Answered) -> None:
-        """A new application: sent with its batch (now, outside one), before any ask; `answered` is
-        awaited once the core has answered it."""
+        """A new application: sent with its batch (now, outside one), before any ask of it; `answered`
+        is run once the core has answered it."""
+        self.refused.pop(request.applicationID, None)  # a new submission of an ID rejected before
         self._apps.append((request, answered))
         if not self._batching or len(self._apps) >= APP_BATCH:
             await self.flush()
 
     def applications_answered(self, response: si_pb2.ApplicationResponse) -> None:
         """The core's answer to applications sent (called as it arrives)."""
-        self._answered.update(a.applicationID for a in response.accepted)
+        for accepted in response.accepted:
+            self._answer(accepted.applicationID, None)
         for rejected in response.rejected:
-            self._answered.add(rejected.applicationID)
-            self._rejected[rejected.applicationID] = rejected.reason
+            if len(self.refused) >= REFUSED_KEPT:
+                del self.refused[next(iter(self.refused))]
+            self.refused[rejected.applicationID] = rejected.reason
+            self._answer(rejected.applicationID, rejected.reason)
 
-    async def _send_applications(self) -> list[tuple[Answered, str | None]]:
-        """Send the gathered applications and wait for every answer; what to call back, with each
-        one's refusal (None: accepted). A rejected application's asks are dropped."""
-        apps, self._apps = self._apps, []
-        ids = [request.applicationID for request, _ in apps]
-        for app_id in ids:
-            self._answered.discard(app_id)
-            self._rejected.pop(app_id, None)
-        await self.client.add_applications(*(request for request, _ in apps))
-        what = f"application {ids[0]}" if len(ids) == 1 else f"{len(ids)} applications"
-        await self.until_answered(lambda: all(a in self._answered for a in ids), what)
-        refused = {app_id: self._rejected.pop(app_id, "") for app_id in ids if app_id in self._rejected}
-        if refused:  # their asks never go
-            self._asks = [a for a in self._asks if a.applicationID not in refused]
-        self._answered.difference_update(ids)
-        return [(answered, refused.get(app_id)) for app_id, (_, answered) in zip(ids, apps, strict=True)]
+    def _answer(self, app_id: str, refused: str | None) -> None:
+        answered = self._waiting.pop(app_id, None)
+        if answered is not None:
+            self._spawn(answered(refused))
 
     async def ask(self, ask: si_pb2.Allocation) -> None:
         """An ask, or an existing allocation: sent now, or with its batch."""
@@ -116,9 +113,11 @@ class Outbox:
         await self.client.release_many(items, termination=termination)
 
     def clear(self) -> None:
-        """Drop what is gathered: the core it was for is gone, and the re-sync sends afresh."""
+        """Drop what is gathered, and the answers awaited: the core it was for is gone, and the re-sync
+        sends afresh."""
         self._asks.clear()
         self._apps.clear()
+        self._waiting.clear()
 
     async def until_answered(self, done: Callable[[], bool], what: str) -> None:
         """Until `done`; ConnectionError when the core goes away first (the re-sync sends it again)."""

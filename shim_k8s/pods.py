@@ -357,9 +357,9 @@ class Pods:
 
     async def _add_application(self, pod: Obj, app_id: str, placeholders_exist: bool) -> bool:
         """The application of its first pod: its user (YuniKorn's fallbacks reported on the pod), its
-        gang, its namespace's limits; sent with the outbox's batch, and answered before any ask of it
-        goes (shim_k8s.outbox). When the core rejects it its asks never go and its pending pods fail;
-        False when that is known already (no batch: answered at once)."""
+        gang, its namespace's limits; sent with the outbox's batch, its asks right after it, and its
+        answer acted on when it comes (shim_k8s.outbox): when the core rejects it its pending pods fail.
+        False when its pods are not to be asked for."""
         shim = self.shim
         user = translate.user_info(pod)
         gang = await shim.gangs.of_new_app(pod, app_id, placeholders_exist)

@@ -78,7 +78,7 @@ class K8sShim(ResponseHandler):
         self.state = ShimState()
         self.settings = ConfigMaps()  # yunikorn-defaults and yunikorn-configs, and what they set
         self._wake = wake
-        self.outbox = Outbox(client)  # asks and releases on their way to the core
+        self.outbox = Outbox(client, self.in_background)  # asks and releases on their way to the core
         self.decisions = Decisions(self, wake)  # what the core decided, carried out
         self.gangs = Gangs(self)  # task groups, placeholder pods, gang progress events
         self.pods = Pods(self)  # the cluster's objects in, the core told

@@ -56,6 +56,12 @@ class Limits:
     # 100,000 is more executors than any Spark job asks for, and is what the scale benchmark puts on
     # each of its two applications; without a bound one application could fill the core's memory.
     max_pending_asks_per_application: int = 100_000
+    # Asks (and reported allocations) of an application the core does not know yet, held for it for
+    # `early_ask_seconds` (core.scheduler.early_asks): an RM sends an application and then its asks
+    # without waiting, and the two streams may be read in either order. Per RM; past it such an ask is
+    # refused at once. 0 turns holding off (refused at once, as YuniKorn's in-process core does).
+    max_early_asks: int = 10_000
+    early_ask_seconds: float = 2.0
     # Items (asks, releases, applications, nodes) per second from one RM on one kind of stream, as a
     # token bucket that holds up to `rate_burst` items. The core allocates about 25,000 asks a second
     # end to end (benchmarks/RESULTS.md), so 50,000 a second never slows an RM the core can keep up

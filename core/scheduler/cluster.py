@@ -19,10 +19,9 @@ from core.events import EventLog
 from core.log_digest import RejectionDigest, WarningLimiter
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
-from core.objects.gang import Gang, GangStyle, placeholder_timeout
 from core.objects.partition_key import PartitionKey
 from core.objects.rejected_apps import RejectedApplication
-from core.resources import Resource
+from core.scheduler.app_gang import gang_of
 from core.scheduler.commands import (
     AppAdd,
     AppRemove,
@@ -38,6 +37,7 @@ from core.scheduler.commands import (
     UpdateConfig,
     UpdateNodes,
 )
+from core.scheduler.early_asks import EarlyAsks
 from core.scheduler.history import History
 from core.scheduler.metrics import SchedulerMetrics
 from core.scheduler.node_events import node_event
@@ -45,10 +45,9 @@ from core.scheduler.partition import Partition
 from core.scheduler.partition_resize import resize
 from core.scheduler.preemption import dry_run
 from core.scheduler.preemption.dry_run import QuotaPreview
-from core.scheduler.rejection import Rejection
+from core.scheduler.rejection import Rejection, unknown_application
 from core.scheduler.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
 from core.scheduler.scheduling import allocate
-from si.v1.tags import TAG_APP_CREATION_TIME
 
 _Item = TypeVar("_Item", NodeChange, AppAdd, AppRemove, Allocation, ReleaseRequest)  # of an RM's request
 
@@ -61,6 +60,7 @@ class ClusterContext:
         clock: Callable[[], float],
         event_capacity: int = DEFAULT_EVENT_CAPACITY,
         max_pending_asks: int = DEFAULT_LIMITS.max_pending_asks_per_application,
+        early: EarlyAsks | None = None,
     ) -> None:
         self.clock = clock
         # Limits.max_pending_asks_per_application, checked here against the asks the core holds, as
@@ -83,6 +83,7 @@ class ClusterContext:
         self.rm_build: dict[str, dict[str, str]] = {}  # by rmID: its buildInfo and its rmId
         self.warnings = WarningLimiter()  # about what an RM sent: a few lines a second at most, per RM
         self._rejections = RejectionDigest()  # items of the command being applied that were refused
+        self.early = early if early is not None else EarlyAsks()  # asks before their application
         # Called with a reason whenever an RM's state is dropped (it left, or registered again): the
         # daemon gives the memory back to the system there (core.server.memory).
         self.on_state_dropped: Callable[[str], None] | None = None
@@ -213,6 +214,12 @@ class ClusterContext:
     def tick(self) -> None:
         """Advance time-driven state (application timers) to the clock's now; keep the history."""
         now = self.clock()
+        for key, asks in self.early.expired(now):
+            for alloc in asks:
+                waited = f"its ask waited {self.early.hold_seconds:g}s for it"
+                self._refuse(
+                    key.rm_id, alloc, f"{unknown_application(alloc.application_id, key.name)} ({waited})"
+                )
         for part in self.partitions.values():
             part.tick(now)
             part.stale = True  # timers: delays may have passed (reservations, preemption, parked asks)
@@ -232,6 +239,7 @@ class ClusterContext:
     def _drop_rm_state(self, rm_id: str) -> bool:
         """Forget the RM's partitions and results; True when it had any."""
         keys = [k for k in self.partitions if k.rm_id == rm_id]
+        self.early.forget_rm(rm_id)
         for key in keys:
             del self.partitions[key]
         self._results.pop(rm_id, None)
@@ -360,11 +368,13 @@ class ClusterContext:
         submissions = self.metrics.app_submissions
         submissions["new"] += 1
         try:
-            gang = _gang(add, now, lambda what: self._warn_app(rm_id, add.app_id, what))
+            gang = gang_of(add, now, lambda what: self._warn_app(rm_id, add.app_id, what))
             app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now, gang)
         except Rejection as exc:
             out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
             self._rejections.add((add.app_id,), str(exc), "applications")
+            for alloc in self.early.take(part.key, add.app_id):
+                self._refuse(rm_id, alloc, f"application {add.app_id} was rejected: {exc}")
             if add.app_id and add.app_id not in part.applications:  # a duplicate ID keeps its live record
                 refused = RejectedApplication(
                     add.app_id, add.queue, add.user, add.groups, dict(add.tags), str(exc), now
@@ -377,6 +387,8 @@ class ClusterContext:
             return
         submissions["accepted"] += 1
         out.accepted_apps.append(add.app_id)
+        for alloc in self.early.take(part.key, add.app_id):  # they came first: added now, in order
+            self._isolated(self._add_allocation, rm_id, alloc)
         log.debug("application accepted", rmID=rm_id, applicationID=add.app_id, queue=app.queue.full_name)
 
     def _warn_app(self, rm_id: str, app_id: str, what: str) -> None:
@@ -388,6 +400,7 @@ class ClusterContext:
         try:
             part = self._partition(rm_id, remove.partition)
             if remove.app_id not in part.applications:
+                self.early.take(part.key, remove.app_id)  # its asks came before it: gone with it
                 # Nothing to do, as YuniKorn: RMs remove applications that already completed, and a
                 # RejectedApplication would make a Kubernetes shim fail the application.
                 log.info("removal of an unknown application ignored", rmID=rm_id, applicationID=remove.app_id)
@@ -411,6 +424,9 @@ class ClusterContext:
             if alloc.foreign:
                 part.add_foreign(alloc)
                 return
+            app_id = alloc.application_id
+            if app_id and app_id not in part.applications and self.early.hold(part.key, alloc, now):
+                return  # before its application: added when it comes (core.scheduler.early_asks)
             if alloc.node_id:
                 part.add_existing(alloc, now)
                 # Confirm an RM-reported allocation as YuniKorn does, so the RM knows it is counted.
@@ -419,11 +435,12 @@ class ClusterContext:
                 self._check_pending(part, alloc.application_id, alloc.key)
                 part.add_ask(alloc, now)
         except Rejection as exc:
-            self.metrics.count("rejected")
-            self._out(rm_id).rejected_allocations.append(
-                RejectedItem(alloc.key, alloc.application_id, str(exc))
-            )
-            self._rejections.add((alloc.application_id, alloc.key), str(exc), "allocations")
+            self._refuse(rm_id, alloc, str(exc))
+
+    def _refuse(self, rm_id: str, alloc: Allocation, reason: str) -> None:
+        self.metrics.count("rejected")
+        self._out(rm_id).rejected_allocations.append(RejectedItem(alloc.key, alloc.application_id, reason))
+        self._rejections.add((alloc.application_id, alloc.key), reason, "allocations")
 
     def _check_pending(self, part: Partition, app_id: str, key: str) -> None:
         """Over the limit: refused. Pending are the asks not yet placed, and the real asks of a gang
@@ -442,6 +459,10 @@ class ClusterContext:
     def _release(self, rm_id: str, release: ReleaseRequest) -> None:
         try:
             part = self._partition(rm_id, release.partition)
+            if release.app_id not in part.applications and self.early.drop(
+                part.key, release.app_id, release.key
+            ):
+                return  # an ask held for its application: taken back before it was ever added
             released = part.release(release.app_id, release.key, self.clock(), release.termination)
         except Rejection as exc:
             self._out(rm_id).rejected_allocations.append(RejectedItem(release.key, release.app_id, str(exc)))
@@ -469,24 +490,3 @@ class ClusterContext:
             app = part.applications.get(app_id)
             if app is not None and app.is_idle():
                 part.lifecycle.complete_if_idle(app, now)
-
-
-def _gang(add: AppAdd, now: float, warn: Callable[[str], None]) -> Gang | None:
-    """The gang an application asks for (placeholderAsk, gangSchedulingStyle, the timeout), or None."""
-    said = add.gang_style is not None or add.unknown_gang_style
-    if add.placeholder_ask is None and not said and add.placeholder_timeout_ms <= 0:
-        return None
-    if add.unknown_gang_style:
-        warn(f"unknown gangSchedulingStyle {add.unknown_gang_style!r}: Soft used (Soft or Hard)")
-    style = add.gang_style or GangStyle.SOFT
-    created = _tag_seconds(add.tags.get(TAG_APP_CREATION_TIME, ""))
-    timeout = placeholder_timeout(add.placeholder_timeout_ms, created, now)
-    return Gang(add.placeholder_ask or Resource(), style, timeout)
-
-
-def _tag_seconds(raw: str) -> float:
-    try:
-        value = int(raw)
-    except ValueError:
-        return 0.0
-    return float(value) if value > 0 else 0.0

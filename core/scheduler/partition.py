@@ -36,7 +36,7 @@ from core.scheduler.partition_placement import leaf_for
 from core.scheduler.partition_victims import PartitionVictims
 from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger
 from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
-from core.scheduler.rejection import Rejection, ask_constraints, node_traits
+from core.scheduler.rejection import Rejection, ask_constraints, node_traits, unknown_application
 from core.scheduler.results import SchedulingState, Termination
 from core.ugm.limits import limit_table
 from core.ugm.resolver import resolve_groups
@@ -235,7 +235,7 @@ class Partition:
     def application(self, app_id: str) -> Application:
         app = self.applications.get(app_id)
         if app is None:
-            raise Rejection(f"application {app_id} is not known in partition {self.name}; add it first")
+            raise Rejection(unknown_application(app_id, self.name))
         return app
 
     def remove_application(self, app_id: str, now: float) -> list[Allocation]:

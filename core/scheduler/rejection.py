@@ -18,6 +18,10 @@ class Rejection(Exception):
     """A request the partition refuses; str(rejection) is the reason sent to the RM."""
 
 
+def unknown_application(app_id: str, partition: str) -> str:
+    return f"application {app_id} is not known in partition {partition}; add it first"
+
+
 def ask_constraints(alloc: Allocation) -> AskConstraints:
     try:
         return parse_ask_constraints(alloc.tags, TAG_REQUIRED_NODE)

@@ -19,6 +19,7 @@ from core.config.loader import default_config_text
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.rm.proxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.scheduler.cluster import ClusterContext
+from core.scheduler.early_asks import EarlyAsks
 from core.scheduler.engine import Engine
 from core.server.event_stream import EventStreams
 from core.server.grpc_handlers import LargeMessages, add_scheduler
@@ -76,9 +77,11 @@ class CoreDaemon:
         rest_token = read_token(options.rest_token_file) if options.rest_token_file else None
         config_text = options.config_path.read_text() if options.config_path else default_config_text()
         load_config(config_text)  # an unusable default config is a startup error, not a registration one
+        limits = options.limits
         self.context = ClusterContext(
-            time.time, options.event_log_size, options.limits.max_pending_asks_per_application
-        )
+            time.time, options.event_log_size, limits.max_pending_asks_per_application,
+            EarlyAsks(limits.early_ask_seconds, limits.max_early_asks),
+        )  # fmt: skip
         self.releaser = MemoryReleaser(asyncio.get_running_loop())  # coalesced: one pause at a time
         self.context.on_state_dropped = self.releaser.request
         self.rmproxy = RMProxy(

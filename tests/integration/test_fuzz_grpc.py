@@ -53,6 +53,9 @@ LIMITS = Limits(
     max_pending_asks_per_application=200,
     rate_items_per_second=5_000,
     rate_burst=5_000,
+    # Every item is answered by the barrier that follows it: an ask of an unknown application refused
+    # at once, not held for it (held asks have their own tests: test_early_asks*, test_rms_and_lifecycle).
+    max_early_asks=0,
 )
 FUZZ = settings(
     deadline=None,
@@ -140,7 +143,10 @@ class Rig:
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    names = ("max_message_bytes", "rate_items_per_second", "max_pending_asks_per_application", "rate_burst")
+    names = (
+        "max_message_bytes", "rate_items_per_second", "max_pending_asks_per_application", "rate_burst",
+        "max_early_asks",
+    )  # fmt: skip
     overrides = [f"{name}={getattr(LIMITS, name)}" for name in names]
     core = CoreProcess(extra_args=[arg for item in overrides for arg in ("--limit", item)])
     core.start_blocking()

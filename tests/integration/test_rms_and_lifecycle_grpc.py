@@ -79,6 +79,32 @@ async def test_two_rms_on_one_core_stay_apart(core_address: str) -> None:
         assert "hijack" not in a.seen.allocations
 
 
+async def test_asks_sent_before_their_application_run_once_it_comes(client: RecordingClient) -> None:
+    # The application and allocation streams are apart: an RM that sends an application and its asks
+    # without waiting may have the asks read first. Here they are sent first on purpose.
+    await client.register(config=CAPPED.replace("capped", "work").replace("memory: 5000", "memory: 20000"))
+    await client.add_node("node-1", NODE)
+    await client.wait_nodes_answered(1)
+    await client.ask("early", "k1", TASK)
+    await client.ask("early", "k2", TASK)
+    await client.barrier()  # read and held by the engine: nothing refused, nothing placed yet
+    assert client.seen.rejected_allocations == [] and client.seen.new_allocations == []
+    await client.add_application("early", "root.work")
+    allocations = await client.wait_allocations(2)
+    assert sorted(a.allocationKey for a in allocations) == ["k1", "k2"]
+    await client.wait_apps_answered(1)  # on its own stream: it may come after the allocations
+    assert client.seen.accepted_apps == ["early"]
+    # One whose application is rejected: its asks are refused with the application's reason.
+    await client.ask("refused", "k3", TASK)
+    await client.barrier()
+    await client.add_application("refused", "root.nope")
+    [rejected] = await client.wait_rejected_allocations(1)
+    await client.wait_apps_answered(2)
+    assert rejected.allocationKey == "k3"
+    assert rejected.reason.startswith("application refused was rejected: ")
+    assert client.seen.rejected_apps[0].reason in rejected.reason
+
+
 async def test_reregistration_replaces_everything(client: RecordingClient) -> None:
     await _node_and_app(client)
     await client.ask("app", "k1", TASK)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.objects.application import Application, AppState
 from core.scheduler.commands import AppRemove, UpdateApplications
+from core.scheduler.early_asks import HOLD_SECONDS
 from core.scheduler.results import AppUpdate, ResultBatch, Termination
 from tests.unit.domain_helpers import Cluster
 
@@ -149,6 +150,9 @@ def test_completed_app_is_gone_from_the_partition_and_its_queue() -> None:
     assert "app-1" not in c.partition.applications
     assert "app-1" not in queue.applications
     c.ask("app-1", "late", {"memory": 1})
+    assert _drain(c).rejected_allocations == []  # held: its application may be on its way again
+    c.clock.advance(HOLD_SECONDS)
+    c.ctx.tick()
     out = _drain(c)
     [rejected] = out.rejected_allocations
     assert (rejected.key, rejected.app_id) == ("late", "app-1")

@@ -16,6 +16,7 @@ from core.scheduler.commands import (
     UpdateApplications,
     UpdateConfig,
 )
+from core.scheduler.early_asks import HOLD_SECONDS
 from core.scheduler.results import ResultBatch, Termination
 from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock
 
@@ -172,6 +173,8 @@ def test_bad_items_are_rejected_with_reasons_and_good_ones_still_work() -> None:
     c.ask("app-1", "b", {"memory": 1}, node_id="ghost")  # existing allocation on an unknown node
     c.release("app-1", "no-such-key")
     c.schedule()
+    c.clock.advance(HOLD_SECONDS)  # the unknown application's ask is held that long for it
+    c.ctx.tick()
     out = _drain(c)
     node_reasons = [r.reason for r in out.rejected_nodes]
     assert any("already registered" in r for r in node_reasons)

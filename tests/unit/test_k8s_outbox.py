@@ -1,25 +1,24 @@
-"""The shim's outbox (shim_k8s.outbox) against a client that records what it sends and answers when the
-test says: a batch's new applications go in one request and are answered before any ask; a rejected
-application's asks never go; and a release made while applications are on their way waits for them,
-so no ask overtakes its application."""
+"""The shim's outbox (shim_k8s.outbox) against a client that records what it sends: a batch's new
+applications go in one request and its asks right after, without waiting for the core's answer; each
+answer is acted on as it arrives (a rejected application remembered, so its asks' refusals are
+expected); a release goes after the asks gathered before it."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Coroutine, Iterable
+from typing import Any
 
-from shim_k8s.outbox import Answered, Outbox
+from shim_k8s.outbox import REFUSED_KEPT, Answered, Outbox
 from si.v1 import si_pb2
 
 
 class Client:
-    """Records ("apps", ids), ("asks", keys) and ("release", key); answers applications on `answer`."""
+    """Records ("apps", ids), ("asks", keys) and ("release", key)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, list[str]]] = []
         self.lost: str | None = None
-        self.outbox: Outbox | None = None
-        self._changed = asyncio.Event()
 
     async def add_applications(self, *apps: si_pb2.AddApplicationRequest) -> None:
         self.sent.append(("apps", [a.applicationID for a in apps]))
@@ -30,26 +29,19 @@ class Client:
     async def release(self, app_id: str, key: str = "", partition: str = "", message: str = "") -> None:
         self.sent.append(("release", [key]))
 
-    async def wait_for(self, check: Callable[[], bool], timeout: float | None = None, what: str = "") -> None:
-        while not check():
-            self._changed.clear()
-            await self._changed.wait()
 
-    def answer(self, accepted: Iterable[str] = (), rejected: Iterable[str] = ()) -> None:
-        assert self.outbox is not None
-        response = si_pb2.ApplicationResponse(
-            accepted=[si_pb2.AcceptedApplication(applicationID=a) for a in accepted],
-            rejected=[si_pb2.RejectedApplication(applicationID=a, reason="no queue") for a in rejected],
-        )
-        self.outbox.applications_answered(response)
-        self._changed.set()
+def _response(accepted: Iterable[str] = (), rejected: Iterable[str] = ()) -> si_pb2.ApplicationResponse:
+    return si_pb2.ApplicationResponse(
+        accepted=[si_pb2.AcceptedApplication(applicationID=a) for a in accepted],
+        rejected=[si_pb2.RejectedApplication(applicationID=a, reason="no queue") for a in rejected],
+    )
 
 
-def _setup() -> tuple[Outbox, Client, list[tuple[str, str | None]]]:
+def _setup() -> tuple[Outbox, Client, list[Coroutine[Any, Any, None]]]:
     client = Client()
-    outbox = Outbox(client)  # type: ignore[arg-type]
-    client.outbox = outbox
-    return outbox, client, []
+    spawned: list[Coroutine[Any, Any, None]] = []
+    outbox = Outbox(client, spawned.append)  # type: ignore[arg-type]
+    return outbox, client, spawned
 
 
 def _app(app_id: str) -> si_pb2.AddApplicationRequest:
@@ -60,55 +52,88 @@ def _ask(app_id: str, key: str) -> si_pb2.Allocation:
     return si_pb2.Allocation(applicationID=app_id, allocationKey=key)
 
 
-async def _until_sent(client: Client, count: int) -> None:
-    while len(client.sent) < count:  # noqa: ASYNC110 - the outbox's steps, in this loop
-        await asyncio.sleep(0)
+def _noting(answers: list[tuple[str, str | None]], app_id: str) -> Answered:
+    async def answered(refused: str | None) -> None:
+        answers.append((app_id, refused))
+
+    return answered
 
 
-async def test_a_batchs_applications_go_in_one_request_and_a_rejected_ones_asks_never_go() -> None:
-    outbox, client, answers = _setup()
-
-    def noting(app_id: str) -> Answered:
-        async def answered(refused: str | None) -> None:
-            answers.append((app_id, refused))
-
-        return answered
-
-    async def burst() -> None:
-        async with outbox.batch():
-            for app_id in ("a", "b", "lost"):
-                await outbox.application(_app(app_id), noting(app_id))
-                await outbox.ask(_ask(app_id, f"{app_id}-1"))
-
-    sending = asyncio.create_task(burst())
-    await _until_sent(client, 1)
-    assert client.sent == [("apps", ["a", "b", "lost"])]  # and nothing else until they are answered
-    client.answer(accepted=["a", "b"])
-    await asyncio.sleep(0)
-    assert len(client.sent) == 1  # "lost" not answered yet
-    client.answer(rejected=["lost"])
-    await sending
-    assert client.sent == [("apps", ["a", "b", "lost"]), ("asks", ["a-1", "b-1"])]
-    assert answers == [("a", None), ("b", None), ("lost", "no queue")]
+async def test_a_batchs_applications_and_then_its_asks_go_at_once_and_answers_are_acted_on_as_they_come() -> (
+    None
+):
+    outbox, client, spawned = _setup()
+    answers: list[tuple[str, str | None]] = []
+    async with outbox.batch():
+        for app_id in ("a", "b", "lost"):
+            await outbox.application(_app(app_id), _noting(answers, app_id))
+            await outbox.ask(_ask(app_id, f"{app_id}-1"))
+        assert client.sent == []  # gathered until the batch ends
+    assert client.sent == [("apps", ["a", "b", "lost"]), ("asks", ["a-1", "b-1", "lost-1"])]
+    outbox.applications_answered(_response(accepted=["b"]))
+    outbox.applications_answered(_response(accepted=["a"], rejected=["lost"]))
+    outbox.applications_answered(_response(accepted=["a"]))  # answered twice: acted on once
+    for work in spawned:
+        await work
+    assert answers == [("b", None), ("a", None), ("lost", "no queue")]
+    assert outbox.refused == {"lost": "no queue"}
 
 
-async def test_a_release_made_while_applications_are_on_their_way_waits_for_them() -> None:
+async def test_a_new_submission_of_a_rejected_id_is_no_longer_counted_refused() -> None:
+    outbox, client, spawned = _setup()
+    answers: list[tuple[str, str | None]] = []
+    await outbox.application(_app("x"), _noting(answers, "x"))
+    outbox.applications_answered(_response(rejected=["x"]))
+    assert "x" in outbox.refused
+    await outbox.application(_app("x"), _noting(answers, "x"))
+    assert "x" not in outbox.refused and client.sent == [("apps", ["x"]), ("apps", ["x"])]
+    for work in spawned:
+        await work
+    assert answers == [("x", "no queue")]  # the second is not answered yet
+
+
+async def test_the_rejected_applications_remembered_are_bounded_oldest_first() -> None:
+    outbox, _, spawned = _setup()
+    outbox.applications_answered(_response(rejected=[f"r-{i}" for i in range(REFUSED_KEPT + 5)]))
+    assert len(outbox.refused) == REFUSED_KEPT
+    assert (
+        "r-4" not in outbox.refused and "r-5" in outbox.refused and f"r-{REFUSED_KEPT + 4}" in outbox.refused
+    )
+    assert spawned == []  # none of them was sent by this outbox
+
+
+async def test_a_release_goes_after_the_asks_gathered_before_it() -> None:
     outbox, client, _ = _setup()
 
     async def nothing(refused: str | None) -> None:
         return None
 
-    async def burst() -> None:
-        async with outbox.batch():
-            await outbox.application(_app("a"), nothing)
-            await outbox.ask(_ask("a", "a-1"))
+    async with outbox.batch():
+        await outbox.application(_app("a"), nothing)
+        await outbox.ask(_ask("a", "a-1"))
+        await outbox.release("a", "a-1")  # the pod went at once: its ask goes first, then the release
+    assert client.sent == [("apps", ["a"]), ("asks", ["a-1"]), ("release", ["a-1"])]
 
-    sending = asyncio.create_task(burst())
-    await _until_sent(client, 1)
-    releasing = asyncio.create_task(outbox.release("old", "old-1"))  # a decision's, meanwhile
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert client.sent == [("apps", ["a"])]  # a-1 did not go ahead of its application's answer
-    client.answer(accepted=["a"])
-    await asyncio.gather(sending, releasing)
-    assert client.sent == [("apps", ["a"]), ("asks", ["a-1"]), ("release", ["old-1"])]
+
+async def test_clear_forgets_the_answers_awaited() -> None:
+    outbox, _, spawned = _setup()
+    answers: list[tuple[str, str | None]] = []
+    await outbox.application(_app("a"), _noting(answers, "a"))
+    outbox.clear()  # the core went away: the re-sync sends the application again
+    outbox.applications_answered(_response(accepted=["a"]))
+    assert spawned == [] and answers == []
+
+
+async def test_answers_are_spawned_not_awaited_by_the_caller() -> None:
+    # The client calls applications_answered from its reader: acting on the answer must not block it.
+    outbox, _, spawned = _setup()
+    gate = asyncio.Event()
+
+    async def slow(refused: str | None) -> None:
+        await gate.wait()
+
+    await outbox.application(_app("a"), slow)
+    outbox.applications_answered(_response(accepted=["a"]))
+    assert len(spawned) == 1
+    gate.set()
+    await spawned[0]
