@@ -26,9 +26,9 @@ from si.v1 import si_pb2
 ASK_BATCH = 1_000  # asks gathered in a batch before they are sent anyway
 APP_BATCH = 1_000  # new applications the same (a request stays far below gRPC's 4 MiB message limit)
 REFUSED_KEPT = 10_000  # rejected applications remembered (their asks' refusals are expected)
-# What is done once the core has answered a new application: with the core's reason when it rejected
-# it, None when it accepted it.
-Answered = Callable[[str | None], Coroutine[Any, Any, None]]
+# Called once the core has answered a new application, with the core's reason when it rejected it, None
+# when it accepted it; what it returns, if anything, is run beside the loop.
+Answered = Callable[[str | None], Coroutine[Any, Any, None] | None]
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
@@ -73,7 +73,7 @@ class Outbox:
 
     async def application(self, request: si_pb2.AddApplicationRequest, answered: Answered) -> None:
         """A new application: sent with its batch (now, outside one), before any ask of it; `answered`
-        is run once the core has answered it."""
+        is called once the core has answered it."""
         self.refused.pop(request.applicationID, None)  # a new submission of an ID rejected before
         self._apps.append((request, answered))
         if not self._batching or len(self._apps) >= APP_BATCH:
@@ -91,8 +91,9 @@ class Outbox:
 
     def _answer(self, app_id: str, refused: str | None) -> None:
         answered = self._waiting.pop(app_id, None)
-        if answered is not None:
-            self._spawn(answered(refused))
+        work = answered(refused) if answered is not None else None
+        if work is not None:
+            self._spawn(work)
 
     async def ask(self, ask: si_pb2.Allocation) -> None:
         """An ask, or an existing allocation: sent now, or with its batch."""

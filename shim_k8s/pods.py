@@ -380,16 +380,18 @@ class Pods:
         for note in user.notes:
             await shim.bad.fallback("pods", pod, note.reason, note.message)
 
-        async def answered(refused: str | None) -> None:
+        def answered(refused: str | None) -> Coroutine[Any, Any, None] | None:
             if refused is not None:
                 # As YuniKorn's shim: its pods fail with the core's reason, and the application is
-                # forgotten, so that a later pod of the same ID is a new submission.
+                # forgotten (at once: its asks' refusals may follow), so that a later pod of the same ID
+                # is a new submission.
                 shim.state.apps.discard(app_id)
                 shim.state.gangs.pop(app_id, None)
                 log.warning("application rejected", applicationID=app_id, reason=refused)
-                shim.in_background(shim.fail_application(app_id, "ApplicationRejected", refused))
-            elif gang is not None and not gang.placeholders_exist:
-                await shim.gangs.create_placeholders(pod, app_id, gang)
+                return shim.fail_application(app_id, "ApplicationRejected", refused)
+            if gang is not None and not gang.placeholders_exist:
+                return shim.gangs.create_placeholders(pod, app_id, gang)
+            return None  # accepted, nothing to do: no task for it (one per pod, for batch users)
 
         await shim.outbox.application(request, answered)
         return app_id in shim.state.apps

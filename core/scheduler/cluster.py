@@ -215,11 +215,15 @@ class ClusterContext:
         """Advance time-driven state (application timers) to the clock's now; keep the history."""
         now = self.clock()
         for key, asks in self.early.expired(now):
+            part = self.partitions.get(key)
             for alloc in asks:
-                waited = f"its ask waited {self.early.hold_seconds:g}s for it"
-                self._refuse(
-                    key.rm_id, alloc, f"{unknown_application(alloc.application_id, key.name)} ({waited})"
-                )
+                app_id = alloc.application_id
+                refused = part.rejected.get(app_id) if part is not None else None
+                if refused is not None:  # its application came first and was rejected
+                    self._refuse(key.rm_id, alloc, f"application {app_id} was rejected: {refused.message}")
+                else:
+                    waited = f"its ask waited {self.early.hold_seconds:g}s for it"
+                    self._refuse(key.rm_id, alloc, f"{unknown_application(app_id, key.name)} ({waited})")
         for part in self.partitions.values():
             part.tick(now)
             part.stale = True  # timers: delays may have passed (reservations, preemption, parked asks)

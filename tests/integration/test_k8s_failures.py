@@ -194,8 +194,9 @@ async def test_a_batchs_new_applications_go_in_one_request_before_their_asks(
     kube_and_shim: tuple[MemoryKube, K8sShim], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Twenty pods of twenty new applications and one of an application the core rejects, as the
-    informers deliver a burst: one request adds the applications, their asks follow once all are
-    answered (no round trip per application), and the rejected one's ask never goes: its pod fails."""
+    informers deliver a burst: one request adds the applications, one more their asks, right after it
+    (no round trip at all); the rejected one's pod fails, and its ask comes back refused with the
+    application's reason."""
     kube, shim = kube_and_shim
     await shim.sync([node("n1", memory="64Gi")], [], configmap=_configmap())
     requests: list[list[str]] = []
@@ -219,4 +220,8 @@ async def test_a_batchs_new_applications_go_in_one_request_before_their_asks(
     assert [(name, reason) for name, reason, _ in kube.failed] == [("lost", "ApplicationRejected")]
     client = shim.client
     assert isinstance(client, RecordingClient)
-    assert not client.seen.rejected_allocations  # its ask never reached the core
+    await client.wait_rejected_allocations(1)  # held for its application a while, then refused
+    [rejected] = client.seen.rejected_allocations
+    assert rejected.applicationID == "lost" and "application lost was rejected: " in rejected.reason
+    assert "root.missing" in rejected.reason
+    assert [(name, reason) for name, reason, _ in kube.failed] == [("lost", "ApplicationRejected")]  # once

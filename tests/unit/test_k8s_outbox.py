@@ -53,7 +53,9 @@ def _ask(app_id: str, key: str) -> si_pb2.Allocation:
 
 
 def _noting(answers: list[tuple[str, str | None]], app_id: str) -> Answered:
-    async def answered(refused: str | None) -> None:
+    """Notes the answer when it comes; has nothing to run after it."""
+
+    def answered(refused: str | None) -> None:
         answers.append((app_id, refused))
 
     return answered
@@ -73,22 +75,18 @@ async def test_a_batchs_applications_and_then_its_asks_go_at_once_and_answers_ar
     outbox.applications_answered(_response(accepted=["b"]))
     outbox.applications_answered(_response(accepted=["a"], rejected=["lost"]))
     outbox.applications_answered(_response(accepted=["a"]))  # answered twice: acted on once
-    for work in spawned:
-        await work
-    assert answers == [("b", None), ("a", None), ("lost", "no queue")]
-    assert outbox.refused == {"lost": "no queue"}
+    assert answers == [("b", None), ("a", None), ("lost", "no queue")]  # as each answer came
+    assert outbox.refused == {"lost": "no queue"} and spawned == []  # nothing to run after them
 
 
 async def test_a_new_submission_of_a_rejected_id_is_no_longer_counted_refused() -> None:
-    outbox, client, spawned = _setup()
+    outbox, client, _ = _setup()
     answers: list[tuple[str, str | None]] = []
     await outbox.application(_app("x"), _noting(answers, "x"))
     outbox.applications_answered(_response(rejected=["x"]))
     assert "x" in outbox.refused
     await outbox.application(_app("x"), _noting(answers, "x"))
     assert "x" not in outbox.refused and client.sent == [("apps", ["x"]), ("apps", ["x"])]
-    for work in spawned:
-        await work
     assert answers == [("x", "no queue")]  # the second is not answered yet
 
 
@@ -105,7 +103,7 @@ async def test_the_rejected_applications_remembered_are_bounded_oldest_first() -
 async def test_a_release_goes_after_the_asks_gathered_before_it() -> None:
     outbox, client, _ = _setup()
 
-    async def nothing(refused: str | None) -> None:
+    def nothing(refused: str | None) -> None:
         return None
 
     async with outbox.batch():
@@ -124,16 +122,20 @@ async def test_clear_forgets_the_answers_awaited() -> None:
     assert spawned == [] and answers == []
 
 
-async def test_answers_are_spawned_not_awaited_by_the_caller() -> None:
-    # The client calls applications_answered from its reader: acting on the answer must not block it.
+async def test_what_an_answer_returns_runs_beside_the_loop_not_in_the_reader() -> None:
+    # The client calls applications_answered from its reader: what follows an answer (a gang's
+    # placeholders, failing a rejected application's pods) must not block it.
     outbox, _, spawned = _setup()
     gate = asyncio.Event()
+    ran: list[str] = []
 
-    async def slow(refused: str | None) -> None:
+    async def placeholders() -> None:
         await gate.wait()
+        ran.append("placeholders")
 
-    await outbox.application(_app("a"), slow)
+    await outbox.application(_app("a"), lambda refused: placeholders())
     outbox.applications_answered(_response(accepted=["a"]))
-    assert len(spawned) == 1
+    assert len(spawned) == 1 and ran == []
     gate.set()
     await spawned[0]
+    assert ran == ["placeholders"]
