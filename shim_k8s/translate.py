@@ -113,8 +113,10 @@ def application_id(pod: Mapping[str, Any], unique: bool = False) -> str:
     meta = _meta(pod)
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     uid = str(meta.get("uid") or meta.get("name", ""))
-    found = _first(labels.get(APP_ID_KEY), annotations.get(APP_ID_KEY))
-    found = found or _first(labels.get(APP_ID_LABEL), labels.get(SPARK_APP_ID))
+    found = (  # the first set, in YuniKorn's order (read for every pod event: no generator)
+        labels.get(APP_ID_KEY) or annotations.get(APP_ID_KEY) or labels.get(APP_ID_LABEL)
+        or labels.get(SPARK_APP_ID) or ""
+    )  # fmt: skip
     if found.endswith(UNIQUE_AUTOGEN_SUFFIX):
         found = f"{found.removesuffix(UNIQUE_AUTOGEN_SUFFIX)}-{uid}"
     if found:
