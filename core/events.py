@@ -109,8 +109,13 @@ class EventLog:
         self._events: deque[tuple[int, Event]] = deque(maxlen=capacity)
         self._next_id = 0
         self._listeners: list[Listener] = []
+        # YuniKorn's event.trackingEnabled: while off, nothing is recorded (events are dropped unnumbered).
+        self.tracking = True
 
     def add(self, event: Event) -> int:
+        """Record `event`; its number, or -1 while tracking is off."""
+        if not self.tracking:
+            return -1
         event_id = self._next_id
         self._next_id += 1
         self._events.append((event_id, event))
@@ -144,6 +149,12 @@ class EventLog:
     @property
     def capacity(self) -> int:
         return self._events.maxlen or 0
+
+    def resize(self, capacity: int) -> None:
+        """Hold at most `capacity` events from now on: the newest kept, as YuniKorn resizes its ring;
+        numbers go on (a reader behind the dropped ones is cut off, as by any drop)."""
+        if capacity != self.capacity:
+            self._events = deque(self._events, maxlen=capacity)
 
     def __iter__(self) -> Iterator[Event]:
         return (event for _, event in self._events)

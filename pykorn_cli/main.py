@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.server.rest_connections import ConnectionBounds
 from pykorn_cli.options import client_tls, json_flag
-from rmclient.logging_setup import configure_logging
+from rmclient.logging_setup import configure_logging, level_number, set_live_levels
 
 
 def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:
@@ -160,6 +162,16 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
     return value
+
+
+def _live_levels(flag_level: str) -> Callable[[int | None, Mapping[str, int]], None]:
+    """The core's log levels while running: an RM's default (else --log-level) and by logger prefix."""
+    start = level_number(flag_level) or logging.INFO
+
+    def apply(default: int | None, by_prefix: Mapping[str, int]) -> None:
+        set_live_levels(default if default is not None else start, by_prefix)
+
+    return apply
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -380,7 +392,8 @@ def _run_core(args: argparse.Namespace) -> int:
             f"--rest-max-connections ({args.rest_max_connections}): short requests need room\n"
         )
         return 2
-    configure_logging(args.log_level, json_flag(args.log_format))
+    # Live levels: an RM's extraConfig may set log.level and log.core.*.level while running.
+    configure_logging(args.log_level, json_flag(args.log_format), live=True)
     try:
         limits = Limits.from_overrides(args.limit)
     except ValueError as exc:
@@ -401,6 +414,7 @@ def _run_core(args: argparse.Namespace) -> int:
         rest_tls_key=args.rest_tls_key,
         rest_token_file=args.rest_token_file,
         limits=limits,
+        log_levels=_live_levels(args.log_level),
         rest_bounds=ConnectionBounds(
             args.rest_header_timeout,
             args.rest_idle_timeout,

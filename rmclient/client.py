@@ -138,11 +138,22 @@ class SchedulerClient:
         assert self._stub is not None, "call connect() first"
         return self._stub
 
-    async def register(self, config: str = "", version: str = "pykorn-rmclient/0.1") -> None:
-        """Register (raises grpc.aio.AioRpcError when refused) and open the three streams."""
+    async def register(
+        self,
+        config: str = "",
+        version: str = "pykorn-rmclient/0.1",
+        extra_config: Mapping[str, str] | None = None,
+    ) -> None:
+        """Register (raises grpc.aio.AioRpcError when refused) and open the three streams.
+        `extra_config`: the core's settings (event.*, health.*, log.*), as YuniKorn's shim sends its
+        ConfigMap."""
         await self.stub.RegisterResourceManager(
             si_pb2.RegisterResourceManagerRequest(
-                rmID=self.rm_id, version=version, config=config, policyGroup="queues"
+                rmID=self.rm_id,
+                version=version,
+                config=config,
+                policyGroup="queues",
+                extraConfig=dict(extra_config or {}),
             )
         )
         self.log.info("registered with core", target=self.target)
@@ -196,9 +207,13 @@ class SchedulerClient:
         self._changed.set()
 
     # Unary calls --------------------------------------------------------------------------------
-    async def update_configuration(self, config: str) -> si_pb2.UpdateConfigurationResponse:
+    async def update_configuration(
+        self, config: str, extra_config: Mapping[str, str] | None = None
+    ) -> si_pb2.UpdateConfigurationResponse:
         return await self.stub.UpdateConfiguration(
-            si_pb2.UpdateConfigurationRequest(rmID=self.rm_id, config=config)
+            si_pb2.UpdateConfigurationRequest(
+                rmID=self.rm_id, config=config, extraConfig=dict(extra_config or {})
+            )
         )
 
     async def dry_run_configuration(self, config: str) -> si_pb2.DryRunConfigurationResponse:

@@ -20,6 +20,9 @@ class ConfigMaps:
         self.accepted = ""  # the last one the core took ("": none yet, so the core's own default)
         self.refused: str | None = None  # one the core refused at a registration
         self.log_level = "info"  # --log-level: the default when the ConfigMaps set none
+        self.core: dict[
+            str, str
+        ] = {}  # the keys the core reads (event.*, health.*, log.*), sent in extraConfig
         self._warned: list[str] = []
 
     def load(self, configmap: Obj | None, defaults: Obj | None) -> list[str]:
@@ -27,7 +30,9 @@ class ConfigMaps:
         readable (service_config.flatten: Refused otherwise); one that is not is left out."""
         self.seen = {DEFAULTS_NAME: defaults, CONFIGMAP_NAME: configmap}
         warnings: list[str] = []
-        parsed = service_config.parse(service_config.merged(self.seen, warnings))
+        data = service_config.merged(self.seen, warnings)
+        parsed = service_config.parse(data)
+        self.core = service_config.core_settings(data)
         self.service = parsed.config
         self.queues = parsed.queues
         self._apply_log_levels(parsed.config)
@@ -36,12 +41,14 @@ class ConfigMaps:
     def change(self, name: str, configmap: Obj | None) -> tuple[str | None, list[str]]:
         """One of them changed (None: deleted). Log levels apply at once; other settings wait for a
         restart, as in YuniKorn, and a warning says so. Returns the queue configuration to send to the
-        core (None: nothing to send) and the warnings not reported yet. Refused (and nothing changes)
-        when the ConfigMap cannot be read."""
+        core with the core's keys (`core`; None: nothing to send) and the warnings not reported yet.
+        Refused (and nothing changes) when the ConfigMap cannot be read."""
         service_config.flatten(configmap)  # readable, before it replaces the last good one
         self.seen[name] = configmap
         warnings: list[str] = []
-        parsed = service_config.parse(service_config.merged(self.seen, warnings))
+        data = service_config.merged(self.seen, warnings)
+        parsed = service_config.parse(data)
+        core, self.core = self.core, service_config.core_settings(data)
         self._apply_log_levels(parsed.config)
         warnings += parsed.warnings
         changed = parsed.config.restart_needed(self.service)
@@ -56,6 +63,8 @@ class ConfigMaps:
                             "configuration stays")  # fmt: skip
         elif text != self.queues:
             send = text
+        if send is None and self.core != core and self.service.enable_config_hot_refresh:
+            send = self.accepted  # the core's settings changed: they go with the queues it has
         return send, self._new(warnings)
 
     @property

@@ -78,6 +78,14 @@ class Shim(ShimBase, Protocol):
     async def volume_binding_failed(self, pod: Obj, why: str, nothing_there: bool) -> None: ...
 
 
+# How the core refuses an ask whose application it does not hold (docs/interface.md, max_early_asks).
+_NO_APPLICATION = (" is not known in partition ", " was rejected: ")
+
+
+def _lacks_application(reason: str) -> bool:
+    return any(text in reason for text in _NO_APPLICATION)
+
+
 class Decisions:
     def __init__(self, shim: Shim, wake: Callable[[], None] | None = None) -> None:
         """`wake`: called when telling the core failed (it went away), so the main loop reconnects."""
@@ -204,6 +212,16 @@ class Decisions:
             state.asked.pop(uid, None)
             await shim.add_pod(pod)
             await shim.outbox.flush()
+            return
+        if app_id in state.apps and uid in state.asked and not node and _lacks_application(rejected.reason):
+            # The application is live here, and the core read the ask before it (and could not hold
+            # it), or knew only an older rejection of the ID: asked again once the core accepts it.
+            state.asked.pop(uid, None)
+            if shim.outbox.awaiting(app_id):
+                state.reask.setdefault(app_id, set()).add(uid)
+            else:
+                await shim.add_pod(pod)
+                await shim.outbox.flush()
             return
         await shim.kube.record_event(pod, "SchedulingRejected", rejected.reason, warning=True)
 

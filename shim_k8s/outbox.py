@@ -84,10 +84,21 @@ class Outbox:
         for accepted in response.accepted:
             self._answer(accepted.applicationID, None)
         for rejected in response.rejected:
+            if rejected.applicationID not in self._waiting:
+                continue  # not an application this outbox sent (a removal refused, say)
             if len(self.refused) >= REFUSED_KEPT:
                 del self.refused[next(iter(self.refused))]
             self.refused[rejected.applicationID] = rejected.reason
             self._answer(rejected.applicationID, rejected.reason)
+
+    def awaiting(self, app_id: str) -> bool:
+        """Whether the application was sent and the core has not answered it yet."""
+        return app_id in self._waiting
+
+    @property
+    def waiting(self) -> int:
+        """Applications sent and not answered yet."""
+        return len(self._waiting)
 
     def _answer(self, app_id: str, refused: str | None) -> None:
         answered = self._waiting.pop(app_id, None)
@@ -119,6 +130,7 @@ class Outbox:
         self._asks.clear()
         self._apps.clear()
         self._waiting.clear()
+        self.refused.clear()  # the new core rejected none of them
 
     async def until_answered(self, done: Callable[[], bool], what: str) -> None:
         """Until `done`; ConnectionError when the core goes away first (the re-sync sends it again)."""

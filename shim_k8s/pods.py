@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SchedulerClient
-from shim_k8s import namespaces, task_groups, translate
+from shim_k8s import app_answers, namespaces, task_groups, translate
 from shim_k8s.api import object_shapes
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.bad_objects import BadObjects, Refused
@@ -110,6 +110,9 @@ class Pods:
         pending = [p for p in pod_list if not is_bound(p)]
         for pod in bound:  # running pods first: the core counts them before it places anything
             await shim.guarded("pods", pod, self.add_pod(pod, with_placeholders))
+        # Their applications answered first: a running pod's allocation that reached the core before
+        # its application waits for it there, and must be counted before any pending ask is placed.
+        await shim.outbox.until_answered(lambda: not shim.outbox.waiting, "the running pods' applications")
         async with shim.outbox.batch():
             for pod in pending:
                 await shim.guarded("pods", pod, self.add_pod(pod, with_placeholders))
@@ -380,21 +383,18 @@ class Pods:
         for note in user.notes:
             await shim.bad.fallback("pods", pod, note.reason, note.message)
 
-        def answered(refused: str | None) -> Coroutine[Any, Any, None] | None:
-            if refused is not None:
-                # As YuniKorn's shim: its pods fail with the core's reason, and the application is
-                # forgotten (at once: its asks' refusals may follow), so that a later pod of the same ID
-                # is a new submission.
-                shim.state.apps.discard(app_id)
-                shim.state.gangs.pop(app_id, None)
-                log.warning("application rejected", applicationID=app_id, reason=refused)
-                return shim.fail_application(app_id, "ApplicationRejected", refused)
-            if gang is not None and not gang.placeholders_exist:
-                return shim.gangs.create_placeholders(pod, app_id, gang)
-            return None  # accepted, nothing to do: no task for it (one per pod, for batch users)
-
+        answered = app_answers.on_answer(shim, pod, app_id, gang, self._ask_again)
         await shim.outbox.application(request, answered)
         return app_id in shim.state.apps
+
+    async def _ask_again(self, uids: set[str]) -> None:
+        """Pods whose ask the core refused before it knew their application, which it now accepted."""
+        state = self.shim.state
+        for uid in sorted(uids):
+            pod = state.pods.get(uid)
+            if pod is not None and uid not in state.asked and uid not in state.given_up:
+                await self.shim.guarded("pods", pod, self.add_pod(pod))
+        await self.shim.outbox.flush()
 
     async def _pod_gone(self, pod: Obj) -> None:
         shim = self.shim

@@ -51,11 +51,11 @@ class Registration:
         one it took (`refused`). Any other failure is raised (registering cannot succeed)."""
         client, settings = self.shim.client, self.shim.settings
         try:
-            await client.register(config=settings.to_register)
+            await client.register(config=settings.to_register, extra_config=settings.core)
         except SEND_ERRORS as exc:
             if not self.refused(exc):
                 raise
-            await client.register(config=settings.to_register)
+            await client.register(config=settings.to_register, extra_config=settings.core)
         settings.accepted = settings.to_register
 
     def refused(self, exc: BaseException) -> bool:
@@ -101,7 +101,9 @@ class Registration:
         self._report(warnings)
         if text is None:
             return
-        response = await self.shim.client.update_configuration(text)
+        response = await self.shim.client.update_configuration(text, settings.core)
+        for warning in response.warnings:  # the core's about its keys (and about the queues)
+            self._report([f"core: {warning}"])
         if response.accepted:
             settings.queues = settings.accepted = text
             log.info("queue configuration updated from the configmap")

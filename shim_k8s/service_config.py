@@ -12,6 +12,8 @@ is the key `<service.policyGroup>.yaml` (`queues.yaml` by default). What each ot
   `admissionController.filtering.generateUniqueAppId`; `log.level` and `log.<subsystem>.level`
   (subsystems are pykorn's logger names without `pykorn.`: `k8s`, `k8s.informer`, `k8s.http`,
   `k8s.leader`, `rmclient`) change at once;
+- the core's, sent to it in extraConfig (it applies them, or warns about them, itself): `event.*`,
+  `health.*`, `log.level` (the shim's too) and `log.core.*.level`;
 - not used, with a warning saying why: `service.clusterId`, `service.schedulingInterval`,
   `service.dispatchTimeout`, `service.operatorPlugins`,
   `service.instanceTypeNodeLabelKey`;
@@ -48,6 +50,21 @@ NOT_USED = {
     "service.instanceTypeNodeLabelKey": "every node label is sent to the core already",
     "service.nodeInstanceTypeNodeLabelKey": "every node label is sent to the core already",
 }
+
+
+# Keys the core reads (core.config.extra_config): sent to it in extraConfig at registration and with each
+# configuration update, as YuniKorn's shim sends its ConfigMap. log.level is both the shim's and the
+# core's.
+CORE_PREFIXES = ("event.", "health.")
+CORE_LOG_PREFIX = "log.core."
+
+
+def core_settings(data: Mapping[str, str]) -> dict[str, str]:
+    """What of the merged ConfigMaps goes to the core in extraConfig."""
+    return {
+        k: v for k, v in data.items()
+        if k.startswith(CORE_PREFIXES) or k.startswith(CORE_LOG_PREFIX) or k == "log.level"
+    }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -178,6 +195,8 @@ def parse(data: Mapping[str, str]) -> Parsed:
             if key == "admissionController.filtering.generateUniqueAppId":
                 _bool(key, value, "generate_unique_app_ids", values, warnings)
             continue
+        if key.startswith(CORE_PREFIXES) or key.startswith(CORE_LOG_PREFIX):
+            continue  # the core's (sent to it in extraConfig; it reports on them)
         if key in NOT_USED:
             warnings.append(f"{key}: not used: {NOT_USED[key]}")
         elif key in _TEXT:

@@ -61,6 +61,10 @@ class ShimState:
     # Running pods the core refused because it did not know their node: node -> pod UIDs, sent again
     # when the node is added.
     orphans: dict[str, set[str]] = field(default_factory=dict)
+    # Pods whose ask the core refused because it did not hold their application yet (it read the ask
+    # first and could not hold it, or knew only an older rejection of the ID): application -> pod UIDs,
+    # asked again once the core accepts it.
+    reask: dict[str, set[str]] = field(default_factory=dict)
 
     def wait(self, uid: str, pod: Obj, keys: Iterable[str]) -> None:
         """The pod waits (gated, or for its volumes), to be looked at again when one of `keys` changes

@@ -214,16 +214,10 @@ class ClusterContext:
     def tick(self) -> None:
         """Advance time-driven state (application timers) to the clock's now; keep the history."""
         now = self.clock()
-        for key, asks in self.early.expired(now):
-            part = self.partitions.get(key)
+        for key, asks in self.early.expired(now):  # their application never came
+            waited = f" (its ask waited {self.early.hold_seconds:g}s for it)"
             for alloc in asks:
-                app_id = alloc.application_id
-                refused = part.rejected.get(app_id) if part is not None else None
-                if refused is not None:  # its application came first and was rejected
-                    self._refuse(key.rm_id, alloc, f"application {app_id} was rejected: {refused.message}")
-                else:
-                    waited = f"its ask waited {self.early.hold_seconds:g}s for it"
-                    self._refuse(key.rm_id, alloc, f"{unknown_application(app_id, key.name)} ({waited})")
+                self._refuse(key.rm_id, alloc, unknown_application(alloc.application_id, key.name) + waited)
         for part in self.partitions.values():
             part.tick(now)
             part.stale = True  # timers: delays may have passed (reservations, preemption, parked asks)
@@ -333,6 +327,8 @@ class ClusterContext:
         except Rejection as exc:
             out.rejected_nodes.append(RejectedItem(change.node_id, "", str(exc)))
             self._rejections.add((change.node_id,), str(exc), "node changes")
+            if change.action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN):
+                self.metrics.nodes_failed += 1  # YuniKorn's failed nodes: one it could not add
             return
         out.accepted_nodes.append(change.node_id)
         self.events.add(node_event(rm_id, part, change, self.clock()))
@@ -429,8 +425,12 @@ class ClusterContext:
                 part.add_foreign(alloc)
                 return
             app_id = alloc.application_id
-            if app_id and app_id not in part.applications and self.early.hold(part.key, alloc, now):
-                return  # before its application: added when it comes (core.scheduler.early_asks)
+            if app_id and app_id not in part.applications:
+                refused = part.rejected.get(app_id)
+                if refused is not None:  # after its application, which was rejected: not held for it
+                    raise Rejection(f"application {app_id} was rejected: {refused.message}")
+                if self.early.hold(part.key, alloc, now):
+                    return  # before its application: added when it comes (core.scheduler.early_asks)
             if alloc.node_id:
                 part.add_existing(alloc, now)
                 # Confirm an RM-reported allocation as YuniKorn does, so the RM knows it is counted.

@@ -54,6 +54,11 @@ class SchedulerMetrics:
         self.timings = SchedulingTimings()
         self.app_submissions: dict[str, int] = {"new": 0, "accepted": 0, "rejected": 0}
         self.nodes_decommissioned = 0
+        self.nodes_failed = 0  # nodes an RM sent that could not be added (YuniKorn's failed nodes)
+        # The last periodic health check (core.server.health_loop): how many checks ran, and which of
+        # them failed (by name and description); None before the first.
+        self.health_checks: int | None = None
+        self.health_failed: list[tuple[str, str]] = []
 
     def count(self, result: str, n: int = 1) -> None:
         self.allocation_attempts[result] = self.allocation_attempts.get(result, 0) + n

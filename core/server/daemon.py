@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +22,11 @@ from core.rm.proxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.early_asks import EarlyAsks
 from core.scheduler.engine import Engine
+from core.server.core_settings import CoreSettingsApplier, LogLevels
 from core.server.event_stream import EventStreams
 from core.server.grpc_handlers import LargeMessages, add_scheduler
 from core.server.grpc_service import SchedulerService
+from core.server.health_loop import HealthLoop
 from core.server.memory import MemoryReleaser
 from core.server.rest import RestServer
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds
@@ -60,6 +63,9 @@ class CoreOptions:
     # What an RM may send (core/config/input_limits.py, `pykorn core --limit`).
     limits: Limits = DEFAULT_LIMITS
     rest_bounds: ConnectionBounds = DEFAULT_BOUNDS  # REST timeouts and connection cap
+    # Sets log levels while running (log.* of an RM's extraConfig): given by the command that set up
+    # logging with live levels; None: the levels stay as started, and such keys are warned about.
+    log_levels: LogLevels | None = None
 
 
 def _tls_mode(tls: ServerTLS | None) -> str:
@@ -100,11 +106,13 @@ class CoreDaemon:
                 ("grpc.so_reuseport", 0),
             ]
         )
+        self.health_loop = HealthLoop(self.context)
         self.service = SchedulerService(
             self.rmproxy,
             EventStreams(self.context.events, self.rmproxy.is_registered),
             enforce_rm_identity=self.tls is not None and self.tls.client_ca is not None,
             room=self.engine.room,
+            settings=self._apply_settings,
         )
         add_scheduler(
             self.service, self.server, LargeMessages(asyncio.get_running_loop(), self.releaser.request)
@@ -127,6 +135,10 @@ class CoreDaemon:
             if options.rest_listen
             else None
         )
+        self.settings = CoreSettingsApplier(
+            self.context.events, self.health_loop, self.rest.api if self.rest is not None else None,
+            options.log_levels,
+        )  # fmt: skip
         self.port = 0
         self._engine_task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -143,6 +155,7 @@ class CoreDaemon:
             if self.options.rest_port_file:
                 self.options.rest_port_file.write_text(f"{self.rest.port}\n")
         self._engine_task = asyncio.create_task(self.engine.run())
+        self.health_loop.start()
         await self.server.start()
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
@@ -157,6 +170,9 @@ class CoreDaemon:
     def stop(self) -> None:
         self._stop.set()
 
+    def _apply_settings(self, rm_id: str, extra: Mapping[str, str]) -> list[str]:
+        return self.settings.apply(rm_id, extra)
+
     async def wait_stopped(self) -> None:
         """The stop, within STOP_SECONDS of the signal whatever the core is doing: every stream is
         ended cleanly if it can be in time, and abandoned if not (a reader that does not read)."""
@@ -167,6 +183,7 @@ class CoreDaemon:
         # Streams ended first: from here rmproxy refuses what would need the engine (UNAVAILABLE).
         self.rmproxy.close_all_streams()
         self.engine.stop()  # between two slices; what is queued already is applied and answered
+        self.health_loop.stop()
         await self.health.enter_graceful_shutdown()
         self.service.events.end_all()
         if self.rest is not None:

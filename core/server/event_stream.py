@@ -63,6 +63,11 @@ class EventStreams:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"resource manager {rm_id!r} is not registered; register before asking for its events",
             )
+        if not self._events.tracking:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "event tracking is disabled (event.trackingEnabled: false in the RM's extraConfig)",
+            )
         unknown = [t for t in request.types if t not in _TYPES.values() or t == 0]
         if unknown:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown event types {unknown}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
@@ -18,6 +18,8 @@ from core.server.redact import redacted
 from si.v1 import metadata, si_pb2, si_pb2_grpc
 
 log = structlog.get_logger("pykorn.grpc")
+
+ApplySettings = Callable[[str, Mapping[str, str]], list[str]]  # (rmID, extraConfig) -> warnings
 
 
 def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str:
@@ -34,11 +36,14 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         events: EventStreams,
         enforce_rm_identity: bool = False,
         room: Callable[[], Awaitable[None]] | None = None,
+        settings: ApplySettings | None = None,
     ) -> None:
         """`enforce_rm_identity`: clients present certificates (mutual TLS), and each may only act as
         the rmID its certificate's common name names. `room`: until the engine takes more commands
-        (Engine.room), awaited by each stream's reader before its next message."""
+        (Engine.room), awaited by each stream's reader before its next message. `settings`: applies
+        the core's settings of an RM's extraConfig (core.server.core_settings), returning warnings."""
         self._rmproxy = rmproxy
+        self._settings = settings
         self._room = room
         self.events = events
         self._enforce_rm_identity = enforce_rm_identity
@@ -74,6 +79,8 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except CoreStopping as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        if self._settings is not None:
+            self._settings(request.rmID, dict(request.extraConfig))  # warnings logged: no answer field
         return si_pb2.RegisterResourceManagerResponse()
 
     async def DryRunConfiguration(
@@ -86,7 +93,11 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> si_pb2.UpdateConfigurationResponse:
         await self._authorize("UpdateConfiguration", request, context)
-        return await self._rmproxy.update_configuration(request)
+        response = await self._rmproxy.update_configuration(request)
+        if self._settings is not None and self._rmproxy.is_registered(request.rmID):
+            # As YuniKorn, whether or not the queues were taken: the two are apart.
+            response.warnings.extend(self._settings(request.rmID, dict(request.extraConfig)))
+        return response
 
     async def StreamEvents(
         self, request: si_pb2.EventStreamRequest, context: grpc.aio.ServicerContext[Any, Any]

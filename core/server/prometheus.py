@@ -148,6 +148,18 @@ def pykorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
         "timeout (not needed in time, left over when the application completed, or too small).",
         [("", {"reason": why}, n) for why, n in metrics.placeholder_releases.items()],
     )  # fmt: skip
+    if metrics.health_checks is not None:
+        lines += _family(
+            "pykorn_scheduler_health_check_failed", "gauge",
+            "Each health check (YuniKorn's and pykorn's) that failed at the last periodic check "
+            "(health.checkInterval), by name and description. See /ws/v1/scheduler/healthcheck.",
+            [("", {"name": name, "description": about}, 1) for name, about in metrics.health_failed],
+        )  # fmt: skip
+        lines += _family(
+            "pykorn_scheduler_healthy", "gauge",
+            "1 when every health check passed at the last periodic check, else 0.",
+            [("", {}, 0 if metrics.health_failed else 1)],
+        )  # fmt: skip
     closed = metrics.rest_connections_closed
     lines += _family(
         "pykorn_rest_connections_closed_total", "counter",

@@ -26,6 +26,7 @@ from aiohttp.typedefs import Middleware
 
 from core.config import ConfigError, load_config
 from core.config.as_json import config_json
+from core.config.extra_config import DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_HOST
 from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
 from core.events import Follower
 from core.off_loop import in_daemon_thread
@@ -35,7 +36,7 @@ from core.server.event_json import event_batch, event_record
 from core.server.prometheus import render as render_metrics
 from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
-from core.views import dao, metrics_view, usage_views
+from core.views import dao, health_view, metrics_view, usage_views
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -72,7 +73,13 @@ class StateAPI:
         max_event_streams: int = ConnectionBounds.max_event_streams,
     ) -> None:
         self.context = context
-        self.max_event_streams = max_event_streams
+        self.max_event_streams = max_event_streams  # --rest-max-event-streams: their connections' share
+        # From an RM's extraConfig (core.server.core_settings): event.RESTResponseSize,
+        # event.maxStreams, event.maxStreamsPerHost.
+        self.max_batch = DEFAULT_BATCH
+        self.max_streams = DEFAULT_MAX_STREAMS
+        self.max_streams_per_host = DEFAULT_MAX_STREAMS_PER_HOST
+        self._streams_by_host: dict[str, int] = {}
         self.default_config = default_config
         self.max_config_bytes = limits.max_config_bytes  # the same limit as over gRPC
         self.body_timeout = body_timeout  # for a request body (validate-conf) to arrive whole
@@ -152,23 +159,15 @@ class StateAPI:
         return usage_views.group(self._part(request), request.match_info["g"])
 
     def healthcheck(self, request: web.Request) -> Any:
-        # What the engine can vouch for cheaply: every partition's books balance against its nodes.
-        checks = []
-        for part in self.context.partitions.values():
-            over = [n.node_id for n in part.nodes.values() if not n.fits_capacity(n.allocated)]
-            checks.append(
-                {
-                    "Name": f"Nodes within capacity ({part.name})",
-                    "Succeeded": not over,
-                    "Description": "no node holds more than its capacity",
-                    "DiagnosisMessage": f"over capacity: {over}" if over else "",
-                }
-            )
-        return {"Healthy": all(c["Succeeded"] for c in checks), "HealthChecks": checks}
+        return health_view.scheduler_health(self.context)
 
     def events(self, request: web.Request) -> Any:
+        if not self.context.events.tracking:
+            raise TrackingOff
         start = _int_param(request, "start", 0)
-        count = _int_param(request, "count", DEFAULT_BATCH)
+        count = min(_int_param(request, "count", self.max_batch), self.max_batch)
+        if count == 0 and "count" in request.query:
+            raise dao.BadRequest('0 is not a valid value for "count"')  # as YuniKorn
         return event_batch(self.context.events, self.instance, start, count)
 
     async def event_stream(self, request: web.Request) -> web.StreamResponse:
@@ -177,15 +176,41 @@ class StateAPI:
         A reader so far behind that the ring drops events it has not read is cut off rather than let
         it miss them unknowingly; it can reconnect and page what is still held from /events/batch.
         """
-        if len(self._followers) >= self.max_event_streams:
-            # Streams keep to their share of the connections, so that short requests always have room.
-            message = (
-                f"{len(self._followers)} event streams are open, the limit (--rest-max-event-streams): "
-                "retry shortly, or page /ws/v1/events/batch"
-            )
-            body = {"status_code": 503, "message": message, "description": ""}
+        if not self.context.events.tracking:
+            return _error(500, TRACKING_OFF)
+        host = request.remote or ""
+        refusal = self._stream_refusal(host)
+        if refusal:
+            body = {"status_code": 503, "message": refusal, "description": ""}
             return web.json_response(body, status=503, headers={"Retry-After": "1", **cors_headers("GET")})
         count = _int_param(request, "count", 0)
+        self._streams_by_host[host] = self._streams_by_host.get(host, 0) + 1
+        try:
+            return await self._stream(request, count)
+        finally:
+            left = self._streams_by_host.pop(host) - 1
+            if left:
+                self._streams_by_host[host] = left
+
+    def _stream_refusal(self, host: str) -> str:
+        """Why another event stream may not open now ("" when it may)."""
+        open_now = len(self._followers)
+        if open_now >= self.max_event_streams:
+            # Streams keep to their share of the connections, so that short requests always have room.
+            return (
+                f"{open_now} event streams are open, the limit (--rest-max-event-streams): "
+                "retry shortly, or page /ws/v1/events/batch"
+            )
+        if open_now >= self.max_streams:
+            return f"{open_now} event streams are open, the limit (event.maxStreams): retry shortly"
+        if self._streams_by_host.get(host, 0) >= self.max_streams_per_host:
+            return (
+                f"{self._streams_by_host[host]} event streams are open from {host}, the limit "
+                "(event.maxStreamsPerHost): retry shortly"
+            )
+        return ""
+
+    async def _stream(self, request: web.Request, count: int) -> web.StreamResponse:
         events = self.context.events
         follower = Follower(events, start=events.highest_id + 1 - count)
         self._followers.add(follower)
@@ -278,6 +303,15 @@ async def _state_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return _error(404, str(exc))
     except dao.BadRequest as exc:
         return _error(400, str(exc))
+    except TrackingOff:
+        return _error(500, TRACKING_OFF)
+
+
+TRACKING_OFF = "Event tracking is disabled"  # YuniKorn's words, with its 500
+
+
+class TrackingOff(Exception):
+    """event.trackingEnabled is false: there are no events to read."""
 
 
 HEALTHCHECK_PATH = "/ws/v1/scheduler/healthcheck"  # open without a token: probes carry no secrets

@@ -220,8 +220,46 @@ async def test_a_batchs_new_applications_go_in_one_request_before_their_asks(
     assert [(name, reason) for name, reason, _ in kube.failed] == [("lost", "ApplicationRejected")]
     client = shim.client
     assert isinstance(client, RecordingClient)
-    await client.wait_rejected_allocations(1)  # held for its application a while, then refused
+    await client.wait_rejected_allocations(1)  # its application was rejected before it came
     [rejected] = client.seen.rejected_allocations
     assert rejected.applicationID == "lost" and "application lost was rejected: " in rejected.reason
     assert "root.missing" in rejected.reason
     assert [(name, reason) for name, reason, _ in kube.failed] == [("lost", "ApplicationRejected")]  # once
+
+
+async def test_asks_the_core_refused_before_it_knew_their_application_are_asked_again_once_it_accepts(
+    rm_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The streams skewed: the asks reach the core before their application, on a core that holds none
+    (max_early_asks=0), so it refuses them as of an unknown application. The shim asks again once the
+    core accepts the application, and every pod is bound once."""
+    core = CoreProcess(extra_args=["--limit", "max_early_asks=0"])
+    await core.start()
+    try:
+        async with RecordingClient(core.address, rm_id) as client:
+            kube = MemoryKube()
+            shim = K8sShim(client, kube)
+            kube.shim = shim
+            await shim.sync([node("n1", memory="64Gi")], [], configmap=_configmap())
+            send = client.add_applications
+            late: list[asyncio.Task[None]] = []
+
+            async def after_the_asks(*apps: si_pb2.AddApplicationRequest) -> None:
+                async def later() -> None:
+                    await client.barrier()  # the asks sent meanwhile are read (and refused) first
+                    await send(*apps)
+
+                late.append(asyncio.create_task(later()))
+
+            monkeypatch.setattr(client, "add_applications", after_the_asks)
+            async with shim.batch():
+                for i in range(3):
+                    await shim.on_pod("ADDED", _in(f"p{i}", "root.existing", "skewed"))
+            await settle(shim, lambda: len(kube.bindings) == 3, "the three pods bound")
+            assert sorted(name for name, _ in kube.bindings) == ["p0", "p1", "p2"]
+            refused = client.seen.rejected_allocations
+            assert len(refused) == 3 and all("is not known in partition" in r.reason for r in refused)
+            assert not kube.failed and not shim.state.reask
+            await asyncio.gather(*late)
+    finally:
+        await core.stop()

@@ -71,17 +71,18 @@ def test_asks_held_for_a_rejected_application_are_refused_with_its_reason() -> N
     assert "root.nope" in rejected.reason
 
 
-def test_asks_after_their_applications_rejection_are_refused_with_its_reason_after_the_hold() -> None:
-    # Held (the same ID may be on its way again, as a new submission), then refused with the reason.
+def test_asks_after_their_applications_rejection_are_refused_at_once_with_its_reason() -> None:
+    # Not held: the RM sent the application first (the usual order), and it was rejected.
     c = Cluster(NO_DEFAULT_QUEUE)
     c.app("app-1", queue="root.nope")
     [refused] = _drain(c).rejected_apps
     c.ask("app-1", "a", {"memory": 1})
-    assert _drain(c).rejected_allocations == []
-    c.clock.advance(HOLD_SECONDS)
-    c.ctx.tick()
     [rejected] = _drain(c).rejected_allocations
     assert rejected.reason == f"application app-1 was rejected: {refused.reason}"
+    assert len(c.ctx.early) == 0
+    c.app("app-1", queue="root.work")  # a new submission of the ID, accepted: its asks are its own
+    c.ask("app-1", "b", {"memory": 1})
+    assert list(c.partition.applications["app-1"].asks) == ["b"]
 
 
 def test_an_application_that_never_comes_has_its_asks_refused_after_the_hold() -> None:

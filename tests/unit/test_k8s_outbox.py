@@ -92,12 +92,16 @@ async def test_a_new_submission_of_a_rejected_id_is_no_longer_counted_refused() 
 
 async def test_the_rejected_applications_remembered_are_bounded_oldest_first() -> None:
     outbox, _, spawned = _setup()
-    outbox.applications_answered(_response(rejected=[f"r-{i}" for i in range(REFUSED_KEPT + 5)]))
-    assert len(outbox.refused) == REFUSED_KEPT
-    assert (
-        "r-4" not in outbox.refused and "r-5" in outbox.refused and f"r-{REFUSED_KEPT + 4}" in outbox.refused
-    )
-    assert spawned == []  # none of them was sent by this outbox
+    ids = [f"r-{i}" for i in range(REFUSED_KEPT + 5)]
+    async with outbox.batch():
+        for app_id in ids:
+            await outbox.application(_app(app_id), lambda refused: None)
+    outbox.applications_answered(_response(rejected=[*ids, "never-sent"]))
+    assert len(outbox.refused) == REFUSED_KEPT and "never-sent" not in outbox.refused
+    assert "r-4" not in outbox.refused and "r-5" in outbox.refused and ids[-1] in outbox.refused
+    assert spawned == [] and outbox.waiting == 0
+    outbox.clear()  # a new core: it rejected none of them
+    assert outbox.refused == {}
 
 
 async def test_a_release_goes_after_the_asks_gathered_before_it() -> None:
