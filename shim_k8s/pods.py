@@ -24,6 +24,7 @@ from shim_k8s import app_answers, namespaces, task_groups, translate
 from shim_k8s.api import object_shapes
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.bad_objects import BadObjects, Refused
+from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.decisions import SKIPPED
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
@@ -44,6 +45,8 @@ class Shim(ShimBase, Protocol):
     def scheduler_name(self) -> str: ...
     @property
     def unique_app_ids(self) -> bool: ...
+    @property
+    def settings(self) -> ConfigMaps: ...
     @property
     def client(self) -> SchedulerClient: ...
     @property
@@ -222,12 +225,9 @@ class Pods:
     def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
         """The node as the core sees it, with its CSINode's attach limits."""
         limits = self.volumes.csi_limits(node["metadata"]["name"])
-        if not create:
-            return translate.node_info(node, si_pb2.NodeInfo.UPDATE, limits)
-        cordoned = translate.node_is_cordoned(node)
-        return translate.node_info(
-            node, si_pb2.NodeInfo.CREATE_DRAIN if cordoned else si_pb2.NodeInfo.CREATE, limits
-        )
+        action = si_pb2.NodeInfo.CREATE_DRAIN if translate.node_is_cordoned(node) else si_pb2.NodeInfo.CREATE
+        action = action if create else si_pb2.NodeInfo.UPDATE
+        return translate.node_info(node, action, limits, self.shim.settings.service.instance_type_label)
 
     async def on_volume_object(self, kind: str, event: str, obj: Obj) -> None:
         """A claim, volume or storage class changed: the pods that waited for it look again.

@@ -7,7 +7,8 @@ is the key `<service.policyGroup>.yaml` (`queues.yaml` by default). What each ot
   `service.placeholderRunAsGroup`, `service.placeholderFsGroup`, `service.disableGangScheduling`,
   `service.enableConfigHotRefresh`, `service.eventChannelCapacity` (the queue of events waiting to go
   to the API), `service.volumeBindTimeout` (a Go duration: how long a pod's volumes may take to bind
-  before its allocation is given back, 10m by default), `kubernetes.qps` and `kubernetes.burst` (over
+  before its allocation is given back, 10m by default), `service.instanceTypeNodeLabelKey` (the node
+  label sent as the node's instance type), `kubernetes.qps` and `kubernetes.burst` (over
   the `--kube-qps`/`--kube-burst` flags),
   `admissionController.filtering.generateUniqueAppId`; `log.level` and `log.<subsystem>.level`
   (subsystems are pykorn's logger names without `pykorn.`: `k8s`, `k8s.informer`, `k8s.http`,
@@ -15,8 +16,7 @@ is the key `<service.policyGroup>.yaml` (`queues.yaml` by default). What each ot
 - the core's, sent to it in extraConfig (it applies them, or warns about them, itself): `event.*`,
   `health.*`, `log.level` (the shim's too) and `log.core.*.level`;
 - not used, with a warning saying why: `service.clusterId`, `service.schedulingInterval`,
-  `service.dispatchTimeout`, `service.operatorPlugins`,
-  `service.instanceTypeNodeLabelKey`;
+  `service.dispatchTimeout`, `service.operatorPlugins`;
 - every other `admissionController.*` key is the admission controller's (`pykorn admission`);
 - anything else is warned about as unknown.
 
@@ -47,8 +47,6 @@ NOT_USED = {
     "service.dispatchTimeout": "the shim has no dispatcher queue: each decision is carried out as it arrives",
     "service.operatorPlugins": "operator plugins (Spark, ...) are not supported; applications come from pod "
     "labels",
-    "service.instanceTypeNodeLabelKey": "every node label is sent to the core already",
-    "service.nodeInstanceTypeNodeLabelKey": "every node label is sent to the core already",
 }
 
 
@@ -81,6 +79,9 @@ class ServiceConfig:
     kube_burst: int | None = None
     generate_unique_app_ids: bool = False
     volume_bind_timeout: float = 600.0  # seconds (YuniKorn's 10m)
+    # The node label whose value is the node's instance type (si/instance-type): the core tracks an
+    # application's usage by it.
+    instance_type_label: str = "node.kubernetes.io/instance-type"
     log_level: int | None = None  # None: --log-level
     log_levels: dict[str, int] = field(default_factory=dict)  # by logger name
 
@@ -228,7 +229,10 @@ def parse(data: Mapping[str, str]) -> Parsed:
     return Parsed(ServiceConfig(**values), data.get(f"{group}.yaml", ""), warnings)
 
 
-_TEXT = {"service.placeholderImage": "placeholder_image"}
+_TEXT = {
+    "service.placeholderImage": "placeholder_image",
+    "service.instanceTypeNodeLabelKey": "instance_type_label",
+}
 _INTS = {
     "service.placeholderRunAsUser": "placeholder_run_as_user",
     "service.placeholderRunAsGroup": "placeholder_run_as_group",

@@ -25,6 +25,7 @@ from si.v1 import si_pb2
 from si.v1.tags import (
     ATTR_CSI_VOLUME_LIMITS,
     ATTR_HOSTNAME,
+    ATTR_INSTANCE_TYPE,
     ATTR_TAINTS,
     LABEL_PREFIX,
     NAMESPACE_LABEL_PREFIX,
@@ -431,15 +432,27 @@ def application_request(
 
 # Nodes -------------------------------------------------------------------------------------------
 
+INSTANCE_TYPE_LABEL = (
+    "node.kubernetes.io/instance-type"  # YuniKorn's service.instanceTypeNodeLabelKey default
+)
+
 
 def node_info(
-    node: Mapping[str, Any], action: si_pb2.NodeInfo.ActionFromRM, csi_limits: Mapping[str, int] | None = None
+    node: Mapping[str, Any],
+    action: si_pb2.NodeInfo.ActionFromRM,
+    csi_limits: Mapping[str, int] | None = None,
+    instance_type_label: str = INSTANCE_TYPE_LABEL,
 ) -> si_pb2.NodeInfo:
     """A node: allocatable as its schedulable resource, labels, taints and its CSINode's attach limits
-    (`csi_limits`, driver -> count) as attributes."""
+    (`csi_limits`, driver -> count) as attributes; its instance type from the label
+    `instance_type_label` (YuniKorn's service.instanceTypeNodeLabelKey), "" without it."""
     meta, spec, status = _meta(node), node.get("spec") or {}, node.get("status") or {}
-    attributes = {ATTR_HOSTNAME: meta.get("name", "")}
-    for key, value in (meta.get("labels") or {}).items():
+    labels = meta.get("labels") or {}
+    attributes = {
+        ATTR_HOSTNAME: meta.get("name", ""),
+        ATTR_INSTANCE_TYPE: str(labels.get(instance_type_label, "")),
+    }
+    for key, value in labels.items():
         attributes[LABEL_PREFIX + key] = str(value)
     taints = [
         {"key": t.get("key", ""), "value": t.get("value", ""), "effect": t.get("effect", "NoSchedule")}

@@ -32,6 +32,7 @@ class Allocation:
     allow_preempt_other: bool = False
     create_time: float = 0.0  # when the task was created (tag creationTime), else when the core saw it
     allocated_time: float = 0.0
+    instance_type: str = ""  # of the node it was placed on (si/instance-type), for its usage (app_usage)
     foreign: bool = False  # occupies a node but belongs to no application or queue
     releasing: bool = False  # preempted: the core asked the RM to release it and awaits confirmation
     preempting: bool = False  # an ask with victims chosen for it, not all released yet

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedKeyList
 
 from core.objects.allocation import Allocation
+from core.objects.app_usage import AppUsage
 from core.objects.gang import Gang
 from core.objects.partition_key import PartitionKey
 from core.objects.priority_range import MIN_PRIORITY
@@ -122,6 +123,7 @@ class Application:
         # wakes them when that may have changed) wait apart, still pending.
         self._sorted_asks: SortedKeyList[Allocation, tuple[int, float, str]] = SortedKeyList(key=_ask_order)
         self.parked: dict[str, Allocation] = {}
+        self.usage: AppUsage | None = None  # what ended allocations used (core.objects.app_usage)
 
     # State machine ------------------------------------------------------------------------------
     def can_handle(self, event: AppEvent) -> bool:
@@ -214,6 +216,12 @@ class Application:
         for name, value in self.allocated.items():
             if value > most.get(name, 0):
                 most[name] = value
+
+    def track_usage(self, alloc: Allocation, now: float) -> tuple[str, dict[str, int]]:
+        """Count an allocation that ended in what the application used; its kind and what it added."""
+        if self.usage is None:
+            self.usage = AppUsage()
+        return self.usage.add(alloc, now)
 
     def remove_allocation(self, key: str) -> Allocation | None:
         alloc = self.allocations.pop(key, None)

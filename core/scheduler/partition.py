@@ -13,9 +13,10 @@ from core.config.schema import PartitionConfig
 from core.config.validation import RECOVERY_QUEUE
 from core.constraints.ask import ConstraintError, parse_ask_constraints
 from core.events import Event
-from core.objects import partition_events, priority, queue_events
+from core.objects import app_usage, partition_events, priority, queue_events
 from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
+from core.objects.app_usage import UsageTotals, instance_type
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.gang import Gang
 from core.objects.largest_node import LargestNode
@@ -67,6 +68,7 @@ class Partition:
         self.stale = True  # something changed since its last cycle ran out of work: it needs a cycle
         self.open_cycle: object | None = None  # the cycle that ran out of time, to go on with (scheduling)
         self.reservations = Reservations(self.nodes, self.log, self.parking.unreserved)
+        self.usage_totals = UsageTotals()  # what ended allocations used, by queue and user (app_usage)
         self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
         self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally
         self.user_groups = UserGroupTracker(limit_table(config.root))  # usage and limits per user, group
@@ -251,10 +253,21 @@ class Partition:
         # The application is gone for good: take it through Completing to Completed at once.
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
         self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
-        self.forget_app(app)
         app.removed_by_rm = True
-        self.lifecycle.completed.append(app)  # listed as completed until it expires, as upstream
+        self.retire(app)
         return released
+
+    def retire(self, app: Application) -> None:
+        """An application that ended: out of its queue, listed as completed until it expires (as upstream),
+        and, if it ever ran, its usage logged as YuniKorn's YK_APP_SUMMARY."""
+        self.forget_app(app)
+        self.lifecycle.completed.append(app)
+        if app.start_time is not None:
+            when = {"submissionTime": app.submission_time, "startTime": app.start_time,
+                    "finishTime": app.finished_time, "user": app.user, "queue": app.queue.full_name,
+                    "state": app.state.value}  # fmt: skip
+            text, fields = app_usage.summary(self.rm_id, app.app_id, when, app.usage)
+            self.log.info(text, **fields)
 
     def forget_app(self, app: Application) -> None:
         self.gangs.apps.pop(app.app_id, None)
@@ -273,8 +286,7 @@ class Partition:
         if self.gangs.apps:
             self.gangs.tick(now)
         for app in self.lifecycle.completing_over(self.applications, now):
-            self.forget_app(app)
-            self.lifecycle.completed.append(app)
+            self.retire(app)
         self.lifecycle.expire(now)
 
     # Asks and allocations ---------------------------------------------------------------------
@@ -359,6 +371,7 @@ class Partition:
 
     def place_on(self, app: Application, alloc: Allocation, node: Node) -> None:
         alloc.node_id = node.node_id
+        alloc.instance_type = instance_type(node.attributes)
         node.add_allocation(alloc)
         self.node_index.update(node)
         app.add_allocation(alloc)
@@ -385,6 +398,8 @@ class Partition:
         app = self.applications[alloc.application_id]
         if (alloc.releasing or alloc.released_by_core) and not (confirmed or replaced):
             self.victims.remember_unconfirmed(alloc.ref)
+        kind, used = app.track_usage(alloc, now)
+        self.usage_totals.add(app.queue.full_name, app.user, kind, used)
         app.remove_allocation(alloc.key)
         app.queue.remove_allocated(alloc.resource)
         app.queue.containers_released += 1

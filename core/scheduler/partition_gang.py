@@ -58,6 +58,8 @@ class GangHost(Protocol):
 
     def forget_app(self, app: Application) -> None: ...
 
+    def retire(self, app: Application) -> None: ...
+
 
 TIMEOUT_REASON = "ResourceReservationTimeout"  # the message YuniKorn sends with Resuming and Failing
 
@@ -207,8 +209,7 @@ class PartitionGangs:
             )
         elif app.state == AppState.FAILING:
             self.part.lifecycle.transition(app, AppEvent.FAIL, now, TIMEOUT_REASON)
-            self.part.forget_app(app)
-            self.part.lifecycle.completed.append(app)
+            self.part.retire(app)
 
 
 def _held_placeholders(app: Application) -> list[Allocation]:

@@ -148,6 +148,15 @@ def pykorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
         "timeout (not needed in time, left over when the application completed, or too small).",
         [("", {"reason": why}, n) for why, n in metrics.placeholder_releases.items()],
     )  # fmt: skip
+    for who, rows in (("queue", gauges.queue_usage), ("user", gauges.user_usage)):
+        lines += _family(
+            f"pykorn_{who}_resource_seconds_total", "counter",
+            f"What ended allocations used, per {who}: each allocation's resource times the whole seconds "
+            "it was held (YuniKorn's tracked resource usage), by kind: resourceUsage, preemptedResource, "
+            "placeholderResource.",
+            [("", {"cluster": rm, "partition": p, who: name, "kind": kind, "resource": res}, n)
+             for rm, p, name, kind, res, n in rows],
+        )  # fmt: skip
     if metrics.health_checks is not None:
         lines += _family(
             "pykorn_scheduler_health_check_failed", "gauge",

@@ -390,7 +390,7 @@ def application_info(part: Partition, app: Application) -> Json:
         "reservations": reserved,
         "maxRequestPriority": app.ask_max_priority if app.asks else 0,
         "startTime": int(app.start_time * 1000) if app.start_time is not None else 0,  # ms, as upstream
-        "resourceHistory": {},
+        "resourceHistory": app.usage.dao() if app.usage is not None else {},
         "pykorn": {"tags": dict(app.tags), "lastStateChangeTime": _nanos(app.state_time)},
     }
     return _omit_empty(info, *_APP_OMIT_EMPTY)

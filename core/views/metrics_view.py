@@ -37,11 +37,18 @@ class Gauges:
     partition_queue_resources: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
     preempted: dict[PreemptionKind, int] = field(default_factory=lambda: dict.fromkeys(PreemptionKind, 0))
     events_made: int = 0
+    # What ended allocations used, resource-seconds (core.objects.app_usage): per (rmID, partition, leaf
+    # queue or user, kind, resource type).
+    queue_usage: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
+    user_usage: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
 
 
 def gauges(context: ClusterContext) -> Gauges:
     found = Gauges(events_made=context.events.highest_id + 1)
     for part in context.partitions.values():
+        totals = part.usage_totals
+        found.queue_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_queue.items())]
+        found.user_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_user.items())]
         for app in [*part.applications.values(), *part.lifecycle.completed]:
             state = app.state.value.lower()
             found.apps[state] = found.apps.get(state, 0) + 1

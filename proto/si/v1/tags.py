@@ -14,6 +14,8 @@ LABEL_PREFIX = "kubernetes.io/label/"
 ATTR_HOSTNAME = "si/hostname"
 ATTR_RACK_NAME = "si/rackname"
 ATTR_NODE_PARTITION = "si/node-partition"
+# The node's instance type (YuniKorn's si common InstanceType): an application's usage is tracked by it.
+ATTR_INSTANCE_TYPE = "si/instance-type"
 # The node's taints, as the JSON list of Kubernetes Taint objects.
 ATTR_TAINTS = "pykorn.io/taints"
 # How many volumes of each CSI driver the node can attach (its CSINode's drivers[].allocatable.count), as

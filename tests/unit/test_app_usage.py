@@ -1,0 +1,114 @@
+"""What an application used, as YuniKorn tracks it: each ended allocation's resource times the whole
+seconds it was held, by the instance type of its node, kept apart for preempted allocations and gang
+placeholders; shown as the application's resourceHistory, summed by queue and user for the metrics, and
+logged as YK_APP_SUMMARY when the application ends."""
+
+from __future__ import annotations
+
+from structlog.testing import capture_logs
+
+from core.objects.allocation import Allocation
+from core.objects.app_usage import PLACEHOLDER, PREEMPTED, USED
+from core.resources import Resource
+from core.scheduler.commands import (
+    AppRemove,
+    NodeAction,
+    NodeChange,
+    UpdateAllocations,
+    UpdateApplications,
+    UpdateNodes,
+)
+from core.server.prometheus import render
+from core.views import dao, metrics_view
+from tests.unit.domain_helpers import Cluster
+
+
+def _cluster() -> Cluster:
+    c = Cluster()
+    attributes = {"si/instance-type": "m5.large"}
+    typed = NodeChange("big", NodeAction.CREATE, c.pname(), attributes, Resource({"memory": 100, "vcore": 8}))
+    c.ctx.apply(UpdateNodes(c.rm_id, (typed,)))
+    return c
+
+
+def test_ended_allocations_count_their_resource_times_whole_seconds_by_instance_type() -> None:
+    c = _cluster()
+    c.app("app-1", user="alice")
+    c.ask("app-1", "a", {"memory": 60, "vcore": 2})
+    c.schedule()  # on "big", the only node with room
+    c.node("plain", {"memory": 100})
+    c.ask("app-1", "b", {"memory": 30})
+    c.schedule()  # on "plain", the emptier node: no instance type
+    app = c.partition.applications["app-1"]
+    assert {a.key: a.node_id for a in app.allocations.values()} == {"a": "big", "b": "plain"}
+    c.clock.advance(10.9)
+    c.release("app-1", "a")  # 10 whole seconds
+    c.clock.advance(5.0)
+    c.release("app-1", "b")  # 15.9 s: 15
+    history = dao.application_info(c.partition, app)["resourceHistory"]
+    assert history == {
+        USED: {"m5.large": {"memory": 600, "vcore": 20}, "UNKNOWN": {"memory": 450}}
+    }  # preempted and placeholder omitted while empty, as YuniKorn's omitempty
+    totals = c.partition.usage_totals
+    assert totals.by_queue[("root.default", USED, "memory")] == 1050
+    assert totals.by_user[("alice", USED, "vcore")] == 20
+    text = render(metrics_view.gauges(c.ctx), c.ctx.metrics)
+    assert (
+        'pykorn_user_resource_seconds_total{cluster="rm-1",partition="default",user="alice",kind="resourceUsage",'
+        'resource="memory"} 1050'
+    ) in text
+
+
+def test_a_preempted_allocation_and_a_placeholder_count_apart() -> None:
+    c = _cluster()
+    c.app("app-1")
+    c.ask("app-1", "victim", {"memory": 10})
+    placeholder = Allocation(
+        "ph", "app-1", c.pname(), Resource({"memory": 20}), task_group="g", placeholder=True
+    )
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(placeholder,)))
+    c.schedule()
+    app = c.partition.applications["app-1"]
+    assert set(app.allocations) == {"victim", "ph"}
+    app.allocations["victim"].releasing = True  # what the preemption ledger marks on a victim
+    c.clock.advance(3)
+    c.release("app-1", "victim")
+    c.release("app-1", "ph")
+    assert app.usage is not None
+    assert app.usage.dao() == {
+        PREEMPTED: {"m5.large": {"memory": 30}},
+        PLACEHOLDER: {"m5.large": {"memory": 60}},
+    }
+
+
+def test_the_summary_is_logged_once_when_the_application_ends_with_yunikorns_text() -> None:
+    c = _cluster()
+    c.clock.advance(100)  # the fake clock starts at 1000 s
+    c.app("app-1", user="bob")
+    c.ask("app-1", "a", {"memory": 10})
+    c.schedule()
+    c.clock.advance(7)
+    with capture_logs() as logs:
+        c.release("app-1", "a")  # Completing now
+        c.clock.advance(30)
+        c.ctx.tick()  # the completing timeout: Completed, out of the partition
+        c.ctx.tick()
+    [line] = [entry for entry in logs if entry["event"].startswith("YK_APP_SUMMARY")]
+    assert line["event"] == (
+        "YK_APP_SUMMARY: {ApplicationID: app-1, SubmissionTime: 1100000, StartTime: 1100000, "
+        "FinishTime: 1137000, User: bob, Queue: root.default, State: Completed, RmID: rm-1, "
+        "ResourceUsage: TrackedResource{m5.large:memory=70}, PreemptedResource: TrackedResource{}, "
+        "PlaceholderResource: TrackedResource{}}"
+    )
+    assert line["resourceUsage"] == {"m5.large": {"memory": 70}} and line["finishTime"] == 1137000
+    assert line["log_level"] == "info" and line["applicationID"] == "app-1"
+
+
+def test_an_application_that_never_ran_logs_no_summary() -> None:
+    c = _cluster()
+    c.app("app-1")
+    c.ask("app-1", "a", {"memory": 1000})  # never fits
+    with capture_logs() as logs:
+        c.ctx.apply(UpdateApplications(c.rm_id, removes=(AppRemove("app-1", c.pname()),)))
+    assert not [entry for entry in logs if entry["event"].startswith("YK_APP_SUMMARY")]
+    assert "app-1" not in c.partition.applications
