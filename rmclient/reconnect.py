@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import grpc
@@ -64,9 +64,11 @@ async def reconnect(
     resync: Callable[[], Awaitable[None]],
     backoff: Backoff = Backoff(),
     stop: asyncio.Event | None = None,
+    extra_config: Callable[[], Mapping[str, str]] | None = None,
 ) -> Reconnected | None:
-    """Connect `client` again, register with `config()` and run `resync`, until all of it went through
-    on one connection. None when `stop` was set first. Raises the core's refusal of the registration."""
+    """Connect `client` again, register with `config()` (and `extra_config()`, the core's settings) and
+    run `resync`, until all of it went through on one connection. None when `stop` was set first.
+    Raises the core's refusal of the registration."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     next_wait = backoff.waits()
@@ -76,7 +78,7 @@ async def reconnect(
         await client.close()
         try:
             await client.connect(timeout=max(backoff.first, 0.5))
-            await client.register(config=config())
+            await client.register(config=config(), extra_config=extra_config() if extra_config else None)
             await resync()
         except RETRIED as exc:
             if is_refusal(exc):

@@ -63,7 +63,10 @@ class ConfigMaps:
                             "configuration stays")  # fmt: skip
         elif text != self.queues:
             send = text
-        if send is None and self.core != core and self.service.enable_config_hot_refresh:
+        if self.core != core and not self.service.enable_config_hot_refresh:
+            warnings.append("the core's settings (event.*, health.*, log.*) changed; "
+                            "service.enableConfigHotRefresh is false: applied at the next start")  # fmt: skip
+        elif send is None and self.core != core:
             send = self.accepted  # the core's settings changed: they go with the queues it has
         return send, self._new(warnings)
 

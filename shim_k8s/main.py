@@ -347,7 +347,8 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
 
     while True:
         try:
-            if await reconnect(client, config, resend, BACKOFF, stop) is not None:
+            # config() loads the ConfigMaps first: the core's settings go with what it read.
+            if await reconnect(client, config, resend, BACKOFF, stop, lambda: shim.settings.core) is not None:
                 shim.settings.accepted = shim.config
                 log.info("core back; state sent again", rmID=client.rm_id)
             return

@@ -45,6 +45,7 @@ class Shim(Protocol):
 class Registration:
     def __init__(self, shim: Shim) -> None:
         self.shim = shim
+        self._core_said: list[str] = []  # the core's warnings at the last configuration update
 
     async def register(self) -> None:
         """Register with the ConfigMaps' queue configuration; one the core refuses gives way to the last
@@ -102,8 +103,9 @@ class Registration:
         if text is None:
             return
         response = await self.shim.client.update_configuration(text, settings.core)
-        for warning in response.warnings:  # the core's about its keys (and about the queues)
-            self._report([f"core: {warning}"])
+        said = [f"core: {warning}" for warning in response.warnings]  # about its keys (and the queues)
+        self._report([w for w in said if w not in self._core_said])  # each once, while it stands
+        self._core_said = said
         if response.accepted:
             settings.queues = settings.accepted = text
             log.info("queue configuration updated from the configmap")

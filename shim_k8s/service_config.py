@@ -231,7 +231,8 @@ def parse(data: Mapping[str, str]) -> Parsed:
 
 _TEXT = {
     "service.placeholderImage": "placeholder_image",
-    "service.instanceTypeNodeLabelKey": "instance_type_label",
+    "service.instanceTypeNodeLabelKey": "instance_type_label",  # as YuniKorn's documentation spells it
+    "service.nodeInstanceTypeNodeLabelKey": "instance_type_label",  # as YuniKorn's shim reads it
 }
 _INTS = {
     "service.placeholderRunAsUser": "placeholder_run_as_user",

@@ -23,6 +23,8 @@ DEFAULT_MAX_STREAMS = 100
 DEFAULT_MAX_STREAMS_PER_HOST = 15
 DEFAULT_REQUEST_CAPACITY = 1_000
 DEFAULT_HEALTH_CHECK_INTERVAL = 30.0
+MIN_HEALTH_CHECK_INTERVAL = 1.0  # pykorn's floor: a check runs on the core's event loop
+MAX_RING_BUFFER_CAPACITY = 1_000_000  # pykorn's cap on the events held (about 1 KB each)
 
 # YuniKorn's core log subsystems, and the pykorn loggers that log what each of them logs. A subsystem
 # pykorn has no logger of its own for logs under a broader one (named in its warning).
@@ -91,7 +93,7 @@ class ReadSettings:
 def read_extra_config(extra: Mapping[str, str]) -> ReadSettings:
     """The core's settings from an RM's extraConfig; what could not be used, in the warnings."""
     values: dict[str, Any] = {}
-    levels: dict[str, int] = {}
+    by_subsystem: dict[str, int] = {}
     warnings: list[str] = []
     for key in sorted(extra):
         value = extra[key].strip()
@@ -103,9 +105,14 @@ def read_extra_config(extra: Mapping[str, str]) -> ReadSettings:
             else:
                 warnings.append(f"{key}: not a health setting YuniKorn has (health.checkInterval); not used")
         elif key.startswith("log."):
-            _log(key, value, values, levels, warnings)
+            _log(key, value, values, by_subsystem, warnings)
         elif not (key.startswith(RM_PREFIXES) or key.endswith((".yaml", ".yaml.gz"))):
             warnings.append(f"{key}: not a key the core knows (event.*, health.*, log.*); not used")
+    levels: dict[str, int] = {}
+    # The broader subsystems first, so a more specific one wins for a logger both name (YuniKorn's rule).
+    for subsystem in sorted(by_subsystem, key=lambda name: name.count(".")):
+        for logger in CORE_LOGGERS[subsystem]:
+            levels[logger] = by_subsystem[subsystem]
     return ReadSettings(CoreSettings(log_levels=levels, **values), warnings)
 
 
@@ -136,6 +143,11 @@ def _event(key: str, value: str, values: dict[str, Any], warnings: list[str]) ->
         warnings.append(f"{key}: {value!r} is not a whole number of at least 0; the default is kept")
         return
     number = int(value)
+    if key == "event.ringBufferCapacity" and number > MAX_RING_BUFFER_CAPACITY:
+        warnings.append(
+            f"{key}: {number} is over {MAX_RING_BUFFER_CAPACITY:,}; {MAX_RING_BUFFER_CAPACITY:,} is used"
+        )
+        number = MAX_RING_BUFFER_CAPACITY
     if number == 0 and key in _ZERO_IS_DEFAULT:
         warnings.append(f"{key}: 0 is not a usable size; the default is kept")
         return
@@ -170,11 +182,17 @@ def _interval(key: str, value: str, values: dict[str, Any], warnings: list[str])
     seconds = go_duration(value)
     if seconds is None:
         warnings.append(f"{key}: {value!r} is not a duration (such as 30s, 1m); the default (30s) is kept")
+    elif 0 < seconds < MIN_HEALTH_CHECK_INTERVAL:
+        # Each check walks every node and allocation on the core's one event loop.
+        warnings.append(f"{key}: {value!r} is below pykorn's floor; {MIN_HEALTH_CHECK_INTERVAL:g}s is used")
+        values["health_check_interval"] = MIN_HEALTH_CHECK_INTERVAL
     else:
         values["health_check_interval"] = max(0.0, seconds)  # 0 or less: no periodic check, as YuniKorn
 
 
-def _log(key: str, value: str, values: dict[str, Any], levels: dict[str, int], warnings: list[str]) -> None:
+def _log(
+    key: str, value: str, values: dict[str, Any], levels_by_subsystem: dict[str, int], warnings: list[str]
+) -> None:
     if key != "log.level" and not key.endswith(".level"):
         warnings.append(f"{key}: not a log setting (log.level, log.<subsystem>.level); not used")
         return
@@ -190,8 +208,7 @@ def _log(key: str, value: str, values: dict[str, Any], levels: dict[str, int], w
     if not subsystem:
         values["log_level"] = level
     elif subsystem in CORE_LOGGERS:
-        for logger in CORE_LOGGERS[subsystem]:
-            levels[logger] = level
+        levels_by_subsystem[subsystem] = level
     elif subsystem in CORE_LOGGED_UNDER:
         broader = CORE_LOGGED_UNDER[subsystem]
         warnings.append(

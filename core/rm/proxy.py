@@ -178,7 +178,7 @@ class RMProxy:
         # other must be applied in that order, whichever finishes reading first.
         async with self._config_lock(rm_id):
             try:
-                loaded = await self._load_config(request.config)
+                loaded = await self._load_config(request.config or self._default_config_text)
             except ConfigError as exc:
                 problems = [str(p) for p in exc.problems]
                 log.warning("configuration rejected", rmID=rm_id, errors=problems)

@@ -52,6 +52,7 @@ from core.scheduler.scheduling import allocate
 _Item = TypeVar("_Item", NodeChange, AppAdd, AppRemove, Allocation, ReleaseRequest)  # of an RM's request
 
 log = structlog.get_logger("pykorn.cluster")
+_ADDS = (NodeAction.CREATE, NodeAction.CREATE_DRAIN)
 
 
 class ClusterContext:
@@ -327,8 +328,8 @@ class ClusterContext:
         except Rejection as exc:
             out.rejected_nodes.append(RejectedItem(change.node_id, "", str(exc)))
             self._rejections.add((change.node_id,), str(exc), "node changes")
-            if change.action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN):
-                self.metrics.nodes_failed += 1  # YuniKorn's failed nodes: one it could not add
+            if change.action in _ADDS and change.partition not in self.partitions:
+                self.metrics.nodes_failed += 1  # YuniKorn's failed nodes: one for a partition not there
             return
         out.accepted_nodes.append(change.node_id)
         self.events.add(node_event(rm_id, part, change, self.clock()))

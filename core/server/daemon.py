@@ -135,6 +135,8 @@ class CoreDaemon:
             if options.rest_listen
             else None
         )
+        if self.rest is not None:
+            self.rest.api.last_health = lambda: self.health_loop.last
         self.settings = CoreSettingsApplier(
             self.context.events, self.health_loop, self.rest.api if self.rest is not None else None,
             options.log_levels,
@@ -183,7 +185,7 @@ class CoreDaemon:
         # Streams ended first: from here rmproxy refuses what would need the engine (UNAVAILABLE).
         self.rmproxy.close_all_streams()
         self.engine.stop()  # between two slices; what is queued already is applied and answered
-        self.health_loop.stop()
+        self.health_loop.close()
         await self.health.enter_graceful_shutdown()
         self.service.events.end_all()
         if self.rest is not None:

@@ -21,8 +21,9 @@ class HealthLoop:
     def __init__(self, context: ClusterContext, interval: float = DEFAULT_HEALTH_CHECK_INTERVAL) -> None:
         self.context = context
         self.interval = interval
-        self.last: dict[str, Any] | None = None  # the last periodic result
+        self.last: dict[str, Any] | None = None  # the last periodic result (None while it is off)
         self._task: asyncio.Task[None] | None = None
+        self._closed = False  # the core is stopping: no new loop, whatever an RM sends meanwhile
 
     def start(self) -> None:
         """Check once now, then every interval (if any)."""
@@ -35,7 +36,7 @@ class HealthLoop:
 
     def set_interval(self, interval: float) -> None:
         """A new health.checkInterval: the loop starts again at it, as YuniKorn restarts its checker."""
-        if interval == self.interval:
+        if interval == self.interval or self._closed:
             return
         self.stop()
         self.interval = interval
@@ -43,7 +44,13 @@ class HealthLoop:
             self._task = asyncio.create_task(self._run())
             log.info("periodic health checker restarted", intervalSeconds=interval)
         else:
+            self.last = None  # no periodic result to go stale: the REST healthcheck checks when asked
             log.info("periodic health checker disabled (health.checkInterval)")
+
+    def close(self) -> None:
+        """The core is stopping: the loop ends for good."""
+        self._closed = True
+        self.stop()
 
     def stop(self) -> None:
         if self._task is not None:

@@ -80,6 +80,7 @@ class StateAPI:
         self.max_streams = DEFAULT_MAX_STREAMS
         self.max_streams_per_host = DEFAULT_MAX_STREAMS_PER_HOST
         self._streams_by_host: dict[str, int] = {}
+        self.last_health: Callable[[], dict[str, Any] | None] | None = None  # the periodic check's result
         self.default_config = default_config
         self.max_config_bytes = limits.max_config_bytes  # the same limit as over gRPC
         self.body_timeout = body_timeout  # for a request body (validate-conf) to arrive whole
@@ -159,7 +160,10 @@ class StateAPI:
         return usage_views.group(self._part(request), request.match_info["g"])
 
     def healthcheck(self, request: web.Request) -> Any:
-        return health_view.scheduler_health(self.context)
+        # As YuniKorn: the last periodic check's result (a check walks every node and allocation; the
+        # endpoint is open to probes), or a check now when there is none.
+        last = self.last_health() if self.last_health is not None else None
+        return last if last is not None else health_view.scheduler_health(self.context)
 
     def events(self, request: web.Request) -> Any:
         if not self.context.events.tracking:
@@ -216,8 +220,8 @@ class StateAPI:
         self._followers.add(follower)
         self._no_followers.clear()
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson", **cors_headers("GET")})
-        await response.prepare(request)
         try:
+            await response.prepare(request)  # inside: a reader gone already must not keep its place
             while (item := await follower.next()) is not None:
                 await response.write(_line(event_record(*item)))
             log.warning("event stream reader fell behind, closing", resumeFrom=follower.cursor)

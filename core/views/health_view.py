@@ -97,7 +97,11 @@ def _orphans_on_node(part: Partition, allocations: Any) -> list[Allocation]:
         if alloc.foreign:
             continue
         app = part.applications.get(alloc.application_id)
-        if app is None or app.allocations.get(alloc.key) is not alloc:
+        # A real task taking a placeholder's place is on its node while the placeholder's release is on
+        # its way: held by its application as `replacing` until then, not an orphan.
+        if app is None or (
+            app.allocations.get(alloc.key) is not alloc and app.replacing.get(alloc.key) is not alloc
+        ):
             found.append(alloc)
     return found
 

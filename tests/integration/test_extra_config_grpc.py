@@ -121,9 +121,12 @@ async def test_the_periodic_health_check_runs_at_the_interval_sent_and_reports_a
     async with RecordingClient(core.address, rm_id) as client, aiohttp.ClientSession() as session:
         await client.register(extra_config={"health.checkInterval": "100ms"})
         await client.add_node("n1", NODE)
-        await client.add_node("n1", NODE)  # already there: refused, a failed node as YuniKorn counts it
+        # A partition this RM does not have: a failed node, as YuniKorn counts them.
+        await client.add_node("n2", NODE, attributes={"si/node-partition": "nope"})
         await client.wait_nodes_answered(2)
         assert len(client.seen.rejected_nodes) == 1
+        # The next periodic check (the interval's floor, 1 s, on) says so in the metrics, then REST.
+        metrics = await _until_text(session, f"{core.rest_url}/ws/v1/metrics", "pykorn_scheduler_healthy 0")
         status, health = await _get(session, f"{core.rest_url}/ws/v1/scheduler/healthcheck")
         assert status == 200 and health["Healthy"] is False
         checks = health["HealthChecks"]
@@ -131,10 +134,9 @@ async def test_the_periodic_health_check_runs_at_the_interval_sent_and_reports_a
         [failed] = [c for c in checks if not c["Succeeded"]]
         assert failed["Name"] == "Failed nodes"
         assert failed["DiagnosisMessage"] == "There were 1 failed nodes logged in the metrics"
-        # The next periodic check, at most 100 ms on, says so in the metrics.
-        metrics = await _until_text(session, f"{core.rest_url}/ws/v1/metrics", "pykorn_scheduler_healthy 0")
         assert 'pykorn_scheduler_health_check_failed{name="Failed nodes"' in metrics
-        assert "scheduler is not healthy" in core.log_text()
+        log = core.log_text()
+        assert "scheduler is not healthy" in log and "is below pykorn's floor; 1s is used" in log
 
 
 async def _text(session: aiohttp.ClientSession, url: str) -> str:

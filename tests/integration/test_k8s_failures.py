@@ -263,3 +263,36 @@ async def test_asks_the_core_refused_before_it_knew_their_application_are_asked_
             await asyncio.gather(*late)
     finally:
         await core.stop()
+
+
+async def test_the_configmaps_core_keys_reach_the_core_and_a_change_of_them_alone_keeps_its_queues(
+    rm_id: str,
+) -> None:
+    """event.* and health.* of yunikorn-configs go to the core in extraConfig at registration; a change of
+    only them sends them with the queues the core has (not the core's default ones)."""
+    core = CoreProcess()
+    await core.start()
+    try:
+        async with RecordingClient(core.address, rm_id) as client, aiohttp.ClientSession() as session:
+            kube = MemoryKube()
+            shim = K8sShim(client, kube)
+            kube.shim = shim
+            configmap = _configmap()
+            configmap["data"]["event.trackingEnabled"] = "false"
+            await shim.sync([node("n1", memory="64Gi")], [], configmap=configmap)
+            events = f"{core.rest_url}/ws/v1/events/batch"
+            async with session.get(events) as response:
+                assert (
+                    response.status == 500
+                    and (await response.json())["message"] == "Event tracking is disabled"
+                )
+            changed = {**configmap, "data": {**configmap["data"], "event.trackingEnabled": "true"}}
+            await shim.registration.on_configmap("MODIFIED", changed)
+            async with session.get(events) as response:
+                assert response.status == 200
+            queue = f"{partition_url(core.rest_url, rm_id)}/queue/root.existing"
+            async with session.get(queue) as response:
+                assert response.status == 200  # the ConfigMap's queues, still in force
+            assert [e for e in kube.events if e[1] == "ConfigKeyIgnored"] == []  # nothing warned either side
+    finally:
+        await core.stop()

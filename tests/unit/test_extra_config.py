@@ -127,3 +127,18 @@ def test_the_event_log_stops_recording_while_tracking_is_off_and_keeps_the_newes
 
 def _event(i: int) -> Event:
     return Event("rm", EventType.APP, str(i), ChangeType.ADD, ChangeDetail.APP_NEW, "m", float(i))
+
+
+def test_a_more_specific_subsystem_wins_whatever_the_order_of_the_keys() -> None:
+    # core.scheduler.context and core.scheduler both name pykorn.cluster; the deeper one decides.
+    read = read_extra_config(
+        {"log.core.scheduler.level": "error", "log.core.scheduler.context.level": "debug"}
+    )
+    levels = read.settings.log_levels
+    assert levels["pykorn.cluster"] == logging.DEBUG and levels["pykorn.engine"] == logging.ERROR
+
+
+def test_a_health_interval_below_a_second_and_an_oversized_ring_are_bounded_with_a_warning() -> None:
+    read = read_extra_config({"health.checkInterval": "1ms", "event.ringBufferCapacity": "5000000"})
+    assert read.settings.health_check_interval == 1.0 and read.settings.ring_buffer_capacity == 1_000_000
+    assert [w.split(":")[0] for w in read.warnings] == ["event.ringBufferCapacity", "health.checkInterval"]

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
 from core.resources import Resource
-from core.scheduler.commands import NodeAction
+from core.scheduler.commands import NodeAction, NodeChange, UpdateNodes
+from core.server.health_loop import HealthLoop
 from core.views.health_view import scheduler_health
 from tests.unit.domain_helpers import Cluster
 
@@ -59,10 +61,15 @@ def test_after_real_traffic_every_check_passes_and_yunikorns_come_first_in_its_o
     assert _check(c, "Failed nodes")["DiagnosisMessage"] == "There were 0 failed nodes logged in the metrics"
 
 
-def test_a_node_that_could_not_be_added_fails_the_failed_nodes_check() -> None:
+def test_a_node_for_a_partition_that_is_not_there_fails_the_failed_nodes_check() -> None:
     c = _running()
-    c.node("n1", {"memory": 100})  # already registered: refused
+    c.node("n1", {"memory": 100})  # already registered: refused, but not a failed node (as YuniKorn)
     c.node_action("ghost", NodeAction.UPDATE, {"memory": 1})  # not an addition: not a failed node
+    assert _failed(c) == []
+    elsewhere = NodeChange(
+        "n9", NodeAction.CREATE, PartitionKey(c.rm_id, "nope"), {}, Resource({"memory": 1})
+    )
+    c.ctx.apply(UpdateNodes(c.rm_id, (elsewhere,)))
     assert _failed(c) == [
         (
             "Failed nodes",
@@ -123,3 +130,15 @@ def test_a_node_over_its_capacity_fails_pykorns_own_check() -> None:
     node.capacity = Resource({"memory": 10})  # below what runs there, as after a bad resize
     failed = {name for name, _, _ in _failed(c)}
     assert "Nodes within capacity (default)" in failed
+
+
+async def test_the_periodic_check_keeps_its_last_result_only_while_it_runs_and_not_after_the_stop() -> None:
+    c = _running()
+    loop = HealthLoop(c.ctx, interval=30.0)
+    loop.start()
+    assert loop.last is not None and loop.last["Healthy"] is True and c.ctx.metrics.health_checks == 10
+    loop.set_interval(0.0)  # off: no result to go stale (REST then checks when asked)
+    assert loop.last is None
+    loop.close()
+    loop.set_interval(5.0)  # an RM's update during the stop starts nothing
+    assert loop.interval == 0.0

@@ -10,6 +10,7 @@ import pytest
 from rmclient.logging_setup import LiveLevels
 from shim_k8s import service_config as sc
 from shim_k8s.bad_objects import Refused
+from shim_k8s.configmaps import ConfigMaps
 
 
 def _parse(**data: str) -> sc.Parsed:
@@ -133,3 +134,43 @@ def test_a_configmap_that_is_not_strings_is_refused() -> None:
     for bad in ({"data": {"queues.yaml": 5}}, {"data": ["x"]}, {"binaryData": {"a.gz": None}}):
         with pytest.raises(Refused):
             sc.flatten(bad)
+
+
+def test_the_cores_keys_go_to_it_and_are_not_warned_about_here() -> None:
+    data = {
+        "event.trackingEnabled": "false", "health.checkInterval": "1m", "log.level": "debug",
+        "log.core.scheduler.level": "info", "log.k8s.level": "warn", "service.placeholderImage": "pause",
+        "service.nodeInstanceTypeNodeLabelKey": "my/type",
+    }  # fmt: skip
+    parsed = sc.parse(data)
+    assert parsed.warnings == []
+    assert parsed.config.instance_type_label == "my/type"
+    assert sc.core_settings(data) == {
+        "event.trackingEnabled": "false", "health.checkInterval": "1m", "log.level": "debug",
+        "log.core.scheduler.level": "info",
+    }  # fmt: skip
+
+
+def test_a_change_of_only_the_cores_keys_sends_them_with_the_queues_the_core_has() -> None:
+    maps = ConfigMaps()
+    first = {"metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": "Q1", "event.maxStreams": "5"}}
+    maps.load(first, None)
+    maps.accepted = "Q1"
+    send, _ = maps.change(
+        "yunikorn-configs", {**first, "data": {"queues.yaml": "Q1", "event.maxStreams": "7"}}
+    )
+    assert send == "Q1" and maps.core == {"event.maxStreams": "7"}
+    send, _ = maps.change(
+        "yunikorn-configs", {**first, "data": {"queues.yaml": "Q1", "event.maxStreams": "7"}}
+    )
+    assert send is None  # nothing changed
+
+
+def test_with_hot_refresh_off_a_change_of_the_cores_keys_waits_and_says_so() -> None:
+    maps = ConfigMaps()
+    data = {"queues.yaml": "Q1", "service.enableConfigHotRefresh": "false", "health.checkInterval": "1m"}
+    maps.load({"metadata": {"name": "yunikorn-configs"}, "data": data}, None)
+    changed = {"metadata": {"name": "yunikorn-configs"}, "data": {**data, "health.checkInterval": "2m"}}
+    send, warnings = maps.change("yunikorn-configs", changed)
+    assert send is None
+    assert any("service.enableConfigHotRefresh is false: applied at the next start" in w for w in warnings)
