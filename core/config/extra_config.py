@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.config.properties import parse_duration
+
 # YuniKorn's defaults (pkg/common/configs/configs.go), but the ring's: pykorn's `--event-log-size`.
 DEFAULT_REST_RESPONSE_SIZE = 10_000
 DEFAULT_MAX_STREAMS = 100
@@ -159,23 +161,15 @@ def _event(key: str, value: str, values: dict[str, Any], warnings: list[str]) ->
         )
 
 
-_GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
 def go_duration(text: str) -> float | None:
-    """Seconds from a Go duration ("30s", "1m30s", "-1s", "0"); None for anything else."""
-    sign, body = (-1.0, text[1:]) if text.startswith("-") else (1.0, text.removeprefix("+"))
-    if body == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(body):
-        found = _GO_DURATION_PART.match(body, pos)
-        if found is None:
-            return None
-        total += float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
-        pos = found.end()
-    return sign * total if body else None
+    """Seconds from a Go duration ("30s", "1m30s", "-1s", "0"), as Go's time.ParseDuration reads it: a
+    bare number other than 0 is not one (it needs a unit). None for anything else."""
+    if _PLAIN_NUMBER.fullmatch(text.strip()) and float(text) != 0:
+        return None
+    return parse_duration(text)
 
 
 def _interval(key: str, value: str, values: dict[str, Any], warnings: list[str]) -> None:

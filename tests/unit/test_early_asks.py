@@ -11,6 +11,7 @@ from core.scheduler.commands import AppRemove, RegisterRM, UpdateApplications
 from core.scheduler.early_asks import HOLD_SECONDS, EarlyAsks
 from core.scheduler.results import ResultBatch
 from tests.unit.domain_helpers import ONE_LEAF, Cluster
+from tests.unit.test_cluster import NO_DEFAULT_QUEUE
 
 
 def _drain(c: Cluster) -> ResultBatch:
@@ -46,17 +47,6 @@ def test_asks_before_their_application_are_added_in_order_when_it_comes() -> Non
     assert out.accepted_apps == ["app-1"] and out.rejected_allocations == []
     assert sorted(a.key for a in out.new_allocations) == ["a", "b"]
     assert len(c.ctx.early) == 0
-
-
-NO_DEFAULT_QUEUE = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: work
-"""
 
 
 def test_asks_held_for_a_rejected_application_are_refused_with_its_reason() -> None:
