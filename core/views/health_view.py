@@ -33,10 +33,6 @@ def scheduler_health(context: ClusterContext) -> dict[str, Any]:
     return {"Healthy": all(c["Succeeded"] for c in checks), "HealthChecks": checks}
 
 
-def _negative(resource: Resource) -> bool:
-    return resource.has_negative()
-
-
 def _context_checks(parts: list[Partition]) -> list[Check]:
     negative_parts: list[str] = []
     negative_nodes: list[str] = []
@@ -46,7 +42,7 @@ def _context_checks(parts: list[Partition]) -> list[Check]:
     orphans_on_nodes: list[Allocation] = []
     orphans_on_apps: list[Allocation] = []
     for part in parts:
-        if _negative(part.root.allocated) or _negative(part.total_capacity):
+        if part.root.allocated.has_negative() or part.total_capacity.has_negative():
             negative_parts.append(part.name)
         node_sum = Resource()
         reserved = 0
@@ -55,7 +51,7 @@ def _context_checks(parts: list[Partition]) -> list[Check]:
             reserved += len(node.reservations)
             if node.capacity != node.allocated + node.occupied + node.available:
                 node_mismatch.append(node.node_id)
-            if any(map(_negative, (node.allocated, node.available, node.capacity, node.occupied))):
+            if any(r.has_negative() for r in (node.allocated, node.available, node.capacity, node.occupied)):
                 negative_nodes.append(node.node_id)
             orphans_on_nodes.extend(_orphans_on_node(part, node.allocations.values()))
         for app in part.applications.values():

@@ -20,6 +20,7 @@ from core.scheduler.commands import (
     UpdateNodes,
 )
 from core.scheduler.partition import Partition
+from core.scheduler.results import ResultBatch
 
 ONE_LEAF = """
 partitions:
@@ -91,3 +92,14 @@ class Cluster:
 
     def schedule(self, budget: int = 10_000) -> int:
         return self.ctx.schedule(budget)
+
+
+def drained(c: Cluster) -> ResultBatch:
+    """Everything the core has to tell `c`'s RM since the last drain, in one batch."""
+    merged = ResultBatch(c.rm_id)
+    for batch in c.ctx.drain_results():
+        if batch.rm_id == c.rm_id:
+            for name in vars(merged):
+                if name != "rm_id":
+                    getattr(merged, name).extend(getattr(batch, name))
+    return merged

@@ -9,19 +9,8 @@ from core.objects.application import AppState
 from core.resources import Resource
 from core.scheduler.commands import AppRemove, RegisterRM, UpdateApplications
 from core.scheduler.early_asks import HOLD_SECONDS, EarlyAsks
-from core.scheduler.results import ResultBatch
-from tests.unit.domain_helpers import ONE_LEAF, Cluster
+from tests.unit.domain_helpers import ONE_LEAF, Cluster, drained
 from tests.unit.test_cluster import NO_DEFAULT_QUEUE
-
-
-def _drain(c: Cluster) -> ResultBatch:
-    merged = ResultBatch(c.rm_id)
-    for batch in c.ctx.drain_results():
-        if batch.rm_id == c.rm_id:
-            for name in vars(merged):
-                if name != "rm_id":
-                    getattr(merged, name).extend(getattr(batch, name))
-    return merged
 
 
 def _cluster() -> Cluster:
@@ -34,7 +23,7 @@ def test_asks_before_their_application_are_added_in_order_when_it_comes() -> Non
     c = _cluster()
     c.ask("app-1", "a", {"memory": 1})
     c.ask("app-1", "b", {"memory": 1}, priority=5)
-    out = _drain(c)
+    out = drained(c)
     assert out.rejected_allocations == [] and "app-1" not in c.partition.applications
     assert c.partition.root.pending.is_zero()  # held: nothing pending until the application comes
     c.clock.advance(HOLD_SECONDS / 2)
@@ -43,7 +32,7 @@ def test_asks_before_their_application_are_added_in_order_when_it_comes() -> Non
     assert list(app.asks) == ["a", "b"] and app.state == AppState.ACCEPTED
     assert c.partition.root.pending == {"memory": 2}
     c.schedule()
-    out = _drain(c)
+    out = drained(c)
     assert out.accepted_apps == ["app-1"] and out.rejected_allocations == []
     assert sorted(a.key for a in out.new_allocations) == ["a", "b"]
     assert len(c.ctx.early) == 0
@@ -53,7 +42,7 @@ def test_asks_held_for_a_rejected_application_are_refused_with_its_reason() -> N
     c = Cluster(NO_DEFAULT_QUEUE)
     c.ask("app-1", "a", {"memory": 1})
     c.app("app-1", queue="root.nope")
-    out = _drain(c)
+    out = drained(c)
     [refused] = out.rejected_apps
     [rejected] = out.rejected_allocations
     assert (rejected.key, rejected.app_id) == ("a", "app-1")
@@ -65,9 +54,9 @@ def test_asks_after_their_applications_rejection_are_refused_at_once_with_its_re
     # Not held: the RM sent the application first (the usual order), and it was rejected.
     c = Cluster(NO_DEFAULT_QUEUE)
     c.app("app-1", queue="root.nope")
-    [refused] = _drain(c).rejected_apps
+    [refused] = drained(c).rejected_apps
     c.ask("app-1", "a", {"memory": 1})
-    [rejected] = _drain(c).rejected_allocations
+    [rejected] = drained(c).rejected_allocations
     assert rejected.reason == f"application app-1 was rejected: {refused.reason}"
     assert len(c.ctx.early) == 0
     c.app("app-1", queue="root.work")  # a new submission of the ID, accepted: its asks are its own
@@ -80,10 +69,10 @@ def test_an_application_that_never_comes_has_its_asks_refused_after_the_hold() -
     c.ask("ghost", "a", {"memory": 1})
     c.clock.advance(HOLD_SECONDS - 0.1)
     c.ctx.tick()
-    assert _drain(c).rejected_allocations == []
+    assert drained(c).rejected_allocations == []
     c.clock.advance(0.1)
     c.ctx.tick()
-    [rejected] = _drain(c).rejected_allocations
+    [rejected] = drained(c).rejected_allocations
     assert rejected.key == "a"
     assert rejected.reason == (
         "application ghost is not known in partition default; add it first"
@@ -100,14 +89,14 @@ def test_a_release_takes_a_held_ask_back_and_a_removal_all_of_them() -> None:
     c.release("app-1", "a")
     c.ask("app-2", "c", {"memory": 1})
     c.ctx.apply(UpdateApplications(c.rm_id, removes=(AppRemove("app-2", c.pname()),)))
-    out = _drain(c)
+    out = drained(c)
     assert out.rejected_allocations == []  # taken back quietly, as a pending ask's release is
     c.app("app-1")
     c.app("app-2")
     assert list(c.partition.applications["app-1"].asks) == ["b"]
     assert c.partition.applications["app-2"].asks == {}
     c.release("app-3")  # nothing held for it: refused as before
-    assert "not known" in _drain(c).rejected_allocations[0].reason
+    assert "not known" in drained(c).rejected_allocations[0].reason
 
 
 def test_past_the_bound_an_ask_of_an_unknown_application_is_refused_at_once() -> None:
@@ -115,7 +104,7 @@ def test_past_the_bound_an_ask_of_an_unknown_application_is_refused_at_once() ->
     c.ctx.early.max_held = 2
     for key in ("a", "b", "c"):
         c.ask("app-1", key, {"memory": 1})
-    [rejected] = _drain(c).rejected_allocations
+    [rejected] = drained(c).rejected_allocations
     assert rejected.key == "c" and "add it first" in rejected.reason
     c.app("app-1")
     assert list(c.partition.applications["app-1"].asks) == ["a", "b"]
