@@ -1,14 +1,21 @@
 """Scheduler events in the shape of si's EventRecord, kept in a bounded ring for the REST API and the
-event stream to serve. Free of transport types: rmproxy or the REST layer turns them into EventRecords."""
+event stream to serve. Free of transport types: rmproxy or the REST layer turns them into EventRecords.
+
+Several events are recorded for every allocation made and released (as YuniKorn records them: on the
+application, the node, the user and the group), so the scheduling path records each as a plain tuple
+in Event's field order (`RawEvent`, a fifth of an Event's cost to make) and the ring keeps it so; a
+reader gets Events (`as_event`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import StrEnum
 from itertools import islice
+from types import MappingProxyType
+from typing import NamedTuple
 
 DEFAULT_CAPACITY = 10_000
 
@@ -82,8 +89,10 @@ class ChangeDetail(StrEnum):
     UG_GROUP_RESOURCE = "UG_GROUP_RESOURCE"
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 3x, and one is made per change
-class Event:
+NO_RESOURCE: Mapping[str, int] = MappingProxyType({})
+
+
+class Event(NamedTuple):
     rm_id: str
     type: EventType
     object_id: str
@@ -92,10 +101,18 @@ class Event:
     message: str
     time: float
     reference_id: str = ""
-    resource: dict[str, int] = field(default_factory=dict)
+    resource: Mapping[str, int] = NO_RESOURCE  # never changed once recorded (a Resource is immutable)
 
 
-Listener = Callable[[int, "Event"], None]
+# An event as the scheduling path records it: Event's fields, in order, in a plain tuple.
+RawEvent = tuple[str, EventType, str, ChangeType, ChangeDetail, str, float, str, Mapping[str, int]]
+
+
+def as_event(raw: RawEvent) -> Event:
+    return raw if type(raw) is Event else Event._make(raw)
+
+
+Listener = Callable[[int], None]  # called with the newest event's number after events are added
 
 
 class EventLog:
@@ -106,35 +123,40 @@ class EventLog:
     """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self._events: deque[tuple[int, Event]] = deque(maxlen=capacity)
-        self._next_id = 0
+        self._events: deque[RawEvent] = deque(maxlen=capacity)
+        self._next_id = 0  # the oldest held is numbered _next_id - len(_events)
         self._listeners: list[Listener] = []
         # YuniKorn's event.trackingEnabled: while off, nothing is recorded (events are dropped unnumbered).
         self.tracking = True
 
-    def add(self, event: Event) -> int:
+    def add(self, event: RawEvent) -> int:
         """Record `event`; its number, or -1 while tracking is off."""
         if not self.tracking:
             return -1
-        event_id = self._next_id
-        self._next_id += 1
-        self._events.append((event_id, event))
-        for listener in list(self._listeners):
-            listener(event_id, event)
-        return event_id
+        self.extend((event,))
+        return self._next_id - 1
+
+    def extend(self, events: Sequence[RawEvent]) -> None:
+        """Record `events` in order (nothing while tracking is off)."""
+        if not self.tracking or not events:
+            return
+        self._events.extend(events)  # the ring's maxlen drops the oldest
+        self._next_id += len(events)
+        if self._listeners:
+            for listener in list(self._listeners):
+                listener(self._next_id - 1)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call `listener` with every event added from now on; the returned function unsubscribes.
-
-        Listeners run inside the engine's step, so they must only hand the event on (a queue put).
-        """
+        """Call `listener` with the newest event's number whenever events are added from now on; the
+        returned function unsubscribes. Listeners run inside the engine's step, so they must only
+        hand the news on (wake a reader)."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     @property
     def lowest_id(self) -> int:
         """The number of the oldest event held (the next one's number when the ring is empty)."""
-        return self._events[0][0] if self._events else self._next_id
+        return self._next_id - len(self._events)
 
     @property
     def highest_id(self) -> int:
@@ -142,9 +164,11 @@ class EventLog:
         return self._next_id - 1
 
     def since(self, start: int, count: int) -> list[tuple[int, Event]]:
-        """Up to `count` events numbered `start` or later, oldest first."""
-        offset = max(0, start - self.lowest_id)
-        return list(islice(self._events, offset, offset + max(0, count)))
+        """Up to `count` events numbered `start` or later, oldest first, with their numbers."""
+        lowest = self.lowest_id
+        offset = max(0, start - lowest)
+        held = islice(self._events, offset, offset + max(0, count))
+        return [(lowest + offset + i, as_event(raw)) for i, raw in enumerate(held)]
 
     @property
     def capacity(self) -> int:
@@ -157,7 +181,7 @@ class EventLog:
             self._events = deque(self._events, maxlen=capacity)
 
     def __iter__(self) -> Iterator[Event]:
-        return (event for _, event in self._events)
+        return (as_event(raw) for raw in self._events)
 
     def __len__(self) -> int:
         return len(self._events)
@@ -185,7 +209,7 @@ class Follower:
         self._buffer: deque[tuple[int, Event]] = deque()
         self._end_at: int | None = None  # set by end(): no event from this number on is handed out
         self._wake = asyncio.Event()
-        self._unsubscribe = log.subscribe(lambda _id, _event: self._wake.set())
+        self._unsubscribe = log.subscribe(lambda _newest: self._wake.set())
 
     async def next(self) -> tuple[int, Event] | None:
         """The next accepted event with its number; None once cut off or ended."""

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from core.events import Event
+from core.events import RawEvent
 from core.objects import partition_events
 from core.objects.application import TRANSITIONS, AppEvent, Application, AppState
 
@@ -34,7 +34,7 @@ _EVENT_TEXT = {event: event.value for event in AppEvent}  # a plain str, looked 
 
 
 class AppLifecycle:
-    def __init__(self, rm_id: str, record: Callable[[Event], None]) -> None:
+    def __init__(self, rm_id: str, record: Callable[[RawEvent], None]) -> None:
         self._rm_id = rm_id
         self._record = record
         self.changes: list[AppStateChange] = []  # for the RM, drained by the cluster
@@ -66,11 +66,7 @@ class AppLifecycle:
             ended = app.queue.apps_ended
             ended[after.value.lower()] = ended.get(after.value.lower(), 0) + 1
         self.changes.append(AppStateChange(app.app_id, after, now, message or _EVENT_TEXT[event]))
-        self._record(
-            partition_events.app_state_changed(
-                self._rm_id, app.app_id, app.queue.full_name, before, after, message, now
-            )
-        )
+        self._record(partition_events.app_state_changed(self._rm_id, app.app_id, before, after, message, now))
 
     def complete_if_idle(self, app: Application, now: float) -> None:
         if app.is_idle():

@@ -3,7 +3,7 @@ the partition's methods say what happened and this module says how it reads in t
 
 from __future__ import annotations
 
-from core.events import ChangeDetail, ChangeType, Event, EventType
+from core.events import NO_RESOURCE, ChangeDetail, ChangeType, Event, EventType, RawEvent
 from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.objects.rejected_apps import RejectedApplication
@@ -26,44 +26,167 @@ _APP_STATE_DETAILS = {
 _ARROWS = {(before, after): f"{before.value} -> {after.value}" for before in AppState for after in AppState}
 
 
+def queue_added(rm_id: str, queue: str, now: float) -> Event:
+    """A queue of the configuration (YuniKorn's managed queue: DETAILS_NONE)."""
+    message = "queue added by the configuration"
+    return Event(rm_id, EventType.QUEUE, queue, ChangeType.ADD, ChangeDetail.DETAILS_NONE, message, now)
+
+
 def queue_created(rm_id: str, queue: str, app_id: str, now: float) -> Event:
     message = f"queue created by placement for {app_id}"
     return Event(rm_id, EventType.QUEUE, queue, ChangeType.ADD, ChangeDetail.QUEUE_DYNAMIC, message, now)
 
 
-def queue_removed(rm_id: str, queue: str, now: float) -> Event:
-    message = "queue removed: empty, and dynamic or no longer in the configuration"
-    return Event(rm_id, EventType.QUEUE, queue, ChangeType.REMOVE, ChangeDetail.QUEUE_DYNAMIC, message, now)
+def queue_removed(rm_id: str, queue: str, managed: bool, now: float) -> Event:
+    detail = ChangeDetail.DETAILS_NONE if managed else ChangeDetail.QUEUE_DYNAMIC
+    why = "no longer in the configuration" if managed else "dynamic"
+    message = f"queue removed: empty, and {why}"
+    return Event(rm_id, EventType.QUEUE, queue, ChangeType.REMOVE, detail, message, now)
 
 
-def app_added(rm_id: str, app_id: str, queue: str, now: float) -> Event:
-    message = f"application added to {queue}"
+def queue_max(rm_id: str, queue: str, max_resource: Resource, now: float) -> Event:
+    """Root's max follows the nodes (less what other schedulers' pods occupy there)."""
     return Event(
-        rm_id, EventType.APP, app_id, ChangeType.ADD, ChangeDetail.APP_NEW, message, now, reference_id=queue
+        rm_id, EventType.QUEUE, queue, ChangeType.SET, ChangeDetail.QUEUE_MAX, "", now, resource=max_resource
+    )
+
+
+def queue_app(rm_id: str, queue: str, app_id: str, change: ChangeType, now: float) -> RawEvent:
+    """An application joined (ADD) or left (REMOVE) its queue."""
+    return (rm_id, EventType.QUEUE, queue, change, ChangeDetail.QUEUE_APP, "", now, app_id, NO_RESOURCE)
+
+
+def app_added(rm_id: str, app_id: str, queue: str, now: float) -> RawEvent:
+    message = f"application added to {queue}"
+    return (rm_id, EventType.APP, app_id, ChangeType.ADD, ChangeDetail.APP_NEW, message, now, "", NO_RESOURCE)
+
+
+def app_removed(rm_id: str, app_id: str, now: float) -> RawEvent:
+    """The application left the partition (removed by its RM, or Completed and out of its queue)."""
+    return (
+        rm_id,
+        EventType.APP,
+        app_id,
+        ChangeType.REMOVE,
+        ChangeDetail.DETAILS_NONE,
+        "",
+        now,
+        "",
+        NO_RESOURCE,
     )
 
 
 def app_rejected(rm_id: str, rejected: RejectedApplication) -> Event:
     return Event(
         rm_id, EventType.APP, rejected.app_id, ChangeType.SET, ChangeDetail.APP_REJECT,
-        f"New -> Rejected: {rejected.message}", rejected.time, reference_id=rejected.queue_name,
+        f"New -> Rejected: {rejected.message}", rejected.time,
     )  # fmt: skip
 
 
 def app_state_changed(
-    rm_id: str, app_id: str, queue: str, before: AppState, after: AppState, why: str, now: float
-) -> Event:
+    rm_id: str, app_id: str, before: AppState, after: AppState, why: str, now: float
+) -> RawEvent:
     detail = _APP_STATE_DETAILS.get(after, ChangeDetail.DETAILS_NONE)
     message = f"{_ARROWS[before, after]}: {why}" if why else _ARROWS[before, after]
-    return Event(rm_id, EventType.APP, app_id, ChangeType.SET, detail, message, now, reference_id=queue)
+    return (rm_id, EventType.APP, app_id, ChangeType.SET, detail, message, now, "", NO_RESOURCE)
 
 
-def ask_allocated(rm_id: str, ask: Allocation, now: float) -> Event:
-    return Event(
-        rm_id, EventType.REQUEST, ask.key, ChangeType.ADD, ChangeDetail.REQUEST_ALLOC,
-        f"allocated on node {ask.node_id}", now, reference_id=ask.application_id,
-        resource=ask.resource.as_dict(),
+# The events of an ask and an allocation, on the scheduling path (each pod records several): plain
+# tuples in Event's field order (RawEvent), as YuniKorn's application, node and ugm events record them.
+def ask_added(rm_id: str, ask: Allocation, now: float) -> RawEvent:
+    return (
+        rm_id, EventType.APP, ask.application_id, ChangeType.ADD, ChangeDetail.APP_REQUEST, "", now,
+        ask.key, ask.resource,
     )  # fmt: skip
+
+
+def ask_removed(rm_id: str, ask: Allocation, detail: ChangeDetail, now: float) -> RawEvent:
+    """REQUEST_CANCEL (its RM removed it, or released its allocation) or REQUEST_TIMEOUT (its gang's
+    placeholder timeout removed it)."""
+    return (
+        rm_id,
+        EventType.APP,
+        ask.application_id,
+        ChangeType.REMOVE,
+        detail,
+        "",
+        now,
+        ask.key,
+        ask.resource,
+    )
+
+
+def allocation_added(rm_id: str, alloc: Allocation, now: float) -> RawEvent:
+    return (
+        rm_id, EventType.APP, alloc.application_id, ChangeType.ADD, ChangeDetail.APP_ALLOC, "", now,
+        alloc.key, alloc.resource,
+    )  # fmt: skip
+
+
+def allocation_removed(
+    rm_id: str, alloc: Allocation, detail: ChangeDetail, now: float, message: str = ""
+) -> RawEvent:
+    """ALLOC_CANCEL, ALLOC_PREEMPT, ALLOC_TIMEOUT, ALLOC_REPLACED or ALLOC_NODEREMOVED: how it ended."""
+    return (
+        rm_id, EventType.APP, alloc.application_id, ChangeType.REMOVE, detail, message, now, alloc.key,
+        alloc.resource,
+    )  # fmt: skip
+
+
+def node_allocation(rm_id: str, alloc: Allocation, change: ChangeType, now: float) -> RawEvent:
+    """An allocation (a foreign one too) placed on (ADD) or gone from (REMOVE) its node."""
+    return (
+        rm_id,
+        EventType.NODE,
+        alloc.node_id,
+        change,
+        ChangeDetail.NODE_ALLOC,
+        "",
+        now,
+        alloc.key,
+        alloc.resource,
+    )
+
+
+def node_reservation(rm_id: str, node_id: str, ask: Allocation, change: ChangeType, now: float) -> RawEvent:
+    return (
+        rm_id, EventType.NODE, node_id, change, ChangeDetail.NODE_RESERVATION, "", now, ask.key,
+        ask.resource,
+    )  # fmt: skip
+
+
+def user_usage(
+    rm_id: str, user: str, queue: str, resource: Resource, change: ChangeType, now: float
+) -> RawEvent:
+    return (rm_id, EventType.USERGROUP, user, change, ChangeDetail.UG_USER_RESOURCE, "", now, queue, resource)
+
+
+def group_usage(
+    rm_id: str, group: str, queue: str, resource: Resource, change: ChangeType, now: float
+) -> RawEvent:
+    return (
+        rm_id,
+        EventType.USERGROUP,
+        group,
+        change,
+        ChangeDetail.UG_GROUP_RESOURCE,
+        "",
+        now,
+        queue,
+        resource,
+    )
+
+
+def app_group_link(rm_id: str, group: str, app_id: str, linked: bool, now: float) -> RawEvent:
+    """The group an application's usage counts against: linked (SET) or let go (REMOVE)."""
+    change = ChangeType.SET if linked else ChangeType.REMOVE
+    return (rm_id, EventType.USERGROUP, group, change, ChangeDetail.UG_APP_LINK, "", now, app_id, NO_RESOURCE)
+
+
+def limit_changed(rm_id: str, group: bool, name: str, queue: str, change: ChangeType, now: float) -> Event:
+    """A user's or group's limit on a queue set (SET: by every configuration that has it) or gone."""
+    detail = ChangeDetail.UG_GROUP_LIMIT if group else ChangeDetail.UG_USER_LIMIT
+    return Event(rm_id, EventType.USERGROUP, name, change, detail, "", now, reference_id=queue)
 
 
 def allocation_resized(rm_id: str, alloc: Allocation, before: Resource, now: float) -> Event:
@@ -72,25 +195,28 @@ def allocation_resized(rm_id: str, alloc: Allocation, before: Resource, now: flo
     if alloc.foreign:
         return Event(
             rm_id, EventType.NODE, alloc.node_id, ChangeType.SET, ChangeDetail.NODE_OCCUPIED, message, now,
-            reference_id=alloc.key, resource=alloc.resource.as_dict(),
+            reference_id=alloc.key, resource=alloc.resource,
         )  # fmt: skip
     return Event(
         rm_id, EventType.APP, alloc.application_id, ChangeType.SET, ChangeDetail.APP_ALLOC, message, now,
-        reference_id=alloc.key, resource=alloc.resource.as_dict(),
+        reference_id=alloc.key, resource=alloc.resource,
     )  # fmt: skip
 
 
-def victim_chosen(rm_id: str, victim: Allocation, why: str, now: float) -> Event:
+def victim_chosen(rm_id: str, victim: Allocation, message: str, now: float) -> Event:
+    """On the victim's request, as YuniKorn says who preempted it ("Preempted by ..."); its
+    ALLOC_PREEMPT follows when its RM confirms the release."""
     return Event(
-        rm_id, EventType.APP, victim.application_id, ChangeType.REMOVE, ChangeDetail.ALLOC_PREEMPT, why, now,
-        reference_id=victim.key, resource=victim.resource.as_dict(),
+        rm_id, EventType.REQUEST, victim.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE, message, now,
+        reference_id=victim.application_id, resource=victim.resource,
     )  # fmt: skip
 
 
-def quota_preemption(rm_id: str, queue: str, summary: str, achieved: Resource, now: float) -> Event:
+def quota_preemption(rm_id: str, queue: str, summary: str, max_resource: Resource, now: float) -> Event:
+    """A quota preemption run: what it took is in the summary; the resource is the queue's max."""
     return Event(
         rm_id, EventType.QUEUE, queue, ChangeType.SET, ChangeDetail.QUEUE_PREEMPTION, summary, now,
-        resource=achieved.as_dict(),
+        resource=max_resource,
     )  # fmt: skip
 
 
@@ -98,7 +224,7 @@ def ask_over_limit(rm_id: str, ask: Allocation, why: str, now: float) -> Event:
     return Event(
         rm_id, EventType.REQUEST, ask.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE,
         f"Request '{ask.key}' exceeds the available user or group quota: {why}", now,
-        reference_id=ask.application_id, resource=ask.resource.as_dict(),
+        reference_id=ask.application_id, resource=ask.resource,
     )  # fmt: skip
 
 
@@ -108,31 +234,22 @@ def ask_pending(rm_id: str, ask: Allocation, why: str, now: float) -> Event:
     return Event(
         rm_id, EventType.REQUEST, ask.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE,
         f"Request '{ask.key}' is pending: {why}", now,
-        reference_id=ask.application_id, resource=ask.resource.as_dict(),
+        reference_id=ask.application_id, resource=ask.resource,
     )  # fmt: skip
 
 
-def app_runnable(rm_id: str, app_id: str, queue: str, runnable: bool, why: str, now: float) -> Event:
+def app_runnable(rm_id: str, app_id: str, runnable: bool, why: str, now: float) -> Event:
     """An Accepted application held by a user's or group's maxapplications, or free to run again."""
     detail = ChangeDetail.APP_RUNNABLE_QUOTA if runnable else ChangeDetail.APP_CANNOTRUN_QUOTA
     message = "may run: within its user and group limits" if runnable else f"may not run yet: {why}"
-    return Event(rm_id, EventType.APP, app_id, ChangeType.SET, detail, message, now, reference_id=queue)
+    return Event(rm_id, EventType.APP, app_id, ChangeType.NONE, detail, message, now)
 
 
-def placeholder_replaced(rm_id: str, ph: Allocation, real: Allocation, now: float) -> Event:
-    return Event(
-        rm_id, EventType.APP, ph.application_id, ChangeType.REMOVE, ChangeDetail.ALLOC_REPLACED,
-        f"placeholder {ph.key} of task group {ph.task_group} replaced by {real.key} on node {real.node_id}",
-        now, reference_id=ph.key, resource=ph.resource.as_dict(),
-    )  # fmt: skip
-
-
-def placeholder_timed_out(rm_id: str, ph: Allocation, why: str, now: float) -> Event:
-    return Event(
-        rm_id, EventType.APP, ph.application_id, ChangeType.REMOVE, ChangeDetail.ALLOC_TIMEOUT,
-        f"placeholder {ph.key} of task group {ph.task_group} released: {why}", now,
-        reference_id=ph.key, resource=ph.resource.as_dict(),
-    )  # fmt: skip
+def app_runnable_in_queue(rm_id: str, app_id: str, runnable: bool, why: str, now: float) -> Event:
+    """An Accepted application held by a queue's maxapplications, or free to run again."""
+    detail = ChangeDetail.APP_RUNNABLE_QUEUE if runnable else ChangeDetail.APP_CANNOTRUN_QUEUE
+    message = "may run: within its queues' maxapplications" if runnable else f"may not run yet: {why}"
+    return Event(rm_id, EventType.APP, app_id, ChangeType.NONE, detail, message, now)
 
 
 def placeholder_too_small(rm_id: str, ph: Allocation, real: Allocation, now: float) -> Event:
@@ -141,7 +258,7 @@ def placeholder_too_small(rm_id: str, ph: Allocation, real: Allocation, now: flo
         rm_id, EventType.REQUEST, real.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE,
         f"task group {ph.task_group}: the real task needs {real.resource.as_dict()}, more than placeholder "
         f"{ph.key} holds ({ph.resource.as_dict()}); the placeholder is released",
-        now, reference_id=real.application_id, resource=real.resource.as_dict(),
+        now, reference_id=real.application_id, resource=real.resource,
     )  # fmt: skip
 
 
@@ -149,5 +266,5 @@ def no_preemption(rm_id: str, ask: Allocation, reason: str, now: float) -> Event
     """Preemption was tried for an ask and found no plan; once per reason, not per cycle."""
     return Event(
         rm_id, EventType.REQUEST, ask.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE, reason, now,
-        reference_id=ask.application_id, resource=ask.resource.as_dict(),
+        reference_id=ask.application_id, resource=ask.resource,
     )  # fmt: skip

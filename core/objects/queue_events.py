@@ -25,13 +25,14 @@ class QueueShape:
     properties: dict[str, str]
     max_applications: int
     quota_delay: float  # quota.preemption.delay in seconds (the quota timers compare it too)
+    managed: bool  # from the configuration (a dynamic queue is not)
 
 
 def snapshot(queues: Iterable[Queue]) -> dict[str, QueueShape]:
     return {
         q.full_name: QueueShape(
             q.max if not q.is_root else None, q.guaranteed, q.is_leaf, q.state,
-            dict(q.effective_properties), q.max_applications, q.props.quota_preemption_delay,
+            dict(q.effective_properties), q.max_applications, q.props.quota_preemption_delay, q.managed,
         )
         for q in queues
     }  # fmt: skip
@@ -57,7 +58,7 @@ def reload_events(
     for name, queue in after.items():
         old = before.get(name)
         if old is None:
-            add(name, ChangeType.ADD, ChangeDetail.QUEUE_CONFIG, "queue added by the configuration")
+            add(name, ChangeType.ADD, ChangeDetail.DETAILS_NONE, "queue added by the configuration")
             continue
         if queue.state != old.state:
             add(
@@ -67,8 +68,8 @@ def reload_events(
                 f"queue state {old.state.value} -> {queue.state.value}",
             )
         if queue.is_leaf != old.is_leaf:
-            kind = "leaf" if queue.is_leaf else "parent"
-            add(name, ChangeType.SET, ChangeDetail.QUEUE_TYPE, f"queue is now a {kind} queue")
+            leaf = "true" if queue.is_leaf else "false"
+            add(name, ChangeType.SET, ChangeDetail.QUEUE_TYPE, f"leaf queue: {leaf}")  # YuniKorn's text
         if not queue.is_root and queue.max != old.max:
             add(
                 name,
@@ -83,10 +84,13 @@ def reload_events(
         if queue.effective_properties != old.properties or queue.max_applications != old.max_applications:
             add(name, ChangeType.SET, ChangeDetail.QUEUE_CONFIG, "properties or maxapplications changed")
     for name in before.keys() - after.keys():
-        add(
-            name,
-            ChangeType.REMOVE,
-            ChangeDetail.QUEUE_CONFIG,
-            "queue removed: no longer in the configuration",
-        )
+        if before[name].managed:
+            add(
+                name,
+                ChangeType.REMOVE,
+                ChangeDetail.DETAILS_NONE,
+                "queue removed: no longer in the configuration",
+            )
+        else:
+            add(name, ChangeType.REMOVE, ChangeDetail.QUEUE_DYNAMIC, "queue removed: empty, and dynamic")
     return events

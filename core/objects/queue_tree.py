@@ -165,8 +165,8 @@ class QueueTree:
                 return queue.child_template
         return None
 
-    def remove_empty(self) -> list[str]:
-        """Remove draining and dynamic queues that hold nothing, deepest first; returns their names."""
+    def remove_empty(self) -> list[Queue]:
+        """Remove draining and dynamic queues that hold nothing, deepest first; returns them."""
         removed = []
         for queue in sorted(self.queues.values(), key=lambda q: -q.full_name.count(".")):
             if queue.is_root or not queue.is_empty():
@@ -175,7 +175,7 @@ class QueueTree:
                 assert queue.parent is not None
                 queue.parent.children.pop(queue.name, None)
                 del self.queues[queue.full_name.lower()]
-                removed.append(queue.full_name)
+                removed.append(queue)
         return removed
 
 

@@ -22,15 +22,21 @@ class Reservations(dict[Ref, str]):
         nodes: dict[str, Node],
         log: structlog.typing.FilteringBoundLogger,
         on_release: Callable[[Node], None] | None = None,
+        on_change: Callable[[Allocation, str, bool], None] | None = None,
     ) -> None:
         super().__init__()
         self._nodes = nodes
         self._log = log
         self._on_release = on_release  # the node is free of this hold: others may take or reserve it
+        self._on_change = on_change  # (ask, node ID, reserved): the partition records NODE_RESERVATION
+        self._asks: dict[Ref, Allocation] = {}
 
     def reserve(self, ask: Allocation, node: Node) -> None:
         self[ask.ref] = node.node_id
+        self._asks[ask.ref] = ask
         node.reservations.add(ask.ref)
+        if self._on_change is not None:
+            self._on_change(ask, node.node_id, True)
         self._log.debug(
             "node reserved", applicationID=ask.application_id, allocationKey=ask.key, nodeID=node.node_id
         )
@@ -40,6 +46,9 @@ class Reservations(dict[Ref, str]):
         node_id = self.pop(ref, None)
         if node_id is None:
             return
+        ask = self._asks.pop(ref)
+        if self._on_change is not None:
+            self._on_change(ask, node_id, False)
         node = self._nodes.get(node_id)
         if node is not None:
             node.reservations.discard(ref)

@@ -40,8 +40,9 @@ from core.scheduler.commands import (
 from core.scheduler.early_asks import EarlyAsks
 from core.scheduler.history import History
 from core.scheduler.metrics import SchedulerMetrics
-from core.scheduler.node_events import node_event
+from core.scheduler.node_events import node_events, node_state
 from core.scheduler.partition import Partition
+from core.scheduler.partition_removal import release_by_rm, remove_application, remove_node
 from core.scheduler.partition_resize import resize
 from core.scheduler.preemption import dry_run
 from core.scheduler.preemption.dry_run import QuotaPreview
@@ -98,9 +99,9 @@ class ClusterContext:
 
     def drain_results(self) -> list[ResultBatch]:
         for part in self.partitions.values():
-            for event in part.events:
-                self.events.add(event)
-            part.events.clear()
+            if part.events:
+                self.events.extend(part.events)
+                part.events.clear()
             if part.scheduling_states:
                 self._out(part.rm_id).scheduling_states.extend(part.scheduling_states)
                 part.scheduling_states.clear()
@@ -262,7 +263,7 @@ class ClusterContext:
         self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
         for part_cfg in cmd.config.partitions:
             key = PartitionKey(cmd.rm_id, part_cfg.name)
-            self.partitions[key] = Partition(key, part_cfg, self.clock())
+            self.partitions[key] = Partition(key, part_cfg, self.clock(), self.clock)
         log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
         if dropped and self.on_state_dropped is not None:
             self.on_state_dropped("resource manager registered again")
@@ -292,7 +293,7 @@ class ClusterContext:
             wanted.add(key)
             existing = self.partitions.get(key)
             if existing is None:
-                self.partitions[key] = Partition(key, part_cfg, self.clock())
+                self.partitions[key] = Partition(key, part_cfg, self.clock(), self.clock)
             else:
                 existing.apply_config(part_cfg, self.clock())
         for key, part in self.partitions.items():
@@ -324,6 +325,7 @@ class ClusterContext:
         out = self._out(rm_id)
         try:
             part = self._partition(rm_id, change.partition)
+            before = node_state(part, change.node_id)
             self._apply_node_change(part, change)
         except Rejection as exc:
             out.rejected_nodes.append(RejectedItem(change.node_id, "", str(exc)))
@@ -332,7 +334,7 @@ class ClusterContext:
                 self.metrics.nodes_failed += 1  # YuniKorn's failed nodes: one for a partition not there
             return
         out.accepted_nodes.append(change.node_id)
-        self.events.add(node_event(rm_id, part, change, self.clock()))
+        part.events.extend(node_events(rm_id, part, change, before, self.clock()))
 
     def _apply_node_change(self, part: Partition, change: NodeChange) -> None:
         action = change.action
@@ -351,7 +353,7 @@ class ClusterContext:
             node.schedulable = True
             part.parking.everything()
         elif action == NodeAction.DECOMMISSION:
-            released = part.remove_node(change.node_id, self.clock())
+            released = remove_node(part, change.node_id, self.clock())
             self.metrics.nodes_decommissioned += 1
             self._report_released(part, released, Termination.STOPPED_BY_RM, f"Node {change.node_id} Removed")
             self._complete_idle_apps(part, released)
@@ -406,7 +408,7 @@ class ClusterContext:
                 # RejectedApplication would make a Kubernetes shim fail the application.
                 log.info("removal of an unknown application ignored", rmID=rm_id, applicationID=remove.app_id)
                 return
-            released = part.remove_application(remove.app_id, self.clock())
+            released = remove_application(part, remove.app_id, self.clock())
         except Rejection as exc:
             self._out(rm_id).rejected_apps.append(RejectedItem("", remove.app_id, str(exc)))
             return
@@ -468,7 +470,7 @@ class ClusterContext:
                 part.key, release.app_id, release.key
             ):
                 return  # an ask held for its application: taken back before it was ever added
-            released = part.release(release.app_id, release.key, self.clock(), release.termination)
+            released = release_by_rm(part, release.app_id, release.key, self.clock(), release.termination)
         except Rejection as exc:
             self._out(rm_id).rejected_allocations.append(RejectedItem(release.key, release.app_id, str(exc)))
             self._rejections.add((release.app_id, release.key), str(exc), "releases")

@@ -7,12 +7,14 @@ always moved together here, which is what the invariant tests check.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 
 from core.config.schema import PartitionConfig
 from core.config.validation import RECOVERY_QUEUE
 from core.constraints.ask import ConstraintError, parse_ask_constraints
-from core.events import Event
+from core.events import ChangeDetail, ChangeType, RawEvent
 from core.objects import app_usage, partition_events, priority, queue_events
 from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
@@ -38,7 +40,8 @@ from core.scheduler.partition_victims import PartitionVictims
 from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger
 from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
 from core.scheduler.rejection import Rejection, ask_constraints, node_traits, unknown_application
-from core.scheduler.results import SchedulingState, Termination
+from core.scheduler.results import SchedulingState
+from core.ugm.limit_events import limit_events
 from core.ugm.limits import limit_table
 from core.ugm.resolver import resolve_groups
 from core.ugm.tracker import UserGroupTracker
@@ -48,13 +51,21 @@ log = structlog.get_logger("pykorn.partition")
 
 
 class Partition:
-    def __init__(self, key: PartitionKey, config: PartitionConfig, now: float = 0.0) -> None:
+    def __init__(
+        self,
+        key: PartitionKey,
+        config: PartitionConfig,
+        now: float = 0.0,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.key = key
         self.rm_id = key.rm_id
         self.name = key.name  # as the RM names it
         rm_id = key.rm_id
         self.config = config
         self.log = log.bind(rmID=rm_id, partition=self.name)
+        self.clock = clock if clock is not None else (lambda: now)  # the time of events without one
+        self.events: list[RawEvent] = []  # drained by the cluster into its event log
         self.tree = QueueTree(config.root, warn=self._warn_queue)
         self.placement = PlacementManager(config.placement_rules)
         policy = config.node_sort_policy
@@ -67,7 +78,9 @@ class Partition:
         self.unfinished = False  # its last cycle ran out of time with asks left to try
         self.stale = True  # something changed since its last cycle ran out of work: it needs a cycle
         self.open_cycle: object | None = None  # the cycle that ran out of time, to go on with (scheduling)
-        self.reservations = Reservations(self.nodes, self.log, self.parking.unreserved)
+        self.reservations = Reservations(
+            self.nodes, self.log, self.parking.unreserved, self._reservation_changed
+        )
         self.usage_totals = UsageTotals()  # what ended allocations used, by queue and user (app_usage)
         self.preemption = PreemptionLedger()  # victims chosen, until the RM confirms each release
         self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally
@@ -80,7 +93,6 @@ class Partition:
         self.gangs = PartitionGangs(self)  # task groups, placeholders and their timers
         self.victims = PartitionVictims(self)  # preemption's victims, until their RM confirms
         self.room_changed()
-        self.events: list[Event] = []  # drained by the cluster into its event log
         self.scheduling_states: list[SchedulingState] = []  # asks' ways of waiting, for the RM
         self.lifecycle = AppLifecycle(rm_id, self.events.append)
         self.quota = QuotaEnforcer(
@@ -88,6 +100,8 @@ class Partition:
         )
         # A restart loads the configuration afresh: every quota timer starts from now.
         self.quota.update_timers({}, now)
+        self.events.extend(partition_events.queue_added(rm_id, q.full_name, now) for q in self.tree)
+        self.events.extend(limit_events(rm_id, {}, self.user_groups.table, self.applications.values(), now))
 
     def _warn_queue(self, queue: str, message: str) -> None:
         self.log.warning("queue property ignored", queue=queue, detail=message)
@@ -111,7 +125,11 @@ class Partition:
         self.config = config
         self.draining = False
         self.tree.reconcile(config.root)
-        self.user_groups.reconfigure(limit_table(config.root), self.applications.values())
+        table = limit_table(config.root)
+        self.events.extend(
+            limit_events(self.rm_id, self.user_groups.table, table, self.applications.values(), now)
+        )
+        self.user_groups.reconfigure(table, self.applications.values())
         self.events.extend(queue_events.reload_events(self.rm_id, before, self.tree, now))
         self.quota.update_timers(before, now)
         priority.recompute_all(self.root)  # offsets and fences may have changed
@@ -166,40 +184,17 @@ class Partition:
             self.node_index.update(node)
         return node
 
-    def remove_node(self, node_id: str, now: float = 0.0) -> list[Allocation]:
-        """Remove a node; returns the allocations that ran there, now released."""
-        node = self.node(node_id)
-        for ref in list(node.reservations):
-            self.reservations.release(ref)
-        released = []
-        for alloc in list(node.allocations.values()):
-            if alloc.foreign:
-                self.foreign.pop(alloc.key, None)
-                node.remove_allocation(alloc.key)
-                self.occupied_total = self.occupied_total - alloc.resource
-                self.room_changed()
-                continue
-            if alloc.replaces is not None:  # a real task bound here in a placeholder's stead: pending again
-                self.gangs.cancel_replacement(
-                    self.applications[alloc.application_id], alloc, back_to_pending=True
-                )
-                continue
-            self.unallocate(alloc, now)
-            released.append(alloc)
-        self.pod_rules.node_removed(node)
-        del self.nodes[node_id]
-        self.largest_node.changed()
-        self.node_index.remove(node_id)
-        self.total_capacity = self.total_capacity - node.capacity
-        self.room_changed()
-        self.parking.everything()  # its topology domain went: spread counts change
-        return released
-
     def room_changed(self) -> None:
         """Root's max is what the nodes hold less what other schedulers' pods occupy there: nothing can
         be allocated beyond it, and a headroom that counted foreign room would mislead reservations
         and preemption into chasing room that is not ours."""
-        self.root.max = self.total_capacity - self.occupied_total
+        room = self.total_capacity - self.occupied_total
+        if room != self.root.max and hasattr(self, "events"):  # (the first call comes before the log)
+            shown = Resource({k: v for k, v in room.items() if v})  # no node left: no max, as YuniKorn's
+            self.events.append(
+                partition_events.queue_max(self.rm_id, self.root.full_name, shown, self.clock())
+            )
+        self.root.max = room
 
     # Applications -----------------------------------------------------------------------------
     def add_application(
@@ -227,6 +222,9 @@ class Partition:
             self.gangs.apps[app_id] = app
         queue.applications[app_id] = app
         self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
+        self.events.append(
+            partition_events.queue_app(self.rm_id, queue.full_name, app_id, ChangeType.ADD, now)
+        )
         return app
 
     def record_rejection(self, rejected: RejectedApplication) -> None:
@@ -240,23 +238,6 @@ class Partition:
             raise Rejection(unknown_application(app_id, self.name))
         return app
 
-    def remove_application(self, app_id: str, now: float) -> list[Allocation]:
-        """The RM removes an application: its asks go, its allocations are released, it completes."""
-        app = self.application(app_id)
-        for key in list(app.asks):
-            self.remove_ask(app, key)
-        for real in list(app.replacing.values()):
-            self.gangs.cancel_replacement(app, real, back_to_pending=False)
-        released = list(app.allocations.values())
-        for alloc in released:
-            self.unallocate(alloc, now)
-        # The application is gone for good: take it through Completing to Completed at once.
-        self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
-        self.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
-        app.removed_by_rm = True
-        self.retire(app)
-        return released
-
     def retire(self, app: Application) -> None:
         """An application that ended: out of its queue, listed as completed until it expires (as upstream),
         and, if it ever ran, its usage logged as YuniKorn's YK_APP_SUMMARY."""
@@ -268,16 +249,25 @@ class Partition:
                     "state": app.state.value}  # fmt: skip
             text, fields = app_usage.summary(self.rm_id, app.app_id, when, app.usage)
             self.log.info(text, **fields)
+        app.usage = None  # logged: a completed application keeps no usage, as YuniKorn cleans it up
 
     def forget_app(self, app: Application) -> None:
         self.gangs.apps.pop(app.app_id, None)
         priority.remove_application(app)
         self.user_groups.forget(app.app_id)
         self.applications.pop(app.app_id, None)
-        app.queue.applications.pop(app.app_id, None)
+        if app.queue.applications.pop(app.app_id, None) is not None:
+            now = app.state_time
+            queue = app.queue.full_name
+            self.events.append(
+                partition_events.queue_app(self.rm_id, queue, app.app_id, ChangeType.REMOVE, now)
+            )
+            self.events.append(partition_events.app_removed(self.rm_id, app.app_id, now))
         app.queue.pending_apps.pop(app.app_id, None)
-        for name in self.tree.remove_empty():
-            self.events.append(partition_events.queue_removed(self.rm_id, name, app.state_time))
+        for gone in self.tree.remove_empty():
+            self.events.append(
+                partition_events.queue_removed(self.rm_id, gone.full_name, gone.managed, app.state_time)
+            )
 
     def tick(self, now: float) -> None:
         """Time-driven state: quota timers; placeholder timers; application states Completing ->
@@ -308,6 +298,7 @@ class Partition:
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
         priority.update_application(app)
+        self.events.append(partition_events.ask_added(self.rm_id, ask, now))
         # An ask starts a New application (-> Accepted) or revives a Completing one (-> Running);
         # an Accepted application becomes Running only with its first allocation.
         if app.state in (AppState.NEW, AppState.COMPLETING):
@@ -327,6 +318,7 @@ class Partition:
             )
         self.foreign[alloc.key] = alloc
         node.add_allocation(alloc)
+        self.events.append(partition_events.node_allocation(self.rm_id, alloc, ChangeType.ADD, self.clock()))
         self.node_index.update(node)
         self.occupied_total = self.occupied_total + alloc.resource
         self.room_changed()
@@ -345,7 +337,7 @@ class Partition:
         alloc.constraints = ask_constraints(alloc)
         alloc.create_time = alloc.create_time or now
         alloc.allocated_time = alloc.allocated_time or now
-        self.place_on(app, alloc, node)
+        self.place_on(app, alloc, node, now)
         if alloc.placeholder:  # recovery: a placeholder the RM runs counts as asked and allocated
             gang = self.gangs.gang_of(app)
             gang.placeholder_asked(alloc)
@@ -359,8 +351,7 @@ class Partition:
         app = self.applications[ask.application_id]
         self.remove_ask(app, ask.key)
         ask.allocated_time = now
-        self.place_on(app, ask, node)
-        self.events.append(partition_events.ask_allocated(self.rm_id, ask, now))
+        self.place_on(app, ask, node, now)
         if ask.placeholder:
             # A placeholder does not start the application: the whole gang allocated does.
             gang = self.gangs.gang_of(app)
@@ -369,7 +360,7 @@ class Partition:
             return
         self.lifecycle.transition(app, AppEvent.RUN, now)
 
-    def place_on(self, app: Application, alloc: Allocation, node: Node) -> None:
+    def place_on(self, app: Application, alloc: Allocation, node: Node, now: float) -> None:
         alloc.node_id = node.node_id
         alloc.instance_type = instance_type(node.attributes)
         node.add_allocation(alloc)
@@ -378,6 +369,26 @@ class Partition:
         app.queue.add_allocated(alloc.resource)
         app.queue.containers_allocated += 1
         self.user_groups.allocated(app, alloc.resource)
+        # As YuniKorn records an allocation: on its node, its user (and group), and its application.
+        rm_id, events, res = self.rm_id, self.events, alloc.resource
+        events.append(partition_events.node_allocation(rm_id, alloc, ChangeType.ADD, now))
+        queue, user = app.queue.full_name, app.user
+        if user:  # YuniKorn tracks no usage without a user
+            events.append(partition_events.user_usage(rm_id, user, queue, res, ChangeType.ADD, now))
+        group = self.user_groups.group_of(app)
+        if group is not None:
+            if len(app.allocations) == 1:
+                events.append(partition_events.app_group_link(rm_id, group, app.app_id, True, now))
+            events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.ADD, now))
+        events.append(partition_events.allocation_added(rm_id, alloc, now))
+
+    def cancel_ask(self, app: Application, key: str, now: float, timeout: bool = False) -> Allocation | None:
+        """Remove a pending ask on its RM's word (REQUEST_CANCEL) or its gang's timeout (REQUEST_TIMEOUT)."""
+        ask = self.remove_ask(app, key)
+        if ask is not None:
+            detail = ChangeDetail.REQUEST_TIMEOUT if timeout else ChangeDetail.REQUEST_CANCEL
+            self.events.append(partition_events.ask_removed(self.rm_id, ask, detail, now))
+        return ask
 
     def remove_ask(self, app: Application, key: str) -> Allocation | None:
         ask = app.remove_ask(key)
@@ -393,9 +404,20 @@ class Partition:
         return ask
 
     def unallocate(
-        self, alloc: Allocation, now: float, replaced: bool = False, confirmed: bool = False
+        self,
+        alloc: Allocation,
+        now: float,
+        detail: ChangeDetail,
+        replaced: bool = False,
+        confirmed: bool = False,
+        on_node: bool = True,
+        message: str = "",
     ) -> None:
+        """Take an allocation back from everything that counts it. `detail` is how it ended, as its
+        application's event says (ALLOC_CANCEL, ALLOC_PREEMPT, ...); `on_node` False when its node
+        goes with it."""
         app = self.applications[alloc.application_id]
+        group = self.user_groups.group_of(app)
         if (alloc.releasing or alloc.released_by_core) and not (confirmed or replaced):
             self.victims.remember_unconfirmed(alloc.ref)
         kind, used = app.track_usage(alloc, now)
@@ -411,61 +433,20 @@ class Partition:
         if node is not None:
             node.remove_allocation(alloc.key)
             self.node_index.update(node)
+        rm_id, events, res, queue = self.rm_id, self.events, alloc.resource, app.queue.full_name
+        if on_node:
+            events.append(partition_events.node_allocation(rm_id, alloc, ChangeType.REMOVE, now))
+        if app.user:
+            events.append(partition_events.user_usage(rm_id, app.user, queue, res, ChangeType.REMOVE, now))
+        if group is not None:
+            events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.REMOVE, now))
+            if not app.allocations:
+                events.append(partition_events.app_group_link(rm_id, group, app.app_id, False, now))
+        events.append(partition_events.allocation_removed(rm_id, alloc, detail, now, message))
         if alloc.placeholder:
             if alloc.replaced_by is not None:  # gone another way while its real task waited for it
                 self.gangs.cancel_replacement(app, alloc.replaced_by, back_to_pending=True)
             self.gangs.placeholder_gone(app, alloc, replaced, now)
-
-    def release(
-        self, app_id: str, key: str, now: float, termination: Termination | None = None
-    ) -> list[Allocation]:
-        """RM-initiated release of one allocation or ask (or all of an app's when key is empty).
-
-        Returns the released allocations; removed asks are not returned, as the RM never ran them.
-        A placeholder released as PLACEHOLDER_REPLACED confirms its replacement: its real task is
-        placed (in `gang_allocations`), and nothing is returned.
-        """
-        if not app_id and key in self.foreign:
-            alloc = self.foreign.pop(key)
-            node = self.nodes.get(alloc.node_id)
-            if node is not None:
-                node.remove_allocation(key)
-                self.node_index.update(node)
-            self.occupied_total = self.occupied_total - alloc.resource
-            self.room_changed()
-            return []
-        if termination in _CORE_DECIDED and self.victims.confirmed_late((app_id, key)):
-            # The RM confirms a release the core asked for, of an allocation that went meanwhile (its
-            # node was removed, its application failed): done already, nothing to refuse.
-            self.log.debug(
-                "release confirmed after the allocation went", applicationID=app_id, allocationKey=key
-            )
-            return []
-        app = self.application(app_id)
-        released: list[Allocation] = []
-        if not key:
-            for ask_key in list(app.asks):
-                self.remove_ask(app, ask_key)
-            for real in list(app.replacing.values()):
-                self.gangs.cancel_replacement(app, real, back_to_pending=False)
-            released = list(app.allocations.values())
-        elif key in app.allocations:
-            alloc = app.allocations[key]
-            if alloc.placeholder and termination == Termination.PLACEHOLDER_REPLACED:
-                self.gangs.confirm_replacement(app, alloc, now)
-                return []
-            released = [alloc]
-        elif key in app.replacing:  # the RM ended a real task before its placeholder's release came back
-            self.gangs.cancel_replacement(app, app.replacing[key], back_to_pending=False)
-        elif key in app.asks:
-            self.remove_ask(app, key)
-        else:
-            raise Rejection(f"application {app_id} has no ask or allocation with key {key}")
-        for alloc in released:
-            self.unallocate(alloc, now, confirmed=termination in _CORE_DECIDED)
-        if app.app_id in self.applications:  # a Hard gang's last placeholder may have failed it
-            self.lifecycle.complete_if_idle(app, now)
-        return released
 
     # Preemption: the victims' bookkeeping is PartitionVictims'; these two are what preemption calls.
     def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: PreemptionKind) -> None:
@@ -476,8 +457,6 @@ class Partition:
         """Give back the headroom held for the ask (it was placed, went, or looks for victims again)."""
         self.victims.drop_hold(ask)
 
-
-# Terminations of releases the core decided; the RM's release of that type confirms it.
-_CORE_DECIDED = frozenset(
-    {Termination.TIMEOUT, Termination.PLACEHOLDER_REPLACED, Termination.PREEMPTED_BY_SCHEDULER}
-)
+    def _reservation_changed(self, ask: Allocation, node_id: str, reserved: bool) -> None:
+        change = ChangeType.ADD if reserved else ChangeType.REMOVE
+        self.events.append(partition_events.node_reservation(self.rm_id, node_id, ask, change, self.clock()))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from core.events import Event
+from core.events import ChangeDetail, RawEvent
 from core.objects import partition_events, priority
 from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import AppLifecycle
@@ -46,14 +46,25 @@ class GangHost(Protocol):
     nodes: dict[str, Node]
     node_index: NodeIndex
     lifecycle: AppLifecycle
-    events: list[Event]
+    events: list[RawEvent]
 
-    def place_on(self, app: Application, alloc: Allocation, node: Node) -> None: ...
+    def place_on(self, app: Application, alloc: Allocation, node: Node, now: float) -> None: ...
 
     def remove_ask(self, app: Application, key: str) -> Allocation | None: ...
 
+    def cancel_ask(
+        self, app: Application, key: str, now: float, timeout: bool = False
+    ) -> Allocation | None: ...
+
     def unallocate(
-        self, alloc: Allocation, now: float, replaced: bool = False, confirmed: bool = False
+        self,
+        alloc: Allocation,
+        now: float,
+        detail: ChangeDetail,
+        replaced: bool = False,
+        confirmed: bool = False,
+        on_node: bool = True,
+        message: str = "",
     ) -> None: ...
 
     def forget_app(self, app: Application) -> None: ...
@@ -118,15 +129,21 @@ class PartitionGangs:
         if real is not None:
             real.replaces = ph.replaced_by = None
             app.replacing.pop(real.key, None)
-        self.part.unallocate(ph, now, replaced=True)
+        said = f"placeholder {ph.key} of task group {ph.task_group} replaced"
+        if real is not None:
+            said += f" by {real.key} on node {real.node_id}"
+        self.part.unallocate(ph, now, ChangeDetail.ALLOC_REPLACED, replaced=True, message=said)
+        # As YuniKorn: the placeholder's ask goes with its release (any but a timeout's).
+        self.part.events.append(
+            partition_events.ask_removed(self.part.rm_id, ph, ChangeDetail.REQUEST_CANCEL, now)
+        )
         if real is None:  # the real task went away meanwhile: the placeholder just goes
             return
         node = self.part.nodes[real.node_id]
         if real.key in node.allocations:  # on another node: it held the room, now it takes it
             node.remove_allocation(real.key)
         real.placeholder_used = True
-        self.part.place_on(app, real, node)
-        self.part.events.append(partition_events.placeholder_replaced(self.part.rm_id, ph, real, now))
+        self.part.place_on(app, real, node, now)
         self.allocations.append(real)
         self.part.lifecycle.transition(app, AppEvent.RUN, now)
 
@@ -155,7 +172,6 @@ class PartitionGangs:
         self.releases.append(
             Released(self.part.key, ph.application_id, ph.key, Termination.TIMEOUT, why, placeholder=True)
         )
-        self.part.events.append(partition_events.placeholder_timed_out(self.part.rm_id, ph, why, now))
 
     def placeholder_gone(self, app: Application, ph: Allocation, replaced: bool, now: float) -> None:
         gang = app.gang
@@ -188,8 +204,13 @@ class PartitionGangs:
         self.part.lifecycle.transition(app, AppEvent.FAIL if hard else AppEvent.RESUME, now, TIMEOUT_REASON)
         for ph in _held_placeholders(app):
             self.release_placeholder(ph, "placeholder timeout: the gang was not allocated in time", now)
+            # YuniKorn times out every request of the gang, those allocated too (ALLOC_TIMEOUT follows
+            # when the RM confirms the release).
+            self.part.events.append(
+                partition_events.ask_removed(self.part.rm_id, ph, ChangeDetail.REQUEST_TIMEOUT, now)
+            )
         for ask in [a for a in app.sorted_asks() if a.placeholder or hard]:
-            self.part.remove_ask(app, ask.key)
+            self.part.cancel_ask(app, ask.key, now, timeout=True)
             if ask.placeholder:
                 gang.pending_placeholder_dropped(ask)
                 why = "placeholder timeout: pending placeholder removed"

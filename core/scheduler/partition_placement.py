@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from core.config.validation import RECOVERY_QUEUE
-from core.events import Event
+from core.events import RawEvent
 from core.objects import namespace_limits, partition_events, queue_events
 from core.objects.parking import ParkingLot
 from core.objects.queue import Queue
@@ -23,7 +23,7 @@ class PlacementHost(Protocol):
     rm_id: str
     placement: PlacementManager
     tree: QueueTree
-    events: list[Event]
+    events: list[RawEvent]
     parking: ParkingLot
     log: Any  # structlog's bound logger
 

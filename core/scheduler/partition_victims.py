@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from core.events import Event
+from core.events import RawEvent
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application
@@ -25,7 +25,7 @@ class VictimsHost(Protocol):
     applications: dict[str, Application]
     preemption: PreemptionLedger
     quota: QuotaEnforcer
-    events: list[Event]
+    events: list[RawEvent]
     parking: ParkingLot
     log: Any  # structlog's bound logger
 
@@ -51,8 +51,10 @@ class PartitionVictims:
 
     def preempt(self, ask: Allocation, victims: list[Allocation], now: float, kind: PreemptionKind) -> None:
         """Mark victims for release on the ask's behalf; they stay counted until the RM confirms."""
+        queue = self.part.applications[ask.application_id].queue.full_name
+        said = f"Preempted by {ask.key} from application {ask.application_id} in {queue}"  # YuniKorn's text
         for victim in victims:
-            self.mark(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind)
+            self.mark(victim, f"preempted to make room for {ask.application_id}/{ask.key}", now, kind, said)
         self.part.preemption.for_ask(ask.ref, victims)
         ask.preempting = True
         ask.triggered_preemption = True
@@ -72,9 +74,10 @@ class PartitionVictims:
             self.part.applications[ask.application_id].queue.remove_held(ask.resource)
             self.part.parking.everything()  # the headroom it held is free for others
 
-    def mark(self, victim: Allocation, why: str, now: float, kind: PreemptionKind) -> None:
+    def mark(self, victim: Allocation, why: str, now: float, kind: PreemptionKind, said: str) -> None:
+        """`why` goes to the RM with the release; `said` is the victim's event ("Preempted by ...")."""
         self.part.preemption.chosen(victim, why, kind)
-        self.part.events.append(partition_events.victim_chosen(self.part.rm_id, victim, why, now))
+        self.part.events.append(partition_events.victim_chosen(self.part.rm_id, victim, said, now))
         self.part.applications[victim.application_id].queue.add_preempting(victim.resource)
         self.part.parking.everything()
 

@@ -44,16 +44,24 @@ def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
     # queues', and its user's and group's on the path.
     if app.state != AppState.ACCEPTED:
         return True
-    if not app.queue.can_run_another_app():
+    queue_full = not app.queue.can_run_another_app()
+    if queue_full != app.held_by_queue:  # held, or free again: say so once per change (as YuniKorn)
+        app.held_by_queue = queue_full
+        why = ""
+        if queue_full:
+            full = next(q for q in app.queue.path_to_root() if 0 < q.max_applications <= q.running_apps)
+            why = f"queue {full.full_name} runs its maxapplications ({full.max_applications})"
+        partition.events.append(
+            partition_events.app_runnable_in_queue(partition.rm_id, app.app_id, not queue_full, why, now)
+        )
+    if queue_full:
         return False
     blocked = partition.user_groups.run_block(app)
-    if (blocked is not None) != app.held_by_limit:  # held, or free again: say so once per change
+    if (blocked is not None) != app.held_by_limit:
         app.held_by_limit = blocked is not None
         why = blocked.describe() if blocked is not None else ""
         partition.events.append(
-            partition_events.app_runnable(
-                partition.rm_id, app.app_id, app.queue.full_name, blocked is None, why, now
-            )
+            partition_events.app_runnable(partition.rm_id, app.app_id, blocked is None, why, now)
         )
     return blocked is None
 

@@ -27,14 +27,20 @@ async def test_event_batch_records_nodes_allocations_and_application_states(
         batch = await get_json(session, f"{rest_url}/ws/v1/events/batch")
         assert set(batch) == {"InstanceUUID", "LowestID", "HighestID", "EventRecords"}
         records = _mine(batch["EventRecords"], rm_id)
-        nodes = [(r["objectID"], r["eventChangeType"]) for r in records if r["type"] == "NODE"]
-        assert nodes == [("node-1", "ADD"), ("node-2", "ADD")]
-        allocated = [r for r in records if r["eventChangeDetail"] == "REQUEST_ALLOC"]
-        assert sorted(r["objectID"] for r in allocated) == ["t0", "t1"]
-        assert all(
-            r["referenceID"] == "app-1" and r.get("resource", {}) == {"memory": 3_000} for r in allocated
-        )
-        states = [r["eventChangeDetail"] for r in records if r["type"] == "APP" and r["objectID"] == "app-1"]
+        added = [r for r in records if (r["type"], r["eventChangeType"]) == ("NODE", "ADD")]
+        nodes = [(r["objectID"], r["message"]) for r in added if r["eventChangeDetail"] == "DETAILS_NONE"]
+        assert nodes == [("node-1", "Node added to the scheduler"), ("node-2", "Node added to the scheduler")]
+        # As YuniKorn: an allocation is recorded on its application (APP_ALLOC, the allocation key as
+        # the reference) and on its node (NODE_ALLOC).
+        allocated = [r for r in records if r["eventChangeDetail"] == "APP_ALLOC"]
+        assert sorted(r["referenceID"] for r in allocated) == ["t0", "t1"]
+        assert all(r["objectID"] == "app-1" and r.get("resource", {}) == {"memory": 3_000} for r in allocated)
+        on_nodes = [r for r in records if r["eventChangeDetail"] == "NODE_ALLOC"]
+        assert sorted(r["referenceID"] for r in on_nodes) == ["t0", "t1"]
+        states = [
+            r["eventChangeDetail"] for r in records
+            if r["type"] == "APP" and r["objectID"] == "app-1" and r["eventChangeType"] == "SET"
+        ]  # fmt: skip
         assert states[-1] == "APP_RUNNING" and "APP_ACCEPTED" in states
 
         # Paging by number: start after the newest gives nothing; a window gives exactly that window.

@@ -102,6 +102,9 @@ def test_the_summary_is_logged_once_when_the_application_ends_with_yunikorns_tex
     )
     assert line["resourceUsage"] == {"m5.large": {"memory": 70}} and line["finishTime"] == 1137000
     assert line["log_level"] == "info" and line["applicationID"] == "app-1"
+    # Logged, the usage goes (YuniKorn's cleanupTrackedResource): the completed application shows none.
+    [done] = c.partition.lifecycle.completed
+    assert dao.application_info(c.partition, done)["resourceHistory"] == {}
 
 
 def test_an_application_that_never_ran_logs_no_summary() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType, Follower
+from core.resources import Resource
 
 
 def _event(n: int) -> Event:
@@ -32,17 +33,44 @@ def test_a_full_ring_drops_the_oldest_and_says_where_it_starts() -> None:
     assert [e.object_id for e in log] == ["node-4", "node-5", "node-6"]
 
 
-def test_listeners_see_each_new_event_until_they_unsubscribe() -> None:
+def test_listeners_hear_of_each_addition_with_the_newest_number_until_they_unsubscribe() -> None:
     log = EventLog()
     log.add(_event(0))
     seen: list[int] = []
-    unsubscribe = log.subscribe(lambda event_id, _: seen.append(event_id))
+    unsubscribe = log.subscribe(seen.append)
     log.add(_event(1))
-    log.add(_event(2))
+    log.extend([_event(2), _event(3)])  # a batch (a scheduling step's events): one call, its newest
+    log.extend([])
     unsubscribe()
     unsubscribe()  # twice is harmless
-    log.add(_event(3))
-    assert seen == [1, 2]
+    log.add(_event(4))
+    assert seen == [1, 3]
+    assert [i for i, _ in log.since(2, 2)] == [2, 3]
+
+
+def test_events_recorded_as_plain_tuples_read_back_as_events() -> None:
+    log = EventLog()
+    raw = (
+        "rm-1",
+        EventType.APP,
+        "app-1",
+        ChangeType.ADD,
+        ChangeDetail.APP_ALLOC,
+        "",
+        2.0,
+        "a1",
+        Resource({"vcore": 1}),
+    )
+    log.extend([raw])
+    ((event_id, event),) = log.since(0, 1)
+    assert event_id == 0 and isinstance(event, Event)
+    assert (event.object_id, event.change_detail, event.reference_id, dict(event.resource)) == (
+        "app-1",
+        ChangeDetail.APP_ALLOC,
+        "a1",
+        {"vcore": 1},
+    )
+    assert list(log) == [event]
 
 
 async def test_a_follower_reads_held_then_new_events_through_a_burst() -> None:

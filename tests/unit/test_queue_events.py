@@ -55,8 +55,8 @@ def test_a_reload_records_each_queue_change_once() -> None:
         ("root.default", "SET", "QUEUE_CONFIG"),  # sort policy property
         ("root.default", "SET", "QUEUE_GUARANTEED"),
         ("root.default", "SET", "QUEUE_MAX"),
-        ("root.new", "ADD", "QUEUE_CONFIG"),
-        ("root.old", "REMOVE", "QUEUE_CONFIG"),  # empty: removed at once
+        ("root.new", "ADD", "DETAILS_NONE"),  # a managed queue, as YuniKorn records it
+        ("root.old", "REMOVE", "DETAILS_NONE"),  # empty: removed at once
     ]
     messages = {(name, detail): message for name, _, detail, message in events}
     assert messages[("root.default", "QUEUE_MAX")] == "max {'memory': 100} -> unlimited"

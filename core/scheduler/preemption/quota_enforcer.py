@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import structlog
 
-from core.events import Event
+from core.events import RawEvent
 from core.objects import partition_events
 from core.objects.allocation import Allocation
 from core.objects.queue import Queue, QuotaOutcome
@@ -23,8 +23,9 @@ from core.resources import Resource
 from core.scheduler.preemption import quota
 from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
 
-# Marks an allocation as a victim (why, when, of which kind of preemption), as the partition does.
-MarkVictim = Callable[[Allocation, str, float, PreemptionKind], None]
+# Marks an allocation as a victim (why, for its RM; when; of which kind of preemption; what its event
+# says), as the partition does.
+MarkVictim = Callable[[Allocation, str, float, PreemptionKind, str], None]
 
 
 def _lowered(old: Resource | None, new: Resource) -> bool:
@@ -41,7 +42,7 @@ class QuotaEnforcer:
         tree: QueueTree,
         ledger: PreemptionLedger,
         mark_victim: MarkVictim,
-        record: Callable[[Event], None],
+        record: Callable[[RawEvent], None],
         log: structlog.typing.FilteringBoundLogger,
     ) -> None:
         self._rm_id = rm_id
@@ -98,7 +99,8 @@ class QuotaEnforcer:
             for victim in leaf_plan.victims:
                 achieved.add_in_place(victim.resource)
                 why = f"preempted to enforce the max of {queue.full_name}"
-                self._mark_victim(victim, why, now, PreemptionKind.QUOTA)
+                said = f"Preempted by Quota change enforcement process in {queue.full_name}"
+                self._mark_victim(victim, why, now, PreemptionKind.QUOTA, said)
                 self._ledger.for_quota(victim.ref, queue.full_name)
                 queue.quota_running.add(victim.ref)
         achieved = Resource({k: min(achieved.get(k), v) for k, v in target.items()})
@@ -115,7 +117,8 @@ class QuotaEnforcer:
         )
         if not complete:
             summary += f"; short of the target because {reason}"
-        self._record(partition_events.quota_preemption(self._rm_id, queue.full_name, summary, achieved, now))
+        limit = queue.max if queue.max is not None else Resource()  # YuniKorn's event carries the max
+        self._record(partition_events.quota_preemption(self._rm_id, queue.full_name, summary, limit, now))
         log_event = self._log.info if complete else self._log.warning
         log_event(
             "quota preemption" if complete else "quota preemption fell short",

@@ -1,0 +1,53 @@
+"""The UG_USER_LIMIT and UG_GROUP_LIMIT events a configuration records, as YuniKorn's ugm does.
+
+Every configuration (the first, and each reload) sets each user and group limit it names (SET, on the
+user or group, referring to the queue), and takes back the named ones it no longer has (REMOVE). A
+wildcard limit is set on the users it comes to apply to: those with applications under the queue and
+no limit of their own there. The wildcard group is one tracker, `*`, as in the limits themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from core.events import ChangeType, Event
+from core.objects import partition_events
+from core.objects.application import Application
+from core.ugm.limits import WILDCARD, QueueLimits
+
+
+def _named(table: dict[str, QueueLimits], apps: list[Application]) -> set[tuple[bool, str, str]]:
+    """(group?, name, queue) of every limit the table sets on a user or group."""
+    out: set[tuple[bool, str, str]] = set()
+    for path, limits in table.items():
+        out.update((False, user, path) for user in limits.users)
+        out.update((True, group, path) for group in limits.groups)
+        if limits.group_wildcard is not None:
+            out.add((True, WILDCARD, path))
+        if limits.user_wildcard is not None:
+            prefix = path + "."
+            for app in apps:
+                queue = app.queue.full_name.lower()
+                if (queue == path or queue.startswith(prefix)) and app.user not in limits.users:
+                    out.add((False, app.user, path))
+    return out
+
+
+def limit_events(
+    rm_id: str,
+    old: dict[str, QueueLimits],
+    new: dict[str, QueueLimits],
+    applications: Iterable[Application],
+    now: float,
+) -> list[Event]:
+    apps = [app for app in applications if app.user]
+    before, after = _named(old, apps), _named(new, apps)
+    events = [
+        partition_events.limit_changed(rm_id, group, name, queue, ChangeType.SET, now)
+        for group, name, queue in sorted(after)
+    ]
+    events.extend(
+        partition_events.limit_changed(rm_id, group, name, queue, ChangeType.REMOVE, now)
+        for group, name, queue in sorted(before - after)
+    )
+    return events
