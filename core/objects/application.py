@@ -114,6 +114,7 @@ class Application:
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
         self.held_by_limit = False  # Accepted, and a user's or group's maxapplications keeps it there
         self.held_by_queue = False  # Accepted, and a queue's maxapplications keeps it there
+        self.group_link: str | None = None  # the group its UG_APP_LINK named, until it is let go
         # Not tried before this time: its queue's application.unschedasks.backoff took effect.
         self.backoff_until = 0.0
         self.gang: Gang | None = None  # task groups and placeholders, for a gang-scheduled application

@@ -253,13 +253,22 @@ def app_runnable_in_queue(rm_id: str, app_id: str, runnable: bool, why: str, now
 
 
 def placeholder_too_small(rm_id: str, ph: Allocation, real: Allocation, now: float) -> Event:
-    """YuniKorn's "placeholder size mismatch": the real task needs more than its placeholder holds."""
+    """YuniKorn's SendPlaceholderLargerEvent: the real task needs more than its placeholder holds (the
+    placeholder is released). On the placeholder's key, with the real task's resource."""
+    message = (
+        f"Task group '{ph.task_group}' in application '{ph.application_id}': allocation resources "
+        f"'{_text(real.resource)}' are not matching placeholder '{_text(ph.resource)}' allocation with ID "
+        f"'{ph.key}'"
+    )
     return Event(
-        rm_id, EventType.REQUEST, real.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE,
-        f"task group {ph.task_group}: the real task needs {real.resource.as_dict()}, more than placeholder "
-        f"{ph.key} holds ({ph.resource.as_dict()}); the placeholder is released",
-        now, reference_id=real.application_id, resource=real.resource,
+        rm_id, EventType.REQUEST, ph.key, ChangeType.NONE, ChangeDetail.DETAILS_NONE, message, now,
+        reference_id=ph.application_id, resource=real.resource,
     )  # fmt: skip
+
+
+def _text(res: Resource) -> str:
+    """A resource as YuniKorn's Resource.String() writes it: map[memory:2 vcore:1]."""
+    return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(res.items())) + "]"
 
 
 def no_preemption(rm_id: str, ask: Allocation, reason: str, now: float) -> Event:

@@ -92,8 +92,7 @@ class ClusterContext:
 
     # Results ----------------------------------------------------------------------------------
     def _out(self, rm_id: str) -> ResultBatch:
-        batch = self._results.get(rm_id)
-        if batch is None:
+        if (batch := self._results.get(rm_id)) is None:
             batch = self._results[rm_id] = ResultBatch(rm_id)
         return batch
 
@@ -378,12 +377,13 @@ class ClusterContext:
             self._rejections.add((add.app_id,), str(exc), "applications")
             for alloc in self.early.take(part.key, add.app_id):
                 self._refuse(rm_id, alloc, f"application {add.app_id} was rejected: {exc}")
-            if add.app_id and add.app_id not in part.applications:  # a duplicate ID keeps its live record
+            if add.app_id:
+                duplicate = add.app_id in part.applications  # a duplicate ID keeps its live record
                 refused = RejectedApplication(
                     add.app_id, add.queue, add.user, add.groups, dict(add.tags), str(exc), now
                 )
-                part.record_rejection(refused)
-                asked = part.find_queue(add.queue) if add.queue else None
+                part.record_rejection(refused, keep=not duplicate)
+                asked = part.find_queue(add.queue) if add.queue and not duplicate else None
                 if asked is not None:  # refused by the queue it asked for (its ACL, its state)
                     asked.apps_ended["rejected"] = asked.apps_ended.get("rejected", 0) + 1
             submissions["rejected"] += 1

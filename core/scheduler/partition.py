@@ -86,6 +86,7 @@ class Partition:
         self.pod_rules = PodRules(self.nodes)  # inter-pod affinity and anti-affinity, kept incrementally
         self.user_groups = UserGroupTracker(limit_table(config.root))  # usage and limits per user, group
         self.total_capacity: Resource = ZERO
+        self._announced_capacity: Resource = ZERO  # as root's last QUEUE_MAX event said
         self.largest_node = LargestNode(self.nodes)
         self.occupied_total: Resource = ZERO  # held on the nodes by pods of other schedulers
         self.draining = False  # removed from the configuration: no new applications
@@ -189,8 +190,11 @@ class Partition:
         be allocated beyond it, and a headroom that counted foreign room would mislead reservations
         and preemption into chasing room that is not ours."""
         room = self.total_capacity - self.occupied_total
-        if room != self.root.max and hasattr(self, "events"):  # (the first call comes before the log)
-            shown = Resource({k: v for k, v in room.items() if v})  # no node left: no max, as YuniKorn's
+        if self.total_capacity != self._announced_capacity:
+            # YuniKorn's root max is what the nodes hold: its QUEUE_MAX follows the nodes only (not
+            # other schedulers' pods), with no max once no node is left.
+            self._announced_capacity = self.total_capacity
+            shown = Resource({k: v for k, v in self.total_capacity.items() if v})
             self.events.append(
                 partition_events.queue_max(self.rm_id, self.root.full_name, shown, self.clock())
             )
@@ -227,9 +231,14 @@ class Partition:
         )
         return app
 
-    def record_rejection(self, rejected: RejectedApplication) -> None:
-        """Keep why an application was refused (the newest ones) and record APP_REJECT."""
-        self.rejected.add(rejected)
+    def record_rejection(self, rejected: RejectedApplication, keep: bool = True) -> None:
+        """Record APP_NEW and APP_REJECT (as YuniKorn, for any refusal, a duplicate ID's too), and keep
+        why it was refused (the newest ones) unless `keep` is False."""
+        if keep:
+            self.rejected.add(rejected)
+        self.events.append(
+            partition_events.app_added(self.rm_id, rejected.app_id, rejected.queue_name, rejected.time)
+        )
         self.events.append(partition_events.app_rejected(self.rm_id, rejected))
 
     def application(self, app_id: str) -> Application:
@@ -256,6 +265,7 @@ class Partition:
         priority.remove_application(app)
         self.user_groups.forget(app.app_id)
         self.applications.pop(app.app_id, None)
+        self.unlink_group(app, app.state_time)
         if app.queue.applications.pop(app.app_id, None) is not None:
             now = app.state_time
             queue = app.queue.full_name
@@ -370,17 +380,39 @@ class Partition:
         app.queue.containers_allocated += 1
         self.user_groups.allocated(app, alloc.resource)
         # As YuniKorn records an allocation: on its node, its user (and group), and its application.
-        rm_id, events, res = self.rm_id, self.events, alloc.resource
-        events.append(partition_events.node_allocation(rm_id, alloc, ChangeType.ADD, now))
-        queue, user = app.queue.full_name, app.user
-        if user:  # YuniKorn tracks no usage without a user
-            events.append(partition_events.user_usage(rm_id, user, queue, res, ChangeType.ADD, now))
-        group = self.user_groups.group_of(app)
+        self.events.append(partition_events.node_allocation(self.rm_id, alloc, ChangeType.ADD, now))
+        self.usage_added(app, alloc.resource, now)
+        self.events.append(partition_events.allocation_added(self.rm_id, alloc, now))
+
+    def usage_added(self, app: Application, res: Resource, now: float) -> None:
+        """UG_USER_RESOURCE (and UG_GROUP_RESOURCE, after the UG_APP_LINK) ADD, as YuniKorn's ugm."""
+        rm_id, events, queue = self.rm_id, self.events, app.queue.full_name
+        if app.user:  # YuniKorn tracks no usage without a user
+            events.append(partition_events.user_usage(rm_id, app.user, queue, res, ChangeType.ADD, now))
+        group = app.group_link or self.user_groups.group_of(app)
         if group is not None:
-            if len(app.allocations) == 1:
+            if app.group_link is None:
+                app.group_link = group
                 events.append(partition_events.app_group_link(rm_id, group, app.app_id, True, now))
             events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.ADD, now))
-        events.append(partition_events.allocation_added(rm_id, alloc, now))
+
+    def usage_removed(self, app: Application, res: Resource, now: float) -> None:
+        """The same REMOVE (for the group its ADD named); the group let go once the application holds
+        and asks for nothing (YuniKorn's removeApp)."""
+        rm_id, events, queue, group = self.rm_id, self.events, app.queue.full_name, app.group_link
+        if app.user:
+            events.append(partition_events.user_usage(rm_id, app.user, queue, res, ChangeType.REMOVE, now))
+        if group is not None:
+            events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.REMOVE, now))
+        if app.group_link is not None and not (app.allocations or app.asks or app.replacing):
+            self.unlink_group(app, now)
+
+    def unlink_group(self, app: Application, now: float) -> None:
+        if app.group_link is not None:
+            self.events.append(
+                partition_events.app_group_link(self.rm_id, app.group_link, app.app_id, False, now)
+            )
+            app.group_link = None
 
     def cancel_ask(self, app: Application, key: str, now: float, timeout: bool = False) -> Allocation | None:
         """Remove a pending ask on its RM's word (REQUEST_CANCEL) or its gang's timeout (REQUEST_TIMEOUT)."""
@@ -412,12 +444,12 @@ class Partition:
         confirmed: bool = False,
         on_node: bool = True,
         message: str = "",
+        by_user: bool = True,
     ) -> None:
         """Take an allocation back from everything that counts it. `detail` is how it ended, as its
         application's event says (ALLOC_CANCEL, ALLOC_PREEMPT, ...); `on_node` False when its node
-        goes with it."""
+        goes with it; `by_user` False when the caller records the user's usage for several at once."""
         app = self.applications[alloc.application_id]
-        group = self.user_groups.group_of(app)
         if (alloc.releasing or alloc.released_by_core) and not (confirmed or replaced):
             self.victims.remember_unconfirmed(alloc.ref)
         kind, used = app.track_usage(alloc, now)
@@ -433,16 +465,11 @@ class Partition:
         if node is not None:
             node.remove_allocation(alloc.key)
             self.node_index.update(node)
-        rm_id, events, res, queue = self.rm_id, self.events, alloc.resource, app.queue.full_name
         if on_node:
-            events.append(partition_events.node_allocation(rm_id, alloc, ChangeType.REMOVE, now))
-        if app.user:
-            events.append(partition_events.user_usage(rm_id, app.user, queue, res, ChangeType.REMOVE, now))
-        if group is not None:
-            events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.REMOVE, now))
-            if not app.allocations:
-                events.append(partition_events.app_group_link(rm_id, group, app.app_id, False, now))
-        events.append(partition_events.allocation_removed(rm_id, alloc, detail, now, message))
+            self.events.append(partition_events.node_allocation(self.rm_id, alloc, ChangeType.REMOVE, now))
+        if by_user:
+            self.usage_removed(app, alloc.resource, now)
+        self.events.append(partition_events.allocation_removed(self.rm_id, alloc, detail, now, message))
         if alloc.placeholder:
             if alloc.replaced_by is not None:  # gone another way while its real task waited for it
                 self.gangs.cancel_replacement(app, alloc.replaced_by, back_to_pending=True)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from core.events import ChangeDetail, ChangeType
 from core.objects import partition_events
 from core.objects.allocation import Allocation
-from core.objects.application import AppEvent
+from core.objects.application import AppEvent, Application
+from core.resources import sum_resources
 from core.scheduler.partition import Partition
 from core.scheduler.rejection import Rejection
 from core.scheduler.results import Termination
@@ -35,8 +36,9 @@ def remove_node(part: Partition, node_id: str, now: float = 0.0) -> list[Allocat
         part.reservations.release(ref)
     released = []
     for alloc in list(node.allocations.values()):
-        if alloc.foreign:
-            _drop_foreign(part, alloc, now)
+        if alloc.foreign:  # YuniKorn walks its own allocations only: nothing recorded for these
+            part.foreign.pop(alloc.key, None)
+            part.occupied_total = part.occupied_total - alloc.resource
             continue
         if alloc.replaces is not None:  # a real task bound here in a placeholder's stead: pending again
             part.gangs.cancel_replacement(
@@ -59,15 +61,7 @@ def remove_node(part: Partition, node_id: str, now: float = 0.0) -> list[Allocat
 def remove_application(part: Partition, app_id: str, now: float) -> list[Allocation]:
     """The RM removes an application: its asks go, its allocations are released, it completes."""
     app = part.application(app_id)
-    for key in list(app.asks):
-        part.cancel_ask(app, key, now)
-    for real in list(app.replacing.values()):
-        part.gangs.cancel_replacement(app, real, back_to_pending=False)
-    released = list(app.allocations.values())
-    for alloc in released:
-        part.unallocate(alloc, now, ChangeDetail.ALLOC_CANCEL)
-    for alloc in released:  # as YuniKorn: an allocation's ask goes only with it
-        part.events.append(partition_events.ask_removed(part.rm_id, alloc, ChangeDetail.REQUEST_CANCEL, now))
+    released = _release_all(part, app, now, asks_go=True)
     # The application is gone for good: take it through Completing to Completed at once.
     part.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
     part.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
@@ -96,19 +90,21 @@ def release_by_rm(
     app = part.application(app_id)
     released: list[Allocation] = []
     if not key:
-        for ask_key in list(app.asks):
-            part.cancel_ask(app, ask_key, now)
-        for real in list(app.replacing.values()):
-            part.gangs.cancel_replacement(app, real, back_to_pending=False)
-        released = list(app.allocations.values())
-    elif key in app.allocations:
+        confirmed = termination in _CORE_DECIDED
+        released = _release_all(part, app, now, termination != Termination.TIMEOUT, confirmed)
+        if app.app_id in part.applications:  # a Hard gang's last placeholder may have failed it
+            part.lifecycle.complete_if_idle(app, now)
+        return released
+    if key in app.allocations:
         alloc = app.allocations[key]
         if alloc.placeholder and termination == Termination.PLACEHOLDER_REPLACED:
             part.gangs.confirm_replacement(app, alloc, now)
             return []
         released = [alloc]
     elif key in app.replacing:  # the RM ended a real task before its placeholder's release came back
-        part.gangs.cancel_replacement(app, app.replacing[key], back_to_pending=False)
+        real = app.replacing[key]
+        part.gangs.cancel_replacement(app, real, back_to_pending=False)
+        part.events.append(partition_events.ask_removed(part.rm_id, real, ChangeDetail.REQUEST_CANCEL, now))
     elif key in app.asks:
         part.cancel_ask(app, key, now)
     else:
@@ -122,6 +118,29 @@ def release_by_rm(
             )
     if app.app_id in part.applications:  # a Hard gang's last placeholder may have failed it
         part.lifecycle.complete_if_idle(app, now)
+    return released
+
+
+def _release_all(
+    part: Partition, app: Application, now: float, asks_go: bool, confirmed: bool = False
+) -> list[Allocation]:
+    """Everything an application holds and asks for goes at once, as YuniKorn's RemoveAllAllocations
+    and RemoveAllocationAsk(""): ALLOC_CANCEL for each allocation, the user's (and group's) usage down
+    by their total in one event each, and REQUEST_CANCEL for every request, those allocated too (none
+    for the allocations on a TIMEOUT release, `asks_go` False)."""
+    cancel = ChangeDetail.REQUEST_CANCEL
+    for key in list(app.asks):
+        part.cancel_ask(app, key, now)
+    for real in list(app.replacing.values()):
+        part.gangs.cancel_replacement(app, real, back_to_pending=False)
+        part.events.append(partition_events.ask_removed(part.rm_id, real, cancel, now))
+    released = list(app.allocations.values())
+    for alloc in released:
+        part.unallocate(alloc, now, ChangeDetail.ALLOC_CANCEL, confirmed=confirmed, by_user=False)
+        if asks_go:
+            part.events.append(partition_events.ask_removed(part.rm_id, alloc, cancel, now))
+    if released:
+        part.usage_removed(app, sum_resources(a.resource for a in released), now)
     return released
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.objects import partition_events
 from core.objects.allocation import Allocation
+from core.resources import Resource
 from core.scheduler.partition import Partition
 from core.scheduler.rejection import Rejection
 
@@ -40,6 +41,9 @@ def resize(part: Partition, alloc: Allocation, now: float) -> bool:
             app.queue.remove_preempting(before)
             app.queue.add_preempting(after)
         part.user_groups.resized(app, before, after)
+        # YuniKorn's UpdateAllocationResources: the user's (and group's) usage grows by the difference
+        # (UG_*_RESOURCE ADD, negative where it shrank).
+        part.usage_added(app, Resource({k: v for k, v in (after - before).items() if v}), now)
     held.resource = after
     part.parking.everything()
     part.events.append(partition_events.allocation_resized(part.rm_id, held, before, now))

@@ -54,8 +54,7 @@ def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
         partition.events.append(
             partition_events.app_runnable_in_queue(partition.rm_id, app.app_id, not queue_full, why, now)
         )
-    if queue_full:
-        return False
+    # Both are looked at every time, as YuniKorn's updateRunnableStatus: each says when it changes.
     blocked = partition.user_groups.run_block(app)
     if (blocked is not None) != app.held_by_limit:
         app.held_by_limit = blocked is not None
@@ -63,7 +62,7 @@ def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
         partition.events.append(
             partition_events.app_runnable(partition.rm_id, app.app_id, blocked is None, why, now)
         )
-    return blocked is None
+    return not queue_full and blocked is None
 
 
 def _fit_score(ask: Allocation, node: Node) -> float:

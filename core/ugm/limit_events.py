@@ -2,8 +2,9 @@
 
 Every configuration (the first, and each reload) sets each user and group limit it names (SET, on the
 user or group, referring to the queue), and takes back the named ones it no longer has (REMOVE). A
-wildcard limit is set on the users it comes to apply to: those with applications under the queue and
-no limit of their own there. The wildcard group is one tracker, `*`, as in the limits themselves.
+wildcard user limit is set on every user YuniKorn tracks (one with an application, or a limit of their
+own somewhere) without a limit of their own on that queue. The wildcard group is one tracker, `*`, as
+in the limits themselves.
 """
 
 from __future__ import annotations
@@ -19,17 +20,15 @@ from core.ugm.limits import WILDCARD, QueueLimits
 def _named(table: dict[str, QueueLimits], apps: list[Application]) -> set[tuple[bool, str, str]]:
     """(group?, name, queue) of every limit the table sets on a user or group."""
     out: set[tuple[bool, str, str]] = set()
+    # YuniKorn's user trackers: a user with an application, or with a limit of their own somewhere.
+    tracked = {app.user for app in apps} | {user for limits in table.values() for user in limits.users}
     for path, limits in table.items():
         out.update((False, user, path) for user in limits.users)
         out.update((True, group, path) for group in limits.groups)
         if limits.group_wildcard is not None:
             out.add((True, WILDCARD, path))
         if limits.user_wildcard is not None:
-            prefix = path + "."
-            for app in apps:
-                queue = app.queue.full_name.lower()
-                if (queue == path or queue.startswith(prefix)) and app.user not in limits.users:
-                    out.add((False, app.user, path))
+            out.update((False, user, path) for user in tracked if user not in limits.users)
     return out
 
 

@@ -144,4 +144,4 @@ async def test_an_acl_refusal_is_shown_as_the_applications_rejection(
         events = await get_json(session, f"{rest_url}/ws/v1/events/batch")
         named = [named_event(e) for e in events["EventRecords"]]
         refusals = [e for e in named if e["rmID"] == rm_id and e["objectID"] == "bobs"]
-        assert [e["eventChangeDetail"] for e in refusals] == ["APP_REJECT"]
+        assert [e["eventChangeDetail"] for e in refusals] == ["APP_NEW", "APP_REJECT"]  # as YuniKorn

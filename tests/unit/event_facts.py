@@ -147,8 +147,8 @@ def gang(c: Cluster, members: int, style: GangStyle = GangStyle.SOFT) -> None:
     c.ctx.apply(UpdateAllocations(c.rm_id, allocations=asks))
 
 
-def real_task(c: Cluster, key: str) -> None:
-    real = Allocation(key, "job", c.pname(), Resource(MEM), task_group="tg")
+def real_task(c: Cluster, key: str, resource: Mapping[str, int] = MEM) -> None:
+    real = Allocation(key, "job", c.pname(), Resource(resource), task_group="tg")
     c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(real,)))
 
 

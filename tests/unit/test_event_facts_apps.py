@@ -22,8 +22,19 @@ from tests.unit.event_facts import (
     gang,
     real_task,
     release,
+    reload,
     running,
 )
+
+NO_DEFAULT = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: other
+"""
 
 FACTS = [
     Fact(
@@ -130,7 +141,7 @@ FACTS = [
             ev("NODE", "n1", "REMOVE", "NODE_ALLOC", "t0", MEM),
             ev("APP", "app", "REMOVE", "REQUEST_CANCEL", "t0", MEM),
             ev("APP", "app", "SET", "APP_COMPLETING"),
-            ev("APP", "app", "SET", "APP_COMPLETED"),
+            ev("APP", "app", "SET", "APP_COMPLETED"),  # pykorn's: listed as Completed (YuniKorn's is dropped)
             ev("QUEUE", "root.default", "REMOVE", "QUEUE_APP", "app"),
             ev("APP", "app", "REMOVE", "DETAILS_NONE"),
         ],
@@ -186,20 +197,20 @@ FACTS = [
         "on the placeholder, the real allocation added (APP_ALLOC); RemoveAllocationAsk (REQUEST_CANCEL)",
         [
             lambda c: c.node("n1", NODE),
-            lambda c: gang(c, 1),
+            lambda c: gang(c, 2),  # (with one, YuniKorn's app goes Completing and back to Running)
             lambda c: c.schedule(),
             lambda c: real_task(c, "real-0"),
             lambda c: c.schedule(),
         ],
-        [lambda c: release(c, "job", "ph-0", Termination.PLACEHOLDER_REPLACED)],
+        [lambda c: release(c, "job", "ph-1", Termination.PLACEHOLDER_REPLACED)],  # the one real-0 took
         [
             ev("USERGROUP", "u", "REMOVE", "UG_USER_RESOURCE", "root.default", MEM),
-            ev("APP", "job", "REMOVE", "ALLOC_REPLACED", "ph-0", MEM),
+            ev("APP", "job", "REMOVE", "ALLOC_REPLACED", "ph-1", MEM),
             # pykorn's: the swap on the node shows as the placeholder out and the task in (YuniKorn's
             # node.ReplaceAllocation records nothing); docs/rest.md says so.
-            ev("NODE", "n1", "REMOVE", "NODE_ALLOC", "ph-0", MEM),
+            ev("NODE", "n1", "REMOVE", "NODE_ALLOC", "ph-1", MEM),
             ev("NODE", "n1", "ADD", "NODE_ALLOC", "real-0", MEM),
-            ev("APP", "job", "REMOVE", "REQUEST_CANCEL", "ph-0", MEM),
+            ev("APP", "job", "REMOVE", "REQUEST_CANCEL", "ph-1", MEM),
             ev("USERGROUP", "u", "ADD", "UG_USER_RESOURCE", "root.default", MEM),
             ev("APP", "job", "ADD", "APP_ALLOC", "real-0", MEM),
         ],
@@ -237,6 +248,102 @@ FACTS = [
             ev("QUEUE", "root.default", "REMOVE", "QUEUE_APP", "app"),
             ev("APP", "app", "REMOVE", "DETAILS_NONE"),
         ],
+    ),
+    Fact(
+        "the RM ends a real task while it takes its placeholder's place",
+        "partition.go removeAllocation: the task is no allocation of its application yet (RemoveAllocation "
+        "finds none), but a request: RemoveAllocationAsk (REQUEST_CANCEL)",
+        [
+            lambda c: c.node("n1", NODE),
+            lambda c: gang(c, 2),
+            lambda c: c.schedule(),
+            lambda c: real_task(c, "real-0"),
+            lambda c: real_task(c, "real-1"),
+            lambda c: c.schedule(),
+        ],
+        [lambda c: release(c, "job", "real-0", Termination.STOPPED_BY_RM)],
+        [ev("APP", "job", "REMOVE", "REQUEST_CANCEL", "real-0", MEM)],
+    ),
+    Fact(
+        "the RM releases everything an application holds (no allocation key)",
+        "partition.go processAllocationRelease with an empty key: application.go RemoveAllAllocations "
+        "(ALLOC_CANCEL each, the user's usage down by the total in one event, Running -> Completing); "
+        "node.go RemoveAllocation each; RemoveAllocationAsk('') (REQUEST_CANCEL each)",
+        [lambda c: running(c), lambda c: c.ask("app", "t1", MEM), lambda c: c.schedule()],
+        [lambda c: release(c, "app", "", Termination.STOPPED_BY_RM)],
+        [
+            ev("APP", "app", "REMOVE", "ALLOC_CANCEL", "t0", MEM),
+            ev("APP", "app", "REMOVE", "ALLOC_CANCEL", "t1", MEM),
+            ev("USERGROUP", "u", "REMOVE", "UG_USER_RESOURCE", "root.default", {"memory": 4}),
+            ev("APP", "app", "SET", "APP_COMPLETING"),
+            ev("NODE", "n1", "REMOVE", "NODE_ALLOC", "t0", MEM),
+            ev("NODE", "n1", "REMOVE", "NODE_ALLOC", "t1", MEM),
+            ev("APP", "app", "REMOVE", "REQUEST_CANCEL", "t0", MEM),
+            ev("APP", "app", "REMOVE", "REQUEST_CANCEL", "t1", MEM),
+        ],
+    ),
+    Fact(
+        "a group-linked application's last allocation goes while it still asks for more",
+        "application.go removeAllocationInternal: removeApp only once nothing is allocated or pending "
+        "(hasZeroAllocations), so the group stays linked (no UG_APP_LINK REMOVE) and it stays Running",
+        [
+            lambda c: c.node("n1", NODE),
+            lambda c: app(c, queue="root.limited", groups=("dev",)),
+            lambda c: c.ask("app", "t0", MEM),
+            lambda c: c.schedule(),
+            lambda c: c.ask("app", "t1", {"memory": 50}),
+        ],
+        [lambda c: release(c, "app", "t0", Termination.STOPPED_BY_RM)],
+        [
+            ev("USERGROUP", "u", "REMOVE", "UG_USER_RESOURCE", "root.limited", MEM),
+            ev("USERGROUP", "dev", "REMOVE", "UG_GROUP_RESOURCE", "root.limited", MEM),
+            ev("APP", "app", "REMOVE", "ALLOC_CANCEL", "t0", MEM),
+            ev("NODE", "n1", "REMOVE", "NODE_ALLOC", "t0", MEM),
+            ev("APP", "app", "REMOVE", "REQUEST_CANCEL", "t0", MEM),
+        ],
+    ),
+    Fact(
+        "an allocation is resized in place",
+        "application.go UpdateAllocationResources: incUserResourceUsage(delta) (UG_USER_RESOURCE ADD of the "
+        "difference)",
+        [lambda c: running(c)],
+        [lambda c: c.ask("app", "t0", {"memory": 3}, node_id="n1")],
+        [
+            ev("USERGROUP", "u", "ADD", "UG_USER_RESOURCE", "root.default", {"memory": 1}),
+            ev("APP", "app", "SET", "APP_ALLOC", "t0", {"memory": 3}),  # pykorn's: the new size
+        ],
+    ),
+    Fact(
+        "an application is rejected",
+        "context.go handleRMUpdateApplicationEvent: objects.NewApplication (APP_NEW), then "
+        "partition.AddRejectedApplication (New -> Rejected, APP_REJECT)",
+        [lambda c: reload(c, NO_DEFAULT)],  # (no root.default to fall back to)
+        [lambda c: app(c, "app", "root.nowhere")],
+        [ev("APP", "app", "ADD", "APP_NEW"), ev("APP", "app", "SET", "APP_REJECT")],
+    ),
+    Fact(
+        "an application ID already there is refused",
+        "context.go handleRMUpdateApplicationEvent: AddApplication fails, the new one rejected (APP_NEW, "
+        "APP_REJECT); the running one untouched",
+        [lambda c: app(c)],
+        [lambda c: app(c)],
+        [ev("APP", "app", "ADD", "APP_NEW"), ev("APP", "app", "SET", "APP_REJECT")],
+    ),
+    Fact(
+        "a real task needs more than its placeholder holds",
+        "application.go tryPlaceholderAllocate: SendPlaceholderLargerEvent (a REQUEST event on the "
+        "placeholder's key, the real task's resource), the placeholder released",
+        [lambda c: c.node("n1", NODE), lambda c: gang(c, 1), lambda c: c.schedule()],
+        [lambda c: real_task(c, "big", {"memory": 3}), lambda c: c.schedule()],
+        [
+            ev("APP", "job", "ADD", "APP_REQUEST", "big", {"memory": 3}),
+            ev("REQUEST", "ph-0", "NONE", "DETAILS_NONE", "job", {"memory": 3}),
+        ],
+        {
+            ("ph-0", "DETAILS_NONE"): "Task group 'tg' in application 'job': allocation resources "
+            "'map[memory:3]' are not matching placeholder 'map[memory:2]' allocation with ID 'ph-0'"
+        },
+        requests=frozenset({"ph-0"}),
     ),
 ]
 

@@ -3,12 +3,16 @@ fact table and its check: tests/unit/event_facts.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
-from core.scheduler.commands import NodeAction
+from core.objects.allocation import Allocation
+from core.resources import Resource
+from core.scheduler.commands import NodeAction, UpdateAllocations
 from core.scheduler.parking_policy import RESERVATION_DELAY
 from core.scheduler.results import Termination
-from tests.unit.domain_helpers import drained
+from tests.unit.domain_helpers import Cluster, drained
 from tests.unit.event_facts import (
     CONFIG,
     MEM,
@@ -27,6 +31,18 @@ from tests.unit.event_facts import (
     reload,
     running,
 )
+
+WILDCARD = CONFIG.replace(
+    "          - name: small\n",
+    "          - name: small\n            limits:\n              - {users: ['*'], maxapplications: 1}\n",
+)
+
+
+def foreign(c: Cluster, key: str, node_id: str, resource: dict[str, int]) -> None:
+    """Another scheduler's pod on `node_id` (an allocation of no application)."""
+    pod = Allocation(key, "", c.pname(), Resource(resource), node_id=node_id, foreign=True)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(pod,)))
+
 
 FACTS = [
     Fact(
@@ -201,6 +217,41 @@ FACTS = [
             ev("USERGROUP", "dev", "SET", "UG_GROUP_LIMIT", "root.limited"),
         ],
     ),
+    Fact(
+        "a node with other schedulers' pods is decommissioned",
+        "partition.go removeNode: removeNodeAllocations walks the node's own allocations only (nothing for "
+        "foreign ones), updatePartitionResource once",
+        [lambda c: c.node("n1", NODE), lambda c: foreign(c, "other", "n1", {"memory": 3})],
+        [lambda c: c.node_action("n1", NodeAction.DECOMMISSION)],
+        [
+            ev("NODE", "n1", "SET", "NODE_SCHEDULABLE"),
+            ev("NODE", "n1", "REMOVE", "NODE_DECOMISSION"),
+            ev("QUEUE", "root", "SET", "QUEUE_MAX"),
+        ],
+    ),
+    Fact(
+        "another scheduler's pod comes to a node, and goes",
+        "node.go addAllocationInternal / RemoveAllocation record NODE_ALLOC for a foreign allocation too; "
+        "root's max is the nodes' (no QUEUE_MAX)",
+        [lambda c: c.node("n1", NODE)],
+        [lambda c: foreign(c, "other", "n1", {"memory": 3}), lambda c: release(c, "", "other", None)],
+        [
+            ev("NODE", "n1", "ADD", "NODE_ALLOC", "other", {"memory": 3}),
+            ev("NODE", "n1", "REMOVE", "NODE_ALLOC", "other", {"memory": 3}),
+        ],
+    ),
+    Fact(
+        "a configuration with a wildcard user limit",
+        "ugm manager.go UpdateConfig: applyWildCardUserLimits sets it on every user tracker without a limit "
+        "of its own on that queue (UG_USER_LIMIT SET); the named limits set again",
+        [lambda c: running(c)],  # user u runs in root.default: YuniKorn tracks u
+        [lambda c: reload(c, WILDCARD)],
+        [
+            ev("USERGROUP", "u", "SET", "UG_USER_LIMIT", "root.limited"),
+            ev("USERGROUP", "dev", "SET", "UG_GROUP_LIMIT", "root.limited"),
+            ev("USERGROUP", "u", "SET", "UG_USER_LIMIT", "root.small"),
+        ],
+    ),
 ]
 
 
@@ -211,12 +262,17 @@ def test_the_core_records_what_yunikorn_records(fact: Fact) -> None:
 
 def test_a_new_partition_records_its_queues_and_limits() -> None:
     """partition.go newPartitionContext (not silenced): NewConfiguredQueue per queue, ADD DETAILS_NONE;
-    ugm UpdateConfig: the limits set."""
+    ugm UpdateConfig: the limits set. No QUEUE_MAX: no node yet."""
     c = cluster()
-    recorded = {key(e) for e in c.ctx.events}  # nothing drained yet: what registering recorded
     drained(c)
-    recorded |= {key(e) for e in c.ctx.events}
-    for queue in ("root", "root.default", "root.small", "root.limited"):
-        assert ev("QUEUE", queue, "ADD", "DETAILS_NONE") in recorded
-    assert ev("USERGROUP", "u", "SET", "UG_USER_LIMIT", "root.limited") in recorded
-    assert ev("USERGROUP", "dev", "SET", "UG_GROUP_LIMIT", "root.limited") in recorded
+    recorded = Counter(key(e) for e in c.ctx.events)
+    assert recorded == Counter(
+        [
+            ev("QUEUE", q, "ADD", "DETAILS_NONE")
+            for q in ("root", "root.default", "root.small", "root.limited")
+        ]
+        + [
+            ev("USERGROUP", "u", "SET", "UG_USER_LIMIT", "root.limited"),
+            ev("USERGROUP", "dev", "SET", "UG_GROUP_LIMIT", "root.limited"),
+        ]
+    )

@@ -99,7 +99,7 @@ class QuotaEnforcer:
             for victim in leaf_plan.victims:
                 achieved.add_in_place(victim.resource)
                 why = f"preempted to enforce the max of {queue.full_name}"
-                said = f"Preempted by Quota change enforcement process in {queue.full_name}"
+                said = f"Preempted by Quota change enforcement process in {leaf_plan.queue}"  # its leaf
                 self._mark_victim(victim, why, now, PreemptionKind.QUOTA, said)
                 self._ledger.for_quota(victim.ref, queue.full_name)
                 queue.quota_running.add(victim.ref)
