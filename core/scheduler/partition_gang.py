@@ -143,6 +143,7 @@ class PartitionGangs:
         if real.key in node.allocations:  # on another node: it held the room, now it takes it
             node.remove_allocation(real.key)
         real.placeholder_used = True
+        real.allocated_time = now  # bound now, as YuniKorn's ReplaceAllocation: its usage counts from here
         self.part.place_on(app, real, node, now)
         self.allocations.append(real)
         self.part.lifecycle.transition(app, AppEvent.RUN, now)

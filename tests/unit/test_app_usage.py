@@ -11,13 +11,16 @@ from core.objects.allocation import Allocation
 from core.objects.app_usage import PLACEHOLDER, PREEMPTED, USED
 from core.resources import Resource
 from core.scheduler.commands import (
+    AppAdd,
     AppRemove,
     NodeAction,
     NodeChange,
+    ReleaseRequest,
     UpdateAllocations,
     UpdateApplications,
     UpdateNodes,
 )
+from core.scheduler.results import Termination
 from core.server.prometheus import render
 from core.views import dao, metrics_view
 from tests.unit.domain_helpers import Cluster
@@ -115,3 +118,32 @@ def test_an_application_that_never_ran_logs_no_summary() -> None:
         c.ctx.apply(UpdateApplications(c.rm_id, removes=(AppRemove("app-1", c.pname()),)))
     assert not [entry for entry in logs if entry["event"].startswith("YK_APP_SUMMARY")]
     assert "app-1" not in c.partition.applications
+
+
+def test_a_real_task_in_a_placeholders_place_counts_from_when_the_swap_is_confirmed() -> None:
+    """YuniKorn's ReplaceAllocation binds the real task when its RM confirms the placeholder's release:
+    the placeholder's time runs until then, the task's from then."""
+    c = _cluster()
+    gang_app = AppAdd(
+        "job", c.pname(), "root.default", user="u", placeholder_ask=Resource({"memory": 10}),
+        placeholder_timeout_ms=600_000,
+    )  # fmt: skip
+    c.ctx.apply(UpdateApplications(c.rm_id, adds=(gang_app,)))
+    ph = Allocation("ph", "job", c.pname(), Resource({"memory": 10}), task_group="g", placeholder=True)
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ph,)))
+    c.schedule()  # the placeholder runs
+    c.clock.advance(4)
+    real = Allocation("real", "job", c.pname(), Resource({"memory": 10}), task_group="g")
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(real,)))
+    c.schedule()  # the swap begins: the core asks for the placeholder back
+    c.clock.advance(6)  # the RM takes 6 s to release it
+    confirm = ReleaseRequest(c.pname(), "job", "ph", termination=Termination.PLACEHOLDER_REPLACED)
+    c.ctx.apply(UpdateAllocations(c.rm_id, releases=(confirm,)))
+    c.clock.advance(10)
+    c.release("job", "real")
+    app = c.partition.applications["job"]
+    assert app.usage is not None
+    assert app.usage.dao() == {
+        USED: {"m5.large": {"memory": 100}},  # 10 s from the confirmation, not 16 from the swap's start
+        PLACEHOLDER: {"m5.large": {"memory": 100}},  # the placeholder held until its release: 10 s
+    }
