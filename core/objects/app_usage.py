@@ -6,7 +6,7 @@ ends; the partition sums it by queue and by user for the metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from core.objects.allocation import Allocation
 from si.v1.tags import ATTR_INSTANCE_TYPE
@@ -83,6 +83,11 @@ class UsageTotals:
             self.by_queue[key] = self.by_queue.get(key, 0) + value
             key = (user, kind, name)
             self.by_user[key] = self.by_user.get(key, 0) + value
+
+    def forget_queues(self, kept: Container[str]) -> None:
+        """Drop the totals of queues no longer there (a removed dynamic queue's series go with it)."""
+        for key in [key for key in self.by_queue if key[0] not in kept]:
+            del self.by_queue[key]
 
 
 def summary(

@@ -132,6 +132,7 @@ class Partition:
         )
         self.user_groups.reconfigure(table, self.applications.values())
         self.events.extend(queue_events.reload_events(self.rm_id, before, self.tree, now))
+        self.usage_totals.forget_queues({q.full_name for q in self.tree})
         self.quota.update_timers(before, now)
         priority.recompute_all(self.root)  # offsets and fences may have changed
         self.placement = PlacementManager(config.placement_rules)
@@ -274,10 +275,13 @@ class Partition:
             )
             self.events.append(partition_events.app_removed(self.rm_id, app.app_id, now))
         app.queue.pending_apps.pop(app.app_id, None)
-        for gone in self.tree.remove_empty():
+        removed = self.tree.remove_empty()
+        for gone in removed:
             self.events.append(
                 partition_events.queue_removed(self.rm_id, gone.full_name, gone.managed, app.state_time)
             )
+        if removed:
+            self.usage_totals.forget_queues({q.full_name for q in self.tree})
 
     def tick(self, now: float) -> None:
         """Time-driven state: quota timers; placeholder timers; application states Completing ->

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from structlog.testing import capture_logs
 
+from core.config import load_config
 from core.objects.allocation import Allocation
 from core.objects.app_usage import PLACEHOLDER, PREEMPTED, USED
 from core.resources import Resource
@@ -18,12 +19,13 @@ from core.scheduler.commands import (
     ReleaseRequest,
     UpdateAllocations,
     UpdateApplications,
+    UpdateConfig,
     UpdateNodes,
 )
 from core.scheduler.results import Termination
 from core.server.prometheus import render
 from core.views import dao, metrics_view
-from tests.unit.domain_helpers import Cluster
+from tests.unit.domain_helpers import ONE_LEAF, Cluster
 
 
 def _cluster() -> Cluster:
@@ -147,3 +149,23 @@ def test_a_real_task_in_a_placeholders_place_counts_from_when_the_swap_is_confir
         USED: {"m5.large": {"memory": 100}},  # 10 s from the confirmation, not 16 from the swap's start
         PLACEHOLDER: {"m5.large": {"memory": 100}},  # the placeholder held until its release: 10 s
     }
+
+
+def test_a_queue_that_goes_takes_its_usage_totals_with_it() -> None:
+    """The per-queue series of the usage metrics end with their queue (a dynamic queue's, or one a
+    reload removes), so they do not pile up; the user's go on."""
+    two = ONE_LEAF.replace(
+        "          - name: default\n", "          - name: default\n          - name: gone\n"
+    )
+    c = Cluster(two)
+    c.node("n1", {"memory": 100})
+    c.app("app-1", "root.gone", user="alice")
+    c.ask("app-1", "a", {"memory": 10})
+    c.schedule()
+    c.clock.advance(3)
+    c.ctx.apply(UpdateApplications(c.rm_id, removes=(AppRemove("app-1", c.pname()),)))
+    totals = c.partition.usage_totals
+    assert totals.by_queue == {("root.gone", USED, "memory"): 30}
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(ONE_LEAF).config))  # root.gone leaves the configuration
+    assert c.partition.find_queue("root.gone") is None
+    assert totals.by_queue == {} and totals.by_user == {("alice", USED, "memory"): 30}
