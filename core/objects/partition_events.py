@@ -44,10 +44,11 @@ def queue_removed(rm_id: str, queue: str, managed: bool, now: float) -> Event:
     return Event(rm_id, EventType.QUEUE, queue, ChangeType.REMOVE, detail, message, now)
 
 
-def queue_max(rm_id: str, queue: str, max_resource: Resource, now: float) -> Event:
-    """Root's max follows the nodes (less what other schedulers' pods occupy there)."""
+def root_max(rm_id: str, capacity: Resource, now: float) -> Event:
+    """Root's max, as YuniKorn's follows the nodes: what they hold (no max once none is left)."""
+    shown = Resource({k: v for k, v in capacity.items() if v})
     return Event(
-        rm_id, EventType.QUEUE, queue, ChangeType.SET, ChangeDetail.QUEUE_MAX, "", now, resource=max_resource
+        rm_id, EventType.QUEUE, "root", ChangeType.SET, ChangeDetail.QUEUE_MAX, "", now, resource=shown
     )
 
 
@@ -81,6 +82,11 @@ def app_rejected(rm_id: str, rejected: RejectedApplication) -> Event:
         rm_id, EventType.APP, rejected.app_id, ChangeType.SET, ChangeDetail.APP_REJECT,
         f"New -> Rejected: {rejected.message}", rejected.time,
     )  # fmt: skip
+
+
+def rejection_expired(rm_id: str, app_id: str, now: float) -> RawEvent:
+    """A refused application forgotten after the terminated timeout (YuniKorn's Rejected -> Expired)."""
+    return app_state_changed(rm_id, app_id, AppState.REJECTED, AppState.EXPIRED, "terminated timeout", now)
 
 
 def app_state_changed(

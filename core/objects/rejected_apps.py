@@ -31,3 +31,14 @@ class RejectedApplications(dict[str, RejectedApplication]):
         self[rejected.app_id] = rejected
         while len(self) > self.keep:
             del self[next(iter(self))]
+
+    def expire(self, older_than: float) -> list[RejectedApplication]:
+        """Forget those refused before `older_than` (YuniKorn's Rejected -> Expired after its terminated
+        timeout); the ones forgotten, oldest first."""
+        gone = []
+        while self:
+            oldest = next(iter(self.values()))
+            if oldest.time >= older_than:
+                break
+            gone.append(self.pop(oldest.app_id))
+        return gone

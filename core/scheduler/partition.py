@@ -195,10 +195,7 @@ class Partition:
             # YuniKorn's root max is what the nodes hold: its QUEUE_MAX follows the nodes only (not
             # other schedulers' pods), with no max once no node is left.
             self._announced_capacity = self.total_capacity
-            shown = Resource({k: v for k, v in self.total_capacity.items() if v})
-            self.events.append(
-                partition_events.queue_max(self.rm_id, self.root.full_name, shown, self.clock())
-            )
+            self.events.append(partition_events.root_max(self.rm_id, self.total_capacity, self.clock()))
         self.root.max = room
 
     # Applications -----------------------------------------------------------------------------
@@ -230,6 +227,10 @@ class Partition:
         self.events.append(
             partition_events.queue_app(self.rm_id, queue.full_name, app_id, ChangeType.ADD, now)
         )
+        for path in self.user_groups.arrived(app):  # a new user: YuniKorn sets the wildcard limits on it
+            self.events.append(
+                partition_events.limit_changed(self.rm_id, False, user, path, ChangeType.SET, now)
+            )
         return app
 
     def record_rejection(self, rejected: RejectedApplication, keep: bool = True) -> None:
@@ -264,7 +265,7 @@ class Partition:
     def forget_app(self, app: Application) -> None:
         self.gangs.apps.pop(app.app_id, None)
         priority.remove_application(app)
-        self.user_groups.forget(app.app_id)
+        self.user_groups.forget(app)
         self.applications.pop(app.app_id, None)
         self.unlink_group(app, app.state_time)
         if app.queue.applications.pop(app.app_id, None) is not None:
@@ -292,6 +293,8 @@ class Partition:
         for app in self.lifecycle.completing_over(self.applications, now):
             self.retire(app)
         self.lifecycle.expire(now)
+        for gone in self.rejected.expire(now - self.lifecycle.terminated_timeout):
+            self.events.append(partition_events.rejection_expired(self.rm_id, gone.app_id, now))
 
     # Asks and allocations ---------------------------------------------------------------------
     def add_ask(self, ask: Allocation, now: float) -> None:

@@ -85,6 +85,7 @@ class UserGroupTracker:
         self.table = table
         self.counters: dict[Key, QueueUsage] = {}  # where a limit applies, while an application is linked
         self._links: dict[str, AppLink] = {}  # by application ID; dropped when it has no allocation
+        self._apps_of: dict[str, int] = {}  # applications per user: YuniKorn tracks a user while it has any
 
     # Checks -----------------------------------------------------------------------------------
     def resource_block(self, app: Application, resource: Resource) -> Block | None:
@@ -163,10 +164,30 @@ class UserGroupTracker:
         if not app.allocations:
             self._unlink(app.app_id, link)  # not running; its group is chosen afresh when it is again
 
-    def forget(self, app_id: str) -> None:
-        link = self._links.get(app_id)
+    def arrived(self, app: Application) -> list[str]:
+        """Count an application in; for a user's first, the queues whose wildcard user limit now applies
+        to it (its own limit there aside), where YuniKorn's new user tracker takes them."""
+        first = self._apps_of.get(app.user, 0) == 0
+        self._apps_of[app.user] = self._apps_of.get(app.user, 0) + 1
+        if not first or not app.user or not self.table:
+            return []
+        if any(app.user in limits.users for limits in self.table.values()):
+            return []  # a user with a limit of its own: the configuration tracks it, wildcards too
+        return [
+            path for path, limits in self.table.items()
+            if limits.user_wildcard is not None and app.user not in limits.users
+        ]  # fmt: skip
+
+    def forget(self, app: Application) -> None:
+        """The application left its partition."""
+        left = self._apps_of.get(app.user, 0) - 1
+        if left > 0:
+            self._apps_of[app.user] = left
+        else:
+            self._apps_of.pop(app.user, None)
+        link = self._links.get(app.app_id)
         if link is not None:
-            self._unlink(app_id, link)
+            self._unlink(app.app_id, link)
 
     def reconfigure(self, table: dict[str, QueueLimits], applications: Iterable[Application]) -> None:
         """New limits (a reload): the counters are rebuilt from what the applications hold, under the

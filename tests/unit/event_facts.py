@@ -156,6 +156,17 @@ def reload(c: Cluster, text: str) -> None:
     c.ctx.apply(UpdateConfig(c.rm_id, load_config(text).config))
 
 
+# No root.default: an application placement does not place is refused.
+NO_DEFAULT = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: other
+"""
+
 RELOADED = """
 partitions:
   - name: default

@@ -12,6 +12,7 @@ from core.scheduler.results import Termination
 from tests.unit.domain_helpers import drained
 from tests.unit.event_facts import (
     MEM,
+    NO_DEFAULT,
     NODE,
     USER_A1,
     Fact,
@@ -25,16 +26,6 @@ from tests.unit.event_facts import (
     reload,
     running,
 )
-
-NO_DEFAULT = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: other
-"""
 
 FACTS = [
     Fact(

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from core.objects.allocation import Allocation
+from core.objects.app_lifecycle import TERMINATED_TIMEOUT
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, UpdateAllocations
 from core.scheduler.parking_policy import RESERVATION_DELAY
@@ -16,6 +17,7 @@ from tests.unit.domain_helpers import Cluster, drained
 from tests.unit.event_facts import (
     CONFIG,
     MEM,
+    NO_DEFAULT,
     NODE,
     RELOADED,
     ROOT_MAX,
@@ -251,6 +253,26 @@ FACTS = [
             ev("USERGROUP", "dev", "SET", "UG_GROUP_LIMIT", "root.limited"),
             ev("USERGROUP", "u", "SET", "UG_USER_LIMIT", "root.small"),
         ],
+    ),
+    Fact(
+        "a new user's first application, where a wildcard user limit applies",
+        "ugm manager.go getUserTracker: a new user's tracker takes the wildcard limits (user_tracker.go "
+        "setLimits: UG_USER_LIMIT SET on the user, the queue as the reference)",
+        [lambda c: reload(c, WILDCARD)],
+        [lambda c: c.app("app", "root.default", user="w")],
+        [
+            ev("APP", "app", "ADD", "APP_NEW"),
+            ev("QUEUE", "root.default", "ADD", "QUEUE_APP", "app"),
+            ev("USERGROUP", "w", "SET", "UG_USER_LIMIT", "root.small"),
+        ],
+    ),
+    Fact(
+        "a refused application is forgotten after the terminated timeout",
+        "application_state.go enter_Rejected: setStateTimer(terminatedTimeout, ExpireApplication) -> "
+        "Rejected -> Expired (APP_EXPIRED); partition.go cleanupExpiredApps drops it",
+        [lambda c: reload(c, NO_DEFAULT), lambda c: app(c, "app", "root.nowhere")],
+        [lambda c: c.clock.advance(TERMINATED_TIMEOUT + 1), lambda c: c.ctx.tick()],
+        [ev("APP", "app", "SET", "APP_EXPIRED")],
     ),
 ]
 
