@@ -274,3 +274,74 @@ async def test_at_shutdown_an_open_event_stream_ends_cleanly() -> None:
         async for _ in call:
             pass
         assert await call.code() == grpc.StatusCode.OK
+
+
+LIMITED = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: team
+            limits:
+              - {limit: per group, groups: [dev], maxresources: {memory: 100000}}
+"""
+
+
+async def test_one_pods_life_reaches_the_stream_as_yunikorn_records_it(client: RecordingClient) -> None:
+    """A node, an application of a user whose group a limit names, one ask placed and released, the
+    application removed: each event over the wire with YuniKorn's type, objects, reference and resource
+    (the fact tables in tests/unit/test_event_facts_*.py hold the whole set, driven in the domain)."""
+    await client.register(config=LIMITED)
+    reader = EventReader(await client.stream_events())
+    try:
+        await client.add_node("n1", {"memory": 4_000})
+        await client.wait_nodes_answered(1)
+        await client.add_application("web", "root.team", user="ann", groups=("dev",))
+        await client.wait_apps_answered(1)
+        await client.ask("web", "pod-1", {"memory": 1_000})
+        await client.wait_allocations(1)
+        await client.release("web", "pod-1")
+        await client.remove_application("web")
+        await reader.wait_for(
+            lambda: any(r.event.type == Record.APP and r.event.eventChangeType == Record.REMOVE
+                        and r.event.eventChangeDetail == Detail.Value("DETAILS_NONE") for r in reader.seen),
+            "the application leaving",
+        )  # fmt: skip
+    finally:
+        await reader.close()
+
+    def seen(kind: int, obj: str, change: int, detail: str, ref: str = "") -> list[si_pb2.EventRecord]:
+        return [
+            r.event for r in reader.seen
+            if (r.event.type, r.event.objectID, r.event.eventChangeType, r.event.referenceID)
+            == (kind, obj, change, ref) and r.event.eventChangeDetail == Detail.Value(detail)
+        ]  # fmt: skip
+
+    mem = {"memory": 1_000}
+
+    def res(event: si_pb2.EventRecord) -> dict[str, int]:
+        return {k: v.value for k, v in event.resource.resources.items()}
+
+    [added] = seen(Record.NODE, "n1", Record.ADD, "DETAILS_NONE")
+    assert added.message == "Node added to the scheduler" and res(added) == {"memory": 4_000}
+    assert seen(Record.APP, "web", Record.ADD, "APP_NEW")
+    assert seen(Record.QUEUE, "root.team", Record.ADD, "QUEUE_APP", "web")
+    assert [res(e) for e in seen(Record.APP, "web", Record.ADD, "APP_REQUEST", "pod-1")] == [mem]
+    assert [res(e) for e in seen(Record.APP, "web", Record.ADD, "APP_ALLOC", "pod-1")] == [mem]
+    assert [res(e) for e in seen(Record.NODE, "n1", Record.ADD, "NODE_ALLOC", "pod-1")] == [mem]
+    assert [res(e) for e in seen(Record.USERGROUP, "ann", Record.ADD, "UG_USER_RESOURCE", "root.team")] == [
+        mem
+    ]
+    assert seen(Record.USERGROUP, "dev", Record.SET, "UG_APP_LINK", "web")
+    assert [res(e) for e in seen(Record.USERGROUP, "dev", Record.ADD, "UG_GROUP_RESOURCE", "root.team")] == [
+        mem
+    ]
+    assert [res(e) for e in seen(Record.APP, "web", Record.REMOVE, "ALLOC_CANCEL", "pod-1")] == [mem]
+    assert seen(Record.NODE, "n1", Record.REMOVE, "NODE_ALLOC", "pod-1")
+    assert seen(Record.APP, "web", Record.REMOVE, "REQUEST_CANCEL", "pod-1")
+    assert seen(Record.USERGROUP, "ann", Record.REMOVE, "UG_USER_RESOURCE", "root.team")
+    assert seen(Record.USERGROUP, "dev", Record.REMOVE, "UG_APP_LINK", "web")
+    assert seen(Record.QUEUE, "root.team", Record.REMOVE, "QUEUE_APP", "web")
+    assert not [r for r in reader.seen if r.event.eventChangeDetail == Detail.Value("REQUEST_ALLOC")]
