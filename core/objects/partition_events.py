@@ -65,16 +65,8 @@ def app_added(rm_id: str, app_id: str, queue: str, now: float) -> RawEvent:
 def app_removed(rm_id: str, app_id: str, now: float) -> RawEvent:
     """The application left the partition (removed by its RM, or Completed and out of its queue)."""
     return (
-        rm_id,
-        EventType.APP,
-        app_id,
-        ChangeType.REMOVE,
-        ChangeDetail.DETAILS_NONE,
-        "",
-        now,
-        "",
-        NO_RESOURCE,
-    )
+        rm_id, EventType.APP, app_id, ChangeType.REMOVE, ChangeDetail.DETAILS_NONE, "", now, "", NO_RESOURCE
+    )  # fmt: skip
 
 
 def app_rejected(rm_id: str, rejected: RejectedApplication) -> Event:
@@ -110,16 +102,8 @@ def ask_removed(rm_id: str, ask: Allocation, detail: ChangeDetail, now: float) -
     """REQUEST_CANCEL (its RM removed it, or released its allocation) or REQUEST_TIMEOUT (its gang's
     placeholder timeout removed it)."""
     return (
-        rm_id,
-        EventType.APP,
-        ask.application_id,
-        ChangeType.REMOVE,
-        detail,
-        "",
-        now,
-        ask.key,
-        ask.resource,
-    )
+        rm_id, EventType.APP, ask.application_id, ChangeType.REMOVE, detail, "", now, ask.key, ask.resource
+    )  # fmt: skip
 
 
 def allocation_added(rm_id: str, alloc: Allocation, now: float) -> RawEvent:
@@ -142,16 +126,9 @@ def allocation_removed(
 def node_allocation(rm_id: str, alloc: Allocation, change: ChangeType, now: float) -> RawEvent:
     """An allocation (a foreign one too) placed on (ADD) or gone from (REMOVE) its node."""
     return (
-        rm_id,
-        EventType.NODE,
-        alloc.node_id,
-        change,
-        ChangeDetail.NODE_ALLOC,
-        "",
-        now,
-        alloc.key,
+        rm_id, EventType.NODE, alloc.node_id, change, ChangeDetail.NODE_ALLOC, "", now, alloc.key,
         alloc.resource,
-    )
+    )  # fmt: skip
 
 
 def node_reservation(rm_id: str, node_id: str, ask: Allocation, change: ChangeType, now: float) -> RawEvent:
@@ -171,16 +148,8 @@ def group_usage(
     rm_id: str, group: str, queue: str, resource: Resource, change: ChangeType, now: float
 ) -> RawEvent:
     return (
-        rm_id,
-        EventType.USERGROUP,
-        group,
-        change,
-        ChangeDetail.UG_GROUP_RESOURCE,
-        "",
-        now,
-        queue,
-        resource,
-    )
+        rm_id, EventType.USERGROUP, group, change, ChangeDetail.UG_GROUP_RESOURCE, "", now, queue, resource
+    )  # fmt: skip
 
 
 def app_group_link(rm_id: str, group: str, app_id: str, linked: bool, now: float) -> RawEvent:
