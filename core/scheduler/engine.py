@@ -79,7 +79,10 @@ class Engine:
         loop = asyncio.get_running_loop()
         self._last_tick = loop.time()
         while True:
-            if self._dirty and self.context.unfinished:  # scheduling left to do: take only what waits
+            # Scheduling left to do (the last step stopped for new commands or the timers, or ran out of
+            # time): take only what waits, never wait for more. (Waiting here held the rest of a burst
+            # until the next command or a tick, up to a second, whenever a tick fell due mid-burst.)
+            if self._dirty:
                 try:
                     item = self._queue.get_nowait()
                 except asyncio.QueueEmpty:
