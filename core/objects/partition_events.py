@@ -106,23 +106,6 @@ def ask_removed(rm_id: str, ask: Allocation, detail: ChangeDetail, now: float) -
     )  # fmt: skip
 
 
-def allocation_added(rm_id: str, alloc: Allocation, now: float) -> RawEvent:
-    return (
-        rm_id, EventType.APP, alloc.application_id, ChangeType.ADD, ChangeDetail.APP_ALLOC, "", now,
-        alloc.key, alloc.resource,
-    )  # fmt: skip
-
-
-def allocation_removed(
-    rm_id: str, alloc: Allocation, detail: ChangeDetail, now: float, message: str = ""
-) -> RawEvent:
-    """ALLOC_CANCEL, ALLOC_PREEMPT, ALLOC_TIMEOUT, ALLOC_REPLACED or ALLOC_NODEREMOVED: how it ended."""
-    return (
-        rm_id, EventType.APP, alloc.application_id, ChangeType.REMOVE, detail, message, now, alloc.key,
-        alloc.resource,
-    )  # fmt: skip
-
-
 def node_allocation(rm_id: str, alloc: Allocation, change: ChangeType, now: float) -> RawEvent:
     """An allocation (a foreign one too) placed on (ADD) or gone from (REMOVE) its node."""
     return (
@@ -162,6 +145,42 @@ def limit_changed(rm_id: str, group: bool, name: str, queue: str, change: Change
     """A user's or group's limit on a queue set (SET: by every configuration that has it) or gone."""
     detail = ChangeDetail.UG_GROUP_LIMIT if group else ChangeDetail.UG_USER_LIMIT
     return Event(rm_id, EventType.USERGROUP, name, change, detail, "", now, reference_id=queue)
+
+
+# One call per allocation placed or ended, on the scheduling path: its node's, its user's and its
+# application's events (YuniKorn's node.go, ugm and application.go record these three every time; the
+# group's, where a group limit counts it, the partition adds).
+_NODE, _APP, _UG = EventType.NODE, EventType.APP, EventType.USERGROUP
+_ADD, _REMOVE = ChangeType.ADD, ChangeType.REMOVE
+_NODE_ALLOC, _UG_USER, _APP_ALLOC = (
+    ChangeDetail.NODE_ALLOC,
+    ChangeDetail.UG_USER_RESOURCE,
+    ChangeDetail.APP_ALLOC,
+)
+
+
+def allocation_placed(
+    events: list[RawEvent], rm_id: str, alloc: Allocation, user: str, queue: str, now: float
+) -> None:
+    key, res = alloc.key, alloc.resource
+    events.append((rm_id, _NODE, alloc.node_id, _ADD, _NODE_ALLOC, "", now, key, res))
+    if user:  # YuniKorn tracks no usage without a user
+        events.append((rm_id, _UG, user, _ADD, _UG_USER, "", now, queue, res))
+    events.append((rm_id, _APP, alloc.application_id, _ADD, _APP_ALLOC, "", now, key, res))
+
+
+def allocation_ended(
+    events: list[RawEvent], rm_id: str, alloc: Allocation, detail: ChangeDetail, now: float,
+    message: str, on_node: bool, user: str, queue: str,
+) -> None:  # fmt: skip
+    """`detail`: how it ended (ALLOC_CANCEL, ...); no NODE_ALLOC when its node goes with it (`on_node`
+    False), no UG_USER_RESOURCE when `user` is empty (none, or the caller records a total)."""
+    key, res = alloc.key, alloc.resource
+    if on_node:
+        events.append((rm_id, _NODE, alloc.node_id, _REMOVE, _NODE_ALLOC, "", now, key, res))
+    if user:
+        events.append((rm_id, _UG, user, _REMOVE, _UG_USER, "", now, queue, res))
+    events.append((rm_id, _APP, alloc.application_id, _REMOVE, detail, message, now, key, res))
 
 
 def allocation_resized(rm_id: str, alloc: Allocation, before: Resource, now: float) -> Event:

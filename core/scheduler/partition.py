@@ -24,6 +24,7 @@ from core.objects.gang import Gang
 from core.objects.largest_node import LargestNode
 from core.objects.node import Node
 from core.objects.parking import ParkingLot
+from core.objects.partition_events import allocation_ended, allocation_placed
 from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
@@ -387,15 +388,19 @@ class Partition:
         app.queue.containers_allocated += 1
         self.user_groups.allocated(app, alloc.resource)
         # As YuniKorn records an allocation: on its node, its user (and group), and its application.
-        self.events.append(partition_events.node_allocation(self.rm_id, alloc, ChangeType.ADD, now))
-        self.usage_added(app, alloc.resource, now)
-        self.events.append(partition_events.allocation_added(self.rm_id, alloc, now))
+        allocation_placed(self.events, self.rm_id, alloc, app.user, app.queue.full_name, now)
+        if self.user_groups.table or app.group_link is not None:  # a group limit may count it
+            self._group_usage_added(app, alloc.resource, now)
 
     def usage_added(self, app: Application, res: Resource, now: float) -> None:
         """UG_USER_RESOURCE (and UG_GROUP_RESOURCE, after the UG_APP_LINK) ADD, as YuniKorn's ugm."""
+        if user := app.user:  # YuniKorn tracks no usage without a user
+            queue = app.queue.full_name
+            self.events.append(partition_events.user_usage(self.rm_id, user, queue, res, ChangeType.ADD, now))
+        self._group_usage_added(app, res, now)
+
+    def _group_usage_added(self, app: Application, res: Resource, now: float) -> None:
         rm_id, events, queue = self.rm_id, self.events, app.queue.full_name
-        if app.user:  # YuniKorn tracks no usage without a user
-            events.append(partition_events.user_usage(rm_id, app.user, queue, res, ChangeType.ADD, now))
         group = app.group_link or self.user_groups.group_of(app)
         if group is not None:
             if app.group_link is None:
@@ -403,11 +408,11 @@ class Partition:
                 events.append(partition_events.app_group_link(rm_id, group, app.app_id, True, now))
             events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.ADD, now))
 
-    def usage_removed(self, app: Application, res: Resource, now: float) -> None:
-        """The same REMOVE (for the group its ADD named); the group let go once the application holds
-        and asks for nothing (YuniKorn's removeApp)."""
+    def usage_removed(self, app: Application, res: Resource, now: float, user: bool = True) -> None:
+        """The same REMOVE (for the group its ADD named; the user's too unless `user` is False); the group
+        let go once the application holds and asks for nothing (YuniKorn's removeApp)."""
         rm_id, events, queue, group = self.rm_id, self.events, app.queue.full_name, app.group_link
-        if app.user:
+        if app.user and user:
             events.append(partition_events.user_usage(rm_id, app.user, queue, res, ChangeType.REMOVE, now))
         if group is not None:
             events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.REMOVE, now))
@@ -415,10 +420,8 @@ class Partition:
             self.unlink_group(app, now)
 
     def unlink_group(self, app: Application, now: float) -> None:
-        if app.group_link is not None:
-            self.events.append(
-                partition_events.app_group_link(self.rm_id, app.group_link, app.app_id, False, now)
-            )
+        if (group := app.group_link) is not None:
+            self.events.append(partition_events.app_group_link(self.rm_id, group, app.app_id, False, now))
             app.group_link = None
 
     def cancel_ask(self, app: Application, key: str, now: float, timeout: bool = False) -> Allocation | None:
@@ -472,11 +475,10 @@ class Partition:
         if node is not None:
             node.remove_allocation(alloc.key)
             self.node_index.update(node)
-        if on_node:
-            self.events.append(partition_events.node_allocation(self.rm_id, alloc, ChangeType.REMOVE, now))
-        if by_user:
-            self.usage_removed(app, alloc.resource, now)
-        self.events.append(partition_events.allocation_removed(self.rm_id, alloc, detail, now, message))
+        user, queue = (app.user if by_user else ""), app.queue.full_name
+        allocation_ended(self.events, self.rm_id, alloc, detail, now, message, on_node, user, queue)
+        if by_user and app.group_link is not None:
+            self.usage_removed(app, alloc.resource, now, user=False)
         if alloc.placeholder:
             if alloc.replaced_by is not None:  # gone another way while its real task waited for it
                 self.gangs.cancel_replacement(app, alloc.replaced_by, back_to_pending=True)
