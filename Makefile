@@ -26,10 +26,13 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-## test-nightly: the long profile of the property test that drives the whole Kubernetes shim with
-## malformed objects of every kind (PYKORN_HOSTILE_EXAMPLES examples; `make test` runs a few).
+## test-nightly: the long profiles of the property tests that drive the whole Kubernetes shim with
+## malformed objects of every kind (PYKORN_HOSTILE_EXAMPLES) and a real core's gRPC registration and
+## configuration update with generated and mutated queues.yaml texts (PYKORN_CONFIG_FUZZ_EXAMPLES);
+## `make test` runs a few of each.
 test-nightly: $(STAMP)
 	PYKORN_HOSTILE_EXAMPLES=500 $(BIN)/python -m pytest -q tests/integration/test_k8s_hostile_objects.py
+	PYKORN_CONFIG_FUZZ_EXAMPLES=2000 $(BIN)/python -m pytest -q -p no:timeout tests/integration/test_config_fuzz_grpc.py
 
 ## bench: throughput (in-process and over gRPC, 500-5,000 nodes), the scale run, the latency run,
 ## gang scheduling (1,000 gangs of 10 on 5,000 nodes: placeholders, then replacement), and another RM's

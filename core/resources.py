@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
-from decimal import Decimal
 
 MEMORY = "memory"
 VCORE = "vcore"
@@ -162,10 +161,19 @@ class Resource(Mapping[str, int]):
         return False
 
     def shares_type_with(self, other: Mapping[str, int]) -> bool:
-        return any(v and other.get(k, 0) for k, v in self._values.items())
+        """Whether both name a type, whatever its quantity (YuniKorn's MatchAny)."""
+        return any(k in other for k in self._values)
 
 
 ZERO = Resource()
+
+
+def int64_values(res: Mapping[str, int]) -> dict[str, int]:
+    """The quantities as an int64 reader takes them: a sum past either end of the range (two nodes of
+    the largest memory) saturates there, as YuniKorn's arithmetic does, rather than reach the wire or
+    the REST API as a number no int64 client can read. For the boundaries only: the scheduling path
+    keeps exact integers."""
+    return {k: INT64_MAX if v > INT64_MAX else INT64_MIN if v < INT64_MIN else v for k, v in res.items()}
 
 
 def min_limit(a: Resource | None, b: Resource | None) -> Resource | None:
@@ -190,43 +198,59 @@ def sum_resources(items: Iterable[Mapping[str, int]]) -> Resource:
 
 # Quantity parsing ------------------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+# YuniKorn's grammar (pkg/common/resources/quantity.go): digits only (no sign, no fraction, no
+# exponent), optional ASCII whitespace, then a suffix; "m" (milli) for vcore alone. Go's `\s` is ASCII.
+_QUANTITY = re.compile(r"([0-9]+)[ \t\n\f\r]*([mkKMGTPE]i?)?")
+_MULTIPLIERS = {
+    "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}  # fmt: skip
+_LOOSE = re.compile(r"([0-9.]+)\s*([A-Za-z]*)")  # a number and a word: to say what is wrong with it
+_EXAMPLES = "examples: 4, 10Gi, 500M; vcore also 500m"
+# What Go's strings.TrimSpace takes off both ends (unicode.IsSpace), which str.strip() does not match.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
+_GO_SPACE += "".join(map(chr, range(0x2000, 0x200B)))
 
 
 def parse_quantity(resource_type: str, value: object) -> int:
-    """Parse a configured quantity the way YuniKorn does.
+    """Parse a configured quantity exactly as YuniKorn does.
 
     vcore is returned in milli-cores ("2" -> 2000, "500m" -> 500); every other type as its plain
-    value ("10Gi" -> 10737418240, "1k" -> 1000). Negative values and values beyond int64 are errors.
+    value ("10Gi" -> 10737418240, "1k" -> 1000). A whole number of units only: "1.5", "-1", "1e3"
+    and "+4" are refused, as YuniKorn refuses them (write "1500m" for one and a half cores), and so
+    is a value beyond int64.
     """
     if isinstance(value, bool):
         raise ResourceError(f"{resource_type}: expected a quantity, got a boolean")
     text = str(value)
-    match = _QUANTITY.match(text)
-    if not match:
-        raise ResourceError(f"{resource_type}: {text!r} is not a quantity (examples: 4, 10Gi, 500m)")
-    number_text, suffix = match.groups()
-    number = Decimal(number_text)
-    if suffix == "m":
-        scaled = number / 1000
-    elif suffix in _BINARY:
-        scaled = number * _BINARY[suffix]
-    elif suffix in _DECIMAL:
-        scaled = number * _DECIMAL[suffix]
-    else:
-        raise ResourceError(f"{resource_type}: unknown unit {suffix!r} in {text!r}")
-    if resource_type == VCORE:
-        scaled *= 1000
-    if scaled != scaled.to_integral_value():
-        raise ResourceError(f"{resource_type}: {text!r} is not a whole number of units")
-    result = int(scaled)
-    if result < 0:
-        raise ResourceError(f"{resource_type}: {text!r} is negative")
-    if result > INT64_MAX:
+    trimmed = text.strip(_GO_SPACE)
+    match = _QUANTITY.fullmatch(trimmed)
+    if match is None:
+        raise ResourceError(f"{resource_type}: {text!r} {_why_not(trimmed)}")
+    number_text, suffix = match.group(1), match.group(2) or ""
+    milli = resource_type == VCORE
+    if suffix == "m" and not milli:
+        raise ResourceError(f"{resource_type}: unit 'm' (milli) is for vcore only, in {text!r}")
+    multiplier = _MULTIPLIERS.get(suffix)
+    if multiplier is None and suffix != "m":
+        raise ResourceError(f"{resource_type}: unknown unit {suffix!r} in {text!r} ({_EXAMPLES})")
+    number = int(number_text)
+    result = number if suffix == "m" else number * (multiplier or 1) * (1000 if milli else 1)
+    if number > INT64_MAX or result > INT64_MAX:
         raise ResourceError(f"{resource_type}: {text!r} exceeds the int64 range")
     return result
+
+
+def _why_not(trimmed: str) -> str:
+    """Why a text outside the grammar is not a quantity, for the message."""
+    if trimmed.startswith("-"):
+        return "is negative"
+    loose = _LOOSE.fullmatch(trimmed)
+    if loose is not None and "." in loose.group(1):
+        return "is not a whole number of units (write 1500m for one and a half cores)"
+    if loose is not None and loose.group(1).isdigit():
+        return f"has an unknown unit {loose.group(2)!r} ({_EXAMPLES})"
+    return f"is not a quantity: a whole number with an optional unit ({_EXAMPLES})"
 
 
 def parse_resource_map(values: Mapping[str, object]) -> Resource:

@@ -29,7 +29,7 @@ from shim_k8s.decisions import SKIPPED
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
-from shim_k8s.shim_state import ShimBase, finished, is_bound, node_of, readings, sizing
+from shim_k8s.shim_state import ShimBase, finished, is_bound, node_of, readings, sizing, terminating
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
 
@@ -178,7 +178,9 @@ class Pods:
         elif known is None:
             await self.add_pod(pod)
         elif uid in state.sizes and node_of(pod) and node_of(known) and not finished(pod):
-            if sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
+            if terminating(pod) and not terminating(known):  # being deleted: spread stops counting it
+                await self._resized(pod, again=True)
+            elif sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
                 await self._resized(pod)
         elif uid in state.waiting_for_volumes and not node_of(pod):
             # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
@@ -458,13 +460,14 @@ class Pods:
             else:
                 await shim.guarded("pods", pod, self.add_pod(pod))
 
-    async def _resized(self, pod: Obj) -> None:
+    async def _resized(self, pod: Obj, again: bool = False) -> None:
         """A running pod whose resources changed (an in-place resize, as the kubelet reports it): the
-        core is sent its new size, and updates its node's, queue's, application's and user's usage."""
+        core is sent its new size, and updates its node's, queue's, application's and user's usage.
+        `again`: sent even at the same size (its deletion began: the allocation says it terminates)."""
         state = self.shim.state
         uid = key_of(pod)
         request = translate.pod_request(pod)
-        if request == state.sizes.get(uid):
+        if request == state.sizes.get(uid) and not again:
             return
         if uid in state.foreign:
             alloc = self._foreign_allocation(pod)

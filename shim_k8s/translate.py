@@ -41,8 +41,10 @@ from si.v1.tags import (
     TAG_POD_ANTI_AFFINITY,
     TAG_POD_NAME,
     TAG_REQUIRED_NODE,
+    TAG_TERMINATING,
     TAG_TOLERATIONS,
     TAG_TOPOLOGY_SPREAD,
+    TAINT_CORDON,
 )
 
 APP_ID_KEY = "yunikorn.apache.org/app-id"
@@ -388,12 +390,15 @@ def bound_pod_allocation(
     app_id: str | None = None,
     request: Mapping[str, int] | None = None,
 ) -> si_pb2.Allocation:
-    """A pod already on a node: an existing allocation of ours, or a foreign one occupying the node."""
+    """A pod already on a node: an existing allocation of ours, or a foreign one occupying the node (a
+    pod being deleted says so: spread no longer counts it)."""
     alloc = pod_ask(
         pod, priority, app_id=app_id if ours else "", task_group=task_group if ours else "",
         namespace_labels=namespace_labels, request=request,
     )  # fmt: skip
     alloc.nodeID = (pod.get("spec") or {}).get("nodeName", "")
+    if _meta(pod).get("deletionTimestamp"):
+        alloc.allocationTags[TAG_TERMINATING] = "true"
     if not ours:
         alloc.allocationTags[TAG_FOREIGN] = "default"
     return alloc
@@ -457,8 +462,14 @@ def node_info(
     taints = [
         {"key": t.get("key", ""), "value": t.get("value", ""), "effect": t.get("effect", "NoSchedule")}
         for t in spec.get("taints") or []
-        if t.get("key") and t.get("key") != "node.kubernetes.io/unschedulable"  # cordon is drain, not a taint
+        if t.get("key")
     ]
+    if spec.get("unschedulable") and not any(
+        t["key"] == TAINT_CORDON and t["effect"] == "NoSchedule" for t in taints
+    ):
+        # Cordoned (the node is sent unschedulable): the taint the node controller adds for it, sent
+        # at once, lets the pods that tolerate it in (kube-scheduler's NodeUnschedulable filter).
+        taints.append({"key": TAINT_CORDON, "value": "", "effect": "NoSchedule"})
     if taints:
         attributes[ATTR_TAINTS] = json.dumps(taints, sort_keys=True)
     if csi_limits:

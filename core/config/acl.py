@@ -7,12 +7,11 @@ user or group names are ignored, as YuniKorn ignores them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from core.config.names import valid_acl_group, valid_acl_user
+
 WILDCARD = "*"
-_USER = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$")
-_GROUP = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_-]*$")
 
 
 class ACLError(ValueError):
@@ -41,8 +40,8 @@ class ACL:
         if group_list == [WILDCARD]:
             return EVERYONE
         return cls(
-            users=frozenset(u for u in user_list if u and _USER.match(u)),
-            groups=frozenset(g for g in group_list if g and _GROUP.match(g)),
+            users=frozenset(u for u in user_list if u and valid_acl_user(u)),
+            groups=frozenset(g for g in group_list if g and valid_acl_group(g)),
         )
 
     def allows(self, user: str, groups: tuple[str, ...]) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import yaml
@@ -24,7 +25,22 @@ _MAPS = {"properties", "guaranteed", "max", "maxresources", "resourceweights"}  
 def config_json(text: str) -> dict[str, Any]:
     loaded = yaml.safe_load(text) or {}
     converted = _convert(loaded, "")
-    return converted if isinstance(converted, dict) else {}
+    out = converted if isinstance(converted, dict) else {}
+    out["Checksum"] = config_checksum(text)  # the core's, whatever the text says
+    return out
+
+
+def config_checksum(text: str) -> str:
+    """YuniKorn's checksum of a configuration (configs.SetChecksum): SHA-256 in upper-case hex of the
+    text without its `checksum: <value>` entry, cut as GetConfigurationString cuts it (the first entry's
+    text up to the next entry or the end, trailing newlines off, at most 64 bytes of value), every copy
+    of that removed."""
+    data = text.encode("utf-8")
+    marker = b"checksum: "
+    if marker in data:
+        entry = (marker + data.split(marker)[1]).rstrip(b"\n")[: len(marker) + 64]
+        data = data.replace(entry, b"")
+    return hashlib.sha256(data).hexdigest().upper()
 
 
 def _convert(value: Any, key: str) -> Any:

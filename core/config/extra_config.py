@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.config.properties import parse_duration
+from core.config.properties import go_duration
 
 # YuniKorn's defaults (pkg/common/configs/configs.go), but the ring's: pykorn's `--event-log-size`.
 DEFAULT_REST_RESPONSE_SIZE = 10_000
@@ -159,17 +159,6 @@ def _event(key: str, value: str, values: dict[str, Any], warnings: list[str]) ->
             f"{key}: accepted, and changes nothing: pykorn has no queue of event requests to size (each "
             "event goes straight to the ring and its readers)"
         )
-
-
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-
-
-def go_duration(text: str) -> float | None:
-    """Seconds from a Go duration ("30s", "1m30s", "-1s", "0"), as Go's time.ParseDuration reads it: a
-    bare number other than 0 is not one (it needs a unit). None for anything else."""
-    if _PLAIN_NUMBER.fullmatch(text.strip()) and float(text) != 0:
-        return None
-    return parse_duration(text)
 
 
 def _interval(key: str, value: str, values: dict[str, Any], warnings: list[str]) -> None:

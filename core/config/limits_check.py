@@ -11,16 +11,14 @@ when it is not named there), for resources and for maxapplications.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from core.config.names import valid_group, valid_user
 from core.config.schema import LimitConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
 from core.resources import Resource
 
 WILDCARD = "*"
-USER_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$")
-GROUP_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9:_.-]*$")
 
 
 @dataclass
@@ -59,9 +57,9 @@ def _check_limit(
     label = f"limit {limit.limit!r}" if limit.limit else "this limit"
     if not limit.users and not limit.groups:
         _problem(reader, path, limit, f"{label} names no users and no groups: list whom it limits")
-    for kind, names, pattern in (("user", limit.users, USER_NAME), ("group", limit.groups, GROUP_NAME)):
+    for kind, names, valid in (("user", limit.users, valid_user), ("group", limit.groups, valid_group)):
         for name in names:
-            if name != WILDCARD and not pattern.match(name):
+            if name != WILDCARD and not valid(name):
                 _problem(reader, f"{path}.{kind}s", limit, f"invalid {kind} name {name!r}")
             elif name in seen[kind]:
                 _problem(

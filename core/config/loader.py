@@ -271,9 +271,13 @@ def _read_partition(reader: YamlReader, node: Node, path: str) -> PartitionConfi
 
 
 def _read_top_queues(reader: YamlReader, node: Node | None, path: str, owner: Node) -> QueueConfig | None:
-    """The partition's queue list: a single `root`, or top-level queues that get a root added."""
-    if node is None:
-        return QueueConfig(name=ROOT_QUEUE, parent=True, line=line_of(owner), path=path)
+    """The partition's queue list: a single `root`, or top-level queues that get a root added (an empty
+    list too). Missing or null, it is refused, as YuniKorn refuses a partition without queues."""
+    if node is None or (isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
+        reader.error(
+            path, node if node is not None else owner, "missing: a partition needs its queues (root at least)"
+        )
+        return None
     items = reader.sequence(node, path)
     if items is None:
         return None
@@ -426,9 +430,11 @@ def _read_child_template(reader: YamlReader, node: Node, path: str) -> ChildTemp
     if "maxapplications" in fields:
         max_apps = reader.integer(fields["maxapplications"], f"{path}.maxapplications", minimum=0) or 0
     guaranteed, maximum = _read_queue_resources(reader, fields.get("resources"), f"{path}.resources")
-    return ChildTemplate(
-        max_applications=max_apps,
-        properties=_read_properties(reader, fields.get("properties"), f"{path}.properties"),
-        guaranteed=guaranteed,
-        max=maximum,
+    # As YuniKorn's template.FromConf: a property with an empty key or value is dropped, and a template
+    # that sets nothing is no template (the queues below look further up for one).
+    props = tuple(
+        (k, v) for k, v in _read_properties(reader, fields.get("properties"), f"{path}.properties") if k and v
     )
+    if not max_apps and not props and guaranteed is None and maximum is None:
+        return None
+    return ChildTemplate(max_applications=max_apps, properties=props, guaranteed=guaranteed, max=maximum)

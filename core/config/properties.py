@@ -162,32 +162,38 @@ def parse(raw: Mapping[str, str], is_leaf: bool, is_root: bool, warn: Warn | Non
     )
 
 
+# The values below are read exactly as YuniKorn's queue reads them (pkg/scheduler/objects/queue.go):
+# no surrounding space is taken off; the sort policy is compared as written, the priority and
+# preemption policies and the sort priority in any case; a count is Go's ParseUint (no sign), an
+# offset its ParseInt (a sign allowed), a delay its time.ParseDuration (a unit required).
+
+
 def _count(value: str, key: str, report: Warn) -> int:
     """A whole number of 0 or more (YuniKorn's uint64); 0 with a warning otherwise."""
-    text = value.strip()
-    if text == "":
-        return 0
-    if not re.fullmatch(r"\+?[0-9]+", text) or len(text) > 21 or int(text) > UINT64_MAX:
+    if not re.fullmatch(r"[0-9]+", value) or len(value) > 21 or int(value) > UINT64_MAX:
         report(key, f"{value!r} is not a whole number from 0 to {UINT64_MAX}; using 0 (no backoff)")
         return 0
-    return int(text)
+    return int(value)
 
 
 def _sort_policy(value: str, report: Warn) -> str:
-    lowered = value.strip().lower()
-    if lowered in ("", SORT_FIFO):
+    if value in ("", SORT_FIFO):
         return SORT_FIFO
-    if lowered == SORT_FAIR:
+    if value == SORT_FAIR:
         return SORT_FAIR
-    if lowered == "stateaware":
+    if value == "stateaware":
         report(APPLICATION_SORT_POLICY, "stateaware is deprecated and now means fifo; set fifo instead")
         return SORT_FIFO
-    report(APPLICATION_SORT_POLICY, f"unknown value {value!r}; using fifo (expected fifo or fair)")
+    report(
+        APPLICATION_SORT_POLICY,
+        f"unknown value {value!r}; using fifo (expected fifo or fair, in lower case: YuniKorn compares "
+        "them as written)",
+    )
     return SORT_FIFO
 
 
 def _sort_priority(value: str, report: Warn) -> bool:
-    lowered = value.strip().lower()
+    lowered = value.lower()
     if lowered == "enabled":
         return True
     if lowered == "disabled":
@@ -199,7 +205,7 @@ def _sort_priority(value: str, report: Warn) -> bool:
 
 
 def _choice(value: str, key: str, allowed: tuple[str, ...], report: Warn) -> str:
-    lowered = value.strip().lower()
+    lowered = value.lower()
     if lowered == "":
         return allowed[0]
     if lowered in allowed:
@@ -209,9 +215,7 @@ def _choice(value: str, key: str, allowed: tuple[str, ...], report: Warn) -> str
 
 
 def _offset(value: str, report: Warn) -> int:
-    text = value.strip()
-    if text == "":
-        return 0
+    text = value
     if not re.fullmatch(r"[+-]?[0-9]+", text):
         report(PRIORITY_OFFSET, f"{value!r} is not a base-10 integer; using 0")
         return 0
@@ -229,7 +233,9 @@ def _offset(value: str, report: Warn) -> int:
 
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
 _PLAIN_SECONDS = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNIT_SECONDS = {
+    "ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0
+}  # fmt: skip
 
 
 def parse_duration(text: str) -> float | None:
@@ -252,11 +258,37 @@ def parse_duration(text: str) -> float | None:
     return sign * total if body else None
 
 
+_GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+def go_duration(text: str) -> float | None:
+    """Seconds from a duration as Go's time.ParseDuration reads it ("30s", "1m30s", "-1s", "0"): every
+    number needs a unit but a lone 0, and nothing else may stand around it. None when Go refuses it."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if body == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(body):
+        match = _GO_DURATION_PART.match(body, pos)
+        if match is None:
+            return None
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if not body:
+        return None
+    return -total if text.startswith("-") else total
+
+
 def _delay(value: str, key: str, default: float, report: Warn, allow_zero: bool = False) -> float:
     # quota.preemption.delay 0 is meaningful (no quota preemption); preemption.delay 0 is not.
-    seconds = parse_duration(value)
+    seconds = go_duration(value)
     if seconds is None:
-        report(key, f"{value!r} is not a duration (examples: 30, 30s, 1m30s); using {default:g}s")
+        hint = (
+            " (a number needs a unit, as YuniKorn reads it: 30s, not 30)"
+            if _PLAIN_SECONDS.fullmatch(value)
+            else ""
+        )
+        report(key, f"{value!r} is not a duration (examples: 30s, 1m30s, 500ms){hint}; using {default:g}s")
         return default
     if seconds == 0 and allow_zero:
         return 0.0

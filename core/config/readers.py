@@ -31,19 +31,28 @@ _NODESORT_TYPES = frozenset({"fair", "binpacking"})
 
 
 def read_resource(reader: YamlReader, node: Node, path: str) -> Resource | None:
+    return read_written_resource(reader, node, path)[0]
+
+
+def read_written_resource(
+    reader: YamlReader, node: Node, path: str
+) -> tuple[Resource | None, tuple[tuple[str, str], ...]]:
+    """A resource map, and its quantities as written."""
     fields = reader.free_mapping(node, path)
     if fields is None:
-        return None
+        return None, ()
     values: dict[str, int] = {}
+    written: list[tuple[str, str]] = []
     for name, value_node in fields.items():
         text = reader.scalar_text(value_node, f"{path}.{name}")
         if text is None:
             continue
+        written.append((name, text))
         try:
             values[name] = parse_quantity(name, text)
         except ResourceError as exc:
             reader.error(f"{path}.{name}", value_node, str(exc))
-    return Resource(values) if values else None
+    return (Resource(values) if values else None), tuple(sorted(written))
 
 
 def read_rule(reader: YamlReader, node: Node, path: str) -> PlacementRuleConfig | None:
@@ -61,7 +70,8 @@ def read_rule(reader: YamlReader, node: Node, path: str) -> PlacementRuleConfig 
         )
         return None
     create = bool(reader.boolean(fields["create"], f"{path}.create")) if "create" in fields else False
-    value = reader.string(fields["value"], f"{path}.value") or "" if "value" in fields else ""
+    # Lower-cased, as YuniKorn's rules take their value (a tag's name, a fixed queue path).
+    value = (reader.string(fields["value"], f"{path}.value") or "").lower() if "value" in fields else ""
     if name in (RuleName.TAG, RuleName.FIXED) and not value:
         reader.error(f"{path}.value", fields.get("value", node), f"the {name} rule needs a value")
     parent = read_rule(reader, fields["parent"], f"{path}.parent") if "parent" in fields else None
@@ -94,6 +104,12 @@ def read_limits(reader: YamlReader, node: Node | None, path: str) -> tuple[Limit
         fields = reader.mapping(item, item_path, _LIMIT_KEYS)
         if fields is None:
             continue
+        max_resources: Resource | None = None
+        written: tuple[tuple[str, str], ...] = ()
+        if "maxresources" in fields:
+            max_resources, written = read_written_resource(
+                reader, fields["maxresources"], f"{item_path}.maxresources"
+            )
         out.append(
             LimitConfig(
                 limit=reader.string(fields["limit"], f"{item_path}.limit") or "" if "limit" in fields else "",
@@ -103,9 +119,8 @@ def read_limits(reader: YamlReader, node: Node | None, path: str) -> tuple[Limit
                 groups=reader.string_list(fields["groups"], f"{item_path}.groups") or ()
                 if "groups" in fields
                 else (),
-                max_resources=read_resource(reader, fields["maxresources"], f"{item_path}.maxresources")
-                if "maxresources" in fields
-                else None,
+                max_resources=max_resources,
+                written=written,
                 max_applications=reader.integer(fields["maxapplications"], f"{item_path}.maxapplications", 0)
                 or 0
                 if "maxapplications" in fields
@@ -158,9 +173,13 @@ def read_nodesort(reader: YamlReader, node: Node | None, path: str) -> NodeSortP
     fields = reader.mapping(node, path, _NODESORT_KEYS) or {}
     kind = "fair"
     if "type" in fields:
-        kind = (reader.string(fields["type"], f"{path}.type") or "fair").lower()
+        # Compared as written, as YuniKorn's SortingPolicyFromString does: "Fair" is no policy there.
+        kind = reader.string(fields["type"], f"{path}.type") or "fair"
         if kind not in _NODESORT_TYPES:
-            reader.error(f"{path}.type", fields["type"], f"expected fair or binpacking, got {kind!r}")
+            reader.error(
+                f"{path}.type", fields["type"], f"expected fair or binpacking (in lower case), got {kind!r}"
+            )
+            kind = "fair"
     weights: list[tuple[str, float]] = []
     if "resourceweights" in fields:
         for name, value_node in (

@@ -48,7 +48,10 @@ class LimitConfig:
     groups: tuple[str, ...] = ()
     max_resources: Resource | None = None
     max_applications: int = 0
-    line: int = 0
+    # The quantities as written: YuniKorn compares a partition's and root's limits as written ("1k" is
+    # not "1000" there); where a limit is written is no part of it.
+    written: tuple[tuple[str, str], ...] = ()
+    line: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)

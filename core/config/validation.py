@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
 from core.config import properties
 from core.config.acl import ACL, ACLError
 from core.config.limits_check import check_limits
+from core.config.names import QUEUE_NAME_RULE, valid_queue_name
 from core.config.placement_check import check_placement
 from core.config.schema import PartitionConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
 from core.resources import Resource, min_limit
 
-QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
 # YuniKorn's recovery queue: where an application recovered with allocations that no placement rule
 # places runs on (core.placement); made by the core, never configured.
 RECOVERY_QUEUE = "root.@recovery@"
@@ -98,6 +96,13 @@ def _check_structure(reader: YamlReader, queue: QueueConfig) -> None:
     if queue.queues and dict(queue.lines).get("parent") is not None and not queue.parent:
         _error(reader, queue, "parent", f"queue {queue.name!r} has child queues but says parent: false")
     for child in queue.queues:
+        if queue.max_applications and not child.max_applications:
+            _error(
+                reader, child, "maxapplications",
+                f"queue {child.name!r} sets no maxapplications (or 0) under {queue.name!r}, which sets "
+                f"{queue.max_applications}: when a parent sets maxapplications every child must set one, "
+                "at most the parent's (YuniKorn refuses an unlimited child there)",
+            )  # fmt: skip
         if queue.max_applications and child.max_applications > queue.max_applications:
             _error(
                 reader, child, "maxapplications",
@@ -107,15 +112,19 @@ def _check_structure(reader: YamlReader, queue: QueueConfig) -> None:
         _check_structure(reader, child)
 
 
-def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None) -> None:
+def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None) -> Resource:
+    """Names and resources of the queues below `queue`; returns `queue`'s guarantee as its parent counts
+    it (YuniKorn's checkQueueResource): its own when it sets one above zero, else what its children
+    guarantee together, so a guarantee two levels down still counts against an ancestor's."""
     seen: dict[str, QueueConfig] = {}
+    children_guarantee: dict[str, int] = {}
     for child in queue.queues:
-        if not QUEUE_NAME.match(child.name):
+        if not valid_queue_name(child.name):
             _error(
                 reader,
                 child,
                 "name",
-                f"invalid queue name {child.name!r}: 1 to 64 characters of a-z A-Z 0-9 _ : # / @ -",
+                f"invalid queue name {child.name!r}: {QUEUE_NAME_RULE}",
             )
         lowered = child.name.lower()
         if queue.name.lower() == "root" and f"root.{lowered}" == RECOVERY_QUEUE:
@@ -135,8 +144,11 @@ def _validate_children(reader: YamlReader, queue: QueueConfig, inherited_max: Re
         seen[lowered] = child
         _validate_own_resources(reader, child, inherited_max)
         effective_max = min_limit(inherited_max, child.max)
-        _validate_children(reader, child, effective_max)
-    _validate_guaranteed_sum(reader, queue, inherited_max)
+        for name, value in _validate_children(reader, child, effective_max).items():
+            children_guarantee[name] = children_guarantee.get(name, 0) + value
+    _validate_guaranteed_sum(reader, queue, inherited_max, children_guarantee)
+    own = queue.guaranteed
+    return own if own is not None and any(own.values()) else Resource(children_guarantee)
 
 
 def _validate_own_resources(reader: YamlReader, queue: QueueConfig, parent_max: Resource | None) -> None:
@@ -160,13 +172,11 @@ def _validate_own_resources(reader: YamlReader, queue: QueueConfig, parent_max: 
                 )
 
 
-def _validate_guaranteed_sum(reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None) -> None:
+def _validate_guaranteed_sum(
+    reader: YamlReader, queue: QueueConfig, inherited_max: Resource | None, total: dict[str, int]
+) -> None:
     if not queue.queues:
         return
-    total: dict[str, int] = {}
-    for child in queue.queues:
-        for name, value in (child.guaranteed or {}).items():
-            total[name] = total.get(name, 0) + value
     limits = (("guaranteed", queue.guaranteed), ("max", min_limit(inherited_max, queue.max)))
     for label, limit in limits:
         if limit is None:
@@ -177,8 +187,8 @@ def _validate_guaranteed_sum(reader: YamlReader, queue: QueueConfig, inherited_m
                     reader,
                     queue,
                     "queues",
-                    f"children of {queue.name!r} guarantee {value} {name} in total, above the parent's "
-                    f"{label} {limit[name]}",
+                    f"the queues below {queue.name!r} guarantee {value} {name} in total, above its "
+                    f"{label} {limit[name]} (a queue without a guarantee counts its children's)",
                 )
 
 

@@ -308,25 +308,36 @@ def untolerated(traits: NodeTraits, tolerations: tuple[Toleration, ...]) -> bool
 
 @dataclass(frozen=True)
 class NodeFilter:
-    """The nodes a topology spread constraint counts: those passing the pod's node selector and
-    required node affinity (nodeAffinityPolicy Honor) and, with nodeTaintsPolicy Honor, whose taints
-    it tolerates."""
+    """The nodes a topology spread constraint counts: those that have the topology key of every
+    constraint of the pod's of the same kind (kube-scheduler's nodeLabelsMatchSpreadConstraints, the
+    hard ones for a hard constraint, the soft ones for a soft one), pass the pod's node selector and
+    required node affinity (nodeAffinityPolicy Honor) and, with nodeTaintsPolicy Honor, whose taints it
+    tolerates."""
 
     node_selector: tuple[tuple[str, str], ...] = ()
     node_affinity: NodeAffinity | None = None  # only the required terms
     tolerations: tuple[Toleration, ...] | None = None  # None: taints are not looked at
+    topology_keys: tuple[str, ...] = ()
 
     @staticmethod
-    def of(ask: AskConstraints, honor_affinity: bool, honor_taints: bool) -> NodeFilter:
+    def of(
+        ask: AskConstraints, honor_affinity: bool, honor_taints: bool, topology_keys: tuple[str, ...] = ()
+    ) -> NodeFilter:
         affinity = None
         if honor_affinity and ask.node_affinity is not None and ask.node_affinity.required is not None:
             affinity = NodeAffinity(ask.node_affinity.required)
         return NodeFilter(
-            ask.node_selector if honor_affinity else (), affinity, ask.tolerations if honor_taints else None
+            ask.node_selector if honor_affinity else (),
+            affinity,
+            ask.tolerations if honor_taints else None,
+            topology_keys,
         )
 
     def admits(self, node_id: str, traits: NodeTraits) -> bool:
         labels = traits.label_map
+        for key in self.topology_keys:
+            if key not in labels:
+                return False
         if not selector_matches(self.node_selector, labels):
             return False
         if self.node_affinity is not None and not self.node_affinity.admits(node_id, labels):

@@ -11,17 +11,25 @@ it (JSON). The semantics are Kubernetes' NodeAffinity plugin's:
 - preferred (`preferredDuringSchedulingIgnoredDuringExecution`): each matching term adds its weight
   (1-100) to the node's score.
 
-Anything Kubernetes' validation refuses is refused here when the ask arrives, with the reason.
+Anything Kubernetes' validation refuses is refused here when the ask arrives, with the reason. What the
+API server lets through but kube-scheduler cannot read (an In or NotIn value that is not a valid label
+value, a Gt or Lt value that is not an integer) makes its term match no node, as kube-scheduler's lazy
+node selector does: the pod waits, and its other terms still count.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 FIELD_NODE_NAME = "metadata.name"
 _LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _FIELD_OPERATORS = frozenset({"In", "NotIn"})
+# A label value as Kubernetes validates one (IsValidLabelValue): at most 63 characters, alphanumerics at
+# both ends, '-', '_' and '.' between; the empty value is valid.
+_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+_INT64 = re.compile(r"[+-]?[0-9]+")
 
 
 class AffinityError(ValueError):
@@ -34,9 +42,12 @@ class Requirement:
     operator: str
     values: frozenset[str]
     number: int = 0  # Gt/Lt: the one value, as an integer
+    unreadable: bool = False  # a value kube-scheduler cannot parse: its term matches no node
 
     def matches(self, value: str | None) -> bool:
         """Whether a label (or field) with this value, None when absent, meets the requirement."""
+        if self.unreadable:
+            return False
         op = self.operator
         if op == "In":
             return value is not None and value in self.values
@@ -153,11 +164,14 @@ def _requirement(raw: object, where: str, fields: bool) -> Requirement:
     if operator in ("Exists", "DoesNotExist") and values:
         raise AffinityError(f"{where}: operator {operator} takes no values")
     number = 0
+    unreadable = False
     if operator in ("Gt", "Lt"):
         if len(values) != 1:
             raise AffinityError(f"{where}: operator {operator} needs exactly one value")
-        try:
+        if _INT64.fullmatch(values[0]) and -(2**63) <= int(values[0]) < 2**63:
             number = int(values[0])
-        except ValueError:
-            raise AffinityError(f"{where}: operator {operator} needs an integer, got {values[0]!r}") from None
-    return Requirement(key, str(operator), frozenset(values), number)
+        else:
+            unreadable = True  # the API server takes it; kube-scheduler's selector cannot be built
+    elif operator in ("In", "NotIn"):
+        unreadable = any(len(v) > 63 or not _LABEL_VALUE.fullmatch(v) for v in values)
+    return Requirement(key, str(operator), frozenset(values), number, unreadable)

@@ -34,6 +34,7 @@ class Allocation:
     allocated_time: float = 0.0
     instance_type: str = ""  # of the node it was placed on (si/instance-type), for its usage (app_usage)
     foreign: bool = False  # occupies a node but belongs to no application or queue
+    terminating: bool = False  # its pod is being deleted: it holds its node, spread counts leave it out
     releasing: bool = False  # preempted: the core asked the RM to release it and awaits confirmation
     preempting: bool = False  # an ask with victims chosen for it, not all released yet
     triggered_preemption: bool = False  # victims were ever chosen for it (REST: triggeredPreemption)

@@ -54,8 +54,9 @@ def _resource(tags: Mapping[str, str], tag: str, problems: list[str]) -> Resourc
     except (ValueError, TypeError, AttributeError) as exc:
         problems.append(f"tag {tag}: {exc}")
         return None
-    if not values or any(v <= 0 for v in values.values()):
-        problems.append(f"tag {tag}: every quantity must be greater than zero")
+    # As YuniKorn (StrictlyGreaterThanZero): none below zero and one above; a zero beside is kept.
+    if any(v < 0 for v in values.values()) or not any(v > 0 for v in values.values()):
+        problems.append(f"tag {tag}: no quantity may be below zero, and one must be above zero")
         return None
     return Resource(values)
 

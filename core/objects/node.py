@@ -10,6 +10,7 @@ from core.constraints.volume_limits import VolumesInUse
 from core.constraints.volume_restrictions import DisksInUse
 from core.objects.allocation import Allocation
 from core.resources import Resource
+from si.v1.tags import TAINT_CORDON
 
 
 class PodWatcher(Protocol):
@@ -76,6 +77,15 @@ class Node:
         self.disks = DisksInUse()  # in-tree disks the pods here mount, ours and foreign
         self.watcher: PodWatcher | None = None
         self.room_watcher: RoomWatcher | None = None
+
+    @property
+    def cordoned(self) -> bool:
+        """Unschedulable as Kubernetes cordons a node: it carries the taint
+        node.kubernetes.io/unschedulable:NoSchedule, so (as kube-scheduler's NodeUnschedulable filter) an
+        ask that tolerates that taint may still go there, while every other stays off (the taint check
+        keeps it off). A node its RM drains without the taint is closed to all. The searches ask
+        `node.schedulable or node.cordoned`, so this is read only for a node that is not schedulable."""
+        return any(t.key == TAINT_CORDON and t.effect == "NoSchedule" for t in self.traits.taints)
 
     @property
     def available(self) -> Resource:

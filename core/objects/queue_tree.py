@@ -15,6 +15,7 @@ from core.config.acl import ACL, NOBODY
 from core.config.schema import ChildTemplate, QueueConfig
 from core.config.validation import RECOVERY_QUEUE
 from core.objects.queue import Queue, QueueState
+from core.resources import Resource
 
 Warn = Callable[[str, str], None]  # (queue full name, message)
 
@@ -70,10 +71,13 @@ class QueueTree:
         seen.add(queue.full_name.lower())
         queue.managed = True
         queue.state = QueueState.ACTIVE
-        if not queue.is_root:  # root's limits are the cluster; its maxapplications is ignored
-            queue.guaranteed = cfg.guaranteed
-            queue.max = cfg.max
-            queue.max_applications = cfg.max_applications
+        # Root's resources are the cluster's (the configuration may not set them); its maxapplications
+        # holds as any queue's (YuniKorn takes it when the partition is made, and keeps that one
+        # through reloads: pykorn takes each reload's, docs/compatibility.md).
+        queue.max_applications = cfg.max_applications
+        if not queue.is_root:
+            queue.guaranteed = _limit(cfg.guaranteed)
+            queue.max = _limit(cfg.max)
         queue.own_properties = cfg.property_map()
         queue.submit_acl = _acl(cfg.submit_acl)
         queue.admin_acl = _acl(cfg.admin_acl)
@@ -179,6 +183,14 @@ class QueueTree:
         return removed
 
 
+def _limit(configured: Resource | None) -> Resource | None:
+    """A configured max or guaranteed as the queue holds it: none unless some quantity is above zero, as
+    YuniKorn's setResources ignores an all-zero one (a zero beside a positive quantity is kept)."""
+    if configured is None or not any(v > 0 for v in configured.values()):
+        return None
+    return configured
+
+
 def _acl(text: str | None) -> ACL:
     return ACL.parse(text) if text else NOBODY
 
@@ -186,5 +198,5 @@ def _acl(text: str | None) -> ACL:
 def _apply_template(queue: Queue, template: ChildTemplate) -> None:
     queue.max_applications = template.max_applications
     queue.own_properties = dict(template.properties)
-    queue.guaranteed = template.guaranteed
-    queue.max = template.max
+    queue.guaranteed = _limit(template.guaranteed)
+    queue.max = _limit(template.max)

@@ -37,17 +37,13 @@ class PlacementManager:
         self.rules = [make_rule(cfg) for cfg in configs]
 
     def place(self, req: PlacementRequest, tree: QueueTree) -> Placement:
-        """The queue for the application; PlacementRefused says why there is none. An application
-        recovered with running allocations (TAG_CREATE_FORCE) that no rule places goes to the
-        recovery queue, as YuniKorn's implicit last rule puts it: what runs stays counted."""
-        try:
-            return self._place(req, tree)
-        except PlacementRefused:
-            if req.tags.get(TAG_CREATE_FORCE) in _TRUE:
-                return Placement(RECOVERY_QUEUE, create=True)
-            raise
+        """The queue for the application; PlacementRefused says why there is none.
 
-    def _place(self, req: PlacementRequest, tree: QueueTree) -> Placement:
+        As YuniKorn's PlaceApplication: the configured rules in order, then its implicit recovery rule
+        (an application recovered with running allocations, TAG_CREATE_FORCE, that no rule placed goes
+        to the recovery queue, so what runs stays counted), and only then `root.default`. A rule that
+        fails outright (an invalid generated name, a parent rule naming a leaf) refuses the application
+        whatever its tags, as YuniKorn's does."""
         notes: list[str] = []
         for rule in self.rules:
             try:
@@ -60,6 +56,8 @@ class PlacementManager:
                 placement = self._check(rule.name, name, req, tree, notes)
                 if placement is not None:
                     return placement
+        if _create_forced(req):
+            return Placement(RECOVERY_QUEUE, create=tree.find(RECOVERY_QUEUE) is None)
         default = tree.find(DEFAULT_QUEUE)
         if default is not None:
             placement = self._check("default queue", DEFAULT_QUEUE, req, tree, notes)
@@ -89,6 +87,11 @@ class PlacementManager:
                 f"cannot create queue {name}: {ancestor.full_name} is {ancestor.state.value}"
             )
         return Placement(name, create=True)
+
+
+def _create_forced(req: PlacementRequest) -> bool:
+    """TAG_CREATE_FORCE set true, its key in any case (YuniKorn's IsAppCreationForced)."""
+    return req.tag(TAG_CREATE_FORCE) in _TRUE
 
 
 def _refusal(queue: Queue, req: PlacementRequest) -> str:

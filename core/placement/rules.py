@@ -7,18 +7,18 @@ name that is not a valid queue name or a parent rule that names a leaf queue.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.config.names import has_regexp_special, valid_group, valid_queue_path, valid_user
 from core.config.schema import Filter, PlacementRuleConfig, RuleName
-from core.config.validation import QUEUE_NAME
+from core.go_regexp import GoRegexp, GoRegexpError, compile_go
 from core.objects.queue_tree import QueueTree
 
 DOT_REPLACEMENT = "_dot_"
-_REGEX_CHARS = re.compile(r"[\^$*+?()\[{}|]")
 
 
 class PlacementError(ValueError):
@@ -44,29 +44,47 @@ class PlacementRequest:
         return ""
 
 
+class NameMatcher:
+    """One side of a filter (its users or its groups), as YuniKorn's newFilter builds it: a single entry
+    with a regular expression's characters is an expression (Go's syntax); otherwise the entries that are
+    valid names form a list and the others are dropped (the configuration check refuses a single entry
+    that is neither)."""
+
+    def __init__(self, entries: tuple[str, ...], valid: Callable[[str], bool]) -> None:
+        self.expression: GoRegexp | None = None
+        names: dict[str, None] = {}  # ordered, without repeats
+        if len(entries) == 1 and has_regexp_special(entries[0]):
+            # One that does not compile is refused by the configuration check before a rule is built.
+            with contextlib.suppress(GoRegexpError):
+                self.expression = compile_go(entries[0])
+        else:
+            names.update((entry, None) for entry in entries if valid(entry))
+        self.names: tuple[str, ...] = tuple(names)
+        self._names = frozenset(names)
+
+    def matches(self, name: str) -> bool:
+        if self.expression is not None:
+            return self.expression.matches(name)
+        return name in self._names
+
+
 class RuleFilter:
+    """Who a rule applies to. Empty (no users and no groups): everyone for allow, no one for deny;
+    otherwise the type's answer for a user the lists or expressions match (by name, or by any of the
+    user's groups), the opposite for everyone else."""
+
     def __init__(self, cfg: Filter) -> None:
         self.allow = cfg.type.lower() != "deny"
-        self._users = _matcher(cfg.users)
-        self._groups = _matcher(cfg.groups)
-        self._empty = not cfg.users and not cfg.groups
+        self.users = NameMatcher(cfg.users, valid_user)
+        self.groups = NameMatcher(cfg.groups, valid_group)
+        self.empty = not cfg.users and not cfg.groups
 
     def admits(self, user: str, groups: tuple[str, ...]) -> bool:
-        if self._empty:
+        if self.empty:
             return self.allow
-        if self._users(user) or any(self._groups(g) for g in groups):
+        if self.users.matches(user) or any(self.groups.matches(g) for g in groups):
             return self.allow
         return not self.allow
-
-
-def _matcher(names: tuple[str, ...]) -> Callable[[str], bool]:
-    # One entry with regex characters is a pattern (searched, as Go's MatchString does); otherwise
-    # entries are exact names.
-    if len(names) == 1 and _REGEX_CHARS.search(names[0]):
-        pattern = re.compile(names[0])
-        return lambda name: bool(pattern.search(name))
-    exact = frozenset(names)
-    return lambda name: name in exact
 
 
 class Rule(ABC):
@@ -122,8 +140,8 @@ class Rule(ABC):
         parent = self.parent.place(req, tree, notes)
         if not parent:
             return ""
-        if not parent.startswith("root"):
-            parent = f"root.{parent}"
+        if not parent.startswith("root."):
+            parent = f"root.{parent}"  # as YuniKorn: a parent rule's bare "root" is root.root
         existing = tree.find(parent)
         if existing is not None and existing.is_leaf:
             raise PlacementError(f"parent rule returned a leaf queue: {existing.full_name}")
@@ -180,7 +198,7 @@ _RULES: dict[RuleName, type[Rule]] = {
 
 @functools.lru_cache(maxsize=4096)  # an application's queue name is most often one seen before
 def _valid_queue_name(name: str) -> bool:
-    return all(QUEUE_NAME.match(part) for part in name.split("."))
+    return valid_queue_path(name)
 
 
 def make_rule(cfg: PlacementRuleConfig) -> Rule:

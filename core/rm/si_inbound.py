@@ -18,7 +18,7 @@ from core.rm.bad_item import BadItem
 from core.scheduler.commands import AppAdd, AppRemove, NodeAction, NodeChange, ReleaseRequest
 from core.scheduler.results import Termination
 from si.v1 import si_pb2
-from si.v1.tags import ATTR_NODE_PARTITION, TAG_CREATION_TIME, TAG_FOREIGN
+from si.v1.tags import ATTR_NODE_PARTITION, TAG_CREATION_TIME, TAG_FOREIGN, TAG_TERMINATING
 
 
 @lru_cache(maxsize=4096)  # one key object per (RM, name) in practice: every ask carries one
@@ -141,6 +141,7 @@ def allocation_from_si(rm_id: str, item: si_pb2.Allocation, limits: Limits) -> A
         allow_preempt_other=policy.allowPreemptOther,
         create_time=_creation_time(tags) if tags else 0.0,
         foreign=foreign,
+        terminating=bool(node_id) and tags.get(TAG_TERMINATING) == "true",
     )
 
 
@@ -265,9 +266,13 @@ def node_change_from_si(rm_id: str, info: si_pb2.NodeInfo, limits: Limits) -> No
         raise BadItem(f"node {info.nodeID} has no action (expected CREATE, UPDATE, DRAIN_NODE, ...)")
     capacity = None
     if info.HasField("schedulableResource"):
-        capacity = resource_from_si(info.schedulableResource, f"node {info.nodeID}", limits)
-    if action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN) and (capacity is None or capacity.is_zero()):
-        raise BadItem(f"node {info.nodeID} reports no schedulableResource")
+        # As YuniKorn's node: its zero quantities are dropped (Prune); a negative one is refused here.
+        sent = resource_from_si(info.schedulableResource, f"node {info.nodeID}", limits)
+        capacity = Resource({name: value for name, value in sent.items() if value})
+    if action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN) and capacity is None:
+        # As YuniKorn: a node may join with no room yet (a Kubernetes node before it reports its
+        # allocatable); an update gives it room later.
+        capacity = Resource()
     return NodeChange(
         node_id=info.nodeID,
         action=action,

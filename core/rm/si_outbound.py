@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from core.objects.allocation import Allocation
-from core.resources import Resource
+from core.resources import Resource, int64_values
 from core.rm.ask_cache import AskCache
 from core.scheduler.results import ResultBatch, Waiting
 from si.v1 import si_pb2
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def resource_to_si(res: Resource) -> si_pb2.Resource:
-    return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in res.items()})
+    return si_pb2.Resource(resources={k: si_pb2.Quantity(value=v) for k, v in int64_values(res).items()})
 
 
 def allocation_to_si(alloc: Allocation) -> si_pb2.Allocation:

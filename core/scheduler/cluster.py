@@ -256,13 +256,14 @@ class ClusterContext:
             )
 
     def _register(self, cmd: RegisterRM) -> None:
-        # Registering again starts the RM from scratch: it re-sends its full state afterwards.
+        # Registering again starts the RM from scratch (it re-sends its state), but only once the new
+        # partitions are built: a configuration they cannot be built from leaves the RM as it was.
+        now, parts = self.clock(), cmd.config.partitions
+        built = {(k := PartitionKey(cmd.rm_id, p.name)): Partition(k, p, now, self.clock) for p in parts}
         dropped = self._drop_rm_state(cmd.rm_id)
         self.configs[cmd.rm_id] = cmd.config
         self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
-        for part_cfg in cmd.config.partitions:
-            key = PartitionKey(cmd.rm_id, part_cfg.name)
-            self.partitions[key] = Partition(key, part_cfg, self.clock(), self.clock)
+        self.partitions.update(built)
         log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
         if dropped and self.on_state_dropped is not None:
             self.on_state_dropped("resource manager registered again")
@@ -285,7 +286,6 @@ class ClusterContext:
             if cmd.reply:
                 cmd.reply(Rejection("; ".join(conflicts)))
             return
-        self.configs[cmd.rm_id] = cmd.config
         wanted = set()
         for part_cfg in cmd.config.partitions:
             key = PartitionKey(cmd.rm_id, part_cfg.name)
@@ -301,6 +301,7 @@ class ClusterContext:
                 if not part.draining:
                     part.state_time = self.clock()
                 part.draining = True
+        self.configs[cmd.rm_id] = cmd.config  # what /ws/v1/config shows: the configuration in force
         log.info("configuration updated", rmID=cmd.rm_id)
         if cmd.reply:
             cmd.reply(None)

@@ -121,6 +121,7 @@ class Partition:
 
     def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
         """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
+        placement = PlacementManager(config.placement_rules)  # built before anything changes
         if self.draining:
             self.state_time = now  # back in the configuration: Active again
         before = queue_events.snapshot(self.tree)
@@ -136,7 +137,7 @@ class Partition:
         self.usage_totals.forget_queues({q.full_name for q in self.tree})
         self.quota.update_timers(before, now)
         priority.recompute_all(self.root)  # offsets and fences may have changed
-        self.placement = PlacementManager(config.placement_rules)
+        self.placement = placement
         policy = config.node_sort_policy
         weights = dict(policy.resource_weights) or None
         if (policy.type, weights) != (self.node_index.policy, self.node_index.weights):

@@ -22,6 +22,10 @@ def resize(part: Partition, alloc: Allocation, now: float) -> bool:
         return False
     if held.node_id != alloc.node_id:
         raise Rejection(f"allocation {alloc.key} runs on node {held.node_id}, not on {alloc.node_id}")
+    if alloc.terminating and not held.terminating:
+        # Sent again as its pod is being deleted: topology spread stops counting it at once.
+        part.pod_rules.terminating(held, part.node(held.node_id))
+        part.parking.everything()
     before, after = held.resource, alloc.resource
     if after == before:
         return True

@@ -82,7 +82,9 @@ def _reserve_candidate(partition: Partition, ask: Allocation) -> Node | None:
     best_score = 0.0
     fit = fit_for(partition, ask)
     for node in partition.node_index:
-        if not node.schedulable or node.reservations or not node.fits_capacity(ask.resource):
+        if not (node.schedulable or node.cordoned) or node.reservations:
+            continue
+        if not node.fits_capacity(ask.resource):
             continue
         if not fit.admits(node):
             continue

@@ -268,7 +268,9 @@ class StateAPI:
                 f"the request body did not arrive within {self.body_timeout:g}s (--rest-header-timeout)",
             )
         if not text.strip():
-            return web.json_response({"allowed": False, "reason": "the request body holds no configuration"})
+            # As YuniKorn's: an empty text is valid (an RM that sends it gets the core's default).
+            warning = "the text is empty: an RM that sends it gets the core's default configuration"
+            return web.json_response({"allowed": True, "reason": "", "warnings": [warning]})
         too_large = config_size_problem(text, self.max_config_bytes)
         if too_large:
             return web.json_response({"allowed": False, "reason": too_large})

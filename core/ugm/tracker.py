@@ -191,16 +191,30 @@ class UserGroupTracker:
 
     def reconfigure(self, table: dict[str, QueueLimits], applications: Iterable[Application]) -> None:
         """New limits (a reload): the counters are rebuilt from what the applications hold, under the
-        limits and group choices of the new configuration. Nothing is preempted: a lowered limit only
+        limits of the new configuration. An application keeps the group it was linked to while that
+        group still has a limit on its path (YuniKorn keeps the link until the application ends or the
+        group's limit goes); the others are placed afresh. Nothing is preempted: a lowered limit only
         stops new work."""
+        kept = {app_id: link.group for app_id, link in self._links.items() if link is not _UNLIMITED}
         self.table = table
         self.counters.clear()
         self._links.clear()
         for app in applications:
+            if not app.allocations and app.app_id not in kept:
+                continue
+            group = kept.get(app.app_id)
+            link = self._link(app, group if group is not None and self._limited_on_path(app, group) else None)
             if app.allocations:
-                for check in self._link(app).checks:
+                for check in link.checks:
                     check.usage.resource.add_in_place(app.allocated)
                     check.usage.running.add(app.app_id)
+
+    def _limited_on_path(self, app: Application, group: str) -> bool:
+        for queue in app.queue.path_to_root():
+            limits = self.table.get(queue.full_name)
+            if limits is not None and limits.for_group(group) is not None:
+                return True
+        return False
 
     # Links ------------------------------------------------------------------------------------
     def group_of(self, app: Application) -> str | None:
@@ -210,11 +224,13 @@ class UserGroupTracker:
             return link.group
         return group_for(self.table, [q.full_name for q in app.queue.path_to_root()], app.groups)
 
-    def _link(self, app: Application) -> AppLink:
+    def _link(self, app: Application, kept_group: str | None = None) -> AppLink:
+        """Link `app` to the counters of its limits; `kept_group`, when given, is the group it stays
+        counted against (a reload's), otherwise its group is chosen under the limits in force."""
         if not self.table:  # no limits configured (the usual case): nothing to count, one shared link
             self._links[app.app_id] = _UNLIMITED
             return _UNLIMITED
-        group = self.group_of(app)
+        group = kept_group if kept_group is not None else self.group_of(app)
         link = AppLink(group, [], [], [])
         for queue in app.queue.path_to_root():  # leaf first
             limits = self.table.get(queue.full_name)

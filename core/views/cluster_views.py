@@ -12,8 +12,10 @@ import threading
 import traceback
 from typing import Any
 
-from core.config.schema import Filter, PlacementRuleConfig, RuleName
-from core.resources import Resource
+from core.config.schema import RuleName
+from core.config.validation import RECOVERY_QUEUE
+from core.placement.rules import Rule, RuleFilter
+from core.resources import INT64_MAX, Resource
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.partition import Partition
 from core.views import dao
@@ -95,24 +97,32 @@ def cluster_utilization(part: Partition) -> list[Json]:
     if not any(total.values()) or not used.as_dict():
         return [{"type": "N/A", "total": -1, "used": -1, "usage": "N/A"}]
     return [
-        {"type": name, "total": cap, "used": used.get(name), "usage": f"{used.get(name) * 100 // cap}%"}
+        {
+            "type": name,
+            "total": min(cap, INT64_MAX),
+            "used": min(used.get(name), INT64_MAX),
+            "usage": f"{used.get(name) * 100 // cap}%",
+        }
         for name, cap in sorted(total.items())
         if cap > 0
     ]
 
 
 def placement_rules(part: Partition) -> list[Json]:
-    """RuleDAO per configured rule, as YuniKorn's /placementrules."""
-    return [_rule(rule) for rule in part.config.placement_rules]
+    """RuleDAO per rule in force, as YuniKorn's /placementrules: the configured rules (or the implicit
+    provided rule when none is configured), then the recovery rule YuniKorn always ends the list with."""
+    recovery: Json = {"name": "recovery", "parameters": {"queue": RECOVERY_QUEUE}}
+    return [*(_rule(rule) for rule in part.placement.rules), recovery]
 
 
-def _rule(rule: PlacementRuleConfig) -> Json:
+def _rule(rule: Rule) -> Json:
     parameters = {"create": "true" if rule.create else "false"}
     if rule.name == RuleName.TAG:
         parameters["tagName"] = rule.value
     elif rule.name == RuleName.FIXED:
         parameters["queue"] = rule.value
-        parameters["qualified"] = "true" if rule.value.lower().startswith("root.") else "false"
+        qualified = rule.value == "root" or rule.value.startswith("root.")
+        parameters["qualified"] = "true" if qualified else "false"
     out: Json = {"name": rule.name, "parameters": parameters}
     shown = _filter(rule.filter)
     if shown is not None:
@@ -122,17 +132,18 @@ def _rule(rule: PlacementRuleConfig) -> Json:
     return out
 
 
-def _filter(rule_filter: Filter) -> Json | None:
-    if rule_filter == Filter():
-        return None  # an empty filter is not shown, as upstream
-    out: Json = {"type": rule_filter.type}
-    for key, exp_key, names in (("userList", "userExp", rule_filter.users),
-                                ("groupList", "groupExp", rule_filter.groups)):  # fmt: skip
-        # One entry that is not a plain name is a regular expression, as YuniKorn reads it.
-        if len(names) == 1 and not names[0].replace("-", "").replace("_", "").replace(".", "").isalnum():
-            out[exp_key] = names[0]
-        elif names:
-            out[key] = list(names)
+def _filter(rule_filter: RuleFilter) -> Json | None:
+    """YuniKorn's FilterDAO: the lists hold the names the filter kept (invalid ones dropped), an
+    expression its text; an empty filter is not shown."""
+    if rule_filter.empty:
+        return None
+    out: Json = {"type": "allow" if rule_filter.allow else "deny"}
+    for key, exp_key, side in (("userList", "userExp", rule_filter.users),
+                               ("groupList", "groupExp", rule_filter.groups)):  # fmt: skip
+        if side.names:
+            out[key] = list(side.names)
+        if side.expression is not None:
+            out[exp_key] = side.expression.pattern
     return out
 
 

@@ -16,7 +16,7 @@ from core.objects.application import Application, AppState
 from core.objects.node import Node
 from core.objects.queue import Queue
 from core.objects.rejected_apps import RejectedApplication
-from core.resources import Resource
+from core.resources import Resource, int64_values
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.partition import Partition
 from si.v1.tags import ATTR_HOSTNAME, ATTR_RACK_NAME
@@ -33,7 +33,7 @@ class BadRequest(ValueError):
 
 
 def _res(resource: Resource | None) -> dict[str, int]:
-    return resource.as_dict() if resource is not None else {}
+    return int64_values(resource) if resource is not None else {}
 
 
 def _omit_empty(info: Json, *keys: str) -> Json:
@@ -104,7 +104,7 @@ def partition_info(part: Partition) -> Json:
     policy = part.config.node_sort_policy
     capacity = {
         "capacity": _res(part.total_capacity),
-        "usedCapacity": used.as_dict(),
+        "usedCapacity": int64_values(used),
         "utilization": _utilization(used, part.total_capacity),
     }
     sorting = {"type": policy.type, "resourceWeights": dict(policy.resource_weights)}

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.config.limits_check import GROUP_NAME, USER_NAME
-from core.resources import Resource
+from core.config.names import valid_group, valid_user
+from core.resources import Resource, int64_values
 from core.scheduler.partition import Partition
-from core.ugm.limits import Limit
+from core.ugm.limits import WILDCARD, Limit
 from core.ugm.tracker import SubjectKind, UserGroupTracker
 from core.views.dao import BadRequest, NotFound
 
@@ -36,9 +36,21 @@ class _Usage:
 
 
 def _usage(part: Partition, kind: SubjectKind) -> dict[str, _Usage]:
-    """Per user (or group, of those a limit names): what its running applications hold, per level."""
+    """Per user (or group, of those a limit names): what its running applications hold, per level;
+    and every user and group a limit names, with the levels down to each queue that limits it, even
+    when it runs nothing (YuniKorn tracks them from the moment the configuration names them)."""
     out: dict[str, _Usage] = {}
     tracker = part.user_groups
+    for path, limits in tracker.table.items():
+        if kind is SubjectKind.USER:
+            named: list[str] = list(limits.users)
+        else:
+            named = [*limits.groups, *([WILDCARD] if limits.group_wildcard is not None else [])]
+        levels = path.split(".")
+        for subject in named:
+            queues = out.setdefault(subject, _Usage()).queues
+            for depth in range(1, len(levels) + 1):
+                queues.setdefault(".".join(levels[:depth]), _Level())
     for app in part.applications.values():
         if not app.allocations:
             continue
@@ -72,7 +84,7 @@ def group(part: Partition, name: str) -> Json:
     return _one(part, SubjectKind.GROUP, name)
 
 
-_NAME_PATTERNS = {SubjectKind.USER: USER_NAME, SubjectKind.GROUP: GROUP_NAME}
+_NAME_CHECKS = {SubjectKind.USER: valid_user, SubjectKind.GROUP: valid_group}
 
 
 def _all(part: Partition, kind: SubjectKind) -> list[Json]:
@@ -82,7 +94,7 @@ def _all(part: Partition, kind: SubjectKind) -> list[Json]:
 
 def _one(part: Partition, kind: SubjectKind, name: str) -> Json:
     label = kind.value.capitalize()
-    if not _NAME_PATTERNS[kind].match(name):
+    if not _NAME_CHECKS[kind](name):
         raise BadRequest(f"Invalid {kind.value} name {name!r}")
     usage = _usage(part, kind).get(name)
     if usage is None:
@@ -115,12 +127,12 @@ def _queue(tracker: UserGroupTracker, kind: SubjectKind, name: str, usage: _Usag
     level = usage.queues[path]
     out: Json = {"queuePath": path}
     if not level.resource.is_zero():
-        out["resourceUsage"] = level.resource.as_dict()
+        out["resourceUsage"] = int64_values(level.resource)
     if level.running:
         out["runningApplications"] = sorted(level.running)
     limit = _limit(tracker, kind, name, path)
     if limit is not None and limit.max_resources is not None:
-        out["maxResources"] = limit.max_resources.as_dict()
+        out["maxResources"] = int64_values(limit.max_resources)
     if limit is not None and limit.max_applications:
         out["maxApplications"] = limit.max_applications
     prefix = path + "."

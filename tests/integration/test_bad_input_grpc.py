@@ -143,10 +143,6 @@ async def test_unknown_node_and_bad_node_requests(client: RecordingClient) -> No
             "node ghost is not registered",
         ),
         (si_pb2.NodeRequest(rmID=client.rm_id, nodes=[messages.node("node-1", NODE)]), "already registered"),
-        (
-            si_pb2.NodeRequest(rmID=client.rm_id, nodes=[messages.node("no-res", None)]),
-            "no schedulableResource",
-        ),
         (si_pb2.NodeRequest(rmID=client.rm_id, nodes=[messages.node("", NODE)]), "nodeID is empty"),
         (
             si_pb2.NodeRequest(

@@ -558,3 +558,32 @@ async def test_bindings_start_at_most_max_binding_at_once_and_every_pod_is_bound
     await settle(shim, lambda: len(kube.bindings) == 10, "all ten to be bound")
     assert most == 3
     assert sorted(name for name, _ in kube.bindings) == sorted(f"web-{i}" for i in range(10))
+
+
+async def test_a_pod_whose_deletion_began_leaves_the_spread_counts_at_once(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    """kube-scheduler leaves terminating pods out of topology spread: so does the core as soon as the
+    MODIFIED event that sets metadata.deletionTimestamp reaches the shim, while the pod still runs."""
+    kube, shim = kube_and_shim
+    zones = {"n1": "a", "n2": "b"}
+    nodes = [
+        {**node(n), "metadata": {"name": n, "uid": f"node-{n}", "labels": {"zone": z}}}
+        for n, z in zones.items()
+    ]
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]  # fmt: skip
+
+    def web(name: str, node_name: str = "", memory: str = "1Gi") -> dict[str, Any]:
+        made = pod(name, memory=memory, node_name=node_name, topologySpreadConstraints=spread)
+        made["metadata"]["labels"] = {"app": "web"}
+        return made
+
+    # n1 is the fuller node: the fair policy would try n2 first, and the counts (1 and 1) would allow it.
+    await shim.sync(nodes, [web("web-a", "n1", memory="2Gi"), web("web-b", "n2")], configmap=configmap("8Gi"))
+    deleting = web("web-a", "n1", memory="2Gi")
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-22T10:05:00Z"
+    await shim.on_pod("MODIFIED", deleting)
+    await shim.on_pod("ADDED", web("web-2"))
+    await settle(shim, lambda: any(name == "web-2" for name, _ in kube.bindings), "web-2 bound")
+    assert ("web-2", "n1") in kube.bindings  # zone a counts 0 now: zone b would make 2 against 0

@@ -231,7 +231,7 @@ async def test_the_state_shows_what_the_web_ui_reads(
         assert partition["preemptionEnabled"] is True and partition["quotaPreemptionEnabled"] is False
         assert partition["lastStateTransitionTime"] > 0
         rules = await get_json(session, f"{base}/placementrules")
-        assert [r["name"] for r in rules] == ["provided", "tag"]
+        assert [r["name"] for r in rules] == ["provided", "tag", "recovery"]  # recovery: always last
         assert rules[1]["parameters"] == {"create": "true", "tagName": "namespace"}
         assert rules[1]["filter"] == {"type": "allow", "userList": ["alice", "bob"]}
         assert rules[1]["parentRule"]["parameters"]["queue"] == "root.teams"

@@ -234,8 +234,15 @@ partitions:
     assert part.root.property_map() == {"application.sort.policy": "fifo"}
 
 
-def test_a_partition_without_queues_gets_an_empty_root() -> None:
-    part = _only_partition(load_config("partitions:\n  - name: empty\n"))
+@pytest.mark.parametrize("queues", ["", "    queues:\n", "    queues: ~\n"])
+def test_a_partition_without_queues_is_refused_as_yunikorn_refuses_it(queues: str) -> None:
+    (problem,) = _problems(f"partitions:\n  - name: empty\n{queues}")
+    assert problem.path == "partitions[0].queues"
+    assert "a partition needs its queues" in problem.message
+
+
+def test_an_empty_queue_list_gets_an_empty_root() -> None:
+    part = _only_partition(load_config("partitions:\n  - name: empty\n    queues: []\n"))
     assert part.name == "empty"
     assert part.root.name == "root"
     assert part.root.queues == ()
@@ -246,7 +253,7 @@ def test_a_partition_without_queues_gets_an_empty_root() -> None:
     [("2", 2.0), ("0.5", 0.5), ("0x10", 16.0), ("1_000", 1000.0), ("1.5e+3", 1500.0), ("0", 0.0)],
 )
 def test_resource_weights_are_read_as_yaml_numbers(written: str, weight: float) -> None:
-    text = f"partitions:\n  - nodesortpolicy:\n      resourceweights:\n        memory: {written}\n"
+    text = f"partitions:\n- queues: []\n  nodesortpolicy:\n    resourceweights:\n      memory: {written}"
     part = _only_partition(load_config(text))
     assert dict(part.node_sort_policy.resource_weights) == {"memory": weight}
 
@@ -318,7 +325,7 @@ partitions:
     expected = [
         "partitions[0].colour (line 3): unknown key",
         "partitions[0].queues[0].queues[0].maxapplications (line 8): expected an integer",
-        "partitions[0].queues[0].queues[0].resources.max.memory (line 11): memory: unknown unit",
+        "partitions[0].queues[0].queues[0].resources.max.memory (line 11): memory: '10Xi' has an unknown",
         "partitions[0].queues[0].queues[1].parent (line 13): expected true or false",
         "partitions[0].nodesortpolicy.type (line 15): expected fair or binpacking",
     ]
@@ -385,10 +392,10 @@ partitions:
 
 @pytest.mark.parametrize("written", [".nan", "-.inf", "-1", "heavy"])
 def test_a_resource_weight_must_be_a_finite_non_negative_number(written: str) -> None:
-    text = f"partitions:\n  - nodesortpolicy:\n      resourceweights:\n        vcore: {written}\n"
+    text = f"partitions:\n- queues: []\n  nodesortpolicy:\n    resourceweights:\n      vcore: {written}"
     (problem,) = _problems(text)
     assert problem.path == "partitions[0].nodesortpolicy.resourceweights.vcore"
-    assert problem.line == 4
+    assert problem.line == 5
 
 
 def test_a_comment_only_text_is_not_the_default() -> None:

@@ -171,13 +171,13 @@ def test_pykorn_config_validate_prints_each_warning_and_the_limits(tmp_path: Pat
             "a fixed rule to a queue that does not exist",
             "partitions: [{name: default, placementrules: [{name: fixed, value: nowhere}], "
             "queues: [{name: root}]}]\n",
-            "fixed rule names root.nowhere, which does not exist, and create is false",
+            "names root.nowhere, which does not exist, and create is false",
         ),
         (
             "a fixed rule to a parent queue",
             "partitions: [{name: default, placementrules: [{name: fixed, value: p}], "
-            "queues: [{name: root, queues: [{name: p, queues: [{name: c}]}]}]}]\n",
-            "fixed rule names root.p, a parent queue",
+            "queues: [{name: root, queues: [{name: p, parent: true, queues: [{name: c}]}]}]}]\n",
+            "names root.p, a parent queue",
         ),
         (
             "a full path below a parent rule",
@@ -190,7 +190,7 @@ def test_pykorn_config_validate_prints_each_warning_and_the_limits(tmp_path: Pat
             "a fixed rule that cannot create below a leaf",
             "partitions: [{name: default, placementrules: [{name: fixed, value: leaf.x, create: true}], "
             "queues: [{name: root, queues: [{name: leaf}]}]}]\n",
-            "which cannot be created: leaf on its path is a leaf",
+            "which cannot be made: leaf on its path is a leaf",
         ),
     ],
 )

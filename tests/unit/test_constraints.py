@@ -19,7 +19,8 @@ from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
-from core.scheduler.fit.node_fit import own_checks
+from core.scheduler.fit.checks import UNSCHEDULABLE
+from core.scheduler.fit.node_fit import own_checks, why_no_node
 from core.scheduler.results import ResultBatch
 from si.v1.tags import ATTR_TAINTS, LABEL_PREFIX, TAG_NODE_SELECTOR, TAG_REQUIRED_NODE, TAG_TOLERATIONS
 from tests.unit.domain_helpers import Cluster
@@ -398,3 +399,45 @@ def test_a_required_node_ask_for_an_unknown_node_waits_for_it() -> None:
     c.node("n9", {"memory": 100})
     c.schedule()
     assert _where(c, "app-1") == {"daemon": "n9"}
+
+
+# A cordoned node (kube-scheduler's NodeUnschedulable) -----------------------------------------------
+
+CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+def _cordoned(c: Cluster, node_id: str, taints: list[dict[str, str]]) -> None:
+    change = NodeChange(
+        node_id, NodeAction.CREATE_DRAIN, c.pname(), _attrs(taints=taints), Resource({"memory": 10})
+    )
+    c.ctx.apply(UpdateNodes(c.rm_id, (change,)))
+
+
+def test_a_cordoned_node_takes_only_the_asks_that_tolerate_its_taint() -> None:
+    c = Cluster()
+    _cordoned(c, "n1", [CORDON])
+    c.app("app-1")
+    _tagged_ask(c, "app-1", "plain", 1, {})
+    _tagged_ask(
+        c,
+        "app-1",
+        "other-toleration",
+        1,
+        {TAG_TOLERATIONS: json.dumps([{"key": "gpu", "operator": "Exists"}])},
+    )
+    _tagged_ask(c, "app-1", "tolerant", 1, {TAG_TOLERATIONS: json.dumps([{**CORDON, "operator": "Exists"}])})
+    c.schedule()
+    assert _where(c, "app-1") == {"tolerant": "n1"}
+    # Kept off as kube-scheduler says it: the node is unschedulable (NodeUnschedulable speaks first).
+    for key in ("plain", "other-toleration"):
+        ask = c.partition.applications["app-1"].asks[key]
+        assert why_no_node(c.partition, ask) == f"0/1 nodes are available: 1 {UNSCHEDULABLE}"
+
+
+def test_a_node_drained_without_the_cordon_taint_takes_nothing() -> None:
+    c = Cluster()
+    _cordoned(c, "n1", [])  # an RM's drain (a YuniKorn decommission): closed to every ask
+    c.app("app-1")
+    _tagged_ask(c, "app-1", "tolerant", 1, {TAG_TOLERATIONS: json.dumps([{**CORDON, "operator": "Exists"}])})
+    c.schedule()
+    assert _where(c, "app-1") == {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from core.config.extra_config import CoreSettings, go_duration, read_extra_config
+from core.config.extra_config import CoreSettings, read_extra_config
+from core.config.properties import go_duration
 from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
 
 

@@ -189,7 +189,27 @@ QUANTITIES = mostly(
         st.integers(min_value=0, max_value=10**6), st.sampled_from(["1", "10Gi", "2", "0", "8Ei", "5M"])
     ),
     st.one_of(
-        st.sampled_from(["500m", "-5", "1.5", "1.0005", "9223372036854775807", "9223372036854775808"]),
+        st.sampled_from(
+            [
+                "500m",
+                "-5",
+                "1.5",
+                "1.0005",
+                "9223372036854775807",
+                "9223372036854775808",
+                "1.5Gi",
+                "1 Gi",
+                "+4",
+                "1K",
+                "1mi",
+                "10m",
+                "1e3",
+                " 7 ",
+                "8Ei",
+                "7Ei",
+                "\u00a05",
+            ]
+        ),
         st.integers(min_value=-(2**64), max_value=2**64),
         SCALARS,
     ),
@@ -248,6 +268,45 @@ NAMES = mostly(
 )
 
 
+# Placement filter and limit entries: names YuniKorn's patterns take or refuse, and regular expressions
+# Go compiles and ones it refuses (a single filter entry with a regexp character is an expression).
+SUBJECTS = mostly(
+    st.sampled_from(
+        ["alice", "bob", "*", "system:serviceaccount:ns:sa", "user@example.com", "a.b", "svc$", "_x", "dev-1"]
+    ),
+    st.one_of(
+        st.sampled_from(
+            [
+                "^dev.*",
+                "a[b",
+                "(?=x)",
+                "x**",
+                "a++",
+                "[[:alpha:]]+",
+                "\\pL+",
+                "user$",
+                "a{1001}",
+                "(a|b",
+                "test[1-9]",
+                "^$",
+                "\\1",
+                "(?P<n>a)",
+                "1abc",
+                "bad name",
+                "a\nb",
+                "é",
+                "$$",
+                "*x",
+                "",
+            ]
+        ),
+        st.from_regex(r"[\^$*+?()\[\]{}|a-z.\\]{1,8}", fullmatch=True),
+        WEIRD_TEXT,
+    ),
+    one_in=2,
+)
+
+
 @st.composite
 def queues(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {"name": maybe(draw, NAMES)}
@@ -285,7 +344,19 @@ def rules(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
     }
     optional(draw, out, "value", NAMES)
     optional(draw, out, "create", st.booleans())
-    optional(draw, out, "filter", st.fixed_dictionaries({"type": ACLS, "users": st.lists(NAMES, max_size=2)}))
+    optional(
+        draw,
+        out,
+        "filter",
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "type": mostly(st.sampled_from(["allow", "deny", "DENY", ""]), ACLS),
+                "users": st.lists(SUBJECTS, max_size=3),
+                "groups": st.lists(SUBJECTS, max_size=3),
+            },
+        ),
+    )
     if depth < 2 and draw(st.booleans()):
         out["parent"] = draw(rules(depth + 1))
     return out
@@ -294,8 +365,8 @@ def rules(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
 LIMITS = st.fixed_dictionaries(
     {"limit": NAMES},
     optional={
-        "users": st.lists(NAMES, max_size=2),
-        "groups": st.lists(NAMES, max_size=2),
+        "users": st.lists(SUBJECTS, max_size=3),
+        "groups": st.lists(SUBJECTS, max_size=3),
         "maxresources": RESOURCES,
         "maxapplications": st.integers(min_value=-1, max_value=2**64),
     },
@@ -345,6 +416,74 @@ def dump(document: Any) -> str:
 @given(documents())
 def test_configuration_shaped_documents(document: Any) -> None:
     check(dump(document))
+
+
+# A good configuration with one field at a time drawn from the edges -----------------------------
+# Most generated documents are refused for something unrelated before the part under test is reached;
+# here everything else is valid, so a filter's regexp, a limit's names or a quantity meet every check
+# and the placement manager and queue tree built from them (a filter regexp Go refuses crashed
+# registration before the checks learned Go's grammar).
+
+FIXED_VALUES = mostly(
+    st.sampled_from(["root.a", "a", "root.p", "p.x", "root", "rootless", "ROOT.a", "root.p.x", "a.b.c"]),
+    st.one_of(NAMES, st.sampled_from(["root.", ".a", "a..b", "root.@recovery@", "x" * 70])),
+    one_in=2,
+)
+
+
+EDGES = ("filter users", "filter groups", "limit users", "limit groups", "max", "guaranteed", "leaf name",
+         "rule value", "parent value", "maxapplications")  # fmt: skip
+
+
+@st.composite
+def edged(draw: st.DrawFn) -> str:
+    """The one field `edge` names drawn from SUBJECTS, QUANTITIES, NAMES or FIXED_VALUES; every other
+    field valid."""
+    edge = draw(st.sampled_from(EDGES))
+
+    def pick(field: str, edgy: st.SearchStrategy[Any], usual: Any) -> Any:
+        return draw(edgy) if field == edge else usual
+
+    name = draw(st.sampled_from(["provided", "user", "tag", "fixed"]))
+    rule: dict[str, Any] = {
+        "name": name,
+        "create": draw(st.booleans()),
+        "filter": {
+            "type": draw(st.sampled_from(["allow", "deny", "DENY", ""])),
+            "users": pick("filter users", st.lists(SUBJECTS, min_size=1, max_size=3), ["alice"]),
+            "groups": pick("filter groups", st.lists(SUBJECTS, min_size=1, max_size=3), ["devs", "ops"]),
+        },
+    }
+    if name in ("tag", "fixed"):
+        rule["value"] = pick(
+            "rule value", FIXED_VALUES if name == "fixed" else NAMES, "a" if name == "fixed" else "ns"
+        )
+    if name != "fixed" and draw(st.booleans()):
+        rule["parent"] = {"name": "fixed", "value": pick("parent value", FIXED_VALUES, "root.p")}
+    limit: dict[str, Any] = {
+        "limit": "edge",
+        "users": pick("limit users", st.lists(SUBJECTS, min_size=1, max_size=3), ["alice", "*"]),
+        "groups": pick("limit groups", st.lists(SUBJECTS, max_size=3), ["devs", "*"]),
+        "maxapplications": 5,
+    }
+    leaf = {
+        "name": pick("leaf name", NAMES, "x"),
+        "maxapplications": pick("maxapplications", st.integers(min_value=-1, max_value=4), 1),
+        "resources": {
+            "max": pick("max", RESOURCES, {"memory": "10Gi"}),
+            "guaranteed": pick("guaranteed", RESOURCES, {"memory": "1Gi"}),
+        },
+    }
+    parent = {"name": "p", "parent": True, "maxapplications": 3, "queues": [leaf]}
+    root = {"name": "root", "submitacl": "*", "limits": [limit], "queues": [parent, {"name": "a"}]}
+    document = {"partitions": [{"name": "default", "placementrules": [rule], "queues": [root]}]}
+    return dump(document)
+
+
+@settings(FUZZ, max_examples=300)
+@given(edged())
+def test_a_good_configuration_with_one_edge_at_a_time(text: str) -> None:
+    check(text)
 
 
 # Mutated text of a good configuration ----------------------------------------------------------

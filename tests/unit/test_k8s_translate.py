@@ -176,10 +176,24 @@ def test_a_node_becomes_node_info_with_labels_and_taints() -> None:
         "vcore": 8000, "memory": 32 * GI, "pods": 110,
     }  # fmt: skip
     assert info.attributes["kubernetes.io/label/zone"] == "a" and info.attributes["si/hostname"] == "n1"
+    # The cordon's taint goes with the node, so pods that tolerate it may still go there.
     assert json.loads(info.attributes["pykorn.io/taints"]) == [
-        {"effect": "NoSchedule", "key": "gpu", "value": "true"}
+        {"effect": "NoSchedule", "key": "gpu", "value": "true"},
+        {"effect": "NoSchedule", "key": "node.kubernetes.io/unschedulable", "value": ""},
     ]
     assert t.node_is_cordoned(node)
+
+
+def test_a_cordoned_node_without_the_taint_yet_is_sent_with_it() -> None:
+    node = {
+        "metadata": {"name": "n1"},
+        "spec": {"unschedulable": True},
+        "status": {"allocatable": {"cpu": "1", "memory": "1Gi"}},
+    }
+    info = t.node_info(node, si_pb2.NodeInfo.CREATE_DRAIN)
+    assert json.loads(info.attributes["pykorn.io/taints"]) == [
+        {"effect": "NoSchedule", "key": "node.kubernetes.io/unschedulable", "value": ""}
+    ]
 
 
 def test_a_bad_quantity_is_a_refusal_naming_the_field() -> None:

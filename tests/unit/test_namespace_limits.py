@@ -34,7 +34,7 @@ def test_unreadable_tags_are_reported_and_change_nothing() -> None:
     limits = from_tags({TAG_QUOTA: "{not json", TAG_GUARANTEED: _si({"memory": 0}), TAG_MAX_APPS: "-1"})
     assert (limits.max, limits.guaranteed, limits.max_applications) == (None, None, 0)
     assert len(limits.problems) == 3 and not limits.any
-    assert "greater than zero" in limits.problems[1]
+    assert "one must be above zero" in limits.problems[1]
 
 
 def test_a_dynamic_queue_takes_its_applications_namespace_limits() -> None:

@@ -217,15 +217,17 @@ def test_parent_rule_without_create_and_missing_queue_moves_on() -> None:
 
 
 def test_parent_rule_naming_a_leaf_rejects_the_application_outright() -> None:
+    # A fixed parent naming a leaf is refused with the configuration (placement_check); a tag can still
+    # name one, application by application.
     manager, tree = _setup(
         """
         - name: user
           create: true
-          parent: {name: fixed, value: a}
+          parent: {name: tag, value: team}
         - {name: fixed, value: b}
         """
     )
-    reason = _refusal(manager, tree, _req(user="alice"))
+    reason = _refusal(manager, tree, _req(user="alice", tags={"team": "a"}))
     assert (
         reason
         == "application app-1 rejected by placement rule user: parent rule returned a leaf queue: root.a"

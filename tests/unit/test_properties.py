@@ -103,13 +103,19 @@ def test_defaults() -> None:
     assert warnings.items == []
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"), [("fifo", "fifo"), ("fair", "fair"), ("FAIR", "fair"), ("", "fifo")]
-)
+@pytest.mark.parametrize(("value", "expected"), [("fifo", "fifo"), ("fair", "fair"), ("", "fifo")])
 def test_sort_policy_values(value: str, expected: str) -> None:
     props, warnings = _leaf({APPLICATION_SORT_POLICY: value})
     assert props.sort_policy == expected
     assert warnings.items == []
+
+
+@pytest.mark.parametrize("value", ["FAIR", "Fair", " fair"])
+def test_sort_policy_is_compared_as_written_as_yunikorn_does(value: str) -> None:
+    props, warnings = _leaf({APPLICATION_SORT_POLICY: value})
+    assert props.sort_policy == "fifo"
+    assert warnings.keys == [APPLICATION_SORT_POLICY]
+    assert "in lower case" in warnings.items[0][1]
 
 
 def test_stateaware_is_fifo_with_a_warning() -> None:
@@ -134,7 +140,7 @@ def test_sort_policy_applies_only_to_leaves() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "enabled"), [("enabled", True), ("disabled", False), ("Disabled", False), (" enabled ", True)]
+    ("value", "enabled"), [("enabled", True), ("disabled", False), ("Disabled", False), ("ENABLED", True)]
 )
 def test_sort_priority_values(value: str, enabled: bool) -> None:
     props, warnings = _leaf({APPLICATION_SORT_PRIORITY: value})
@@ -142,8 +148,9 @@ def test_sort_priority_values(value: str, enabled: bool) -> None:
     assert warnings.items == []
 
 
-def test_bad_sort_priority_is_enabled_with_a_warning() -> None:
-    props, warnings = _leaf({APPLICATION_SORT_PRIORITY: "yes"})
+@pytest.mark.parametrize("value", ["yes", " disabled "])
+def test_bad_sort_priority_is_enabled_with_a_warning(value: str) -> None:
+    props, warnings = _leaf({APPLICATION_SORT_PRIORITY: value})
     assert props.sort_priority_enabled
     assert warnings.keys == [APPLICATION_SORT_PRIORITY]
 
@@ -151,7 +158,7 @@ def test_bad_sort_priority_is_enabled_with_a_warning() -> None:
 # parse(): priority --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["fence", "Fence", "FENCE", " fence "])
+@pytest.mark.parametrize("value", ["fence", "Fence", "FENCE"])
 def test_priority_fence_is_case_insensitive(value: str) -> None:
     props, warnings = _leaf({PRIORITY_POLICY: value})
     assert props.priority_policy == "fence"
@@ -164,8 +171,9 @@ def test_priority_policy_on_a_parent_is_applied() -> None:
     assert props.is_priority_fence
 
 
-def test_bad_priority_policy_is_default_with_a_warning() -> None:
-    props, warnings = _leaf({PRIORITY_POLICY: "strict"})
+@pytest.mark.parametrize("value", ["strict", " fence "])
+def test_bad_priority_policy_is_default_with_a_warning(value: str) -> None:
+    props, warnings = _leaf({PRIORITY_POLICY: value})
     assert props.priority_policy == "default"
     assert not props.is_priority_fence
     assert warnings.keys == [PRIORITY_POLICY]
@@ -173,7 +181,7 @@ def test_bad_priority_policy_is_default_with_a_warning() -> None:
 
 @pytest.mark.parametrize(
     ("value", "offset"),
-    [("10", 10), ("-10", -10), ("+5", 5), ("010", 10), (" 42 ", 42), ("", 0), ("999999999", 999_999_999)],
+    [("10", 10), ("-10", -10), ("+5", 5), ("010", 10), ("-0", 0), ("999999999", 999_999_999)],
 )
 def test_priority_offset_base_10(value: str, offset: int) -> None:
     props, warnings = _leaf({PRIORITY_OFFSET: value})
@@ -181,7 +189,7 @@ def test_priority_offset_base_10(value: str, offset: int) -> None:
     assert warnings.items == []
 
 
-@pytest.mark.parametrize("value", ["abc", "1.5", "0x10", "1e3", "10 20"])
+@pytest.mark.parametrize("value", ["abc", "1.5", "0x10", "1e3", "10 20", " 42 ", ""])
 def test_unparsable_priority_offset_is_zero_with_a_warning(value: str) -> None:
     props, warnings = _leaf({PRIORITY_OFFSET: value})
     assert props.priority_offset == 0
@@ -234,7 +242,7 @@ def test_bad_preemption_policy_is_default_with_a_warning() -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [("30s", 30.0), ("1m30s", 90.0), ("500ms", 0.5), ("45", 45.0), ("2h", 7200.0), ("1.5s", 1.5)],
+    [("30s", 30.0), ("1m30s", 90.0), ("500ms", 0.5), ("2h", 7200.0), ("1.5s", 1.5), ("+1m", 60.0)],
 )
 def test_preemption_delay_durations(value: str, seconds: float) -> None:
     props, warnings = _leaf({PREEMPTION_DELAY: value})
@@ -242,7 +250,7 @@ def test_preemption_delay_durations(value: str, seconds: float) -> None:
     assert warnings.items == []
 
 
-@pytest.mark.parametrize("value", ["0", "0s", "-5s", "-10"])
+@pytest.mark.parametrize("value", ["0", "0s", "-5s"])
 def test_preemption_delay_zero_or_negative_is_the_default_with_a_warning(value: str) -> None:
     props, warnings = _leaf({PREEMPTION_DELAY: value})
     assert props.preemption_delay == 30.0
@@ -251,12 +259,19 @@ def test_preemption_delay_zero_or_negative_is_the_default_with_a_warning(value: 
 
 
 @pytest.mark.parametrize(
-    "value", ["soon", "30x", "1m30", "s", "nan", "inf", "Infinity", "1e3", "1_000", "+-5s"]
+    "value", ["soon", "30x", "1m30", "s", "nan", "inf", "Infinity", "1e3", "1_000", "+-5s", " 30s", "-10"]
 )
 def test_preemption_delay_not_a_duration_is_the_default_with_a_warning(value: str) -> None:
     props, warnings = _leaf({PREEMPTION_DELAY: value})
     assert props.preemption_delay == 30.0
     assert warnings.keys == [PREEMPTION_DELAY]
+
+
+@pytest.mark.parametrize("value", ["45", "1.5"])
+def test_a_number_without_unit_is_no_duration_as_in_yunikorn(value: str) -> None:
+    props, warnings = _leaf({PREEMPTION_DELAY: value})
+    assert props.preemption_delay == 30.0
+    assert "a number needs a unit" in warnings.items[0][1]
 
 
 def test_quota_preemption_delay_default_is_zero() -> None:
@@ -271,14 +286,14 @@ def test_quota_preemption_delay_zero_is_allowed_silently(value: str) -> None:
     assert warnings.items == []
 
 
-@pytest.mark.parametrize(("value", "seconds"), [("2m", 120.0), ("90", 90.0), ("1h1s", 3601.0)])
+@pytest.mark.parametrize(("value", "seconds"), [("2m", 120.0), ("90s", 90.0), ("1h1s", 3601.0)])
 def test_quota_preemption_delay_values(value: str, seconds: float) -> None:
     props, warnings = _leaf({QUOTA_PREEMPTION_DELAY: value})
     assert props.quota_preemption_delay == seconds
     assert warnings.items == []
 
 
-@pytest.mark.parametrize("value", ["-1m", "later", "nan", "inf"])
+@pytest.mark.parametrize("value", ["-1m", "later", "nan", "inf", "90"])
 def test_bad_quota_preemption_delay_is_zero_with_a_warning(value: str) -> None:
     props, warnings = _leaf({QUOTA_PREEMPTION_DELAY: value})
     assert props.quota_preemption_delay == 0.0

@@ -75,7 +75,7 @@ def test_victim_order_non_originators_then_priority_then_allow_preemption_then_y
     running(c, "a", "allow-old", 10, priority=0, allow=True, age=50)
     running(c, "a", "allow-young", 10, priority=0, allow=True, age=4)
     running(c, "a", "low-prio-no-allow-old", 10, priority=-5, allow=False, age=99)
-    lower_leaf(c, {M: 0})  # everything must go: the releases come in the order chosen
+    lower_leaf(c, {M: 1})  # everything must go (a max of 0 is no max): the releases come in the order chosen
     assert keys(advance(c, 10)) == [
         "low-prio-no-allow-old",  # lowest priority, whatever its flag and age
         "allow-young",  # priority 0 and allows preemption: the younger first

@@ -34,7 +34,7 @@ GPU = "nvidia.com/gpu"
         ("1G", 10**9),
         ("1M", 10**6),
         ("1k", 1000),
-        ("1.5Gi", 3 * 2**29),
+        ("1 Gi", 2**30),
         ("1000", 1000),
         ("0", 0),
         (" 64 ", 64),
@@ -51,9 +51,7 @@ def test_memory_is_parsed_in_bytes(text: object, expected: int) -> None:
         ("2", 2000),
         (2, 2000),
         ("500m", 500),
-        ("1.5", 1500),
-        (1.5, 1500),
-        ("0.001", 1),
+        ("1500m", 1500),
         ("0", 0),
         ("1k", 1_000_000),
     ],
@@ -84,12 +82,18 @@ def test_other_types_are_taken_as_given(name: str, text: object, expected: int) 
         (VCORE, "-500m", "negative"),
         (GPU, -2, "negative"),
         (MEMORY, "10Xi", "unknown unit"),
+        (MEMORY, "10K", "unknown unit"),
+        (MEMORY, "10mi", "unknown unit"),
         (MEMORY, "10gi", "unknown unit"),
         (VCORE, "2cores", "unknown unit"),
         (MEMORY, "0.5", "whole number"),
-        (MEMORY, "500m", "whole number"),
+        (MEMORY, "1.5Gi", "whole number"),
+        (MEMORY, "500m", "vcore only"),
         (GPU, "1.5", "whole number"),
+        (VCORE, "1.5", "whole number"),
+        (VCORE, 1.5, "whole number"),
         (VCORE, "0.0005", "whole number"),
+        (MEMORY, "+4", "not a quantity"),
         (MEMORY, True, "boolean"),
         (VCORE, False, "boolean"),
         (MEMORY, "", "not a quantity"),
@@ -221,11 +225,11 @@ def test_has_negative_and_is_zero() -> None:
     assert not Resource({MEMORY: -1}).is_zero()
 
 
-def test_shares_type_with_looks_only_at_non_zero_entries() -> None:
+def test_shares_type_with_looks_at_the_types_named_as_yunikorns_match_any() -> None:
     assert Resource({MEMORY: 1, VCORE: 1}).shares_type_with({VCORE: 2})
     assert not Resource({MEMORY: 1}).shares_type_with({VCORE: 2})
-    assert not Resource({MEMORY: 0, VCORE: 1}).shares_type_with({MEMORY: 5})
-    assert not Resource({MEMORY: 1}).shares_type_with({MEMORY: 0})
+    assert Resource({MEMORY: 0, VCORE: 1}).shares_type_with({MEMORY: 5})
+    assert Resource({MEMORY: 1}).shares_type_with({MEMORY: 0})
     assert not ZERO.shares_type_with(ZERO)
 
 

@@ -36,7 +36,7 @@ applications:
         ("{memory: 1G}", {"memory": 10**9}),
         ("{vcore: 500m}", {"vcore": 500}),
         ("{vcore: 1}", {"vcore": 1000}),
-        ("{vcore: '1.5'}", {"vcore": 1500}),
+        ("{vcore: '1500m'}", {"vcore": 1500}),
         ("{memory: 1Gi, vcore: 2, nvidia.com/gpu: 1}", {"memory": 2**30, "vcore": 2000, "nvidia.com/gpu": 1}),
     ],
 )

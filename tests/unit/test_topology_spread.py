@@ -13,7 +13,7 @@ from core.constraints.topology_spread import DomainCounts
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
-from si.v1.tags import LABEL_PREFIX, TAG_NAMESPACE, TAG_NODE_AFFINITY, TAG_TOPOLOGY_SPREAD
+from si.v1.tags import LABEL_PREFIX, TAG_NAMESPACE, TAG_NODE_AFFINITY, TAG_TERMINATING, TAG_TOPOLOGY_SPREAD
 from tests.unit.domain_helpers import Cluster
 from tests.unit.test_pod_affinity import BINPACKING
 
@@ -193,3 +193,53 @@ def test_schedule_anyway_spreads_when_it_can_and_places_when_it_cannot() -> None
         _ask(c, f"new-{i}", _tags(soft))
     placed = _placed(c)
     assert sorted(Counter(placed.values()).values()) == [2, 2, 2]  # binpacking alone would stack them
+
+
+def _terminating(c: Cluster, key: str, node: str) -> None:
+    """The RM sends a running pod again as its deletion begins (the Kubernetes shim does, on the
+    MODIFIED event that sets metadata.deletionTimestamp)."""
+    tags = {**_tags(), TAG_TERMINATING: "true"}
+    alloc = Allocation(key, "app", c.pname(), Resource({"memory": 1}), node_id=node, tags=tags)
+    alloc.terminating = True  # as si_inbound reads the tag
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(alloc,)))
+
+
+def test_a_terminating_pod_leaves_the_spread_counts_but_keeps_its_room() -> None:
+    # kube-scheduler's TestSingleConstraint "terminating Pods should be excluded", with the counts kept
+    # before the deletion begins: one pod in zoneA and one in zoneB; the first new pod evens zoneC.
+    c = _cluster({"a1": "zoneA", "b1": "zoneB", "c1": "zoneC"})
+    _running(c, "p-a", "a1")
+    _running(c, "p-b", "b1")
+    _ask(c, "new-1", _tags(_spread(ZONE)))
+    assert _placed(c) == {"new-1": "c1"}
+    _terminating(c, "p-a", "a1")  # zoneA now counts 0: the next pod may only go there
+    _ask(c, "new-2", _tags(_spread(ZONE)))
+    assert _placed(c) == {"new-2": "a1"}
+    assert c.partition.nodes["a1"].allocated.get("memory") == 2  # the terminating pod still holds its room
+
+
+def test_a_pod_that_arrives_terminating_is_never_counted() -> None:
+    c = _cluster({"a1": "zoneA", "b1": "zoneB"})
+    _terminating(c, "p-a", "a1")
+    _running(c, "p-b", "b1")
+    _ask(c, "new", _tags(_spread(ZONE)))
+    assert _placed(c) == {"new": "a1"}
+
+
+def test_a_node_missing_any_hard_constraints_key_counts_for_none() -> None:
+    # kube-scheduler's nodeLabelsMatchSpreadConstraints: node x (zone2, no "node" label) holds a pod, but
+    # with constraints on zone and node it counts in no domain; so zone2 holds 0 pods and zone1's node
+    # b would make zone1 2 against 0.
+    c = Cluster()
+    layout = {"a": ("zone1", "a"), "b": ("zone1", "b"), "x": ("zone2", None), "y": ("zone2", "y")}
+    for name, (zone, host) in layout.items():
+        attributes = {LABEL_PREFIX + ZONE: zone}
+        if host is not None:
+            attributes[LABEL_PREFIX + HOST] = host
+        change = NodeChange(name, NodeAction.CREATE, c.pname(), attributes, Resource({"memory": 1000}))
+        c.ctx.apply(UpdateNodes(c.rm_id, (change,)))
+    c.app("app")
+    _running(c, "p-a", "a")
+    _running(c, "p-x", "x")
+    _ask(c, "new", _tags(_spread(ZONE), _spread(HOST)))
+    assert _placed(c) == {"new": "y"}

@@ -167,16 +167,24 @@ def test_a_reload_that_lowers_a_limit_blocks_new_work_and_preempts_nothing() -> 
     assert "more" in c.partition.applications["app-1"].allocations
 
 
-def test_usage_leaves_with_the_last_allocation_and_the_user_is_forgotten() -> None:
+def test_usage_leaves_with_the_last_allocation_and_a_named_user_keeps_only_its_limit() -> None:
     c = _cluster(_config("- users: [alice]\n  maxresources: {memory: 20}"))
     c.app("app-1", "root.parent.a", user="alice")
+    c.app("app-2", "root.parent.a", user="bob")
     _ask_many(c, "app-1", 2)
+    _ask_many(c, "app-2", 1)
     c.schedule()
     assert _alice(c).running == {"app-1"}
-    assert [u["userName"] for u in usage_views.users(c.partition)] == ["alice"]
+    assert [u["userName"] for u in usage_views.users(c.partition)] == ["alice", "bob"]
     c.release("app-1")
+    c.release("app-2")
     assert c.partition.user_groups.counters == {}
-    assert usage_views.users(c.partition) == []
+    # bob is forgotten; alice, whom a limit names, stays listed with that limit and no usage (YuniKorn's
+    # tracker for a configured user lives as long as its limit).
+    (alice,) = usage_views.users(c.partition)
+    leaf = alice["queues"]["children"][0]["children"][0]
+    assert alice["userName"] == "alice" and "resourceUsage" not in alice["queues"]
+    assert leaf == {"queuePath": "root.parent.a", "maxResources": {"memory": 20}}
 
 
 def test_an_ask_held_by_a_limit_records_one_event_per_change_not_per_cycle() -> None:

@@ -251,4 +251,5 @@ def selected_by_all(selectors: Selectors) -> Callable[[Allocation], bool]:
 
 
 def _in(registration: Spread, alloc: Allocation) -> bool:
-    return registration.selector.matches(*identity_of(alloc))
+    """Whether the registration counts `alloc` (a terminating pod it does not)."""
+    return not alloc.terminating and registration.selector.matches(*identity_of(alloc))

@@ -13,6 +13,7 @@ from core.scheduler.fit.checks import (
     NO_TOLERATIONS,
     RESERVED,
     UNSCHEDULABLE,
+    UNTOLERATED_TAINTS,
     DiskConflict,
     HostPorts,
     NodeCheck,
@@ -115,7 +116,7 @@ def find_node(partition: Partition, ask: Allocation) -> Node | None:
         return _preferred_node(partition, ask, fit)
     resource, checks = ask.resource, fit.checks
     for node in partition.node_index:
-        if node.schedulable and not node.reservations and node.fits(resource):
+        if (node.schedulable or node.cordoned) and not node.reservations and node.fits(resource):
             for check in checks:
                 if check.refusal(node):
                     break
@@ -145,7 +146,9 @@ def _preferred_node(partition: Partition, ask: Allocation, fit: AskFit) -> Node 
     enough = nodes_to_score(len(partition.nodes))
     feasible = 0
     for node in partition.node_index:
-        if not (node.schedulable and not node.reservations and node.fits(ask.resource) and fit.admits(node)):
+        if not (node.schedulable or node.cordoned) or node.reservations:
+            continue
+        if not node.fits(ask.resource) or not fit.admits(node):
             continue
         feasible += 1
         if feasible > enough:
@@ -176,8 +179,8 @@ def why_no_node(partition: Partition, ask: Allocation) -> str:
 
 
 def _refusal(node: Node, ask: Allocation, fit: AskFit) -> str:
-    if not node.schedulable:
-        return UNSCHEDULABLE
+    if not node.schedulable and (not node.cordoned or fit.refusal(node) == UNTOLERATED_TAINTS):
+        return UNSCHEDULABLE  # kube-scheduler's NodeUnschedulable speaks before its taint check
     if node.reservations and ask.ref not in node.reservations:
         return RESERVED
     why = fit.refusal(node)

@@ -77,6 +77,17 @@ class PodRules:
     def removed(self, alloc: Allocation, node: Node) -> None:
         self._move(alloc, node, -1)
 
+    def terminating(self, alloc: Allocation, node: Node) -> None:
+        """A placed pod is being deleted: it leaves the spread counts now (kube-scheduler counts no
+        terminating pod there); affinity and anti-affinity still see it until it is gone."""
+        if self.counting:
+            identity = identity_of(alloc)
+            labels = node.traits.label_map
+            for spread in self._spread.values():
+                if node.node_id in spread.eligible and spread.selector.matches(*identity):
+                    spread.counts.move(labels[spread.key], -1)
+        alloc.terminating = True
+
     def _move(self, alloc: Allocation, node: Node, step: int) -> None:
         labels = node.traits.label_map
         if self.counting:
@@ -85,9 +96,10 @@ class PodRules:
                 domain = labels.get(key)
                 if domain is not None and selects(selectors, *identity):
                     _bump(counts, domain, step)
-            for spread in self._spread.values():
-                if node.node_id in spread.eligible and spread.selector.matches(*identity):
-                    spread.counts.move(labels[spread.key], step)
+            if not alloc.terminating:  # a terminating pod left the spread counts already
+                for spread in self._spread.values():
+                    if node.node_id in spread.eligible and spread.selector.matches(*identity):
+                        spread.counts.move(labels[spread.key], step)
         self._carry(alloc, labels, step)
         for claim in alloc.constraints.rwop_claims:
             users = self.claim_users.setdefault(claim, {})
@@ -180,7 +192,7 @@ class PodRules:
                 if node.node_id in spread.eligible:
                     domain = node.traits.label_map[constraint.topology_key]
                     for alloc in node.allocations.values():
-                        if constraint.selector.matches(*identity_of(alloc)):
+                        if not alloc.terminating and constraint.selector.matches(*identity_of(alloc)):
                             spread.counts.move(domain, 1)
         return spread
 
@@ -212,8 +224,17 @@ class PodRules:
         spread: list[tuple[str, Counter[str], int]] = []
         spread_sources: list[SpreadSource] = []
         uneven: list[tuple[str, Counter[str], int]] = []  # ScheduleAnyway: scored, not required
+        keys_by_kind: dict[str, tuple[str, ...]] = {}
         for constraint in constraints.spread:
-            node_filter = NodeFilter.of(constraints, constraint.honor_affinity, constraint.honor_taints)
+            kind = constraint.when_unsatisfiable
+            keys_by_kind[kind] = (*keys_by_kind.get(kind, ()), constraint.topology_key)
+        for constraint in constraints.spread:
+            node_filter = NodeFilter.of(
+                constraints,
+                constraint.honor_affinity,
+                constraint.honor_taints,
+                tuple(sorted(set(keys_by_kind[constraint.when_unsatisfiable]))),
+            )
             registration = self._spread_registration(constraint, node_filter)
             counts = registration.counts
             itself = 1 if constraint.selector.matches(*identity) else 0

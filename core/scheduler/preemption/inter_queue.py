@@ -341,7 +341,7 @@ def preempt_for(partition: Partition, leaf: Queue, ask: Allocation, now: float) 
     best: tuple[tuple[int, int, list[VictimKey], str], Node, list[Allocation]] | None = None
     for node_id, victims in by_node.items():
         node = partition.nodes.get(node_id)
-        if node is None or not node.schedulable or not node.fits_capacity(ask.resource):
+        if node is None or not (node.schedulable or node.cordoned) or not node.fits_capacity(ask.resource):
             continue
         if not _reservations_give_way(partition, node, ask):
             continue

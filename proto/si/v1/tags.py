@@ -18,6 +18,9 @@ ATTR_NODE_PARTITION = "si/node-partition"
 ATTR_INSTANCE_TYPE = "si/instance-type"
 # The node's taints, as the JSON list of Kubernetes Taint objects.
 ATTR_TAINTS = "pykorn.io/taints"
+# The taint (effect NoSchedule) a cordoned Kubernetes node carries: sent among the node's taints with
+# the node unschedulable, so the core lets in the asks that tolerate it, as kube-scheduler does.
+TAINT_CORDON = "node.kubernetes.io/unschedulable"
 # How many volumes of each CSI driver the node can attach (its CSINode's drivers[].allocatable.count), as
 # a JSON object driver -> count; a driver not named has no limit.
 ATTR_CSI_VOLUME_LIMITS = "pykorn.io/csi-volume-limits"
@@ -49,6 +52,9 @@ TAG_POD_NAME = "kubernetes.io/meta/podName"
 NAMESPACE_LABEL_PREFIX = "pykorn.io/namespace-label/"
 TAG_CREATION_TIME = "creationTime"  # seconds since the epoch: the pod's creation
 TAG_FOREIGN = "foreign"  # on an allocation the RM reports that another scheduler placed
+# "true" on a running allocation whose pod is being deleted (metadata.deletionTimestamp set): it still
+# holds its node, but topology spread no longer counts it, as kube-scheduler leaves terminating pods out.
+TAG_TERMINATING = "pykorn.io/terminating"
 
 # ---- Application tags ----------------------------------------------------------------------------------
 TAG_APP_CREATION_TIME = "yunikorn.apache.org/creationTime"  # the core counts gang timeouts from it
