@@ -1,8 +1,7 @@
 """kube-scheduler's PodTopologySpread, InterPodAffinity and VolumeRestrictions filter rows, run through
 the Kubernetes shim's translation and the pykorn core.
 
-Upstream (kubernetes/kubernetes, files and commits in spread_upstream.py; KUBERNETES_COMMIT is the one of
-podtopologyspread/filtering_test.go):
+Upstream (kubernetes/kubernetes, files and commits in upstream.py's KUBERNETES_COMMIT):
 - podtopologyspread/filtering_test.go: TestSingleConstraint (23 rows, 23 ported), TestMultipleConstraints
   (13 rows, 13 ported), TestPreFilterState (36 rows, 31 ported: its expected PreFilter state decides
   Filter, see below);
@@ -79,10 +78,9 @@ import pytest
 
 from tests.conformance.core_probe import CoreProbe
 from tests.conformance.kube_scheduler import spread_case as sc
-from tests.conformance.kube_scheduler.spread_upstream import (
+from tests.conformance.kube_scheduler.upstream import (
     INTERPOD_FILTERING_TEST,
     KUBERNETES_COMMIT,
-    SOURCES,
     SPREAD_FILTERING_TEST,
     VOLUME_RESTRICTIONS_TEST,
     kube_case,
@@ -90,9 +88,9 @@ from tests.conformance.kube_scheduler.spread_upstream import (
 
 # The upstream test files these rows come from, each with the commit read.
 PORTED_FROM = {
-    path: SOURCES[path] for path in (SPREAD_FILTERING_TEST, INTERPOD_FILTERING_TEST, VOLUME_RESTRICTIONS_TEST)
+    path: KUBERNETES_COMMIT[path]
+    for path in (SPREAD_FILTERING_TEST, INTERPOD_FILTERING_TEST, VOLUME_RESTRICTIONS_TEST)
 }
-assert PORTED_FROM[SPREAD_FILTERING_TEST] == KUBERNETES_COMMIT
 
 Obj = dict[str, Any]
 Scene = sc.Scene

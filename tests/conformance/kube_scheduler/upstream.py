@@ -30,7 +30,20 @@ KUBERNETES_COMMIT: Final[Mapping[str, str]] = {
     f"{PLUGINS}/nodeports/node_ports.go": "53f1b9d6f8de259644c05a25aa7ac8c6a67258e2",
     f"{PLUGINS}/noderesources/fit_test.go": "24fbb13eafec665e6f4b64961930774babd8b6d1",
     f"{PLUGINS}/noderesources/fit.go": "903b1f7e2884a152477f870ece3460be3d5025d1",
+    # podtopologyspread/filtering_test.go as read is after the framework moved to
+    # k8s.io/kube-scheduler/framework (node inclusion policies, minDomains, matchLabelKeys).
+    f"{PLUGINS}/podtopologyspread/filtering_test.go": "01c2588bf4a3eb6bb3524b1e2bd60efb38a4b577",
+    f"{PLUGINS}/podtopologyspread/filtering.go": "01c2588bf4a3eb6bb3524b1e2bd60efb38a4b577",
+    f"{PLUGINS}/podtopologyspread/common.go": "02850301e61b0491a6efad7fb440dfa1b03cfc96",
+    f"{PLUGINS}/interpodaffinity/filtering_test.go": "e7827879dbc282e7f5103451dc63169e964b6bb7",
+    f"{PLUGINS}/interpodaffinity/filtering.go": "53f1b9d6f8de259644c05a25aa7ac8c6a67258e2",
+    # its `namespaces` rows only; the index gave an excerpt without its commit
+    f"{PLUGINS}/interpodaffinity/scoring_test.go": "unknown (index excerpt, id 30376605)",
+    f"{PLUGINS}/volumerestrictions/volume_restrictions_test.go": "bace36fb03da88a1b97730d5bd67893c8b7f8067",
 }
+SPREAD_FILTERING_TEST = f"{PLUGINS}/podtopologyspread/filtering_test.go"
+INTERPOD_FILTERING_TEST = f"{PLUGINS}/interpodaffinity/filtering_test.go"
+VOLUME_RESTRICTIONS_TEST = f"{PLUGINS}/volumerestrictions/volume_restrictions_test.go"
 
 
 def kube_case(test: str, case: str = "") -> str:
