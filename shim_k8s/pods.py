@@ -29,7 +29,7 @@ from shim_k8s.decisions import SKIPPED
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
 from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
-from shim_k8s.shim_state import ShimBase, finished, is_bound, node_of, readings, sizing, terminating
+from shim_k8s.shim_state import ShimBase, began_terminating, finished, is_bound, node_of, readings, sizing
 from shim_k8s.volumes import Volumes
 from si.v1 import si_pb2
 
@@ -178,9 +178,7 @@ class Pods:
         elif known is None:
             await self.add_pod(pod)
         elif uid in state.sizes and node_of(pod) and node_of(known) and not finished(pod):
-            if terminating(pod) and not terminating(known):  # being deleted: spread stops counting it
-                await self._resized(pod, again=True)
-            elif sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
+            if sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
                 await self._resized(pod)
         elif uid in state.waiting_for_volumes and not node_of(pod):
             # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
@@ -193,6 +191,9 @@ class Pods:
                 state.placed.pop(uid, None)
                 await shim.outbox.release(app_id, uid, message="bound by another scheduler")
             await self._add_foreign(pod)
+            known = pod  # sent as it is now
+        if known is not None and uid in state.sizes and began_terminating(pod, known):
+            await self._resized(pod, again=True)  # spread stops counting it at once
         if finished(pod):
             await self._pod_gone(pod)
 
@@ -461,12 +462,9 @@ class Pods:
                 await shim.guarded("pods", pod, self.add_pod(pod))
 
     async def _resized(self, pod: Obj, again: bool = False) -> None:
-        """A running pod whose resources changed (an in-place resize, as the kubelet reports it): the
-        core is sent its new size, and updates its node's, queue's, application's and user's usage.
-        `again`: sent even at the same size (its deletion began: the allocation says it terminates)."""
-        state = self.shim.state
-        uid = key_of(pod)
-        request = translate.pod_request(pod)
+        """A running pod sent again: resized in place (the core updates its node's, queue's, application's
+        and user's usage), or `again` at its size when its deletion began (the allocation says so)."""
+        state, uid, request = self.shim.state, key_of(pod), translate.pod_request(pod)
         if request == state.sizes.get(uid) and not again:
             return
         if uid in state.foreign:

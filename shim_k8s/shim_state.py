@@ -108,6 +108,12 @@ def terminating(pod: Obj) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
+def began_terminating(pod: Obj, known: Obj) -> bool:
+    """Its deletion began with this event (it was bound before it or in it) while it still runs on a node:
+    the core is to hear it, as topology spread stops counting a terminating pod."""
+    return bool(node_of(pod)) and terminating(pod) and not terminating(known) and not finished(pod)
+
+
 def readings(pod: Obj) -> tuple[object, object]:
     """What the shim reads of a pod, its metadata and spec (not its status, which the kubelet and the
     shim's own condition patches change): a refused pod is looked at again when this changes."""

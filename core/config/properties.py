@@ -91,7 +91,7 @@ def _filter_inherited(key: str, value: str) -> str:
         return PRIORITY_DEFAULT
     if key == PRIORITY_OFFSET:
         return "0"
-    if key == PREEMPTION_POLICY and value.strip().lower() != PREEMPTION_DISABLED:
+    if key == PREEMPTION_POLICY and value.lower() != PREEMPTION_DISABLED:
         return PREEMPTION_DEFAULT
     return value
 

@@ -51,6 +51,7 @@ from si.v1.tags import (
     TAG_RWOP_CLAIMS,
     TAG_TOLERATIONS,
     TAG_TOPOLOGY_SPREAD,
+    TAINT_CORDON,
 )
 
 # Effects that keep an untolerating pod off a node; PreferNoSchedule is only a preference.
@@ -296,6 +297,14 @@ def parse_node_traits(attributes: Mapping[str, str]) -> NodeTraits:
 def selector_matches(selector: tuple[tuple[str, str], ...], labels: Mapping[str, str]) -> bool:
     """Whether the node's labels carry every label of a node selector, each with its value."""
     return all(labels.get(k) == v for k, v in selector)
+
+
+# The taint a cordoned Kubernetes node carries (si.v1.tags.TAINT_CORDON, effect NoSchedule).
+CORDON = Taint(TAINT_CORDON, "", "NoSchedule")
+
+
+def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
 
 
 def untolerated(traits: NodeTraits, tolerations: tuple[Toleration, ...]) -> bool:

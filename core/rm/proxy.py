@@ -234,7 +234,7 @@ class RMProxy:
             raise ConfigError([Problem("", 0, too_large)])
         if len(text) >= BIG_CONFIG_BYTES:  # the reading takes seconds: said, as it is a state of the core
             log.info("reading a configuration", bytes=len(text))
-        return await in_daemon_thread(lambda: _load_or_refuse(text), "pykorn-config")
+        return await in_daemon_thread(lambda: load_or_refuse(text), "pykorn-config")
 
     async def _parse_config(self, text: str) -> SchedulerConfig:
         try:
@@ -491,7 +491,7 @@ class RMProxy:
                 self._route(batch.rm_id, StreamKind.ALLOCATION, allocation_response(batch, asks))
 
 
-def _load_or_refuse(text: str) -> LoadedConfig:
+def load_or_refuse(text: str) -> LoadedConfig:
     """load_config, and a configuration it fails on unexpectedly refused like any invalid one: the RM
     gets INVALID_ARGUMENT with a reason, the core keeps its configuration. The failure is a bug of the
     core's checks, so it is logged with its traceback for someone to fix."""

@@ -21,6 +21,7 @@ from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.objects.partition_key import PartitionKey
 from core.objects.rejected_apps import RejectedApplication
+from core.placement.manager import PlacementManager
 from core.scheduler.app_gang import gang_of
 from core.scheduler.commands import (
     AppAdd,
@@ -286,15 +287,13 @@ class ClusterContext:
             if cmd.reply:
                 cmd.reply(Rejection("; ".join(conflicts)))
             return
-        wanted = set()
-        for part_cfg in cmd.config.partitions:
-            key = PartitionKey(cmd.rm_id, part_cfg.name)
-            wanted.add(key)
-            existing = self.partitions.get(key)
-            if existing is None:
-                self.partitions[key] = Partition(key, part_cfg, self.clock(), self.clock)
-            else:
-                existing.apply_config(part_cfg, self.clock())
+        # What can fail is built first (new partitions, each existing one's rules), then it is applied.
+        now, wanted = self.clock(), {PartitionKey(cmd.rm_id, p.name): p for p in cmd.config.partitions}
+        built = {k: Partition(k, p, now, self.clock) for k, p in wanted.items() if k not in self.partitions}
+        rules = {k: PlacementManager(p.placement_rules) for k, p in wanted.items() if k in self.partitions}
+        for key, manager in rules.items():
+            self.partitions[key].apply_config(wanted[key], now, manager)
+        self.partitions.update(built)
         for key, part in self.partitions.items():
             if part.rm_id == cmd.rm_id and key not in wanted:
                 # Like a removed queue: what runs there keeps running; nothing new is accepted.

@@ -60,9 +60,8 @@ class Partition:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.key = key
-        self.rm_id = key.rm_id
+        self.rm_id = rm_id = key.rm_id
         self.name = key.name  # as the RM names it
-        rm_id = key.rm_id
         self.config = config
         self.log = log.bind(rmID=rm_id, partition=self.name)
         self.clock = clock if clock is not None else (lambda: now)  # the time of events without one
@@ -119,9 +118,11 @@ class Partition:
     def find_queue(self, name: str) -> Queue | None:
         return self.tree.find(name)
 
-    def apply_config(self, config: PartitionConfig, now: float = 0.0) -> None:
-        """Hot reload: limits and properties hold from the next cycle; usage stays where it is."""
-        placement = PlacementManager(config.placement_rules)  # built before anything changes
+    def apply_config(
+        self, config: PartitionConfig, now: float = 0.0, rules: PlacementManager | None = None
+    ) -> None:
+        """Hot reload (`rules` built beforehand): limits and properties hold from the next cycle."""
+        placement = rules or PlacementManager(config.placement_rules)
         if self.draining:
             self.state_time = now  # back in the configuration: Active again
         before = queue_events.snapshot(self.tree)

@@ -24,12 +24,13 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from core.config import ConfigError, load_config
+from core.config import ConfigError
 from core.config.as_json import config_json
 from core.config.extra_config import DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_HOST
 from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
 from core.events import Follower
 from core.off_loop import in_daemon_thread
+from core.rm.proxy import load_or_refuse
 from core.scheduler.cluster import ClusterContext
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record
@@ -277,7 +278,7 @@ class StateAPI:
         try:
             # Off the event loop: a large configuration takes seconds to read, and the gRPC streams
             # and other REST readers are served meanwhile.
-            loaded = await in_daemon_thread(lambda: load_config(text), "pykorn-config")
+            loaded = await in_daemon_thread(lambda: load_or_refuse(text), "pykorn-config")
         except ConfigError as exc:
             reason = "; ".join(str(problem) for problem in exc.problems)
             return web.json_response({"allowed": False, "reason": reason, "warnings": []})

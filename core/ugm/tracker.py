@@ -60,6 +60,13 @@ class AppLink:
 _UNLIMITED = AppLink(None, [], [], [])
 
 
+class _Choose:
+    """A link's group still to be chosen (as opposed to a kept group, or a kept None: no group)."""
+
+
+CHOOSE = _Choose()
+
+
 @dataclass(frozen=True)
 class Block:
     """A limit that holds an ask or an application back."""
@@ -195,15 +202,17 @@ class UserGroupTracker:
         group still has a limit on its path (YuniKorn keeps the link until the application ends or the
         group's limit goes); the others are placed afresh. Nothing is preempted: a lowered limit only
         stops new work."""
-        kept = {app_id: link.group for app_id, link in self._links.items() if link is not _UNLIMITED}
+        kept = {app_id: link.group for app_id, link in self._links.items()}  # no group (None) too
         self.table = table
         self.counters.clear()
         self._links.clear()
         for app in applications:
             if not app.allocations and app.app_id not in kept:
                 continue
-            group = kept.get(app.app_id)
-            link = self._link(app, group if group is not None and self._limited_on_path(app, group) else None)
+            group: str | _Choose | None = kept.get(app.app_id, CHOOSE)
+            if isinstance(group, str) and not self._limited_on_path(app, group):
+                group = CHOOSE  # its group's limit is gone: YuniKorn lets go of the link
+            link = self._link(app, group)
             if app.allocations:
                 for check in link.checks:
                     check.usage.resource.add_in_place(app.allocated)
@@ -224,13 +233,13 @@ class UserGroupTracker:
             return link.group
         return group_for(self.table, [q.full_name for q in app.queue.path_to_root()], app.groups)
 
-    def _link(self, app: Application, kept_group: str | None = None) -> AppLink:
-        """Link `app` to the counters of its limits; `kept_group`, when given, is the group it stays
-        counted against (a reload's), otherwise its group is chosen under the limits in force."""
+    def _link(self, app: Application, kept: str | _Choose | None = CHOOSE) -> AppLink:
+        """Link `app` to the counters of its limits: counted against the group `kept` (a reload's; None:
+        no group, as it had none when it was linked), or CHOOSE: the group the limits in force give."""
         if not self.table:  # no limits configured (the usual case): nothing to count, one shared link
             self._links[app.app_id] = _UNLIMITED
             return _UNLIMITED
-        group = kept_group if kept_group is not None else self.group_of(app)
+        group = self.group_of(app) if isinstance(kept, _Choose) else kept
         link = AppLink(group, [], [], [])
         for queue in app.queue.path_to_root():  # leaf first
             limits = self.table.get(queue.full_name)

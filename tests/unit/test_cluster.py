@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from core.config import load_config
 from core.objects.allocation import Allocation
+from core.objects.partition_key import PartitionKey
 from core.resources import Resource
+from core.scheduler import cluster as cluster_module
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.commands import (
     AppAdd,
@@ -17,6 +23,7 @@ from core.scheduler.commands import (
     UpdateConfig,
 )
 from core.scheduler.early_asks import HOLD_SECONDS
+from core.scheduler.partition import Partition
 from core.scheduler.results import ResultBatch, Termination
 from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock
 
@@ -329,6 +336,30 @@ def test_reload_adds_a_partition_and_drains_a_removed_one() -> None:
     assert out.accepted_apps == ["app-1"]
     assert "removed from the configuration" in out.rejected_apps[0].reason
     assert "app-1" in c.partition.applications  # what was there keeps running
+
+
+def test_an_update_that_cannot_be_built_everywhere_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The configuration checks refuse what cannot be built; should one slip through, the update must
+    # still leave every partition, and /ws/v1/config's text, as they were (all or nothing).
+    c = Cluster()
+    before = c.ctx.configs[c.rm_id]
+    real = Partition
+
+    def partition(key: PartitionKey, *args: Any) -> Partition:
+        if key.name == "gpu":
+            raise ValueError("cannot build gpu")
+        return real(key, *args)
+
+    monkeypatch.setattr(cluster_module, "Partition", partition)
+    changed = TWO_PARTITIONS.replace(
+        "          - name: default", "          - name: default\n          - name: extra"
+    )
+    errors: list[Exception | None] = []
+    with pytest.raises(ValueError, match="cannot build gpu"):
+        c.ctx.apply(UpdateConfig(c.rm_id, load_config(changed).config, errors.append))
+    assert c.ctx.configs[c.rm_id] is before
+    assert c.partition.find_queue("root.extra") is None  # the default partition was not reloaded
+    assert c.pname("gpu") not in c.ctx.partitions
 
 
 def test_roots_max_is_the_cluster_less_what_other_schedulers_occupy() -> None:

@@ -19,7 +19,7 @@ from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
-from core.scheduler.fit.checks import UNSCHEDULABLE
+from core.scheduler.fit.checks import UNSCHEDULABLE, UNTOLERATED_TAINTS
 from core.scheduler.fit.node_fit import own_checks, why_no_node
 from core.scheduler.results import ResultBatch
 from si.v1.tags import ATTR_TAINTS, LABEL_PREFIX, TAG_NODE_SELECTOR, TAG_REQUIRED_NODE, TAG_TOLERATIONS
@@ -441,3 +441,16 @@ def test_a_node_drained_without_the_cordon_taint_takes_nothing() -> None:
     _tagged_ask(c, "app-1", "tolerant", 1, {TAG_TOLERATIONS: json.dumps([{**CORDON, "operator": "Exists"}])})
     c.schedule()
     assert _where(c, "app-1") == {}
+
+
+def test_what_keeps_an_ask_off_a_cordoned_node_is_said_as_kube_scheduler_says_it() -> None:
+    c = Cluster()
+    _cordoned(c, "n1", [CORDON, GPU_TAINT])
+    c.app("app-1")
+    cordon_only = json.dumps([{**CORDON, "operator": "Exists"}])
+    _tagged_ask(c, "app-1", "selector", 1, {TAG_NODE_SELECTOR: json.dumps(SSD)})  # NodeUnschedulable first
+    _tagged_ask(c, "app-1", "not-gpu", 1, {TAG_TOLERATIONS: cordon_only})  # past it: the gpu taint
+    c.schedule()
+    asks = c.partition.applications["app-1"].asks
+    assert why_no_node(c.partition, asks["selector"]) == f"0/1 nodes are available: 1 {UNSCHEDULABLE}"
+    assert why_no_node(c.partition, asks["not-gpu"]) == f"0/1 nodes are available: 1 {UNTOLERATED_TAINTS}"

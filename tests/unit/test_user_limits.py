@@ -230,3 +230,33 @@ def test_limits_a_reload_adds_to_a_cluster_that_had_none_count_what_already_runs
     c.schedule()
     assert _state(c, "app-2") == AppState.ACCEPTED  # alice's one running application is app-1
     assert "more" in c.partition.applications["app-1"].asks  # 10 + 10 is over her 15
+
+
+def _reload(c: Cluster, limits: str) -> None:
+    c.ctx.partitions[c.partition.key].apply_config(load_config(_config(limits)).config.partitions[0])
+
+
+def test_a_reload_keeps_an_application_on_the_group_it_was_linked_to_even_none() -> None:
+    # YuniKorn's ugm fixes an application's group when it is first checked and keeps it until the
+    # application ends or that group's limit goes; "no group" is kept too.
+    c = _cluster(_config("- users: [nobody-in-particular]\n  maxapplications: 5"))
+    c.app("a1", "root.parent.a", user="alice", groups=("g1",))
+    c.ask("a1", "k", {"memory": 1})
+    c.schedule()
+    assert c.partition.user_groups.group_of(c.partition.applications["a1"]) is None
+    _reload(c, "- groups: [g1]\n  maxapplications: 1")
+    assert c.partition.user_groups.group_of(c.partition.applications["a1"]) is None  # still no group
+    c.app("a2", "root.parent.a", user="carol", groups=("g1",))
+    c.ask("a2", "k", {"memory": 1})
+    c.schedule()
+    assert "k" in c.partition.applications["a2"].allocations  # a1 does not count against g1's one
+
+
+def test_a_reload_that_removes_the_groups_limit_lets_go_of_the_link() -> None:
+    c = _cluster(_config("- groups: [g1]\n  maxapplications: 3\n- groups: [g2]\n  maxapplications: 3"))
+    c.app("a1", "root.parent.a", user="alice", groups=("g1", "g2"))
+    c.ask("a1", "k", {"memory": 1})
+    c.schedule()
+    assert c.partition.user_groups.group_of(c.partition.applications["a1"]) == "g1"
+    _reload(c, "- groups: [g2]\n  maxapplications: 3")
+    assert c.partition.user_groups.group_of(c.partition.applications["a1"]) == "g2"

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.constraints.ask import NO_CONSTRAINTS, AskConstraints
+from core.constraints.ask import CORDON, NO_CONSTRAINTS, AskConstraints, tolerates
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.scheduler.fit.checks import (
     NO_TOLERATIONS,
     RESERVED,
     UNSCHEDULABLE,
-    UNTOLERATED_TAINTS,
     DiskConflict,
     HostPorts,
     NodeCheck,
@@ -179,8 +178,8 @@ def why_no_node(partition: Partition, ask: Allocation) -> str:
 
 
 def _refusal(node: Node, ask: Allocation, fit: AskFit) -> str:
-    if not node.schedulable and (not node.cordoned or fit.refusal(node) == UNTOLERATED_TAINTS):
-        return UNSCHEDULABLE  # kube-scheduler's NodeUnschedulable speaks before its taint check
+    if not node.schedulable and not (node.cordoned and tolerates(ask.constraints.tolerations, CORDON)):
+        return UNSCHEDULABLE  # kube-scheduler's NodeUnschedulable speaks before any other filter
     if node.reservations and ask.ref not in node.reservations:
         return RESERVED
     why = fit.refusal(node)
