@@ -10,7 +10,7 @@ from typing import Protocol
 
 import structlog
 
-from shim_k8s import service_config, task_groups, translate
+from shim_k8s import pod_identity, service_config, task_groups, translate
 from shim_k8s.api.objects import Obj
 from shim_k8s.shim_state import AppGang, ShimBase
 
@@ -77,7 +77,7 @@ class Gangs:
         await self.shim.kube.record_event(
             originator, "GangScheduling", f"Application {app_id} creating placeholders"
         )
-        queue = translate.queue_name(originator)
+        queue = pod_identity.queue_name(originator)
         placeholders = [
             task_groups.placeholder_pod(
                 originator,

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SchedulerClient
-from shim_k8s import app_answers, namespaces, task_groups, translate
+from shim_k8s import app_answers, namespaces, pod_identity, task_groups, translate
 from shim_k8s.api import object_shapes
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.bad_objects import BadObjects, Refused
@@ -293,6 +293,8 @@ class Pods:
                 await self._wait(pod, *wait)
             return
         ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
+        for reason, message in pod_identity.identity_conflicts(pod):
+            await shim.kube.record_event(pod, reason, message, warning=True)
         shim.state.sizes[uid] = request
         if node:
             shim.state.bound_by_us.add(uid)
@@ -305,7 +307,7 @@ class Pods:
         await shim.outbox.ask(ask)
 
     def app_id(self, pod: Obj) -> str:
-        return translate.application_id(pod, self.shim.unique_app_ids)
+        return pod_identity.application_id(pod, self.shim.unique_app_ids)
 
     def refused_pod(self, pod: Obj) -> str:
         """Keep a pod that cannot be read out of what the shim asks for and repairs, and say what that
@@ -367,7 +369,7 @@ class Pods:
         answer acted on when it comes (shim_k8s.outbox): when the core rejects it its pending pods fail.
         False when its pods are not to be asked for."""
         shim = self.shim
-        user = translate.user_info(pod)
+        user = pod_identity.user_info(pod)
         gang = await shim.gangs.of_new_app(pod, app_id, placeholders_exist)
         if gang is None:
             request = translate.application_request(pod, app_id, user=user)

@@ -1,10 +1,7 @@
 """Kubernetes objects (as the API serves them, JSON) into scheduler-interface messages.
 
-The conventions are YuniKorn's k8s shim's, so its users' pods work unchanged: application ID from the
-`yunikorn.apache.org/app-id` label or annotation, the `applicationId` or `spark-app-selector` label,
-or generated (see `application_id`); queue from the
-`yunikorn.apache.org/queue` label or annotation or the `queue` label; user and groups from the
-`yunikorn.apache.org/user.info` annotation; pod labels as `kubernetes.io/label/*` tags and the
+The conventions are YuniKorn's k8s shim's, so its users' pods work unchanged: application ID, queue, user
+and groups as shim_k8s.pod_identity reads them; pod labels as `kubernetes.io/label/*` tags and the
 namespace and pod name as `kubernetes.io/meta/*` tags; a DaemonSet pod's node as its required node.
 """
 
@@ -13,12 +10,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from shim_k8s import pod_resources
 from shim_k8s.bad_objects import Refused
+from shim_k8s.pod_identity import UserInfo, application_id, queue_name, user_info
 from shim_k8s.priority import PodPriority
 from shim_k8s.volume_terms import with_volume_terms
 from si.v1 import si_pb2
@@ -47,16 +44,6 @@ from si.v1.tags import (
     TAINT_CORDON,
 )
 
-APP_ID_KEY = "yunikorn.apache.org/app-id"
-APP_ID_LABEL = "applicationId"
-SPARK_APP_ID = "spark-app-selector"
-AUTOGEN_PREFIX, AUTOGEN_SUFFIX = "yunikorn", "autogen"
-UNIQUE_AUTOGEN_SUFFIX = "-uniqueautogen"
-QUEUE_KEY = "yunikorn.apache.org/queue"
-QUEUE_LABEL = "queue"
-USER_INFO = "yunikorn.apache.org/user.info"
-USERNAME_LABEL = "yunikorn.apache.org/username"  # deprecated; YuniKorn 1.9 still falls back to it
-DEFAULT_USER = "nobody"
 TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
 PLACEHOLDER = "internal.yunikorn.apache.org/placeholder"  # YuniKorn's marker since 1.6
 LEGACY_PLACEHOLDER = "yunikorn.apache.org/placeholder"  # before 1.6, and pykorn's before the switch
@@ -68,14 +55,6 @@ _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 class TranslationError(Refused):
     """A pod, node or annotation the shim cannot use; the text names the field."""
-
-
-@dataclass(frozen=True)
-class Note:
-    """Something of an object used otherwise than written (YuniKorn's fallback): reported on it."""
-
-    reason: str  # the metric's label, e.g. user-info
-    message: str
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -105,131 +84,6 @@ def pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
 
 
 # Pods --------------------------------------------------------------------------------------------
-
-
-def application_id(pod: Mapping[str, Any], unique: bool = False) -> str:
-    """YuniKorn's order: the `yunikorn.apache.org/app-id` label, then annotation, then the
-    `applicationId` label, then Spark's `spark-app-selector` label. An ID ending in `-uniqueautogen`
-    (what the admission controller writes before the pod has a UID) gets the pod's UID instead. With
-    none, the namespace's shared `yunikorn-<namespace>-autogen`, or with `unique` (YuniKorn's
-    admissionController.filtering.generateUniqueAppId) one per pod: `<namespace>-<uid>`."""
-    meta = _meta(pod)
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    uid = str(meta.get("uid") or meta.get("name", ""))
-    found = (  # the first set, in YuniKorn's order (read for every pod event: no generator)
-        labels.get(APP_ID_KEY) or annotations.get(APP_ID_KEY) or labels.get(APP_ID_LABEL)
-        or labels.get(SPARK_APP_ID) or ""
-    )  # fmt: skip
-    if found.endswith(UNIQUE_AUTOGEN_SUFFIX):
-        found = f"{found.removesuffix(UNIQUE_AUTOGEN_SUFFIX)}-{uid}"
-    if found:
-        return found
-    return generated_application_id(meta.get("namespace") or "default", uid if unique else None)
-
-
-def generated_application_id(namespace: str, uid: str | None) -> str:
-    """An application ID for a pod that names none (63 characters at most, as a label value): shared by
-    the namespace, or with `uid`, the pod's own (`uid` "" is the admission controller's placeholder
-    for a pod that has no UID yet)."""
-    if uid is None:
-        generated = f"{AUTOGEN_PREFIX}-{namespace}-{AUTOGEN_SUFFIX}"
-    elif not uid:
-        generated = f"{namespace[:26]}{UNIQUE_AUTOGEN_SUFFIX}"
-    else:
-        generated = f"{namespace[:26]}-{uid}"
-    return generated[:63]
-
-
-def queue_name(pod: Mapping[str, Any]) -> str:
-    """The queue asked for; empty leaves it to the placement rules (by namespace, by default)."""
-    meta = _meta(pod)
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    return _first(labels.get(QUEUE_KEY), annotations.get(QUEUE_KEY), labels.get(QUEUE_LABEL))
-
-
-@dataclass(frozen=True)
-class UserInfo:
-    user: str
-    groups: tuple[str, ...] = ()
-    notes: tuple[Note, ...] = ()  # the annotation or label not used as written, and why
-
-
-def user_info(pod: Mapping[str, Any]) -> UserInfo:
-    """The pod's user and groups, as YuniKorn reads them: the `yunikorn.apache.org/user.info`
-    annotation, a JSON object with a string `user` and a list of strings `groups` (keys matched
-    without regard to case, as Go's JSON decoding does). When it is missing, the deprecated
-    `yunikorn.apache.org/username` label (YuniKorn 1.9 still reads it). A value that cannot be used
-    gives YuniKorn's default user, `nobody`; each such case is a Note to report on the pod."""
-    meta = _meta(pod)
-    raw = (meta.get("annotations") or {}).get(USER_INFO)
-    if not raw:
-        label = (meta.get("labels") or {}).get(USERNAME_LABEL)
-        if label:
-            why = (f"metadata.labels[{USERNAME_LABEL}]: the user is taken from this deprecated label; "
-                   f"set the {USER_INFO} annotation instead (the admission controller does)")  # fmt: skip
-            return UserInfo(str(label), (), (Note("username-label", why),))
-        return UserInfo(DEFAULT_USER)
-    where = f"metadata.annotations[{USER_INFO}]"
-    problem, user, groups, unknown = _read_user_info(raw)
-    if problem:
-        why = (
-            f"{where}: {problem}; the pod runs as user {DEFAULT_USER} (YuniKorn's default). {USER_INFO_SHAPE}"
-        )
-        return UserInfo(DEFAULT_USER, groups, (Note("user-info", why),))
-    notes: tuple[Note, ...] = ()
-    if unknown:
-        notes = (Note("user-info", f"{where}: {sorted(unknown)} not used: only user and groups are"),)
-    return UserInfo(user, groups, notes)
-
-
-USER_INFO_SHAPE = 'Expected a JSON object such as {"user": "alice", "groups": ["dev", "ops"]}.'
-
-
-def user_info_problem(raw: str) -> str:
-    """Why a user.info value is not a user YuniKorn can use ("" when it is): for the admission
-    controller, which refuses such a value."""
-    problem, *_ = _read_user_info(raw)
-    return f"{problem}. {USER_INFO_SHAPE}" if problem else ""
-
-
-def _read_user_info(raw: str) -> tuple[str, str, tuple[str, ...], set[str]]:
-    """(what is wrong or "", user, groups, keys not used)."""
-    try:
-        info = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        return f"not JSON ({exc})", "", (), set()
-    if not isinstance(info, dict):
-        return f"not a JSON object but {_json_kind(info)}", "", (), set()
-    user: object = None
-    groups: object = None
-    unknown = set()
-    for key, value in info.items():  # as Go: case-insensitive keys, the last one wins
-        if key.lower() == "user":
-            user = value
-        elif key.lower() == "groups":
-            groups = value
-        else:
-            unknown.add(key)
-    if user is not None and not isinstance(user, str):
-        return f"user is {_json_kind(user)}, not a string", "", (), unknown
-    if groups is not None and not (isinstance(groups, list) and all(isinstance(g, str) for g in groups)):
-        return f"groups is {_json_kind(groups)}, not a list of strings", "", (), unknown
-    group_names = tuple(groups or ())
-    if not user:
-        return "it names no user", "", group_names, unknown
-    return "", user, group_names, unknown
-
-
-def _json_kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object"
 
 
 def is_placeholder(pod: Mapping[str, Any]) -> bool:

@@ -14,7 +14,13 @@ Mutating (`/mutate`):
   and `yunikorn.apache.org/allow-preemption` (from the priority class) are added;
 - a Pod being updated: changing its user.info annotation is refused;
 - a workload (Deployment, DaemonSet, StatefulSet, ReplicaSet, Job, CronJob) being created: its pod
-  template gets the user.info annotation, so its pods carry the user who created the workload.
+  template gets the user.info annotation, so its pods carry the user who created the workload;
+- a workload being updated: adding, changing or removing the user.info annotation of its pod template
+  is refused unless the updating user may set it (the same users as on creation); an update that leaves
+  it as it was is allowed. YuniKorn lets every workload update through, so one `kubectl edit` of a
+  Deployment would have its controller create pods under any identity the tenant chose. The rule holds
+  wherever the pods would be scheduled by us (a processed namespace, or `schedulerName: yunikorn` in
+  the template).
 
 Validating (`/validate-conf`): a change to `yunikorn-configs` or `yunikorn-defaults` in the scheduler's
 namespace is refused when the core rejects the queue configuration the two make together.
@@ -31,8 +37,7 @@ from typing import Any
 
 from shim_k8s import namespaces, service_config
 from shim_k8s.api.objects import Obj
-from shim_k8s.service_config import CONFIGMAP_NAMES
-from shim_k8s.translate import (
+from shim_k8s.pod_identity import (
     APP_ID_KEY,
     APP_ID_LABEL,
     QUEUE_KEY,
@@ -42,6 +47,7 @@ from shim_k8s.translate import (
     generated_application_id,
     user_info_problem,
 )
+from shim_k8s.service_config import CONFIGMAP_NAMES
 
 SCHEDULER_NAME = "yunikorn"
 ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
@@ -189,6 +195,8 @@ class Controller:
         kind = (request.get("kind") or {}).get("kind", "")
         operation = request.get("operation", "")
         obj = request.get("object") or {}
+        if operation == "UPDATE" and kind in WORKLOAD_TEMPLATES:
+            return self._workload_update(request, kind, namespace)
         if operation == "UPDATE":
             return self._pod_update(request, namespace) if kind == "Pod" else allow(request)
         if kind == "Pod":
@@ -286,7 +294,7 @@ class Controller:
             return allow(request)  # made by the Deployment controller: the Deployment was annotated
         template = _pod_template(obj, kind)
         meta = template.get("metadata") or {}
-        if not self._handled(namespace, meta.get("labels") or {}):
+        if not self._ours(template, namespace):
             return allow(request)
         user_patch, refused = self._user_info_patch(
             request, dict(meta.get("annotations") or {}), WORKLOAD_TEMPLATES[kind]
@@ -294,6 +302,37 @@ class Controller:
         if refused:
             return refuse(request, refused)
         return allow(request, [user_patch] if user_patch else [])
+
+    def _workload_update(self, request: Obj, kind: str, namespace: str) -> dict[str, Any]:
+        """A workload's update may not change who its pods run as, unless its author may set that."""
+        new = _pod_template(request.get("object") or {}, kind)
+        old = _pod_template(request.get("oldObject") or {}, kind)
+        before = ((old.get("metadata") or {}).get("annotations") or {}).get(USER_INFO)
+        after = ((new.get("metadata") or {}).get("annotations") or {}).get(USER_INFO)
+        if after == before or self.config.bypass_auth or not self._ours(new, namespace):
+            return allow(request)
+        info = request.get("userInfo") or {}
+        user, groups = str(info.get("username", "")), [str(g) for g in info.get("groups") or []]
+        if not self.may_set_user_info(user, groups):
+            change = "remove" if after is None else "add" if before is None else "change"
+            return refuse(
+                request,
+                f"user {user} with groups [{','.join(groups)}] is not allowed to {change} the annotation "
+                f"{USER_INFO} of the {kind}'s pod template",
+            )
+        problem = user_info_problem(str(after)) if after is not None else ""
+        return refuse(request, f"annotation {USER_INFO}: {problem}") if problem else allow(request)
+
+    def _ours(self, template: Obj, namespace: str) -> bool:
+        """Whether the template's pods would be scheduled by us (the scheduler's own aside): a processed
+        namespace (their scheduler name is set on creation), or a template that names our scheduler.
+        YuniKorn stamps a workload only where it also labels its pods with an application ID; the pods
+        of any other workload it lets carry the identity of the controller that creates them."""
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        if labels.get("app") == "yunikorn":
+            return False
+        scheduler = (template.get("spec") or {}).get("schedulerName")
+        return scheduler == SCHEDULER_NAME or self.should_process(namespace)
 
     def config_to_check(
         self, request: Obj, scheduler_namespace: str, current: Mapping[str, Obj | None]

@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from rmclient.core_process import CoreProcess
+from tests.integration.admission_helpers import serving_webhook
 from tests.integration.core_helpers import running
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.kube_rbac import RBAC
 from tests.integration.manifests import render
 from tests.recording_client import RecordingClient
+from tests.tls_certs import PKI, make_pki
 
 
 @pytest.fixture(scope="session")
@@ -58,3 +60,16 @@ async def api() -> AsyncIterator[FakeKubeAPI]:
     # rule: it fails the test that made it, unless that test removed the rule on purpose.
     if not fake.forbidden_expected:
         assert not fake.forbidden, f"requests the rendered roles do not grant: {fake.forbidden}"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> PKI:
+    """A CA and a serving certificate for the admission webhook."""
+    return make_pki(tmp_path_factory.mktemp("webhook-pki"))
+
+
+@pytest.fixture
+async def webhook(api: FakeKubeAPI, pki: PKI, rest_url: str) -> AsyncIterator[str]:
+    """`pykorn admission` serving over TLS against the API emulation (tests/integration/admission_helpers)."""
+    async for url in serving_webhook(api, pki, rest_url):
+        yield url

@@ -587,3 +587,20 @@ async def test_a_pod_whose_deletion_began_leaves_the_spread_counts_at_once(
     await shim.on_pod("ADDED", web("web-2"))
     await settle(shim, lambda: any(name == "web-2" for name, _ in kube.bindings), "web-2 bound")
     assert ("web-2", "n1") in kube.bindings  # zone a counts 0 now: zone b would make 2 against 0
+
+
+async def test_an_application_id_given_twice_differently_is_said_on_the_pod(
+    kube_and_shim: tuple[MemoryKube, K8sShim],
+) -> None:
+    kube, shim = kube_and_shim
+    await shim.sync([node("n1")], [], configmap=configmap("8Gi"))
+    both = pod("web-1")
+    both["metadata"]["labels"] = {"yunikorn.apache.org/app-id": "shop-web"}
+    both["metadata"]["annotations"] = {"yunikorn.apache.org/app-id": "shop-other"}
+    await shim.on_pod("ADDED", both)
+    await settle(shim, lambda: kube.bindings, "web-1 to be bound")
+    warned = [message for name, reason, message in kube.events if reason == "ApplicationIDConflict"]
+    assert warned == [
+        "application ID 'shop-web' from the label yunikorn.apache.org/app-id is used; "
+        "it overrides annotation yunikorn.apache.org/app-id 'shop-other'"
+    ]

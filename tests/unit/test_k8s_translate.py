@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from shim_k8s import pod_identity as who
 from shim_k8s import translate as t
 from shim_k8s.bad_objects import Refused
 from shim_k8s.priority import PodPriority
@@ -38,21 +39,21 @@ def test_requests_are_summed_with_init_containers_overhead_and_a_pod_slot() -> N
 
 
 def test_application_and_queue_follow_the_k8s_shim_order() -> None:
-    assert t.application_id(_pod(labels={"yunikorn.apache.org/app-id": "L", "applicationId": "old"})) == "L"
-    assert t.application_id(_pod(annotations={"yunikorn.apache.org/app-id": "A"})) == "A"
-    assert t.application_id(_pod(labels={"applicationId": "spark-1"})) == "spark-1"
-    assert t.application_id(_pod(labels={"spark-app-selector": "spark-2"})) == "spark-2"
-    assert t.application_id(_pod(labels={"applicationId": "a", "spark-app-selector": "s"})) == "a"
+    assert who.application_id(_pod(labels={"yunikorn.apache.org/app-id": "L", "applicationId": "old"})) == "L"
+    assert who.application_id(_pod(annotations={"yunikorn.apache.org/app-id": "A"})) == "A"
+    assert who.application_id(_pod(labels={"applicationId": "spark-1"})) == "spark-1"
+    assert who.application_id(_pod(labels={"spark-app-selector": "spark-2"})) == "spark-2"
+    assert who.application_id(_pod(labels={"applicationId": "a", "spark-app-selector": "s"})) == "a"
     # None named: the namespace's shared application, or with unique IDs one per pod (as YuniKorn).
-    assert t.application_id(_pod()) == "yunikorn-shop-autogen"
-    assert t.application_id(_pod(), unique=True) == "shop-uid-1"
+    assert who.application_id(_pod()) == "yunikorn-shop-autogen"
+    assert who.application_id(_pod(), unique=True) == "shop-uid-1"
     # The admission controller's placeholder for a pod without a UID yet gets the UID here.
-    assert t.application_id(_pod(labels={"applicationId": "shop-uniqueautogen"})) == "shop-uid-1"
-    assert t.generated_application_id("n" * 80, None) == f"yunikorn-{'n' * 80}"[:63]
-    assert t.generated_application_id("n" * 80, "") == "n" * 26 + "-uniqueautogen"
-    assert t.queue_name(_pod(labels={"queue": "root.a"})) == "root.a"
-    assert t.queue_name(_pod(annotations={"yunikorn.apache.org/queue": "root.b"})) == "root.b"
-    assert t.queue_name(_pod()) == ""  # placement by namespace
+    assert who.application_id(_pod(labels={"applicationId": "shop-uniqueautogen"})) == "shop-uid-1"
+    assert who.generated_application_id("n" * 80, None) == f"yunikorn-{'n' * 80}"[:63]
+    assert who.generated_application_id("n" * 80, "") == "n" * 26 + "-uniqueautogen"
+    assert who.queue_name(_pod(labels={"queue": "root.a"})) == "root.a"
+    assert who.queue_name(_pod(annotations={"yunikorn.apache.org/queue": "root.b"})) == "root.b"
+    assert who.queue_name(_pod()) == ""  # placement by namespace
 
 
 USER_INFO = "yunikorn.apache.org/user.info"
@@ -60,10 +61,10 @@ USER_INFO = "yunikorn.apache.org/user.info"
 
 def test_user_and_groups_from_the_annotation() -> None:
     info = json.dumps({"user": "alice", "groups": ["dev", "ops"]})
-    assert t.user_info(_pod(annotations={USER_INFO: info})) == t.UserInfo("alice", ("dev", "ops"))
-    assert t.user_info(_pod()) == t.UserInfo("nobody")
+    assert who.user_info(_pod(annotations={USER_INFO: info})) == who.UserInfo("alice", ("dev", "ops"))
+    assert who.user_info(_pod()) == who.UserInfo("nobody")
     # Keys are matched as Go's JSON decoding matches them; groups are optional.
-    assert t.user_info(_pod(annotations={USER_INFO: '{"USER": "bob"}'})) == t.UserInfo("bob")
+    assert who.user_info(_pod(annotations={USER_INFO: '{"USER": "bob"}'})) == who.UserInfo("bob")
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,7 @@ def test_user_and_groups_from_the_annotation() -> None:
 )
 def test_a_user_info_that_cannot_be_used_gives_nobody_and_says_why(value: str, why: str) -> None:
     """As YuniKorn: the pod runs as `nobody`; here the note (a Warning event on the pod) says why."""
-    info = t.user_info(_pod(annotations={USER_INFO: value}))
+    info = who.user_info(_pod(annotations={USER_INFO: value}))
     assert info.user == "nobody"
     (note,) = info.notes
     assert note.reason == "user-info" and why in note.message and USER_INFO in note.message
@@ -90,20 +91,23 @@ def test_a_user_info_that_cannot_be_used_gives_nobody_and_says_why(value: str, w
 
 
 def test_a_nameless_user_info_keeps_its_groups_and_unknown_keys_are_named() -> None:
-    info = t.user_info(_pod(annotations={USER_INFO: '{"user": "", "groups": ["dev"]}'}))
+    info = who.user_info(_pod(annotations={USER_INFO: '{"user": "", "groups": ["dev"]}'}))
     assert (info.user, info.groups) == ("nobody", ("dev",))  # as YuniKorn
-    extra = t.user_info(_pod(annotations={USER_INFO: '{"user": "al", "team": "x"}'}))
+    extra = who.user_info(_pod(annotations={USER_INFO: '{"user": "al", "team": "x"}'}))
     assert extra.user == "al" and "['team'] not used" in extra.notes[0].message
 
 
+USERNAME = "yunikorn.apache.org/username"
+
+
 def test_the_deprecated_username_label_is_the_fallback_and_says_so() -> None:
-    info = t.user_info(_pod(labels={"yunikorn.apache.org/username": "carol"}))
+    info = who.user_info(_pod(labels={USERNAME: "carol"}))
     assert (info.user, info.groups) == ("carol", ())
     assert info.notes[0].reason == "username-label" and "deprecated" in info.notes[0].message
-    both = {USER_INFO: '{"user": "alice"}'}
-    assert (
-        t.user_info(_pod(labels={"yunikorn.apache.org/username": "carol"}, annotations=both)).user == "alice"
+    both = _pod(
+        labels={"yunikorn.apache.org/username": "carol"}, annotations={USER_INFO: '{"user": "alice"}'}
     )
+    assert who.user_info(both).user == "alice"
 
 
 def test_placeholders_of_every_yunikorn_version_are_recognised() -> None:
@@ -260,3 +264,22 @@ def test_placement_fields_not_yet_honoured_are_named() -> None:
         json.loads(t.pod_tags(_pod(affinity=required_only))[wire.TAG_POD_ANTI_AFFINITY])
         == required_only["podAntiAffinity"]
     )
+
+
+def test_an_application_id_or_queue_given_twice_differently_is_said_on_the_pod() -> None:
+    pod = _pod(
+        labels={"yunikorn.apache.org/app-id": "a", "applicationId": "b", "queue": "root.x"},
+        annotations={"yunikorn.apache.org/app-id": "a", "yunikorn.apache.org/queue": "root.y"},
+    )
+    conflicts = dict(who.identity_conflicts(pod))
+    assert who.application_id(pod) == "a" and who.queue_name(pod) == "root.y"  # YuniKorn's precedence
+    assert conflicts["ApplicationIDConflict"] == (
+        "application ID 'a' from the label yunikorn.apache.org/app-id is used; "
+        "it overrides label applicationId 'b'"
+    )
+    assert conflicts["QueueConflict"] == (
+        "queue 'root.y' from the annotation yunikorn.apache.org/queue is used; "
+        "it overrides label queue 'root.x'"
+    )
+    agreeing = _pod(labels={"applicationId": "a"}, annotations={"yunikorn.apache.org/app-id": "a"})
+    assert who.identity_conflicts(agreeing) == []

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shim_k8s import translate
+from shim_k8s import pod_identity, translate
 from shim_k8s.api import object_shapes
 from shim_k8s.priority import PodPriority, PriorityResolver
 from si.v1 import si_pb2
@@ -233,7 +233,7 @@ class KubeCase:
         return Outcome(placed.nodeID if placed is not None else "", rejected)
 
     async def _application(self, item: Obj) -> str:
-        app_id = translate.application_id(item)
+        app_id = pod_identity.application_id(item)
         if app_id in self._apps:
             return app_id
         seen = self.client.seen

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from shim_k8s import translate
+from shim_k8s import pod_identity, translate
 from shim_k8s.api.objects import WatchEvent
 from shim_k8s.priority import PodPriority, PriorityResolver
 from shim_k8s.volume_matching import BIND_COMPLETED
@@ -321,7 +321,7 @@ async def try_on(probe: CoreProbe, scene: Scene, open_node: str) -> Outcome:
         await client.barrier()
         _no_refused_pods(seen, foreign)
         return Outcome(waits=why)
-    app_id = translate.application_id(incoming)
+    app_id = pod_identity.application_id(incoming)
     accepted_before = seen.accepted_apps.count(app_id)
     await client.add_applications(translate.application_request(incoming, app_id))
     await client.wait_for(
