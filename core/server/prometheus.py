@@ -170,11 +170,13 @@ def pykorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
             [("", {}, 0 if metrics.health_failed else 1)],
         )  # fmt: skip
     closed = metrics.rest_connections_closed
+    reasons = ("header_timeout", "evicted", "evicted_idle", "refused")
     lines += _family(
         "pykorn_rest_connections_closed_total", "counter",
-        "REST connections closed before sending a request: header_timeout, evicted (pushed out by a "
-        "new connection at the cap) or refused (the cap reached with every connection busy).",
-        [("", {"reason": why}, closed.get(why, 0)) for why in ("header_timeout", "evicted", "refused")],
+        "REST connections closed for the cap and timeouts: header_timeout, evicted (no header yet, pushed "
+        "out by a new connection at the cap), evicted_idle (idle between requests, likewise) or refused "
+        "(the cap reached with every connection busy, and not a probe's path).",
+        [("", {"reason": why}, closed.get(why, 0)) for why in reasons],
     )  # fmt: skip
     lines += _family(
         "pykorn_queue_resource", "gauge", "Queue resources by state, per resource manager and partition.",

@@ -379,7 +379,8 @@ class RestServer:
         # aiohttp refuses larger bodies (413) before validate-conf reads them: the same limit.
         # CORS outermost: every answer carries it, and a preflight is answered before the token check.
         self.app = web.Application(
-            middlewares=[cors, *middlewares, _state_errors], client_max_size=limits.max_config_bytes
+            middlewares=[self.guard.middleware(), cors, *middlewares, _state_errors],
+            client_max_size=limits.max_config_bytes,
         )
         self.api = StateAPI(
             context, default_config, limits, body_timeout=bounds.header_timeout,

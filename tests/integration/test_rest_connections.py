@@ -137,9 +137,12 @@ def patient_core() -> Iterator[CoreProcess]:
     yield from running(CoreProcess(extra_args=flags))
 
 
-async def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(patient_core: CoreProcess) -> None:
+async def test_at_the_cap_with_every_connection_busy_only_the_probes_get_in(
+    patient_core: CoreProcess,
+) -> None:
     """Event streams at their share, every other connection in the middle of a request (a body not
-    sent whole): only then is a new connection refused, with 503 and the reason."""
+    sent whole): a new connection is refused with 503 and the reason, unless it asks for the
+    healthcheck or the metrics, which a few connections over the cap are kept for."""
     core = patient_core
     before = await _closed_count("refused", core)
     writers: list[asyncio.StreamWriter] = []
@@ -155,10 +158,12 @@ async def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(patient_
                 assert await asyncio.wait_for(reader.readline(), 10) == b"HTTP/1.1 100 Continue\r\n"
                 writer.write(b"abc")  # and a body that never comes whole
             async with _connection(core) as (reader, writer):
-                writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                writer.write(b"GET /ws/v1/partitions HTTP/1.1\r\nHost: x\r\n\r\n")
                 answer = await _closed_by_core(reader, within=10)
             assert answer.startswith(b"HTTP/1.1 503"), answer
             assert b"--rest-max-connections" in answer
+            for path in (HEALTH, "/ws/v1/metrics"):
+                assert await _status_within(core, path, 1.0) == 200
         finally:
             for stream in streams:
                 stream.close()
@@ -167,3 +172,74 @@ async def test_at_the_cap_with_every_connection_busy_a_new_one_gets_503(patient_
     # Once they are gone, everyone is served again.
     assert await _health(core) == 200
     assert await _closed_count("refused", core) == before + 1
+
+
+async def _status_within(core: CoreProcess, path: str, seconds: float) -> int:
+    """The status of a GET of `path` on a connection of its own, which must be answered within `seconds`."""
+    async with (
+        aiohttp.ClientSession() as session,
+        asyncio.timeout(seconds),
+        session.get(f"{core.rest_url}{path}") as response,
+    ):
+        await response.read()
+        return response.status
+
+
+async def _idle(core: CoreProcess) -> asyncio.StreamWriter:
+    """A kept-alive connection that had one request answered and now sits on it."""
+    reader, writer = await asyncio.open_connection(*_host_port(core))
+    writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    length = int(
+        next(li.split(b":")[1] for li in head.split(b"\r\n") if li.lower().startswith(b"content-length"))
+    )
+    await asyncio.wait_for(reader.readexactly(length), 10)
+    return writer
+
+
+async def _refused_stream(core: CoreProcess) -> asyncio.StreamWriter:
+    """A connection that asked for an event stream over the streams' share, was answered 503, and sits
+    on the kept-alive connection (a client that does not give up its sockets)."""
+    reader, writer = await asyncio.open_connection(*_host_port(core))
+    writer.write(b"GET /ws/v1/events/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (await asyncio.wait_for(reader.readline(), 10)).startswith(b"HTTP/1.1 503")
+    return writer
+
+
+async def _slow(core: CoreProcess) -> asyncio.StreamWriter:
+    _, writer = await asyncio.open_connection(*_host_port(core))
+    writer.write(f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n".encode())  # half a header
+    await writer.drain()
+    return writer
+
+
+@pytest.fixture(scope="module")
+def idle_tolerant_core() -> Iterator[CoreProcess]:
+    """Long timeouts: idle, slow and refused connections stay until the cap pushes them out."""
+    flags = ["--rest-header-timeout", "60", "--rest-idle-timeout", "60", "--rest-max-connections", str(CAP)]
+    yield from running(CoreProcess(extra_args=[*flags, "--rest-max-event-streams", "4"]))
+
+
+@pytest.mark.parametrize("mix", ["idle", "refused", "slow", "idle, refused, slow and streaming"])
+async def test_the_probes_are_answered_within_a_second_whatever_fills_the_cap(
+    idle_tolerant_core: CoreProcess, mix: str
+) -> None:
+    core = idle_tolerant_core
+    writers: list[asyncio.StreamWriter] = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        streams = [await session.get(f"{core.rest_url}/ws/v1/events/stream") for _ in range(4)]
+        try:
+            kinds = {"idle": [_idle], "refused": [_refused_stream], "slow": [_slow]}.get(
+                mix, [_idle, _refused_stream, _slow]
+            )
+            for i in range(2 * CAP):  # twice the cap: the newest push the others out
+                writers.append(await kinds[i % len(kinds)](core))
+            for _ in range(3):
+                for path in (HEALTH, "/ws/v1/metrics"):
+                    assert await _status_within(core, path, 1.0) == 200, (mix, path)
+            assert all(stream.status == 200 for stream in streams)  # the streams were never pushed out
+        finally:
+            for stream in streams:
+                stream.close()
+            for writer in writers:
+                writer.close()

@@ -33,6 +33,11 @@ class Transport(asyncio.Transport):
     def is_closing(self) -> bool:
         return self.closed
 
+    def get_write_buffer_size(self) -> int:
+        return len(self.unsent)
+
+    unsent = b""  # what a slow reader has not taken yet
+
 
 class Inner(asyncio.Protocol):
     def __init__(self) -> None:
@@ -70,10 +75,46 @@ async def test_a_header_end_split_across_reads_counts_and_everything_reaches_aio
     for piece in (b"GET / HTTP/1.1\r\nHost: x\r\n\r", b"\n"):
         protocol.data_received(piece)
     assert inner[0].data == b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-    # With its header in, it is busy, not slow: a new connection at the cap is refused, not it.
-    _, second, second_inner = _connect(guard)
-    assert not transport.closed and second_inner == []
+    # With its header in, it is busy, not slow: a new connection at the cap does not push it out. It
+    # is let in over the cap for a probe path only: another path is refused with 503.
+    guard.request_started(transport)
+    second_protocol, second, second_inner = _connect(guard)
+    assert not transport.closed and len(second_inner) == 1
+    second_protocol.data_received(b"GET /ws/v1/partitions HTTP/1.1\r\nHost: x\r\n\r\n")
     assert second.written.startswith(b"HTTP/1.1 503") and second.eof
+    assert second_inner[0].data == b"" and second_inner[0].lost
+
+
+async def test_over_the_cap_the_probes_are_let_in_up_to_their_reserve() -> None:
+    metrics = SchedulerMetrics()
+    guard = ConnectionGuard(ConnectionBounds(60.0, 60.0, 1, probe_reserve=1), metrics)
+    busy_protocol, busy, _ = _connect(guard)
+    busy_protocol.data_received(b"GET /ws/v1/events/stream HTTP/1.1\r\n\r\n")
+    guard.request_started(busy)
+    probe, probe_transport, probe_inner = _connect(guard)
+    for piece in (b"GET /ws/v1/scheduler/health", b"check?x=1 HTTP/1.1\r\n\r\n"):  # the line in two reads
+        probe.data_received(piece)
+    assert probe_inner[0].data == b"GET /ws/v1/scheduler/healthcheck?x=1 HTTP/1.1\r\n\r\n"
+    assert not probe_transport.closed
+    _, third, third_inner = _connect(guard)  # the reserve is taken: refused at once
+    assert third_inner == [] and third.written.startswith(b"HTTP/1.1 503")
+    assert metrics.rest_connections_closed == {"refused": 1}
+
+
+async def test_at_the_cap_a_connection_idle_between_requests_is_pushed_out() -> None:
+    guard, metrics = _guard(cap=1)
+    protocol, transport, _ = _connect(guard)
+    protocol.data_received(b"GET /ws/v1/events/stream HTTP/1.1\r\n\r\n")
+    guard.request_started(transport)
+    guard.request_ended(transport)  # refused (503, say) or answered, and it sits on the connection
+    transport.unsent = b"x"  # its answer not taken whole yet: it is not pushed out
+    second_protocol, second, second_inner = _connect(guard)
+    assert not transport.closed and len(second_inner) == 1  # let in for a probe instead
+    second_protocol.connection_lost(None)
+    transport.unsent = b""
+    _, third, third_inner = _connect(guard)
+    assert transport.closed and len(third_inner) == 1 and not third.written
+    assert metrics.rest_connections_closed == {"evicted_idle": 1}
 
 
 async def test_at_the_cap_the_oldest_connection_without_a_header_is_pushed_out() -> None:
