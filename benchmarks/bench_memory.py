@@ -6,7 +6,8 @@ A `pykorn core` process (RM grace period 0.2 s), its resident size (VmRSS) read 
 - **again**: one RM registers, places `--allocations` asks, and registers again (as every reconnect
   does), `--rounds` times;
 - **refused**: an RM sends `--rounds` configurations of `--queues` queues that the core refuses (the
-  last queue is invalid).
+  last queue is invalid), back to back: its size after each answer, then once the core has given the
+  memory of the last one back (the last figure).
 
     python -m benchmarks.bench_memory --allocations 100000 --rounds 5 --queues 50000
 """
@@ -85,8 +86,25 @@ async def refused(core: CoreProcess, queues: int, rounds: int) -> list[float]:
             )
             assert not answer.accepted, "the configuration was taken"
             figures.append(core.resident_mb())
+        # What stays: once the core has given back the memory of the last one (a moment after it).
+        await released_after(core, "a large configuration refused")
+        figures.append(core.resident_mb())
     await client.close()
     return figures
+
+
+async def released_after(core: CoreProcess, reason: str) -> None:
+    """Until the core logs one more `memory released` for `reason` than it had logged when called."""
+
+    def count() -> int:
+        return sum(1 for li in core.log_text().splitlines() if "memory released" in li and reason in li)
+
+    before = count()
+    for _ in range(600):
+        if count() > before:
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"no memory released for {reason!r}")
 
 
 async def run(allocations: int, rounds: int, queues: int, event_log_size: int, only: str) -> None:

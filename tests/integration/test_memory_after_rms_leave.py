@@ -143,3 +143,33 @@ async def test_refused_large_configurations_leave_nothing_behind(core: CoreProce
         after.append(core.resident_mb())
     await client.close()
     assert after[-1] - after[1] < GROWTH_CEILING_MB, after
+
+
+@pytest.fixture(scope="module")
+def roomy_core() -> Iterator[CoreProcess]:
+    """A core that reads configurations of 50,000 queues (over the default max_config_bytes)."""
+    yield from running(CoreProcess(extra_args=["--limit", "max_config_bytes=16000000"]))
+
+
+REFUSED_CEILING_MB = 50  # issue 47: ten refused 50,000-queue configurations, against a fresh core
+
+
+async def test_ten_refused_configurations_of_50000_queues_leave_the_core_near_fresh(
+    roomy_core: CoreProcess,
+) -> None:
+    """Sent back to back, as a broken deployment loop would: once the core has given the memory of the
+    last one back, it holds less than REFUSED_CEILING_MB over what it held before the first."""
+    core = roomy_core
+    lines = [f"          - name: q{i}" for i in range(50_000)] + ["          - name: not a queue name!"]
+    text = WORK_CONFIG + "\n".join(lines) + "\n"
+    client = await loaded_rm(core, "configs", 1)
+    fresh = core.resident_mb()
+    for _ in range(10):
+        answer = await client.update_configuration(text)
+        assert not answer.accepted and any("over the limit of 10,000" in e for e in answer.errors)
+    # The last refusal asked for a release a moment later: the one after this count.
+    await _until_released(
+        core, "a large configuration refused", _released(core, "a large configuration refused")
+    )
+    await client.close()
+    assert core.resident_mb() - fresh < REFUSED_CEILING_MB, (fresh, core.resident_mb())
