@@ -108,7 +108,7 @@ async def test_at_the_cap_a_connection_idle_between_requests_is_pushed_out() -> 
     guard.request_started(transport)
     guard.request_ended(transport)  # refused (503, say) or answered, and it sits on the connection
     transport.unsent = b"x"  # its answer not taken whole yet: it is not pushed out
-    second_protocol, second, second_inner = _connect(guard)
+    second_protocol, _, second_inner = _connect(guard)
     assert not transport.closed and len(second_inner) == 1  # let in for a probe instead
     second_protocol.connection_lost(None)
     transport.unsent = b""
