@@ -64,11 +64,15 @@ PROBE_PATHS = frozenset({"/ws/v1/scheduler/healthcheck", "/ws/v1/metrics"})
 DEFAULT_BOUNDS = ConnectionBounds()
 
 
-def _refusal(max_connections: int) -> bytes:
-    body = (
+def _refusal_body(max_connections: int) -> bytes:
+    return (
         b'{"status_code": 503, "message": "the REST API has %d connections open, its limit '
         b'(--rest-max-connections), all busy: retry shortly", "description": ""}' % max_connections
     )
+
+
+def _refusal(max_connections: int) -> bytes:
+    body = _refusal_body(max_connections)
     return _REFUSAL % (len(body), body)
 
 
@@ -111,9 +115,21 @@ class ConnectionGuard:
 
         @web.middleware
         async def busy(request: web.Request, handler: Callable[[web.Request], Awaitable[Any]]) -> Any:
+            probe = self._by_transport.get(request.transport) in self._probes
+            if probe and request.path not in PROBE_PATHS:  # a later request on a probe's connection
+                self.count_closed("refused")
+                refused = web.Response(
+                    status=503, body=_refusal_body(self.bounds.max_connections),
+                    content_type="application/json", headers={"Retry-After": "1"},
+                )  # fmt: skip
+                refused.force_close()
+                return refused
             self.request_started(request.transport)
             try:
-                return await handler(request)
+                response = await handler(request)
+                if probe:
+                    response.force_close()  # a reserve connection serves one probe, then gives its place
+                return response
             finally:
                 self.request_ended(request.transport)
 
@@ -121,15 +137,20 @@ class ConnectionGuard:
 
     def _evict_one(self) -> bool:
         """Push out the oldest connection without a header, else the one idle longest whose answer has
-        been written whole; False when every connection is busy."""
-        if self._no_header_yet:
-            oldest, _ = self._no_header_yet.popitem(last=False)
+        been written whole, else the one idle longest whose client does not read its answers (what it
+        was not sent is dropped); never a probe's. False when every other connection is busy."""
+        oldest = next((conn for conn in self._no_header_yet if conn not in self._probes), None)
+        if oldest is not None:
             oldest.close("evicted")
             return True
-        for idle in self._idle:
-            if idle.answered():
-                idle.close("evicted_idle")
-                return True
+        idle = [conn for conn in self._idle if conn not in self._probes]
+        answered = next((conn for conn in idle if conn.answered()), None)
+        if answered is not None:
+            answered.close("evicted_idle")
+            return True
+        if idle:
+            idle[0].close("evicted_idle", abort=True)
+            return True
         return False
 
     def request_started(self, transport: object) -> None:
@@ -276,13 +297,16 @@ class _GuardedConnection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, abort: bool = False) -> None:
         """Close the connection: it sent no header in time, or it was pushed out (without a header, or
-        idle between requests)."""
+        idle between requests). `abort`: at once, what its client has not read dropped."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._guard.count_closed(reason)
         self._guard.left(self)
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()

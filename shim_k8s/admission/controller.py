@@ -12,15 +12,17 @@ Mutating (`/mutate`):
   annotation), `schedulerName` is set, and where application IDs are generated
   (`labelNamespaces` / `noLabelNamespaces`, or `namespace.generateAppId`) the application ID labels
   and `yunikorn.apache.org/allow-preemption` (from the priority class) are added;
-- a Pod being updated: changing its user.info annotation is refused;
-- a workload (Deployment, DaemonSet, StatefulSet, ReplicaSet, Job, CronJob) being created: its pod
-  template gets the user.info annotation, so its pods carry the user who created the workload;
+- a Pod being updated: changing its user.info annotation is refused, whoever asks, wherever it runs;
+- a workload (ReplicationController, Deployment, DaemonSet, StatefulSet, ReplicaSet, Job, CronJob)
+  being created: its pod template gets the user.info annotation, so its pods carry the user who created
+  the workload; one that carries it already is checked as a pod is;
 - a workload being updated: adding, changing or removing the user.info annotation of its pod template
   is refused unless the updating user may set it (the same users as on creation); an update that leaves
   it as it was is allowed. YuniKorn lets every workload update through, so one `kubectl edit` of a
-  Deployment would have its controller create pods under any identity the tenant chose. The rule holds
-  wherever the pods would be scheduled by us (a processed namespace, or `schedulerName: yunikorn` in
-  the template).
+  Deployment would have its controller create pods under any identity the tenant chose.
+The identity rules hold for every workload and pod, whatever its namespace, labels or scheduler name, as
+for a pod's creation: a workload outside our namespaces today may be moved to us by its next update, or
+its namespace taken in later, and its pods' identity must already be the one it was given.
 
 Validating (`/validate-conf`): a change to `yunikorn-configs` or `yunikorn-defaults` in the scheduler's
 namespace is refused when the core rejects the queue configuration the two make together.
@@ -53,6 +55,7 @@ SCHEDULER_NAME = "yunikorn"
 ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
 PREFIX = "admissionController."
 WORKLOAD_TEMPLATES = {  # kind -> where its pod template's annotations are
+    "ReplicationController": "/spec/template/metadata/annotations",
     "Deployment": "/spec/template/metadata/annotations",
     "DaemonSet": "/spec/template/metadata/annotations",
     "StatefulSet": "/spec/template/metadata/annotations",
@@ -196,13 +199,13 @@ class Controller:
         operation = request.get("operation", "")
         obj = request.get("object") or {}
         if operation == "UPDATE" and kind in WORKLOAD_TEMPLATES:
-            return self._workload_update(request, kind, namespace)
+            return self._workload_update(request, kind)
         if operation == "UPDATE":
-            return self._pod_update(request, namespace) if kind == "Pod" else allow(request)
+            return self._pod_update(request) if kind == "Pod" else allow(request)
         if kind == "Pod":
             return self._pod_create(request, obj, namespace)
         if kind in WORKLOAD_TEMPLATES and operation == "CREATE":
-            return self._workload(request, obj, kind, namespace)
+            return self._workload(request, obj, kind)
         return allow(request)
 
     def _user_info_patch(
@@ -273,12 +276,11 @@ class Controller:
             {"op": "add", "path": "/metadata/annotations", "value": {**notes, ALLOW_PREEMPTION: value}}
         )
 
-    def _pod_update(self, request: Obj, namespace: str) -> dict[str, Any]:
+    def _pod_update(self, request: Obj) -> dict[str, Any]:
+        # Whoever asks and wherever the pod runs (YuniKorn checks only where it labels pods): the shim
+        # reads a pod's user.info again when it recovers it, so a changed one would take effect then.
         new, old = request.get("object") or {}, request.get("oldObject") or {}
         new_meta, old_meta = new.get("metadata") or {}, old.get("metadata") or {}
-        labels = new_meta.get("labels") or {}
-        if labels.get("app") == "yunikorn" or not self._handled(namespace, labels):
-            return allow(request)
         before = (old_meta.get("annotations") or {}).get(USER_INFO)
         if (new_meta.get("annotations") or {}).get(USER_INFO) != before:
             return refuse(request, "user info annotation change is not allowed")
@@ -289,27 +291,29 @@ class Controller:
         named = any(labels.get(k) for k in (APP_ID_KEY, APP_ID_LABEL, SPARK_APP_ID))
         return self.should_process(namespace) and (named or self.should_label(namespace))
 
-    def _workload(self, request: Obj, obj: Obj, kind: str, namespace: str) -> dict[str, Any]:
+    def _workload(self, request: Obj, obj: Obj, kind: str) -> dict[str, Any]:
         if kind == "ReplicaSet" and _matches(self.config.system_users, _username(request)):
             return allow(request)  # made by the Deployment controller: the Deployment was annotated
         template = _pod_template(obj, kind)
-        meta = template.get("metadata") or {}
-        if not self._ours(template, namespace):
-            return allow(request)
+        meta = template.get("metadata")
+        path = WORKLOAD_TEMPLATES[kind]
         user_patch, refused = self._user_info_patch(
-            request, dict(meta.get("annotations") or {}), WORKLOAD_TEMPLATES[kind]
+            request, dict((meta or {}).get("annotations") or {}), path
         )
+        if user_patch is not None and not isinstance(meta, dict):  # a template without metadata: made whole
+            user_patch = {"op": "add", "path": path.removesuffix("/annotations"), "value": {
+                "annotations": user_patch["value"]}}  # fmt: skip
         if refused:
             return refuse(request, refused)
         return allow(request, [user_patch] if user_patch else [])
 
-    def _workload_update(self, request: Obj, kind: str, namespace: str) -> dict[str, Any]:
+    def _workload_update(self, request: Obj, kind: str) -> dict[str, Any]:
         """A workload's update may not change who its pods run as, unless its author may set that."""
         new = _pod_template(request.get("object") or {}, kind)
         old = _pod_template(request.get("oldObject") or {}, kind)
         before = ((old.get("metadata") or {}).get("annotations") or {}).get(USER_INFO)
         after = ((new.get("metadata") or {}).get("annotations") or {}).get(USER_INFO)
-        if after == before or self.config.bypass_auth or not self._ours(new, namespace):
+        if after == before or self.config.bypass_auth:
             return allow(request)
         info = request.get("userInfo") or {}
         user, groups = str(info.get("username", "")), [str(g) for g in info.get("groups") or []]
@@ -322,17 +326,6 @@ class Controller:
             )
         problem = user_info_problem(str(after)) if after is not None else ""
         return refuse(request, f"annotation {USER_INFO}: {problem}") if problem else allow(request)
-
-    def _ours(self, template: Obj, namespace: str) -> bool:
-        """Whether the template's pods would be scheduled by us (the scheduler's own aside): a processed
-        namespace (their scheduler name is set on creation), or a template that names our scheduler.
-        YuniKorn stamps a workload only where it also labels its pods with an application ID; the pods
-        of any other workload it lets carry the identity of the controller that creates them."""
-        labels = (template.get("metadata") or {}).get("labels") or {}
-        if labels.get("app") == "yunikorn":
-            return False
-        scheduler = (template.get("spec") or {}).get("schedulerName")
-        return scheduler == SCHEDULER_NAME or self.should_process(namespace)
 
     def config_to_check(
         self, request: Obj, scheduler_namespace: str, current: Mapping[str, Obj | None]

@@ -260,7 +260,16 @@ def mutating_webhook(service: str, namespace: str, bundle: str, selector: dict[s
         "apiGroups": ["", "apps", "batch"],
         "apiVersions": ["v1"],
         "operations": ["CREATE", "UPDATE"],
-        "resources": ["pods", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs"],
+        "resources": [
+            "pods",
+            "replicationcontrollers",
+            "deployments",
+            "replicasets",
+            "statefulsets",
+            "daemonsets",
+            "jobs",
+            "cronjobs",
+        ],
         "scope": "*",
     }
     hook = _hook(MUTATE_HOOK, service, namespace, "/mutate", bundle, [rule])

@@ -31,6 +31,7 @@ FORGED = json.dumps({"user": "root-tenant", "groups": ["admins"]})
 MINE = json.dumps({"user": "alice", "groups": ["developers", "system:authenticated"]})
 # (kind, API group, resource)
 KINDS = [
+    ("ReplicationController", "", "replicationcontrollers"),
     ("Deployment", "apps", "deployments"),
     ("ReplicaSet", "apps", "replicasets"),
     ("StatefulSet", "apps", "statefulsets"),
@@ -50,13 +51,13 @@ def _template(user_info: str | None) -> dict[str, Any]:
 
 def _workload(kind: str, group: str, user_info: str | None, replicas: int = 2) -> dict[str, Any]:
     spec: dict[str, Any] = {"selector": {"matchLabels": {"app": "web"}}, "template": _template(user_info)}
-    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+    if kind in ("ReplicationController", "Deployment", "ReplicaSet", "StatefulSet"):
         spec["replicas"] = replicas
     if kind == "Job":
         spec = {"template": _template(user_info), "parallelism": replicas}
     if kind == "CronJob":
         spec = {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": _template(user_info)}}}
-    version = "batch/v1" if group == "batch" else "apps/v1"
+    version = f"{group}/v1" if group else "v1"
     return {
         "apiVersion": version,
         "kind": kind,
@@ -214,3 +215,67 @@ async def test_the_trusted_controllers_may_create_pods_with_the_workloads_identi
     assert response["allowed"] is True
     patch = json.loads(base64.b64decode(response.get("patch", "W10=")))
     assert all(USER_INFO not in json.dumps(op) for op in patch)  # the workload's identity is kept as it is
+
+
+WAYS_ROUND = [
+    # (what the tenant tries, the template's labels, its scheduler name, the namespace)
+    ("labelled as the scheduler's own pods", {"app": "yunikorn"}, None, "team-a"),
+    ("a namespace pykorn does not process", {"app": "web"}, "default-scheduler", "elsewhere"),
+    ("our scheduler named in a namespace not processed", {"app": "web"}, "yunikorn", "elsewhere"),
+]
+
+
+@pytest.mark.parametrize(
+    ("why", "labels", "scheduler", "namespace"), WAYS_ROUND, ids=[w[0] for w in WAYS_ROUND]
+)
+async def test_no_label_namespace_or_scheduler_name_gets_round_the_identity_rules(
+    allowing: str, pki: PKI, why: str, labels: dict[str, str], scheduler: str | None, namespace: str
+) -> None:
+    """A workload outside our namespaces today may be moved to us by its next update (its scheduler
+    name, or its namespace taken in): its pods' identity is checked wherever it is."""
+
+    def deployment(user_info: str | None) -> dict[str, Any]:
+        made = _workload("Deployment", "apps", user_info)
+        made["metadata"]["namespace"] = namespace
+        made["spec"]["template"]["metadata"]["labels"] = labels
+        if scheduler is not None:
+            made["spec"]["template"]["spec"]["schedulerName"] = scheduler
+        return made
+
+    def review(operation: str, new: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+        built = _review("Deployment", "apps", "deployments", operation, TENANT, new, old)
+        built["request"]["namespace"] = namespace
+        return built
+
+    created = await post_review(f"{allowing}/mutate", pki, review("CREATE", deployment(FORGED)))
+    assert created["allowed"] is False, why
+    updated = await post_review(
+        f"{allowing}/mutate", pki, review("UPDATE", deployment(FORGED), deployment(MINE))
+    )
+    assert updated["allowed"] is False, why
+    stamped = await post_review(f"{allowing}/mutate", pki, review("CREATE", deployment(None)))
+    (op,) = json.loads(base64.b64decode(stamped["patch"]))
+    assert json.loads(op["value"][USER_INFO])["user"] == "alice", why  # her identity, whatever comes next
+
+
+async def test_a_pods_identity_never_changes_outside_our_namespaces_either(allowing: str, pki: PKI) -> None:
+    meta = {"name": "p", "namespace": "elsewhere", "annotations": {USER_INFO: MINE}}
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
+    forged = copy.deepcopy(pod)
+    forged["metadata"]["annotations"][USER_INFO] = FORGED
+    review = _review("Pod", "", "pods", "UPDATE", TENANT, forged, pod)
+    review["request"]["namespace"] = "elsewhere"
+    assert (await post_review(f"{allowing}/mutate", pki, review))["allowed"] is False
+
+
+async def test_a_template_without_metadata_is_stamped_with_a_patch_the_api_server_can_apply(
+    allowing: str, pki: PKI
+) -> None:
+    cron = _workload("CronJob", "batch", None)
+    del cron["spec"]["jobTemplate"]["spec"]["template"]["metadata"]  # as kubectl's `hello` example
+    response = await post_review(
+        f"{allowing}/mutate", pki, _review("CronJob", "batch", "cronjobs", "CREATE", TENANT, cron)
+    )
+    (op,) = json.loads(base64.b64decode(response["patch"]))
+    assert op["op"] == "add" and op["path"] == "/spec/jobTemplate/spec/template/metadata"
+    assert json.loads(op["value"]["annotations"][USER_INFO])["user"] == "alice"

@@ -161,7 +161,10 @@ async def test_a_first_start_makes_the_cas_the_certificate_and_both_webhooks(api
             "name": "yunikorn-admission-controller-service", "namespace": "yunikorn", "path": "/mutate",
             "port": 443}  # fmt: skip
         assert (mutate["failurePolicy"], mutate["sideEffects"]) == ("Ignore", "None")
-        resources = ["pods", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs"]
+        resources = [
+            "pods", "replicationcontrollers", "deployments", "replicasets", "statefulsets", "daemonsets",
+            "jobs", "cronjobs",
+        ]  # fmt: skip
         assert mutate["rules"][0]["resources"] == resources
         assert mutate["namespaceSelector"] == {}  # user.info is checked in every namespace
         validate = _hook(api, VALIDATING, VALIDATING_NAME)

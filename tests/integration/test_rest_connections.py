@@ -5,6 +5,8 @@ load the healthcheck is still answered. A core of its own with short timeouts an
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
@@ -243,3 +245,62 @@ async def test_the_probes_are_answered_within_a_second_whatever_fills_the_cap(
                 stream.close()
             for writer in writers:
                 writer.close()
+
+
+@pytest.fixture(scope="module")
+def small_core() -> Iterator[CoreProcess]:
+    flags = ["--rest-header-timeout", "60", "--rest-idle-timeout", "60", "--rest-max-connections", "4"]
+    yield from running(CoreProcess(extra_args=[*flags, "--rest-max-event-streams", "1"]))
+
+
+async def test_clients_that_never_read_their_answers_cannot_hold_the_api(small_core: CoreProcess) -> None:
+    """Each sends thousands of pipelined requests and reads nothing, so its answers pile up and the
+    core's writes to it stall: at the cap such a connection is pushed out (what it was not sent is
+    dropped), and every client is served, not only the probes."""
+    core = small_core
+    host, port = _host_port(core)
+    requests = f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * 3000
+    sockets = []
+    try:
+        for _ in range(12):  # three times the cap
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # so its answers fill it soon
+            sock.connect((host, port))
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                sock.send(requests)
+            sockets.append(sock)
+        for path in (HEALTH, "/ws/v1/metrics", "/ws/v1/partitions"):
+            assert await _status_within(core, path, 1.0) == 200, path
+        assert await _closed_count("evicted_idle", core) > 0
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+async def test_a_connection_let_in_for_a_probe_serves_that_probe_alone(patient_core: CoreProcess) -> None:
+    """Over the cap, a kept-alive connection that asked for the healthcheck may not go on to another
+    path: that request is answered 503, and the connection closed after its probe."""
+    core = patient_core
+    writers: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(CAP):  # every connection busy: a body that never comes whole
+            reader, writer = await asyncio.open_connection(*_host_port(core))
+            writers.append(writer)
+            writer.write(b"POST /ws/v1/validate-conf HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                         b"Expect: 100-continue\r\n\r\n")  # fmt: skip
+            assert await asyncio.wait_for(reader.readline(), 10) == b"HTTP/1.1 100 Continue\r\n"
+        async with _connection(core) as (reader, writer):
+            probe, other = (
+                f"GET {HEALTH} HTTP/1.1\r\nHost: x\r\n\r\n",
+                "GET /ws/v1/partitions HTTP/1.1\r\nHost: x\r\n\r\n",
+            )
+            writer.write((probe + other).encode())
+            answer = await _closed_by_core(reader, within=10)
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        assert (
+            b"/ws/v1/partitions" not in answer and answer.count(b"HTTP/1.1 ") == 1
+        )  # closed after its probe
+    finally:
+        for writer in writers:
+            writer.close()

@@ -36,6 +36,12 @@ class Transport(asyncio.Transport):
     def get_write_buffer_size(self) -> int:
         return len(self.unsent)
 
+    def abort(self) -> None:
+        self.aborted = True
+        self.close()
+
+    aborted = False
+
     unsent = b""  # what a slow reader has not taken yet
 
 
@@ -102,19 +108,24 @@ async def test_over_the_cap_the_probes_are_let_in_up_to_their_reserve() -> None:
 
 
 async def test_at_the_cap_a_connection_idle_between_requests_is_pushed_out() -> None:
-    guard, metrics = _guard(cap=1)
-    protocol, transport, _ = _connect(guard)
-    protocol.data_received(b"GET /ws/v1/events/stream HTTP/1.1\r\n\r\n")
-    guard.request_started(transport)
-    guard.request_ended(transport)  # refused (503, say) or answered, and it sits on the connection
-    transport.unsent = b"x"  # its answer not taken whole yet: it is not pushed out
-    second_protocol, _, second_inner = _connect(guard)
-    assert not transport.closed and len(second_inner) == 1  # let in for a probe instead
-    second_protocol.connection_lost(None)
-    transport.unsent = b""
-    _, third, third_inner = _connect(guard)
-    assert transport.closed and len(third_inner) == 1 and not third.written
-    assert metrics.rest_connections_closed == {"evicted_idle": 1}
+    # Idle: its request answered (or refused) and nothing since, as a kept-alive client or one sitting
+    # on a 503. One whose client reads its answers goes first; one whose client does not read is
+    # aborted next (what it was not sent is dropped), so non-readers cannot hold the API either.
+    guard, metrics = _guard(cap=2)
+    connections = [_connect(guard) for _ in range(2)]
+    for protocol, transport, _ in connections:
+        protocol.data_received(b"GET /ws/v1/partitions HTTP/1.1\r\n\r\n")
+        guard.request_started(transport)
+        guard.request_ended(transport)
+    slow_reader, reads = (transport for _, transport, _ in connections)
+    slow_reader.unsent = b"x" * 4096  # its answer not taken yet, though it is the older
+    third_protocol, third, third_inner = _connect(guard)
+    assert reads.closed and not slow_reader.closed and len(third_inner) == 1 and not third.written
+    third_protocol.data_received(b"GET /ws/v1/events/stream HTTP/1.1\r\n\r\n")
+    guard.request_started(third)  # busy now
+    fourth_inner = _connect(guard)[2]
+    assert slow_reader.aborted and len(fourth_inner) == 1
+    assert metrics.rest_connections_closed == {"evicted_idle": 2}
 
 
 async def test_at_the_cap_the_oldest_connection_without_a_header_is_pushed_out() -> None:
