@@ -2,10 +2,10 @@
 
 Nodes are added, updated, drained and removed; a pod of ours is asked for (bound already, it is sent
 as an existing allocation), with its application first (its user, its gang, its namespace's limits),
-and released when it goes; another scheduler's pod on a node is counted there as a foreign
-allocation; a running pod resized in place is sent with its new size. Priority classes, namespaces
-and volumes are kept for the pods that name them: a pod waits (and says why) for a missing priority
-class, its scheduling gates, or volumes not ready, and is looked at again when they change.
+and released when it goes; another scheduler's pod on a node is counted there as a foreign allocation;
+a running pod resized in place, or whose deletion began, is sent again. Priority classes, namespaces and
+volumes are kept for the pods that name them: a pod waits (and says why) for a missing priority class,
+its scheduling gates, or volumes not ready, and is looked at again when they change.
 
 All that is sent about pods goes through the outbox (shim_k8s.outbox), in the order the informers saw
 it; what the core decides in answer is shim_k8s.decisions'.
@@ -191,7 +191,6 @@ class Pods:
                 state.placed.pop(uid, None)
                 await shim.outbox.release(app_id, uid, message="bound by another scheduler")
             await self._add_foreign(pod)
-            known = pod  # sent as it is now
         if known is not None and uid in state.sizes and began_terminating(pod, known):
             await self._resized(pod, again=True)  # spread stops counting it at once
         if finished(pod):
@@ -293,17 +292,18 @@ class Pods:
                 await self._wait(pod, *wait)
             return
         ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
-        for reason, message in pod_identity.identity_conflicts(pod):
-            await shim.kube.record_event(pod, reason, message, warning=True)
         shim.state.sizes[uid] = request
         if node:
             shim.state.bound_by_us.add(uid)
             shim.state.placed[uid] = (app_id, node)
         else:
             shim.state.asked[uid] = app_id
+            said = pod_identity.identity_conflicts(pod)  # said once, when it is first asked for
             if ignored:
-                message = f"not honoured by pykorn yet, the pod is placed without them: {'; '.join(ignored)}"
-                await shim.kube.record_event(pod, "PlacementConstraintsIgnored", message, warning=True)
+                said.append(("PlacementConstraintsIgnored", f"not honoured by pykorn yet, the pod is placed "
+                             f"without them: {'; '.join(ignored)}"))  # fmt: skip
+            for reason, message in said:
+                await shim.kube.record_event(pod, reason, message, warning=True)
         await shim.outbox.ask(ask)
 
     def app_id(self, pod: Obj) -> str:

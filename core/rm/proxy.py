@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from core.config import ConfigError, LoadedConfig, SchedulerConfig, load_config
-from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
-from core.config.yaml_reader import Problem
+from core.config import ConfigError, LoadedConfig, SchedulerConfig
+from core.config.input_limits import DEFAULT_LIMITS, Limits
 from core.log_digest import WarningLimiter
 from core.objects.allocation import Allocation
-from core.off_loop import in_daemon_thread
 from core.rm.ask_cache import AskCache
+from core.rm.config_reading import BIG_CONFIG_BYTES, read_config
 from core.rm.intake import BLANK, REJECTIONS, Intake, allocation_ids, application_ids, idents, node_ids
 from core.rm.response_stream import HARD_FACTOR, Backlogs, ResponseStream, StreamKind
 from core.rm.route import RMRoute
@@ -67,7 +66,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("pykorn.rmproxy")
 
 DEFAULT_GRACE_PERIOD = 60.0  # seconds an RM with no stream open keeps its state
-BIG_CONFIG_BYTES = 64 * 1024  # a refused configuration this large is worth giving memory back for
 
 
 class InvalidRequest(ValueError):
@@ -227,14 +225,7 @@ class RMProxy:
         return preview_response(result)
 
     async def _load_config(self, text: str) -> LoadedConfig:
-        """load_config within the size limit, and off the event loop: a large configuration takes
-        seconds to read, and the streams of every RM keep being served meanwhile."""
-        too_large = config_size_problem(text, self.limits.max_config_bytes)
-        if too_large:
-            raise ConfigError([Problem("", 0, too_large)])
-        if len(text) >= BIG_CONFIG_BYTES:  # the reading takes seconds: said, as it is a state of the core
-            log.info("reading a configuration", bytes=len(text))
-        return await in_daemon_thread(lambda: load_or_refuse(text), "pykorn-config")
+        return await read_config(text, self.limits.max_config_bytes)
 
     async def _parse_config(self, text: str) -> SchedulerConfig:
         try:
@@ -489,17 +480,3 @@ class RMProxy:
                 route = self._routes.get(batch.rm_id)
                 asks = route.asks if route is not None else AskCache()
                 self._route(batch.rm_id, StreamKind.ALLOCATION, allocation_response(batch, asks))
-
-
-def load_or_refuse(text: str) -> LoadedConfig:
-    """load_config, and a configuration it fails on unexpectedly refused like any invalid one: the RM
-    gets INVALID_ARGUMENT with a reason, the core keeps its configuration. The failure is a bug of the
-    core's checks, so it is logged with its traceback for someone to fix."""
-    try:
-        return load_config(text)
-    except ConfigError:
-        raise
-    except Exception as exc:
-        log.exception("configuration check failed unexpectedly", error=repr(exc))
-        reason = f"the core could not check this configuration ({type(exc).__name__}: {exc}); it was refused"
-        raise ConfigError([Problem("", 0, reason)]) from None

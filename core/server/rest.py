@@ -27,10 +27,9 @@ from aiohttp.typedefs import Middleware
 from core.config import ConfigError
 from core.config.as_json import config_json
 from core.config.extra_config import DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_HOST
-from core.config.input_limits import DEFAULT_LIMITS, Limits, config_size_problem
+from core.config.input_limits import DEFAULT_LIMITS, Limits
 from core.events import Follower
-from core.off_loop import in_daemon_thread
-from core.rm.proxy import load_or_refuse
+from core.rm.config_reading import read_config
 from core.scheduler.cluster import ClusterContext
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record
@@ -272,13 +271,8 @@ class StateAPI:
             # As YuniKorn's: an empty text is valid (an RM that sends it gets the core's default).
             warning = "the text is empty: an RM that sends it gets the core's default configuration"
             return web.json_response({"allowed": True, "reason": "", "warnings": [warning]})
-        too_large = config_size_problem(text, self.max_config_bytes)
-        if too_large:
-            return web.json_response({"allowed": False, "reason": too_large})
         try:
-            # Off the event loop: a large configuration takes seconds to read, and the gRPC streams
-            # and other REST readers are served meanwhile.
-            loaded = await in_daemon_thread(lambda: load_or_refuse(text), "pykorn-config")
+            loaded = await read_config(text, self.max_config_bytes)
         except ConfigError as exc:
             reason = "; ".join(str(problem) for problem in exc.problems)
             return web.json_response({"allowed": False, "reason": reason, "warnings": []})
