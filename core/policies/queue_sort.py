@@ -40,14 +40,17 @@ def _share(used: int, base: int) -> float:
 
 def queue_share(queue: Queue, maximum: Mapping[str, int] | None = None) -> float:
     guaranteed: Mapping[str, int] = queue.guaranteed or {}
-    ceiling = maximum if maximum is not None else fair_max(queue)
+    ceiling = maximum  # the fair max, walked up the path only when a type without a guarantee is used
     share = 0.0
     for name, used in queue.allocated.items():
         if used < 0:
             continue
         if name in guaranteed:
             share = max(share, _share(used, guaranteed[name]))
-        elif name in ceiling:
+            continue
+        if ceiling is None:
+            ceiling = fair_max(queue)
+        if name in ceiling:
             share = max(share, _share(used, ceiling[name]))
     return share
 
