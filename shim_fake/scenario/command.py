@@ -51,7 +51,7 @@ async def run_scenario(
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            out.write("--plot needs matplotlib: pip install 'pykorn[plot]'\n")
+            out.write("--plot needs matplotlib: pip install 'pykorn-scheduler[plot]'\n")
             return EXIT_INVALID
     speed = speed or scenario.speed
     core: CoreProcess | None = None

@@ -1,7 +1,7 @@
 """`--plot FILE.png`: a timeline of each queue's usage, its max dashed, preemptions marked, the part
 gang placeholders hold hatched.
 
-matplotlib is an optional extra (`pip install 'pykorn[plot]'`); `make run` installs it.
+matplotlib is an optional extra (`pip install 'pykorn-scheduler[plot]'`); `make run` installs it.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def write_plot(rec: Recording, path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise PlotUnavailable("--plot needs matplotlib: pip install 'pykorn[plot]'") from exc
+        raise PlotUnavailable("--plot needs matplotlib: pip install 'pykorn-scheduler[plot]'") from exc
 
     divisor, unit = _scale(rec.resource)
     times = [t for t, _ in rec.samples]

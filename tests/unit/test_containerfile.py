@@ -78,5 +78,18 @@ def test_no_document_installs_someone_elses_pykorn() -> None:
     pattern = re.compile(r"pip install\s+['\"]?pykorn(?![-\w])")
     documents = [ROOT / "README.md", ROOT / "Containerfile", *(ROOT / "docs").rglob("*.md")]
     documents += list((ROOT / "deploy").rglob("*.yaml"))
+    documents += [*(ROOT / "shim_fake").rglob("*.py"), *(ROOT / "pykorn_cli").rglob("*.py")]  # hints
     offending = [str(p.relative_to(ROOT)) for p in documents if pattern.search(p.read_text())]
     assert offending == []
+
+
+def test_the_build_context_is_the_wheel_alone() -> None:
+    """Podman reads .containerignore, docker .dockerignore: both let in the wheel and nothing else, so a
+    build never sends the virtualenv, the caches or the tree as its context."""
+    for name in (".containerignore", ".dockerignore"):
+        rules = [
+            li.strip()
+            for li in (ROOT / name).read_text().splitlines()
+            if li.strip() and not li.startswith("#")
+        ]
+        assert rules == ["*", "!dist/pykorn_scheduler-*-py3-none-any.whl"], name
