@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 WHEEL := dist/pykorn_scheduler-$(VERSION)-py3-none-any.whl
 
-.PHONY: run test test-nightly bench proto proto-check lint venv clean dist wheel-check
+.PHONY: run test test-nightly bench proto proto-check lint venv clean dist wheel-check image
 
 venv: $(STAMP)
 
@@ -58,6 +58,15 @@ dist: $(STAMP)
 ## (tools/check_wheel.py). CI runs it.
 wheel-check: dist
 	$(BIN)/python tools/check_wheel.py $(WHEEL)
+
+## image: the container image of that wheel (Containerfile), with podman or else docker; IMAGE=name:tag.
+## The engine is looked for first, so that a machine without one says so before building anything.
+IMAGE ?= pykorn:$(VERSION)
+image:
+	@engine=$$(command -v podman || command -v docker) || { \
+		echo "make image: neither podman nor docker is installed here; build the wheel with 'make dist'" \
+			"and the image where an engine is: podman build -t $(IMAGE) -f Containerfile ." >&2; exit 2; }; \
+	$(MAKE) --no-print-directory dist && $$engine build -t $(IMAGE) -f Containerfile .
 
 ## proto: regenerate the committed stubs from proto/si/v1/si.proto.
 proto: $(STAMP)

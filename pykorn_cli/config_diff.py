@@ -8,6 +8,7 @@ allocation, without changing anything.
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -15,6 +16,9 @@ import grpc
 
 from core.config.diff import config_changes, fmt_resource
 from core.config.loader import ConfigError, load_config
+from core.config.schema import SchedulerConfig
+from core.server.addresses import split_host_port
+from pykorn_cli.errors import FAILED, UNREACHABLE, CliError
 from si.v1 import si_pb2
 
 if TYPE_CHECKING:
@@ -24,16 +28,9 @@ if TYPE_CHECKING:
 def diff_files(
     old_path: Path, new_path: Path, core: str | None, rm_id: str, out: TextIO, tls: ClientTLS | None = None
 ) -> int:
-    try:
-        old = load_config(old_path.read_text()).config
-        new_text = new_path.read_text()
-        new = load_config(new_text).config
-    except ConfigError as exc:
-        out.write(f"invalid configuration: {exc}\n")
-        return 1
-    except OSError as exc:
-        out.write(f"cannot read: {exc}\n")
-        return 2
+    old = _parse(old_path, _text(old_path))
+    new_text = _text(new_path)
+    new = _parse(new_path, new_text)
     changes = config_changes(old, new)
     out.write(f"{len(changes)} change(s) from {old_path} to {new_path}:\n")
     for line in changes:
@@ -46,12 +43,54 @@ def diff_files(
         async with SchedulerClient(core, rm_id, tls=tls) as client:
             return await client.dry_run_configuration(new_text)
 
+    not_there = f"is `pykorn core` running there? (--core is its gRPC address, {DEFAULT_CORE} by default)"
+    _refuse_if_nothing_listens(core, not_there)
     try:
         response = asyncio.run(ask())
+    except TimeoutError:
+        raise CliError(f"nothing answered at {core} in time: {not_there}", UNREACHABLE) from None
     except grpc.aio.AioRpcError as exc:  # refused (a certificate for another rmID, say)
-        out.write(f"the core at {core} refused the preview: {exc.code().name}: {exc.details()}\n")
-        return 1
+        raise CliError(
+            f"the core at {core} refused the preview: {exc.code().name}: {exc.details()}", FAILED
+        ) from None
     return write_preview(response, out)
+
+
+DEFAULT_CORE = "127.0.0.1:3333"
+
+
+def _refuse_if_nothing_listens(core: str, not_there: str) -> None:
+    """At once, where gRPC would keep trying to connect until its timeout: an address that is not
+    HOST:PORT, or one where nothing listens."""
+    try:
+        host, port = split_host_port(core)
+    except ValueError as exc:
+        raise CliError(f"--core {exc}") from None
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+    except (ConnectionRefusedError, socket.gaierror) as exc:
+        raise CliError(f"cannot connect to {core}: {exc.strerror}: {not_there}", UNREACHABLE) from None
+    except OSError:
+        pass  # a timeout or a route: gRPC says what it finds
+
+
+CONNECT_SECONDS = 3.0
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _parse(path: Path, text: str) -> SchedulerConfig:
+    try:
+        return load_config(text).config
+    except ConfigError as exc:
+        raise CliError(f"{path} is not a valid configuration: {exc}", FAILED) from None
 
 
 def write_preview(response: si_pb2.DryRunConfigurationResponse, out: TextIO) -> int:

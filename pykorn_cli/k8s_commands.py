@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
-import sys
 from typing import TYPE_CHECKING
 
+from pykorn_cli.errors import FAILED, UNREACHABLE, CliError
 from pykorn_cli.gc_tuning import tune_garbage_collector
 from pykorn_cli.options import client_tls, json_flag
 from rmclient.logging_setup import configure_logging
@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
 
 def run_k8s(args: argparse.Namespace) -> int:
+    from shim_k8s.api.kubeconfig import KubeconfigError
     from shim_k8s.api.leader import LeadershipLost
-    from shim_k8s.main import ApiLimits, StartupError, run_shim
+    from shim_k8s.api.startup import StartupError
+    from shim_k8s.main import ApiLimits, run_shim
 
     configure_logging(args.log_level, json_flag(args.log_format), live=True)  # log.* from the ConfigMaps
     tls = client_tls(args)
@@ -38,9 +40,12 @@ def run_k8s(args: argparse.Namespace) -> int:
     tune_garbage_collector()
     try:
         asyncio.run(until_signalled())
-    except (LeadershipLost, StartupError) as exc:  # the cluster's cause: exit 1, and say why
-        sys.stderr.write(f"pykorn k8s: {exc}\n")
-        return 1
+    except KubeconfigError as exc:
+        raise CliError(str(exc)) from None
+    except StartupError as exc:  # the API server or the core does not answer
+        raise CliError(str(exc), UNREACHABLE) from None
+    except LeadershipLost as exc:  # the cluster's cause: say why
+        raise CliError(str(exc), FAILED) from None
     return 0
 
 
@@ -58,10 +63,10 @@ def _stop_on_signals() -> asyncio.Event:
 def run_admission_controller(args: argparse.Namespace) -> int:
     from shim_k8s.admission.server import run_admission
     from shim_k8s.admission.webhook_setup import SetupError
+    from shim_k8s.api.kubeconfig import KubeconfigError
+    from shim_k8s.api.startup import StartupError
 
-    if (args.tls_cert is None) != (args.tls_key is None):
-        sys.stderr.write("pykorn admission: give --tls-cert and --tls-key together, or neither\n")
-        return 2
+    _check_admission_files(args)
     configure_logging(args.log_level, json_flag(args.log_format))
 
     async def until_signalled() -> None:
@@ -74,10 +79,43 @@ def run_admission_controller(args: argparse.Namespace) -> int:
     tune_garbage_collector()
     try:
         asyncio.run(until_signalled())
+    except KubeconfigError as exc:
+        raise CliError(str(exc)) from None
     except SetupError as exc:  # the installation's cause: exit 1, and say why
-        sys.stderr.write(f"pykorn admission: {exc}\n")
-        return 1
+        raise CliError(str(exc), FAILED) from None
+    except StartupError as exc:  # the API server does not answer
+        raise CliError(str(exc), UNREACHABLE) from None
+    except OSError as exc:  # its own HTTPS port
+        raise CliError(
+            f"cannot listen on {args.bind}:{args.port} (--bind, --port): {_reason(exc)}", UNREACHABLE
+        ) from None
     return 0
+
+
+def _check_admission_files(args: argparse.Namespace) -> None:
+    """The certificate files it is given, read before anything starts."""
+    import ssl
+
+    from shim_k8s.admission.server import tls_context
+
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise CliError("give --tls-cert and --tls-key together, or neither")
+    try:
+        if args.tls_cert is not None:
+            tls_context(args.tls_cert, args.tls_key)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise CliError(f"--tls-cert/--tls-key: cannot serve them: {_reason(exc)}") from None
+    try:
+        if args.core_rest_ca is not None:
+            ssl.create_default_context(cafile=args.core_rest_ca)
+    except (OSError, ValueError) as exc:
+        raise CliError(
+            f"--core-rest-ca {args.core_rest_ca}: not a CA certificate it can read: {_reason(exc)}"
+        ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 def leader_election(args: argparse.Namespace) -> LeaderElection | None:
@@ -92,4 +130,4 @@ def leader_election(args: argparse.Namespace) -> LeaderElection | None:
             args.leader_elect_retry_period, args.leader_elect_identity or default_identity(),
         )  # fmt: skip
     except ValueError as exc:
-        raise SystemExit(f"pykorn k8s: {exc}") from None
+        raise CliError(str(exc)) from None

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
-from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.server.rest_connections import ConnectionBounds
+from pykorn_cli import arg_types
+from pykorn_cli.errors import USAGE, CliError, guarded
 from pykorn_cli.options import client_tls, json_flag
-from rmclient.logging_setup import configure_logging, level_number, set_live_levels
+from rmclient.logging_setup import configure_logging
 
 
 def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> None:
@@ -26,49 +26,32 @@ def _add_logging_flags(parser: argparse.ArgumentParser, level: str = "info") -> 
     )
 
 
-def _non_negative_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds, 0 or more")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    value = _non_negative_seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 seconds")
-    return value
-
-
 def _add_rest_bound_flags(core: argparse.ArgumentParser) -> None:
     bounds = ConnectionBounds()
     rest = core.add_argument_group("REST connections (docs/reliability.md)")
     rest.add_argument(
         "--rest-header-timeout",
-        type=_positive_seconds,
+        type=arg_types.positive_seconds,
         default=bounds.header_timeout,
         help="seconds a new connection has to send its request header, and validate-conf its body "
         f"({bounds.header_timeout:g})",
     )
     rest.add_argument(
         "--rest-idle-timeout",
-        type=_positive_seconds,
+        type=arg_types.positive_seconds,
         default=bounds.idle_timeout,
         help=f"seconds a kept-alive connection may wait for its next request ({bounds.idle_timeout:g})",
     )
     rest.add_argument(
         "--rest-max-connections",
-        type=_positive_int,
+        type=arg_types.positive_int,
         default=bounds.max_connections,
         help="connections open at once; past it a new one pushes out the oldest that has not sent a "
         f"whole header, or gets 503 ({bounds.max_connections})",
     )
     rest.add_argument(
         "--rest-max-event-streams",
-        type=_positive_int,
+        type=arg_types.positive_int,
         default=None,
         help="of those, event streams open at once (below --rest-max-connections: the rest stay free for "
         f"the healthcheck and other short requests; default {bounds.max_event_streams}, at most half "
@@ -107,42 +90,25 @@ def _add_client_tls_flags(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--core-key", type=Path, default=None, help="private key of --core-cert")
 
 
-def _duration(text: str) -> float:
-    """A duration as kube-scheduler's flags take it ("15s", "500ms", "1m"), or plain seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    number, unit = text, "s"
-    for suffix in sorted(units, key=len, reverse=True):
-        if text.endswith(suffix):
-            number, unit = text[: -len(suffix)], suffix
-            break
-    try:
-        seconds = float(number) * units[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 15s, 500ms, 1m)") from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than zero")
-    return seconds
-
-
 def _add_leader_election_flags(parser: argparse.ArgumentParser) -> None:
     """kube-scheduler's --leader-elect flags (a coordination.k8s.io Lease), with its defaults."""
     group = parser.add_argument_group("leader election (several replicas, one active)")
     group.add_argument("--leader-elect", action="store_true", help="schedule only while holding the Lease")
     group.add_argument(
         "--leader-elect-lease-duration",
-        type=_duration,
+        type=arg_types.duration,
         default=15.0,
         help="how long a standby waits after the last renewal before taking over (15s)",
     )
     group.add_argument(
         "--leader-elect-renew-deadline",
-        type=_duration,
+        type=arg_types.duration,
         default=10.0,
         help="how long the leader tries to renew before it stops (10s)",
     )
     group.add_argument(
         "--leader-elect-retry-period",
-        type=_duration,
+        type=arg_types.duration,
         default=2.0,
         help="between attempts to take or renew the Lease (2s)",
     )
@@ -154,32 +120,27 @@ def _add_leader_election_flags(parser: argparse.ArgumentParser) -> None:
                        help="its name in the Lease (default: host name, unique suffix)")  # fmt: skip
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
-    return value
-
-
-def _live_levels(flag_level: str) -> Callable[[int | None, Mapping[str, int]], None]:
-    """The core's log levels while running: an RM's default (else --log-level) and by logger prefix."""
-    start = level_number(flag_level) or logging.INFO
-
-    def apply(default: int | None, by_prefix: Mapping[str, int]) -> None:
-        set_live_levels(default if default is not None else start, by_prefix)
-
-    return apply
+def _add_debug_flag(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    # On every subcommand too, so that `pykorn core ... --debug` works where the flags are read; the
+    # subcommands' SUPPRESS keeps a `pykorn --debug core` from being reset by them.
+    parser.add_argument(
+        "--debug", action="store_true", default=default, help="on an unexpected error, print the traceback"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pykorn", description="A YuniKorn-style scheduler core.")
+    parser.add_argument("--version", action="version", version=version_line())
+    _add_debug_flag(parser, default=False)
     commands = parser.add_subparsers(dest="command", required=True)
 
     core = commands.add_parser("core", help="run the scheduler core daemon (gRPC si.v1.Scheduler)")
-    core.add_argument("--listen", default="127.0.0.1:3333", help="gRPC address (default 127.0.0.1:3333)")
+    core.add_argument(
+        "--listen",
+        type=arg_types.listen_address,
+        default="127.0.0.1:3333",
+        help="gRPC address (default 127.0.0.1:3333)",
+    )
     core.add_argument(
         "--config",
         type=Path,
@@ -189,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     core.add_argument("--port-file", type=Path, default=None, help="write the bound port here once listening")
     core.add_argument(
         "--rest-listen",
+        type=arg_types.optional_listen_address,
         default="127.0.0.1:9080",
         help="REST state API (ws/v1) address (default 127.0.0.1:9080; empty to turn it off)",
     )
@@ -197,13 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     core.add_argument(
         "--rm-grace-period",
-        type=_non_negative_seconds,
+        type=arg_types.non_negative_seconds,
         default=60.0,
         help="seconds a resource manager with no stream open keeps its state before it is removed (60)",
     )
     core.add_argument(
         "--event-log-size",
-        type=_positive_int,
+        type=arg_types.positive_int,
         default=10_000,
         help="events the core holds for REST and StreamEvents readers; a reader further behind is cut off",
     )
@@ -248,23 +210,23 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     k8s.add_argument(
         "--kube-qps",
-        type=float,
+        type=arg_types.positive_number,
         default=5000.0,
         help="requests a second to the API server (events apart), as YuniKorn's kubernetes.qps "
         "(default 5000; YuniKorn's is 1000)",
     )
     k8s.add_argument(
         "--kube-burst",
-        type=int,
+        type=arg_types.positive_int,
         default=10000,
         help="requests above the rate allowed at once, as YuniKorn's kubernetes.burst "
         "(default 10000; YuniKorn's is 1000)",
     )
-    k8s.add_argument("--kube-in-flight", type=int, default=64,
+    k8s.add_argument("--kube-in-flight", type=arg_types.positive_int, default=64,
                      help="requests to the API server in flight at once (default 64)")  # fmt: skip
-    k8s.add_argument("--reconcile-period", type=_duration, default=60.0,
+    k8s.add_argument("--reconcile-period", type=arg_types.duration, default=60.0,
                      help="how often the core's view is checked against the API's (60s)")  # fmt: skip
-    k8s.add_argument("--metrics-listen", default="",
+    k8s.add_argument("--metrics-listen", type=arg_types.optional_listen_address, default="",
                      help="HOST:PORT for the Prometheus metrics (/metrics); off by default")  # fmt: skip
     _add_leader_election_flags(k8s)
     _add_client_tls_flags(k8s)
@@ -273,7 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     hook = commands.add_parser(
         "admission", help="the admission controller: mutating webhook for pods, validating for the configmaps"
     )
-    hook.add_argument("--port", type=int, default=9089, help="HTTPS port (default 9089, as YuniKorn's)")
+    hook.add_argument(
+        "--port", type=arg_types.port, default=9089, help="HTTPS port (default 9089, as YuniKorn's)"
+    )
     hook.add_argument("--bind", default="0.0.0.0", help="address to listen on (default all)")
     hook.add_argument(
         "--tls-cert", default=None,
@@ -298,8 +262,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="show a running core's queues, nodes and pending asks")
     status.add_argument(
-        "--core", default="http://127.0.0.1:9080", help="the core's REST API (default http://127.0.0.1:9080)"
+        "--core-rest",
+        default=None,
+        help="HOST:PORT or URL (https://... when the core's REST API uses TLS) of the core's REST API "
+        "(default http://127.0.0.1:9080)",
     )
+    # Before --core-rest it was --core, which every other command takes for the gRPC address: still
+    # taken, with a warning (status_url).
+    status.add_argument("--core", default=None, help=argparse.SUPPRESS)
     status.add_argument("--token-file", type=Path, default=None, help="file holding the REST bearer token")
     status.add_argument(
         "--ca-cert", type=Path, default=None, help="CA of the core's REST certificate (https)"
@@ -314,23 +284,59 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="HOST:PORT of a running core; without it a core process is started and stopped",
     )
-    run.add_argument("--speed", type=float, default=None, help="scenario seconds per real second")
+    run.add_argument(
+        "--speed", type=arg_types.positive_number, default=None, help="scenario seconds per real second"
+    )
     run.add_argument("--report", type=Path, default=None, help="write the full report as JSON here")
     run.add_argument("--plot", type=Path, default=None, help="write a PNG timeline here (needs matplotlib)")
     _add_client_tls_flags(run)
     _add_logging_flags(run, level="warning")
+    for leaf in (core, validate, diff, k8s, hook, status, run):
+        _add_debug_flag(leaf)
     return parser
+
+
+def version_line() -> str:
+    from pykorn_cli.versions import PYKORN_VERSION, TRACKS
+
+    return f"pykorn {PYKORN_VERSION} (tracks {TRACKS})"
+
+
+def status_url(args: argparse.Namespace) -> str:
+    """The REST API `pykorn status` reads: --core-rest, HOST:PORT meaning http://HOST:PORT."""
+    address = args.core_rest
+    if args.core is not None:
+        sys.stderr.write(
+            "pykorn status: --core is renamed --core-rest here (elsewhere --core is the gRPC address); "
+            f"taken as --core-rest {args.core}\n"
+        )
+        address = address or args.core
+    address = address or "http://127.0.0.1:9080"
+    return address if "://" in address else f"http://{address}"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    command = " ".join(filter(None, (args.command, getattr(args, "config_command", None),
+                                     getattr(args, "fake_command", None))))  # fmt: skip
+    return guarded(command, args.debug, lambda: _dispatch(args))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "core":
-        return _run_core(args)
+        from pykorn_cli.core_command import run_core_command
+
+        return run_core_command(args)
     if args.command == "config":
         if args.config_command == "diff":
             from pykorn_cli.config_diff import diff_files
 
-            return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=client_tls(args))
+            tls = client_tls(args)
+            if args.core is None and (args.rm_id or tls is not None):
+                raise CliError(
+                    "--rm-id and --core-ca/--core-cert/--core-key are for the preview: give --core too"
+                )
+            return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=tls)
         from core.config.report import validate_file
 
         return validate_file(args.file, sys.stdout)
@@ -346,97 +352,35 @@ def main(argv: list[str] | None = None) -> int:
         from pykorn_cli.status import show_status
 
         return show_status(
-            args.core, sys.stdout, sys.stderr, token_file=args.token_file, ca_cert=args.ca_cert
+            status_url(args), sys.stdout, sys.stderr, token_file=args.token_file, ca_cert=args.ca_cert
         )
     if args.command == "fake":
-        configure_logging(args.log_level, json_flag(args.log_format))
-        from pykorn_cli.core_formats import CoreFormatReader
-        from shim_fake.scenario.command import run_scenario
+        return _run_fake(args)
+    return USAGE
 
-        progress = sys.stdout.isatty()
-        tls = client_tls(args)
-        if tls is not None and args.core is None:
-            raise SystemExit(
-                "pykorn fake: --core-ca/--core-cert/--core-key are for a running core given with --core"
-            )
-        return asyncio.run(
-            run_scenario(
-                args.scenario,
-                CoreFormatReader(),
-                args.core,
-                args.speed,
-                args.report,
-                args.plot,
-                sys.stdout,
-                progress,
-                tls=tls,
-            )
+
+def _run_fake(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, json_flag(args.log_format))
+    from pykorn_cli.core_formats import CoreFormatReader
+    from shim_fake.scenario.command import run_scenario
+
+    progress = sys.stdout.isatty()
+    tls = client_tls(args)
+    if tls is not None and args.core is None:
+        raise CliError("--core-ca/--core-cert/--core-key are for a running core given with --core")
+    return asyncio.run(
+        run_scenario(
+            args.scenario,
+            CoreFormatReader(),
+            args.core,
+            args.speed,
+            args.report,
+            args.plot,
+            sys.stdout,
+            progress,
+            tls=tls,
         )
-    return 2
-
-
-def _run_core(args: argparse.Namespace) -> int:
-    from core.config import ConfigError
-    from core.config.input_limits import Limits
-    from core.server.daemon import CoreOptions, run_core
-    from core.server.tls import SecurityConfigError
-    from pykorn_cli.gc_tuning import tune_garbage_collector
-
-    # Checked before logging is set up: a refusal here is one line on stderr, nothing else.
-    if args.rest_max_event_streams is None:
-        # Half the cap at most (none with a cap of 1: every connection is kept for short requests).
-        args.rest_max_event_streams = min(ConnectionBounds.max_event_streams, args.rest_max_connections // 2)
-    if args.rest_max_event_streams >= args.rest_max_connections:
-        sys.stderr.write(
-            f"pykorn core: --rest-max-event-streams ({args.rest_max_event_streams}) must be below "
-            f"--rest-max-connections ({args.rest_max_connections}): short requests need room\n"
-        )
-        return 2
-    # Live levels: an RM's extraConfig may set log.level and log.core.*.level while running.
-    configure_logging(args.log_level, json_flag(args.log_format), live=True)
-    try:
-        limits = Limits.from_overrides(args.limit)
-    except ValueError as exc:
-        sys.stderr.write(f"pykorn core: --limit: {exc}\n")
-        return 2
-    options = CoreOptions(
-        listen=args.listen,
-        config_path=args.config,
-        port_file=args.port_file,
-        rest_listen=args.rest_listen,
-        rm_grace_period=args.rm_grace_period,
-        event_log_size=args.event_log_size,
-        rest_port_file=args.rest_port_file,
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        tls_client_ca=args.tls_client_ca,
-        rest_tls_cert=args.rest_tls_cert,
-        rest_tls_key=args.rest_tls_key,
-        rest_token_file=args.rest_token_file,
-        limits=limits,
-        log_levels=_live_levels(args.log_level),
-        rest_bounds=ConnectionBounds(
-            args.rest_header_timeout,
-            args.rest_idle_timeout,
-            args.rest_max_connections,
-            args.rest_max_event_streams,
-        ),
     )
-    tune_garbage_collector()
-    try:
-        asyncio.run(run_core(options))
-    except ConfigError as exc:
-        sys.stderr.write(f"pykorn core: the configuration {args.config} is invalid:\n")
-        for problem in exc.problems:
-            sys.stderr.write(f"  {problem}\n")
-        return 2
-    except SecurityConfigError as exc:
-        sys.stderr.write(f"pykorn core: {exc}\n")
-        return 2
-    except OSError as exc:
-        sys.stderr.write(f"pykorn core: {exc}\n")
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from pykorn_cli.errors import CliError
+
 if TYPE_CHECKING:
     from rmclient.tls import ClientTLS
 
@@ -15,7 +17,7 @@ def client_tls(args: argparse.Namespace) -> ClientTLS | None:
     try:
         return make(args.core_ca, args.core_cert, args.core_key)
     except ValueError as exc:
-        raise SystemExit(f"pykorn {args.command}: {exc}") from None
+        raise CliError(str(exc)) from None
 
 
 def json_flag(value: str | None) -> bool | None:

@@ -6,6 +6,7 @@ uses the standard library only, so the command needs nothing the core does not a
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
 import urllib.error
@@ -13,6 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
+
+from pykorn_cli.errors import FAILED, UNREACHABLE
 
 BAR_WIDTH = 20
 
@@ -129,9 +132,19 @@ def show_status(
     except urllib.error.HTTPError as exc:
         hint = " (give the core's REST token with --token-file)" if exc.code == 401 else ""
         err.write(f"pykorn status: the core's REST API at {base} answered {exc.code} {exc.reason}{hint}\n")
-        return 1
+        return FAILED
+    except http.client.HTTPException as exc:  # an answer, but not HTTP/1.1: gRPC's HTTP/2, say
+        err.write(
+            f"pykorn status: {base} does not answer as the core's REST API ({type(exc).__name__}): is it the "
+            "gRPC port? give the REST address with --core-rest (port 9080 by default)\n"
+        )
+        return UNREACHABLE
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        err.write(f"pykorn status: what {base} answered is not the core's REST API ({exc!r})\n")
+        return UNREACHABLE
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        err.write(f"pykorn status: cannot read the core's REST API at {base}: {exc}\n")
-        return 1
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        err.write(f"pykorn status: cannot read the core's REST API at {base}: {reason}\n")
+        return UNREACHABLE
     render(state, out)
     return 0

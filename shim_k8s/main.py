@@ -26,10 +26,11 @@ from shim_k8s.api.kube_http import (
     ApiError,
     KubeHTTP,
     RateLimiter,
-    cluster_access,
 )
+from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.api.objects import Obj, WatchEvent, name_of
+from shim_k8s.api.startup import StartupError, described, list_at_start
 from shim_k8s.configmaps import CONFIGMAP_NAME
 from shim_k8s.service_config import CONFIGMAP_NAMES
 from shim_k8s.shim import K8sShim
@@ -41,6 +42,7 @@ log = structlog.get_logger("pykorn.k8s")
 DEFAULTS_NAME = CONFIGMAP_NAMES[0]
 BACKOFF = Backoff(first=0.2, most=5.0)  # between attempts to reach a core that went away
 _LIST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSPORT_ERRORS)
+_CONNECT_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, *SEND_ERRORS)
 RECONCILE_PERIOD = 60.0  # seconds between comparisons of the core's view with the API's
 BATCH_ITEMS = 2_000  # informer events handled before the asks they made are sent and decisions started
 # Informer events waiting for the loop, past which the informers stop reading their watches until the
@@ -189,7 +191,10 @@ async def _run_leading(
     try:
         await client.connect()
     except _CONNECT_ERRORS as exc:
-        raise StartupError(f"the core at {core_address} cannot be reached: {exc!r}") from None
+        raise StartupError(
+            f"the core at {core_address} cannot be reached: {described(exc)} (is `pykorn core` running "
+            "there? --core is its gRPC address)"
+        ) from None
     shim = K8sShim(
         client,
         kube,
@@ -203,7 +208,7 @@ async def _run_leading(
     informers: list[Informer] = []
     health.sources = metrics.Sources(shim, kube, http, lambda: informers)
     try:
-        lists = await _list_everything(http, kube.paths, stop)
+        lists = await list_at_start(http, kube.paths, stop)
         shim.load(lists["priorityclasses"][0], *_configmaps(lists["configmaps"][0]))
         _apply_api_settings(shim, kube, http)
         # Before the pods: whether a pod may be asked for depends on its volumes, and its namespace's
@@ -238,36 +243,6 @@ async def _run_leading(
             await asyncio.wait_for(shim.carry_out(), STOP_GRACE)  # bindings under way finish
         await kube.close()
         await client.close()
-
-
-class StartupError(RuntimeError):
-    """What keeps the shim from starting at all (the API server or the core unreachable): a cause of the
-    cluster's, said in one line; a restart tries again."""
-
-
-_CONNECT_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, *SEND_ERRORS)
-START_ATTEMPTS = 8  # lists of everything tried at start before giving up (about 30 s with BACKOFF)
-
-
-async def _list_everything(
-    http: KubeHTTP, paths: dict[str, str], stop: asyncio.Event
-) -> dict[str, tuple[list[dict[str, Any]], str]]:
-    """Every kind the shim follows, listed; tried again with a growing pause while the API server does
-    not answer (it may be starting too), then StartupError."""
-    delay = BACKOFF.first
-    for attempt in range(1, START_ATTEMPTS + 1):
-        try:
-            listed = await asyncio.gather(*(http.list(path) for path in paths.values()))
-            return dict(zip(paths, listed, strict=True))
-        except _LIST_ERRORS as exc:
-            if attempt == START_ATTEMPTS or stop.is_set():
-                where = http.access.host
-                raise StartupError(f"the API server at {where} did not answer the lists: {exc!r}") from None
-            log.warning("listing failed at start; trying again", attempt=attempt, error=repr(exc))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-            delay = min(BACKOFF.most, delay * 2)
-    raise AssertionError("unreachable")
 
 
 async def _list_for_reconciliation(

@@ -16,6 +16,9 @@ def validate_file(path: Path, out: TextIO) -> int:
     except OSError as exc:
         out.write(f"{path}: cannot read: {exc.strerror}\n")
         return 2
+    except UnicodeDecodeError as exc:
+        out.write(f"{path}: cannot read: not UTF-8 text (byte {exc.start})\n")
+        return 2
     try:
         loaded = load_config(text)
     except ConfigError as exc:

@@ -22,6 +22,7 @@ from core.rm.proxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.early_asks import EarlyAsks
 from core.scheduler.engine import Engine
+from core.server.addresses import check_can_listen
 from core.server.core_settings import CoreSettingsApplier, LogLevels
 from core.server.event_stream import EventStreams
 from core.server.grpc_handlers import LargeMessages, add_scheduler
@@ -146,14 +147,32 @@ class CoreDaemon:
         self._stop = asyncio.Event()
 
     async def start(self) -> int:
-        if self.tls is None:
-            self.port = self.server.add_insecure_port(self.options.listen)
-        else:
-            self.port = self.server.add_secure_port(self.options.listen, grpc_credentials(self.tls))
+        try:
+            check_can_listen(self.options.listen)
+        except OSError as exc:
+            raise ListenError(
+                f"cannot listen on {self.options.listen} for gRPC (--listen): {exc.strerror or exc}"
+            ) from exc
+        try:
+            if self.tls is None:
+                self.port = self.server.add_insecure_port(self.options.listen)
+            else:
+                self.port = self.server.add_secure_port(self.options.listen, grpc_credentials(self.tls))
+        except RuntimeError:  # gRPC's "Failed to bind" (older versions returned 0 instead)
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {self.options.listen}")
+            raise ListenError(
+                f"cannot listen on {self.options.listen} for gRPC (--listen): the port is in use, or the "
+                "host is not an address of this machine"
+            )
         if self.rest is not None:
-            await self.rest.start()
+            try:
+                await self.rest.start()
+            except OSError as exc:
+                raise ListenError(
+                    f"cannot listen on {self.options.rest_listen} for the REST API (--rest-listen): "
+                    f"{exc.strerror or exc}"
+                ) from exc
             if self.options.rest_port_file:
                 self.options.rest_port_file.write_text(f"{self.rest.port}\n")
         self._engine_task = asyncio.create_task(self.engine.run())
@@ -161,7 +180,7 @@ class CoreDaemon:
         await self.server.start()
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-        host = self.options.listen.rsplit(":", 1)[0]
+        host = self.options.listen.rpartition(":")[0]
         if self.options.port_file:
             self.options.port_file.write_text(f"{self.port}\n")
         log.info(
@@ -201,6 +220,10 @@ class CoreDaemon:
             except TimeoutError:
                 log.warning("engine still busy at the stop deadline; abandoned")
         log.info("core stopped", seconds=round(STOP_SECONDS - (deadline - loop.time()), 3))
+
+
+class ListenError(OSError):
+    """An address the core cannot listen on: in use, not local, or not permitted."""
 
 
 STOP_SECONDS = 1.5  # from the signal to "core stopped": 0.5 s left of the 2 s for the process's exit

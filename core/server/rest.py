@@ -31,6 +31,7 @@ from core.config.input_limits import DEFAULT_LIMITS, Limits
 from core.events import Follower
 from core.rm.config_reading import read_config
 from core.scheduler.cluster import ClusterContext
+from core.server.addresses import split_host_port
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record
 from core.server.prometheus import render as render_metrics
@@ -401,7 +402,7 @@ class RestServer:
         return _error(404, f"no such endpoint: {request.method} {request.path}")
 
     async def start(self) -> int:
-        host, port = self.listen.rsplit(":", 1)
+        host, port = split_host_port(self.listen)
         await self._runner.setup()
         server = self._runner.server
         assert server is not None  # set up just now
@@ -411,7 +412,7 @@ class RestServer:
         self._listener = await asyncio.get_running_loop().create_server(
             self.guard.factory(server),
             host,
-            int(port),
+            port,
             ssl=self.ssl_context,
             ssl_handshake_timeout=timeout if self.ssl_context is not None else None,
         )

@@ -47,6 +47,9 @@ async def run_scenario(
     except OSError as exc:
         out.write(f"{path}: cannot read: {exc.strerror}\n")
         return EXIT_INVALID
+    except UnicodeDecodeError as exc:
+        out.write(f"{path}: cannot read: not UTF-8 text (byte {exc.start})\n")
+        return EXIT_INVALID
     if plot_path is not None:
         try:
             import matplotlib  # noqa: F401

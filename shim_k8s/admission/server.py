@@ -36,8 +36,10 @@ from shim_k8s.admission import controller as admission
 from shim_k8s.admission.webhook_setup import SECRET_NAME, SetupError, WebhookManager, utc_now
 from shim_k8s.api import object_shapes
 from shim_k8s.api.informer import Informer
-from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP, cluster_access
+from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
+from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
+from shim_k8s.api.startup import list_at_start
 from shim_k8s.bad_objects import Refused
 from shim_k8s.service_config import CONFIGMAP_NAMES
 
@@ -308,8 +310,8 @@ async def run_admission(
     runner = web.AppRunner(server.app(), access_log=None)
     keeper: asyncio.Task[None] | None = None
     try:
-        for kind, path in paths.items():
-            items, version = await http.list(path)
+        for kind, (items, version) in (await list_at_start(http, paths, stop)).items():
+            path = paths[kind]
             for obj in items:
                 server.on_object(kind, WatchEvent.ADDED, obj)
             informer = Informer(kind, path, http, server.on_object)

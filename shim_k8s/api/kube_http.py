@@ -5,7 +5,7 @@ Why not the official client: it is synchronous, so every call needs a worker thr
 `_preload_content=False` responses must be read and released by hand or the connection never returns to
 the pool; and its watch decodes every event twice and encodes it once. Measured on the HTTP emulation
 (benchmarks/RESULTS.md, "Kubernetes shim"), the shim spent most of its CPU inside it. The official
-client still reads kubeconfig files and the in-cluster service account (`cluster_access`), whose
+client still reads kubeconfig files and the in-cluster service account (`kubeconfig.py`), whose
 host, credentials and certificates this client then uses, so authentication stays what Kubernetes
 users configure.
 
@@ -18,7 +18,6 @@ JSON (NaN, a lone surrogate) is refused as the API server's own decoder refuses 
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -28,9 +27,9 @@ from urllib.parse import urlencode
 import aiohttp
 import orjson
 import structlog
-from kubernetes import client, config
 
 from shim_k8s.api.http1 import Http1Pool
+from shim_k8s.api.kubeconfig import ClusterAccess
 from shim_k8s.api.objects import WatchEvent
 
 log = structlog.get_logger("pykorn.k8s.http")
@@ -57,47 +56,6 @@ class ApiError(RuntimeError):
     def __init__(self, status: int, reason: str, body: str = "") -> None:
         super().__init__(f"{status} {reason}")
         self.status, self.reason, self.body = status, reason, body
-
-
-@dataclass
-class ClusterAccess:
-    """Where the API server is and how to prove who we are."""
-
-    host: str
-    ssl_context: ssl.SSLContext | bool = False  # False: plain HTTP (tests) or no verification
-    configuration: client.Configuration | None = None  # for bearer tokens that refresh
-
-    def authorization(self) -> str | None:
-        """The Authorization header the kubeconfig or the service account gives: a bearer token
-        (refreshed by the client's hook: in-cluster and exec credentials expire), or a kubeconfig's
-        username and password as basic auth, which the official loader keeps in the same place."""
-        cfg = self.configuration
-        if cfg is None:
-            return None
-        # The official client keeps it under "BearerToken" (since v31) or "authorization" (before).
-        token = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
-        return str(token) if token else None
-
-
-def cluster_access(kubeconfig: str | None = None, host: str | None = None) -> ClusterAccess:
-    """From a kubeconfig file, the in-cluster service account, or (tests) a plain host URL."""
-    if host is not None:
-        return ClusterAccess(host.rstrip("/"))
-    cfg = client.Configuration()
-    if kubeconfig:
-        # The official client ships no type hints; its loaders fill `cfg` and return nothing.
-        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
-    else:
-        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    context: ssl.SSLContext | bool = False
-    if cfg.host.startswith("https"):
-        context = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
-        if cfg.cert_file:
-            context.load_cert_chain(cfg.cert_file, cfg.key_file)
-        if not cfg.verify_ssl:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-    return ClusterAccess(cfg.host.rstrip("/"), context, cfg)
 
 
 @dataclass

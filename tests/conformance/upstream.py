@@ -2,13 +2,14 @@
 
 Each ported case is named after its upstream test and case (`TestCheckLimits/<case name>`) so a reader
 can find the row it came from at this commit. When a suite is brought up to a newer upstream commit,
-change the constant here and say in the suite what changed.
+change the commit in pykorn_cli/versions.py (what `pykorn --version` says it tracks) and say in the
+suite what changed.
 """
 
 from __future__ import annotations
 
 # apache/yunikorn-core, master at "[YUNIKORN-3310] Add Counter metric for terminal app states (#1097)".
-YUNIKORN_CORE_COMMIT = "be3bb487298956dd70906fca15e577bbc12d23cb"
+from pykorn_cli.versions import YUNIKORN_CORE_COMMIT as YUNIKORN_CORE_COMMIT
 
 
 def yunikorn_case(test: str, case: str = "") -> str:

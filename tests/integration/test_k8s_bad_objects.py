@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from shim_k8s import main as shim_main
+from shim_k8s.api import startup
 from tests.integration.core_helpers import free_port
 from tests.integration.kube_api import FakeKubeAPI, condition
 from tests.integration.rest_helpers import get_json, partition_url, rest_until
@@ -227,12 +228,10 @@ async def test_an_api_server_that_never_answers_stops_the_start_with_one_reason(
     core_address: str, rm_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A cause of the cluster's, not one object's: the lists are tried again, then the shim stops
-    saying why (`pykorn k8s` prints it and exits 1) instead of a traceback."""
-    monkeypatch.setattr(shim_main, "START_ATTEMPTS", 2)
+    saying why (`pykorn k8s` prints it and exits 3) instead of a traceback."""
+    monkeypatch.setattr(startup, "START_ATTEMPTS", 2)
     closed = free_port()
-    with pytest.raises(
-        shim_main.StartupError, match=f"API server at http://127.0.0.1:{closed} did not answer"
-    ):
+    with pytest.raises(startup.StartupError, match=f"API server at http://127.0.0.1:{closed} did not answer"):
         await shim_main.run_shim(core_address, host=f"http://127.0.0.1:{closed}", rm_id=rm_id)
 
 

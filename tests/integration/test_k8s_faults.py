@@ -13,7 +13,8 @@ import pytest
 from rmclient.core_process import CoreProcess
 from shim_k8s.api import kube as kube_module
 from shim_k8s.api.kube import BindError, Kube
-from shim_k8s.api.kube_http import KubeHTTP, cluster_access
+from shim_k8s.api.kube_http import KubeHTTP
+from shim_k8s.api.kubeconfig import cluster_access
 from tests.integration.core_helpers import free_port
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.manifests import SCHEDULER_SA

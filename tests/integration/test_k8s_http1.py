@@ -12,7 +12,8 @@ import pytest
 from kubernetes.config import incluster_config
 
 from shim_k8s.api.http1 import Answer, Http1Pool, HttpProtocolError
-from shim_k8s.api.kube_http import TRANSPORT_ERRORS, KubeHTTP, cluster_access
+from shim_k8s.api.kube_http import TRANSPORT_ERRORS, KubeHTTP
+from shim_k8s.api.kubeconfig import cluster_access
 from tests.tls_certs import make_pki
 
 HEADERS = b"Accept: application/json\r\n"

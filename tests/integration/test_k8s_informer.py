@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from shim_k8s.api.informer import Informer
-from shim_k8s.api.kube_http import KubeHTTP, cluster_access
+from shim_k8s.api.kube_http import KubeHTTP
+from shim_k8s.api.kubeconfig import cluster_access
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.manifests import SCHEDULER_SA
 from tests.integration.test_k8s_shim import pod

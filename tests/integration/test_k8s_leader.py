@@ -9,7 +9,8 @@ import subprocess
 import sys
 from collections import Counter
 
-from shim_k8s.api.kube_http import KubeHTTP, cluster_access
+from shim_k8s.api.kube_http import KubeHTTP
+from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.leader import LeaderElection, LeaderElector
 from shim_k8s.main import run_shim
 from tests.integration.kube_api import FakeKubeAPI

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from shim_k8s.api import kube_http
-from shim_k8s.api.kube_http import ApiError, KubeHTTP, cluster_access
+from shim_k8s.api.kube_http import ApiError, KubeHTTP
+from shim_k8s.api.kubeconfig import cluster_access
 
 
 def _event(kind: str, name: str, pad: int = 0) -> bytes:

@@ -139,8 +139,8 @@ def _status(*args: str) -> subprocess.CompletedProcess[str]:
 def test_pykorn_status_reads_an_https_core_with_its_token(
     core: CoreProcess, pki: PKI, token_file: Path
 ) -> None:
-    result = _status("--core", core.rest_url, "--ca-cert", str(pki.ca), "--token-file", str(token_file))
+    result = _status("--core-rest", core.rest_url, "--ca-cert", str(pki.ca), "--token-file", str(token_file))
     assert result.returncode == 0, result.stderr
-    refused = _status("--core", core.rest_url, "--ca-cert", str(pki.ca))
+    refused = _status("--core-rest", core.rest_url, "--ca-cert", str(pki.ca))
     assert refused.returncode == 1
     assert "answered 401" in refused.stderr and "--token-file" in refused.stderr

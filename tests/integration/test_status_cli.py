@@ -19,7 +19,7 @@ async def test_status_shows_queues_nodes_and_why_asks_wait(
     client: RecordingClient, rm_id: str, rest_url: str
 ) -> None:
     await load_cluster(client)  # root.tenants (guaranteed 4000, max 12000) holds 6000; t2 waits
-    result = _status("--core", rest_url)
+    result = _status("--core-rest", rest_url)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     mine = out[out.index(f"(rmID {rm_id})") :]
@@ -34,6 +34,6 @@ async def test_status_shows_queues_nodes_and_why_asks_wait(
 
 
 def test_status_says_clearly_when_the_core_is_not_there() -> None:
-    result = _status("--core", "http://127.0.0.1:1")
-    assert result.returncode == 1
+    result = _status("--core-rest", "http://127.0.0.1:1")
+    assert result.returncode == 3  # unreachable (docs/operations.md, Exit statuses)
     assert "cannot read the core's REST API at http://127.0.0.1:1" in result.stderr

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -93,3 +95,23 @@ def test_the_build_context_is_the_wheel_alone() -> None:
             if li.strip() and not li.startswith("#")
         ]
         assert rules == ["*", "!dist/pykorn_scheduler-*-py3-none-any.whl"], name
+
+
+def test_make_image_without_an_engine_says_where_to_build_it(tmp_path: Path) -> None:
+    # A PATH with make and what its recipes call, and no container engine whatever the machine has.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("make", "sh", "sed"):
+        found = shutil.which(tool)
+        assert found is not None
+        (tools / tool).symlink_to(found)
+    result = subprocess.run(
+        ["make", "--no-print-directory", "image", "IMAGE=registry.example.com/pykorn:test"],
+        cwd=ROOT, env={"PATH": str(tools), "HOME": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        "make image: neither podman nor docker is installed here; build the wheel with 'make dist' and the "
+        "image where an engine is: podman build -t registry.example.com/pykorn:test -f Containerfile ."
+    )
+    assert "pip wheel" not in result.stdout  # nothing built first

@@ -44,6 +44,9 @@ def read_queue_config(rd: Reading, fields: dict[str, Node], prefix: str) -> str 
         except OSError as exc:
             rd.r.error(f"{prefix}queues_file", node, f"cannot read {path}: {exc.strerror}")
             return None
+        except UnicodeDecodeError as exc:
+            rd.r.error(f"{prefix}queues_file", node, f"cannot read {path}: not UTF-8 text (byte {exc.start})")
+            return None
         return _validated(rd, text, f"{prefix}queues_file({path_text}).", 0, node)
     node = fields["queues"]
     if isinstance(node, ScalarNode) and node.style in ("|", ">"):
