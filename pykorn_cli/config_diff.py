@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, TextIO
 
 import grpc
 
-from core.config.diff import config_changes, fmt_resource
+from core.config.diff import config_changes
 from core.config.loader import ConfigError, load_config
 from core.config.schema import SchedulerConfig
+from core.quantity_text import resource_text
 from core.server.addresses import split_host_port
+from pykorn_cli.configmap_dump import DumpError, queues_text
 from pykorn_cli.errors import FAILED, UNREACHABLE, CliError
 from si.v1 import si_pb2
 
@@ -28,8 +30,8 @@ if TYPE_CHECKING:
 def diff_files(
     old_path: Path, new_path: Path, core: str | None, rm_id: str, out: TextIO, tls: ClientTLS | None = None
 ) -> int:
-    old = _parse(old_path, _text(old_path))
-    new_text = _text(new_path)
+    old = _parse(old_path, _text(old_path, out))
+    new_text = _text(new_path, out)
     new = _parse(new_path, new_text)
     changes = config_changes(old, new)
     out.write(f"{len(changes)} change(s) from {old_path} to {new_path}:\n")
@@ -77,13 +79,19 @@ def _refuse_if_nothing_listens(core: str, not_there: str) -> None:
 CONNECT_SECONDS = 3.0
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, out: TextIO) -> str:
+    """The queues.yaml `path` holds (inside a ConfigMap dump too: said on `out`)."""
     try:
-        return path.read_text()
+        text, note = queues_text(path.read_text())
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise CliError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
+    except DumpError as exc:
+        raise CliError(f"{path}: {exc}", FAILED) from None
+    if note:
+        out.write(f"{path}: {note}\n")
+    return text
 
 
 def _parse(path: Path, text: str) -> SchedulerConfig:
@@ -108,13 +116,13 @@ def write_preview(response: si_pb2.DryRunConfigurationResponse, out: TextIO) -> 
         target = {k: v.value for k, v in q.target.resources.items()}
         achievable = {k: v.value for k, v in q.achievable.resources.items()}
         when = f"after {q.delaySeconds:g}s" if q.willRun else "never (it would not run)"
-        out.write(f"  [{q.partitionName}] {q.queue}: over its new max by {fmt_resource(target)}; {when}\n")
+        out.write(f"  [{q.partitionName}] {q.queue}: over its new max by {resource_text(target)}; {when}\n")
         if q.willRun:
-            out.write(f"    takes {fmt_resource(achievable)} with {len(q.victims)} allocation(s)\n")
+            out.write(f"    takes {resource_text(achievable)} with {len(q.victims)} allocation(s)\n")
         if q.reason:
             out.write(f"    note: {q.reason}\n")
         for v in q.victims:
             resource = {k: r.value for k, r in v.resource.resources.items()}
             where = f"{v.applicationID}/{v.allocationKey} on {v.nodeID} in {v.queue}"
-            out.write(f"    - {where}: {fmt_resource(resource)}\n")
+            out.write(f"    - {where}: {resource_text(resource)}\n")
     return 0

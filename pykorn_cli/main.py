@@ -338,8 +338,9 @@ def _dispatch(args: argparse.Namespace) -> int:
                 )
             return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=tls)
         from core.config.report import validate_file
+        from pykorn_cli.configmap_dump import queues_text
 
-        return validate_file(args.file, sys.stdout)
+        return validate_file(args.file, sys.stdout, unwrap=queues_text)
     if args.command == "k8s":
         from pykorn_cli.k8s_commands import run_k8s
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
+from core.quantity_text import quantity_text, resource_text
 from pykorn_cli.errors import FAILED, UNREACHABLE
 
 BAR_WIDTH = 20
@@ -58,10 +59,6 @@ def _bar(used: int, limit: int | None) -> str:
     return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + f"] {min(999, 100 * used // limit):3d}%"
 
 
-def _resource(values: dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "-"
-
-
 def render(state: list[dict[str, Any]], out: IO[str]) -> None:
     if not state:
         out.write("no partitions: no resource manager has registered\n")
@@ -72,13 +69,13 @@ def render(state: list[dict[str, Any]], out: IO[str]) -> None:
         apps = (part.get("applications") or {}).get("total", 0)
         out.write(f"partition {part['name']} (rmID {part['clusterId']}): {part.get('totalNodes', 0)} nodes, "
                   f"{apps} applications\n\n")  # fmt: skip
-        out.write("queues (usage of the first resource type against guaranteed | max)\n")
+        out.write("queues (usage of each resource type against guaranteed | max)\n")
         _queue_lines(entry["queues"], 0, out)
         out.write("\nnodes\n")
         for node in entry["nodes"]:
             state_word = "" if node["schedulable"] else "  (draining)"
-            out.write(f"  {node['nodeID']:<20} allocated {_resource(node.get('allocated', {}))} "
-                      f"of {_resource(node.get('capacity', {}))}{state_word}\n")  # fmt: skip
+            out.write(f"  {node['nodeID']:<20} allocated {resource_text(node.get('allocated'))} "
+                      f"of {resource_text(node.get('capacity'))}{state_word}\n")  # fmt: skip
         pending = [
             (app["applicationID"], req)
             for app in entry["applications"]
@@ -90,7 +87,7 @@ def render(state: list[dict[str, Any]], out: IO[str]) -> None:
             reason = log[0]["message"] if log else "not looked at yet"
             kind = _WAITING.get((req.get("pykorn") or {}).get("waiting", ""), "")
             out.write(
-                f"  {app_id}/{req['allocationKey']} {_resource(req.get('resource', {}))}: {kind}{reason}\n"
+                f"  {app_id}/{req['allocationKey']} {resource_text(req.get('resource'))}: {kind}{reason}\n"
             )
         out.write("\n")
 
@@ -100,16 +97,20 @@ _WAITING = {"FAILED": "[Unschedulable: waits for a node] ", "SKIPPED": "[Schedul
 
 
 def _queue_lines(queue: dict[str, Any], depth: int, out: IO[str]) -> None:
+    """One line per resource type the queue uses or is limited in, the first with its name, what it
+    has pending and its flags."""
     allocated = queue.get("allocatedResource", {})
     maxes, guarantees = queue.get("maxResource", {}), queue.get("guaranteedResource", {})
-    kind = next(iter(sorted(allocated or maxes or guarantees)), None)
-    used = allocated.get(kind, 0) if kind else 0
-    guaranteed = guarantees.get(kind) if kind else None
-    limit = maxes.get(kind) if kind else None
+    kinds = sorted(set(allocated) | set(maxes) | set(guarantees)) or [""]
     name = "  " * depth + queue["queuename"].rsplit(".", 1)[-1]
     flags = " fence" if queue["isPriorityFence"] else ""
-    out.write(f"  {name:<24} {kind or '':<8} {used:>10} {_bar(used, guaranteed)} | {_bar(used, limit)}"
-              f"  pending {_resource(queue.get('pendingResource', {}))}{flags}\n")  # fmt: skip
+    tail = f"  pending {resource_text(queue.get('pendingResource'))}{flags}"
+    for kind in kinds:
+        used = allocated.get(kind, 0)
+        shown = quantity_text(kind, used) if kind else ""
+        bars = f"{_bar(used, guarantees.get(kind))} | {_bar(used, maxes.get(kind))}"
+        out.write(f"  {name:<24} {kind:<8} {shown:>10} {bars}{tail}".rstrip() + "\n")
+        name, tail = "", ""
     for child in queue.get("children", []):
         _queue_lines(child, depth + 1, out)
 

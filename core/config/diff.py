@@ -3,10 +3,9 @@ queues added or removed (for `pykorn config diff`, whose core query lives in pyk
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from core.config import properties
 from core.config.schema import QueueConfig, SchedulerConfig
+from core.quantity_text import resource_text
 
 
 def _queues(config: SchedulerConfig) -> dict[tuple[str, str], tuple[QueueConfig, float]]:
@@ -26,12 +25,6 @@ def _queues(config: SchedulerConfig) -> dict[tuple[str, str], tuple[QueueConfig,
     return out
 
 
-def fmt_resource(res: Mapping[str, int] | None) -> str:
-    if not res:
-        return "-"
-    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"
-
-
 def config_changes(old: SchedulerConfig, new: SchedulerConfig) -> list[str]:
     before, after = _queues(old), _queues(new)
     lines = []
@@ -46,9 +39,9 @@ def config_changes(old: SchedulerConfig, new: SchedulerConfig) -> list[str]:
             continue
         (old_cfg, old_delay), (new_cfg, new_delay) = before[key], after[key]
         if old_cfg.max != new_cfg.max:
-            lines.append(f"{where}: max {fmt_resource(old_cfg.max)} -> {fmt_resource(new_cfg.max)}")
+            lines.append(f"{where}: max {resource_text(old_cfg.max)} -> {resource_text(new_cfg.max)}")
         if old_cfg.guaranteed != new_cfg.guaranteed:
-            old_g, new_g = fmt_resource(old_cfg.guaranteed), fmt_resource(new_cfg.guaranteed)
+            old_g, new_g = resource_text(old_cfg.guaranteed), resource_text(new_cfg.guaranteed)
             lines.append(f"{where}: guaranteed {old_g} -> {new_g}")
         if old_delay != new_delay:
             lines.append(f"{where}: quota.preemption.delay {old_delay:g}s -> {new_delay:g}s")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from core.config.names import valid_group, valid_user
 from core.config.schema import LimitConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
+from core.quantity_text import resource_text
 from core.resources import Resource
 
 WILDCARD = "*"
@@ -82,7 +83,7 @@ def _check_limit(
         _problem(
             reader, f"{path}.maxresources", limit,
             f"maxresources must be above zero in at least one type and negative in none, got "
-            f"{limit.max_resources.as_dict()}",
+            f"{resource_text(limit.max_resources)}",
         )  # fmt: skip
     if limit.max_applications == 0 and limit.max_resources is None:
         _problem(
@@ -102,7 +103,7 @@ def _check_limit(
         if over:
             _problem(
                 reader, f"{path}.maxresources", limit,
-                f"maxresources {over} is above the queue's own max {queue.max.as_dict()}",
+                f"maxresources {resource_text(over)} is above the queue's own max {resource_text(queue.max)}",
             )  # fmt: skip
 
 
@@ -129,8 +130,8 @@ def _check_against_ancestors(
         if over:
             _problem(
                 reader, f"{path}.maxresources", limit,
-                f"{kind} {name!r}: maxresources {over} in queue {queue.name!r} is above the limit of "
-                f"{whose} on a parent queue, {ceiling.as_dict()}",
+                f"{kind} {name!r}: maxresources {resource_text(over)} in queue {queue.name!r} is above the "
+                f"limit of {whose} on a parent queue, {resource_text(ceiling)}",
             )  # fmt: skip
     most = above.applications.get(key, 0)
     if most and (limit.max_applications == 0 or limit.max_applications > most):

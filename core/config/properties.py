@@ -99,12 +99,17 @@ def _filter_inherited(key: str, value: str) -> str:
 def parse(raw: Mapping[str, str], is_leaf: bool, is_root: bool, warn: Warn | None = None) -> QueueProperties:
     """Turn effective raw properties into typed values; bad values warn and take the default.
 
-    On root, priority and preemption settings have no effect and are not reported.
+    On root, the priority settings have no effect (root has no siblings, and its children do not
+    inherit them) and neither does a preemption fence: each is reported as such. The others on root
+    are inherited by the queues below, so a bad value there is reported as anywhere else.
     """
 
     def report(key: str, message: str) -> None:
-        if warn is not None and not is_root:
+        if warn is not None:
             warn(key, message)
+
+    if is_root:
+        _report_inert_on_root(raw, report)
 
     sort_policy = SORT_FIFO
     if APPLICATION_SORT_POLICY in raw and is_leaf:
@@ -160,6 +165,19 @@ def parse(raw: Mapping[str, str], is_leaf: bool, is_root: bool, warn: Warn | Non
         unsched_backoff=backoff,
         unsched_backoff_delay=backoff_delay,
     )
+
+
+def _report_inert_on_root(raw: Mapping[str, str], report: Warn) -> None:
+    for key in (PRIORITY_POLICY, PRIORITY_OFFSET):
+        if key in raw:
+            report(key, "has no effect on root (root has no siblings to be ordered against, and the queues "
+                   "below do not inherit it); set it on the queues it should apply to")  # fmt: skip
+    if PREEMPTION_POLICY in raw:
+        allowed = (PREEMPTION_DEFAULT, PREEMPTION_FENCE, PREEMPTION_DISABLED)
+        policy = _choice(raw[PREEMPTION_POLICY], PREEMPTION_POLICY, allowed, report)
+        if policy == PREEMPTION_FENCE:
+            report(PREEMPTION_POLICY, "fence has no effect on root (nothing is outside it); only disabled "
+                   "applies there, inherited by every queue")  # fmt: skip
 
 
 # The values below are read exactly as YuniKorn's queue reads them (pkg/scheduler/objects/queue.go):

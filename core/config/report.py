@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from core.config.loader import ConfigError, load_config
 from core.config.schema import LimitConfig, QueueConfig
-from core.resources import Resource
+from core.quantity_text import resource_text
+
+Unwrap = Callable[[str], tuple[str, str | None]]
 
 
-def validate_file(path: Path, out: TextIO) -> int:
+def validate_file(path: Path, out: TextIO, unwrap: Unwrap | None = None) -> int:
+    """`unwrap`: the queues.yaml inside what the file holds, and a note saying where it was found (a
+    ValueError when there is none: said, and the file is invalid)."""
     try:
         text = path.read_text()
     except OSError as exc:
@@ -19,6 +24,14 @@ def validate_file(path: Path, out: TextIO) -> int:
     except UnicodeDecodeError as exc:
         out.write(f"{path}: cannot read: not UTF-8 text (byte {exc.start})\n")
         return 2
+    if unwrap is not None:
+        try:
+            text, note = unwrap(text)
+        except ValueError as exc:
+            out.write(f"{path}: {exc}\n")
+            return 1
+        if note:
+            out.write(f"{path}: {note}\n")
     try:
         loaded = load_config(text)
     except ConfigError as exc:
@@ -38,9 +51,9 @@ def _write_queue(queue: QueueConfig, indent: str, out: TextIO) -> None:
     kind = "parent" if queue.is_parent else "leaf"
     details = [kind]
     if queue.guaranteed:
-        details.append(f"guaranteed {_fmt(queue.guaranteed)}")
+        details.append(f"guaranteed {resource_text(queue.guaranteed)}")
     if queue.max:
-        details.append(f"max {_fmt(queue.max)}")
+        details.append(f"max {resource_text(queue.max)}")
     if queue.max_applications:
         details.append(f"maxapplications {queue.max_applications}")
     if queue.properties:
@@ -60,11 +73,7 @@ def _limit_text(limit: LimitConfig) -> str:
         whom.append("groups " + ", ".join(limit.groups))
     what = []
     if limit.max_resources is not None:
-        what.append(f"maxresources {limit.max_resources.as_dict()}")
+        what.append(f"maxresources {resource_text(limit.max_resources)}")
     if limit.max_applications:
         what.append(f"maxapplications {limit.max_applications}")
     return f"{', '.join(whom)} -> {', '.join(what)}"
-
-
-def _fmt(res: Resource) -> str:
-    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(res.items())) + "}"

@@ -9,6 +9,7 @@ from core.config.names import QUEUE_NAME_RULE, valid_queue_name
 from core.config.placement_check import check_placement
 from core.config.schema import PartitionConfig, QueueConfig
 from core.config.yaml_reader import Problem, YamlReader
+from core.quantity_text import quantity_text
 from core.resources import Resource, min_limit
 
 # YuniKorn's recovery queue: where an application recovered with allocations that no placement rule
@@ -81,11 +82,12 @@ def _check_properties(
         # never be reached: such a configuration is refused.
         for name, guaranteed in queue.guaranteed.items():
             if name in queue.max and queue.max[name] <= guaranteed:
+                most, least = quantity_text(name, queue.max[name]), quantity_text(name, guaranteed)
                 _error(
                     reader, queue, f"resources.max.{name}",
                     f"with quota.preemption.delay set ({props.quota_preemption_delay:g}s), the max of "
-                    f"queue {queue.name!r} must be greater than its guaranteed: max {queue.max[name]} "
-                    f"<= guaranteed {guaranteed} {name}",
+                    f"queue {queue.name!r} must be greater than its guaranteed: max {most} <= guaranteed "
+                    f"{least} {name}",
                 )  # fmt: skip
     for child in queue.queues:
         _check_properties(reader, child, effective, is_root=False)
@@ -155,11 +157,12 @@ def _validate_own_resources(reader: YamlReader, queue: QueueConfig, parent_max: 
     if queue.guaranteed is not None and queue.max is not None:
         for name, value in queue.guaranteed.items():
             if name in queue.max and value > queue.max[name]:
+                most = quantity_text(name, queue.max[name])
                 _error(
                     reader,
                     queue,
                     f"resources.guaranteed.{name}",
-                    f"guaranteed {value} is above max {queue.max[name]} in queue {queue.name!r}",
+                    f"guaranteed {quantity_text(name, value)} is above max {most} in queue {queue.name!r}",
                 )
     if queue.max is not None and parent_max is not None:
         for name, value in queue.max.items():
@@ -168,7 +171,8 @@ def _validate_own_resources(reader: YamlReader, queue: QueueConfig, parent_max: 
                     reader,
                     queue,
                     f"resources.max.{name}",
-                    f"max {value} of queue {queue.name!r} is above its parent's max {parent_max[name]}",
+                    f"max {quantity_text(name, value)} of queue {queue.name!r} is above its parent's max "
+                    f"{quantity_text(name, parent_max[name])}",
                 )
 
 
@@ -183,12 +187,13 @@ def _validate_guaranteed_sum(
             continue
         for name, value in total.items():
             if name in limit and value > limit[name]:
+                total_text, limit_text = quantity_text(name, value), quantity_text(name, limit[name])
                 _error(
                     reader,
                     queue,
                     "queues",
-                    f"the queues below {queue.name!r} guarantee {value} {name} in total, above its "
-                    f"{label} {limit[name]} (a queue without a guarantee counts its children's)",
+                    f"the queues below {queue.name!r} guarantee {total_text} {name} in total, above its "
+                    f"{label} {limit_text} (a queue without a guarantee counts its children's)",
                 )
 
 

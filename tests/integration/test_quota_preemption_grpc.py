@@ -188,6 +188,7 @@ def test_config_diff_cli_lists_changes_and_the_preview(core_address: str, tmp_pa
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert "[default] root.q: max {memory: 20000} -> {memory: 3000}" in out
-    assert "root.q: over its new max by {memory: 3000}; after 1s" in out
+    # In the units a person reads (core/quantity_text.py): 20000 bytes is 20.0k.
+    assert "[default] root.q: max {memory: 20.0k} -> {memory: 3.0k}" in out
+    assert "root.q: over its new max by {memory: 3.0k}; after 1s" in out
     assert "- app/t5 on n1 in root.q" in out and "- app/t3 on n1 in root.q" in out

@@ -25,12 +25,12 @@ async def test_status_shows_queues_nodes_and_why_asks_wait(
     mine = out[out.index(f"(rmID {rm_id})") :]
     mine = mine[: mine.index("\npartition ")] if "\npartition " in mine else mine
     tenants = next(line for line in mine.splitlines() if line.strip().startswith("tenants"))
-    # 6000 of a 4000 guarantee is a full bar at 150 %; of a 12000 max half a bar.
-    assert "6000 [####################] 150% | [##########..........]  50%" in tenants
+    # 6000 bytes read as 6.0k, of a 4000 guarantee a full bar at 150 %; of a 12000 max half a bar.
+    assert "memory         6.0k [####################] 150% | [##########..........]  50%" in tenants
     assert "fence" in tenants
-    assert "node-1" in mine and "allocated memory=3000 of memory=4000" in mine
+    assert "node-1" in mine and "allocated {memory: 3.0k} of {memory: 4.0k, vcore: 4}" in mine
     assert "pending asks (1)" in mine
-    assert "app-1/t2 memory=3000: [Unschedulable: waits for a node] over the cluster's capacity" in mine
+    assert "app-1/t2 {memory: 3.0k}: [Unschedulable: waits for a node] over the cluster's capacity" in mine
 
 
 def test_status_says_clearly_when_the_core_is_not_there() -> None:

@@ -356,8 +356,8 @@ partitions:
         "1 to 64 characters of a-z A-Z 0-9 _ : # / @ -",
         "partitions[0].queues[0].queues[2].name (line 8): duplicate queue name 'a' under 'root' "
         "(compared ignoring case)",
-        "partitions[0].queues[0].queues[2].resources.guaranteed.vcore (line 11): guaranteed 2000 is above "
-        "max 1000 in queue 'a'",
+        "partitions[0].queues[0].queues[2].resources.guaranteed.vcore (line 11): guaranteed 2 is above "
+        "max 1 in queue 'a'",
     ]
 
 
@@ -418,7 +418,8 @@ def test_validate_file_prints_the_queue_tree_of_a_valid_file() -> None:
     assert "partition default (nodesortpolicy fair)" in text
     for name in ("root: parent", "engineering: parent", "batch: leaf", "interactive: leaf", "marketing"):
         assert name in text
-    assert f"guaranteed {{memory: {4 * GI}, vcore: 500}}" in text
+    # 4Gi and 500m as a person reads them (core/quantity_text.py)
+    assert "guaranteed {memory: 4.0Gi, vcore: 0.5}" in text
     assert "maxapplications 10" in text
 
 

@@ -127,9 +127,7 @@ def test_pykorn_config_validate_prints_each_warning_and_the_limits(tmp_path: Pat
     text = out.getvalue()
     assert text.count("warning: ") == 3
     assert "warning: checksum (line 2): checksum is ignored" in text
-    assert (
-        "limits: users sue, groups dev, * -> maxresources {'memory': 5000000000}, maxapplications 2" in text
-    )
+    assert "limits: users sue, groups dev, * -> maxresources {memory: 5.0G}, maxapplications 2" in text
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,16 @@ DOMAIN = (
 # The floors (docs/architecture.md): each place, and the places it may import besides itself. A place is a
 # package or module; a module belongs to the longest place its name starts with. Every module of the tree
 # must belong to one, so a new place is added here, on its floor, before it is used.
-GROUND = frozenset({"core.resources", "core.events", "core.log_digest", "core.off_loop", "core.go_regexp"})
+GROUND = frozenset(
+    {
+        "core.resources",
+        "core.quantity_text",
+        "core.events",
+        "core.log_digest",
+        "core.off_loop",
+        "core.go_regexp",
+    }
+)
 CONFIG = GROUND | {"core.config"}
 CONSTRAINTS = CONFIG | {"core.constraints"}
 OBJECTS = CONSTRAINTS | {"core.objects"}
@@ -32,6 +41,7 @@ CORE = ADAPTERS | {"core.server"}
 FLOORS: dict[str, frozenset[str]] = {
     # the core, bottom to top
     "core.resources": frozenset(),
+    "core.quantity_text": frozenset(),
     "core.events": frozenset(),
     "core.log_digest": frozenset(),
     "core.off_loop": frozenset(),

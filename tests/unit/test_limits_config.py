@@ -57,7 +57,9 @@ def test_a_limit_stays_within_its_queues_max_and_maxapplications() -> None:
             leaf_extra="resources: {max: {memory: 100}}\nmaxapplications: 5",
         )
     )
-    assert any("maxresources {'memory': 200} is above the queue's own max" in p for p in problems), problems
+    assert any(
+        "maxresources {memory: 200} is above the queue's own max {memory: 100}" in p for p in problems
+    ), problems
     assert any("maxapplications 9 is above the queue's own maxapplications 5" in p for p in problems)
 
 
@@ -70,7 +72,7 @@ def test_a_childs_limit_is_not_above_its_parents_for_the_same_user_or_group() ->
             "- groups: [dev]\n  maxapplications: 4",
         )
     )
-    assert any("user 'sue': maxresources {'memory': 50}" in p and "above the limit of user 'sue'" in p
+    assert any("user 'sue': maxresources {memory: 50}" in p and "above the limit of user 'sue'" in p
                for p in problems), problems  # fmt: skip
     assert any("user 'sue': maxapplications 3" in p for p in problems)
     assert any("group 'dev': maxapplications 9" in p for p in problems)

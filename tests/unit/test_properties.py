@@ -303,7 +303,7 @@ def test_bad_quota_preemption_delay_is_zero_with_a_warning(value: str) -> None:
 # parse(): root ------------------------------------------------------------------------------------
 
 
-def test_priority_and_preemption_on_root_have_no_effect_and_no_warnings() -> None:
+def test_priority_and_preemption_on_root_have_no_effect_and_each_says_so() -> None:
     warnings = Warnings()
     valid = parse(
         {PRIORITY_POLICY: "fence", PRIORITY_OFFSET: "100", PREEMPTION_POLICY: "fence"},
@@ -321,7 +321,28 @@ def test_priority_and_preemption_on_root_have_no_effect_and_no_warnings() -> Non
         assert props.priority_policy == "default"
         assert props.priority_offset == 0
         assert props.preemption_policy == "default"
-    assert warnings.items == []
+    inert = "has no effect on root (root has no siblings to be ordered against, and the queues below do not "
+    inert += "inherit it); set it on the queues it should apply to"
+    fence = "fence has no effect on root (nothing is outside it); only disabled applies there, inherited by "
+    fence += "every queue"
+    assert warnings.items == [
+        (PRIORITY_POLICY, inert), (PRIORITY_OFFSET, inert), (PREEMPTION_POLICY, fence),
+        # A bad value is named as bad; the priority ones have no effect whatever they hold.
+        (PRIORITY_POLICY, inert), (PRIORITY_OFFSET, inert),
+        (PREEMPTION_POLICY, "unknown value 'never'; using default (expected one of default, fence, "
+                            "disabled)"),
+    ]  # fmt: skip
+
+
+def test_root_properties_its_queues_inherit_warn_on_bad_values() -> None:
+    warnings = Warnings()
+    parse(
+        {APPLICATION_SORT_POLICY: "bogus", PREEMPTION_DELAY: "soon"},
+        is_leaf=True,
+        is_root=True,
+        warn=warnings,
+    )
+    assert [key for key, _ in warnings.items] == [APPLICATION_SORT_POLICY, PREEMPTION_DELAY]
 
 
 # Warnings from load_config ------------------------------------------------------------------------
@@ -355,6 +376,8 @@ def test_load_warnings_name_the_path_and_line_of_the_bad_property() -> None:
     found = {(w.path, w.line) for w in warnings}
     team = "partitions[0].queues[0].queues[0]"
     assert found == {
+        ("partitions[0].queues[0].properties.priority.offset", 8),  # no effect on root
+        ("partitions[0].queues[0].properties.preemption.policy", 9),  # not a policy
         (f"{team}.properties.quota.preemption.delay", 13),
         (f"{team}.queues[0].properties.application.sort.policy", 17),
         (f"{team}.queues[1].properties.preemption.delay", 21),
@@ -373,13 +396,25 @@ def test_an_inherited_bad_value_is_reported_once_where_it_is_written() -> None:
     assert warnings[0].path == "partitions[0].queues[0].queues[0].properties.quota.preemption.delay"
 
 
-def test_bad_priority_and_preemption_values_on_root_are_not_reported() -> None:
-    warnings = load_config(CONFIG).warnings
-    assert not any(w.path.startswith("partitions[0].queues[0].properties") for w in warnings)
+def test_priority_and_preemption_values_on_root_are_reported_as_what_they_are() -> None:
+    on_root = [
+        w.message for w in load_config(CONFIG).warnings if w.path.startswith("partitions[0].queues[0].prop")
+    ]
+    assert on_root == [
+        "priority.offset: has no effect on root (root has no siblings to be ordered against, and the queues "
+        "below do not inherit it); set it on the queues it should apply to",
+        "preemption.policy: unknown value 'never'; using default (expected one of default, fence, disabled)",
+    ]
 
 
 def test_a_valid_configuration_has_no_property_warnings() -> None:
-    fixes = {'"lots"': '"3"', '"never"': "disabled", '"later"': '"1m"', '"random"': "fair", '"0"': '"30s"'}
+    fixes = {
+        '          priority.offset: "lots"\n': "",
+        '"never"': "disabled",
+        '"later"': '"1m"',
+        '"random"': "fair",
+        '"0"': '"30s"',
+    }
     text = CONFIG
     for bad, good in fixes.items():
         assert text.count(bad) == 1
