@@ -8,7 +8,6 @@ allocation, without changing anything.
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -21,6 +20,7 @@ from core.quantity_text import resource_text
 from core.server.addresses import split_host_port
 from pykorn_cli.configmap_dump import DumpError, queues_text
 from pykorn_cli.errors import FAILED, UNREACHABLE, CliError
+from rmclient.reachability import unreachable_reason
 from si.v1 import si_pb2
 
 if TYPE_CHECKING:
@@ -65,18 +65,12 @@ def _refuse_if_nothing_listens(core: str, not_there: str) -> None:
     """At once, where gRPC would keep trying to connect until its timeout: an address that is not
     HOST:PORT, or one where nothing listens."""
     try:
-        host, port = split_host_port(core)
+        split_host_port(core)
     except ValueError as exc:
         raise CliError(f"--core {exc}") from None
-    try:
-        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
-    except (ConnectionRefusedError, socket.gaierror) as exc:
-        raise CliError(f"cannot connect to {core}: {exc.strerror}: {not_there}", UNREACHABLE) from None
-    except OSError:
-        pass  # a timeout or a route: gRPC says what it finds
-
-
-CONNECT_SECONDS = 3.0
+    reason = unreachable_reason(core)
+    if reason is not None:
+        raise CliError(f"cannot connect to {core}: {reason}: {not_there}", UNREACHABLE)
 
 
 def _text(path: Path, out: TextIO) -> str:

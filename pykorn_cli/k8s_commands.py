@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 def run_k8s(args: argparse.Namespace) -> int:
     from shim_k8s.api.kubeconfig import KubeconfigError
     from shim_k8s.api.leader import LeadershipLost
+    from shim_k8s.api.own_pod import OwnPod
     from shim_k8s.api.startup import StartupError
     from shim_k8s.main import ApiLimits, run_shim
 
@@ -34,7 +35,7 @@ def run_k8s(args: argparse.Namespace) -> int:
             placeholder_image=args.placeholder_image,
             limits=ApiLimits(args.kube_qps, args.kube_burst, args.kube_in_flight), election=election,
             log_level=args.log_level, reconcile_period=args.reconcile_period,
-            metrics_listen=args.metrics_listen,
+            metrics_listen=args.metrics_listen, own_pod=OwnPod.from_environment(),
         )  # fmt: skip
 
     tune_garbage_collector()

@@ -13,6 +13,7 @@ import grpc
 import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
+from rmclient.reachability import unreachable_reason
 from rmclient.reconnect import Backoff, reconnect
 from rmclient.tls import ClientTLS
 from shim_k8s import metrics
@@ -30,6 +31,7 @@ from shim_k8s.api.kube_http import (
 from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.api.objects import Obj, WatchEvent, name_of
+from shim_k8s.api.own_pod import LEADER_LABEL, OwnPod
 from shim_k8s.api.startup import StartupError, described, list_at_start
 from shim_k8s.configmaps import CONFIGMAP_NAME
 from shim_k8s.service_config import CONFIGMAP_NAMES
@@ -48,6 +50,7 @@ BATCH_ITEMS = 2_000  # informer events handled before the asks they made are sen
 # Informer events waiting for the loop, past which the informers stop reading their watches until the
 # loop has taken the backlog down to half (EventBacklog): a pod's event is a few KB.
 EVENT_BACKLOG = 10_000
+UNMARK_SECONDS = 2.0  # the most a stop waits to clear the pod's leader label (own_pod.py)
 STOP_GRACE = 5.0  # seconds the decisions under way may take to finish when the shim stops
 
 
@@ -124,6 +127,7 @@ class _Options:
     placeholder_image: str
     log_level: str
     reconcile_period: float
+    own_pod: OwnPod | None = None
 
 
 async def run_shim(
@@ -141,14 +145,16 @@ async def run_shim(
     log_level: str = "info",
     reconcile_period: float = RECONCILE_PERIOD,
     metrics_listen: str = "",
+    own_pod: OwnPod | None = None,
 ) -> None:
     """Run until `stop` is set. With `election`, only while this replica holds the Lease: it waits to
     lead first, and raises LeadershipLost (after stopping) when it cannot renew it. Every
     `reconcile_period` seconds the core's view is compared with the API's and repaired (0: never);
-    `metrics_listen` (HOST:PORT) serves the shim's metrics."""
+    `metrics_listen` (HOST:PORT) serves the shim's metrics; `own_pod` is labelled while this replica
+    schedules (shim_k8s/api/own_pod.py)."""
     stop = stop or asyncio.Event()
     options = _Options(scheduler_name, namespace, rm_id, tls, placeholder_image, log_level,
-                       reconcile_period)  # fmt: skip
+                       reconcile_period, own_pod)  # fmt: skip
     http = KubeHTTP(cluster_access(kubeconfig, host), limits.qps, limits.burst, limits.in_flight)
     health = metrics.Health(http)
     # Served before the election, so that a standby answers the kubelet's probes too.
@@ -156,6 +162,10 @@ async def run_shim(
     elector: LeaderElector | None = None
     leading: asyncio.Task[None] | None = None
     lost = False
+    if own_pod is not None:
+        await own_pod.mark(http, leading=False)  # a label an earlier run of this container left
+    else:
+        log.info("no POD_NAME and POD_NAMESPACE: no pod is labelled as the leader's", label=LEADER_LABEL)
     try:
         if election is not None:
             elector = LeaderElector(http, election)
@@ -168,6 +178,9 @@ async def run_shim(
         await _run_leading(core_address, http, stop, options, health)
     finally:
         health.state = "stopping"
+        if own_pod is not None:  # set or not, cleared: the Service must not pick a stopping core
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(own_pod.mark(http, leading=False), UNMARK_SECONDS)
         if leading is not None:
             lost = leading.done()  # keep() returns only when the lease could not be renewed
             leading.cancel()
@@ -191,9 +204,10 @@ async def _run_leading(
     try:
         await client.connect()
     except _CONNECT_ERRORS as exc:
+        why = await asyncio.to_thread(unreachable_reason, core_address) or described(exc)
         raise StartupError(
-            f"the core at {core_address} cannot be reached: {described(exc)} (is `pykorn core` running "
-            "there? --core is its gRPC address)"
+            f"the core at {core_address} cannot be reached: {why} (is `pykorn core` running there? --core "
+            "is its gRPC address)"
         ) from None
     shim = K8sShim(
         client,
@@ -229,6 +243,8 @@ async def _run_leading(
         for informer in informers:
             informer.start(*lists[informer.kind])
         health.state = "synced"
+        if options.own_pod is not None:  # from now on the Service sends REST requests to this core
+            await options.own_pod.mark(http, leading=True)
         if options.reconcile_period > 0:
             lister = _list_for_reconciliation(http, kube.paths["pods"], items, options.reconcile_period, stop)
             background.append(asyncio.create_task(lister))

@@ -84,6 +84,7 @@ class FakeKubeAPI:
         self.conflicts: list[tuple[str, str]] = []  # (kind, name) of updates answered 409
         # Updates of a stored kind wait for its event (a test holding writers back, to make them race).
         self.hold_updates: dict[str, asyncio.Event] = {}
+        self.pod_patches: list[tuple[str, Obj]] = []  # (pod name, merge patch) of PATCH .../pods/{name}
         self.writes: list[tuple[str, str, str]] = []  # (verb, kind, name) of the stored kinds, in order
         self._files: tempfile.TemporaryDirectory[str] | None = None  # the kubeconfigs written
         self.rv = 0
@@ -324,6 +325,7 @@ class FakeKubeAPI:
         app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
         app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
         app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}/status", self._patch_status)
+        app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}", self._patch_pod)
         app.router.add_post(LEASES, self._create_lease)
         app.router.add_get(LEASES + "/{name}", self._get_lease)
         app.router.add_put(LEASES + "/{name}", self._update_lease)
@@ -497,6 +499,30 @@ class FakeKubeAPI:
         if pod is None or (pod["metadata"].get("namespace") or "default") != request.match_info["ns"]:
             return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
         return web.json_response(pod)
+
+    async def _patch_pod(self, request: web.Request) -> web.Response:
+        """A JSON merge patch (RFC 7386) of a pod, the one patch type emulated here: a key set to null
+        is removed. As the API server: 415 for another patch type, 404 for a pod not in the namespace,
+        the new resourceVersion in the answer and a MODIFIED event to the watchers."""
+        if request.content_type != "application/merge-patch+json":
+            message = f"the body of the request was in an unknown format - accepted media types include: " \
+                f"application/json-patch+json, application/merge-patch+json, " \
+                f"application/apply-patch+yaml (got {request.content_type})"  # fmt: skip
+            return web.json_response({"kind": "Status", "code": 415, "reason": "UnsupportedMediaType",
+                                      "message": message}, status=415)  # fmt: skip
+        patch = await request.json()
+        async with self.changed:
+            pod = self.get("pods", request.match_info["name"])
+            if pod is None or (pod["metadata"].get("namespace") or "default") != request.match_info["ns"]:
+                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+            patched = _merge_patch(pod, patch)
+            kept = patched.setdefault("metadata", {})
+            for immutable in ("name", "namespace", "uid"):  # as the API server, whatever the patch says
+                if immutable in pod["metadata"]:
+                    kept[immutable] = pod["metadata"][immutable]
+            self.pod_patches.append((pod["metadata"]["name"], patch))
+            self._put("pods", patched)
+            return web.json_response(self.get("pods", pod["metadata"]["name"]))
 
     async def _get_lease(self, request: web.Request) -> web.Response:
         lease = self.objects["leases"].get(f"{request.match_info['ns']}/{request.match_info['name']}")
@@ -715,3 +741,16 @@ if __name__ == "__main__":
     parser.add_argument("--volume-driver", default="", help="run the volume controllers, provisioning for it")
     options = parser.parse_args()
     asyncio.run(serve(options.port_file, options.volume_driver))
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: a mapping merges key by key, null removes the key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged

@@ -168,9 +168,11 @@ def test_k8s_with_the_core_down_says_what_core_means(
     )
     result = pykorn(env, "k8s", "--kubeconfig", str(kubeconfig), "--core", f"127.0.0.1:{closed_port}")
     assert result.returncode == UNREACHABLE
-    # Logging goes to stdout; stderr has the one line.
-    line = one_line(result, "k8s")
-    assert f"the core at 127.0.0.1:{closed_port} cannot be reached" in line
+    # The shim logs (structlog, to stderr) until it stops: its last line is the reason.
+    assert "Traceback" not in result.stderr
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith("pykorn k8s: ")
+    assert f"the core at 127.0.0.1:{closed_port} cannot be reached: Connection refused" in line
     assert "--core is its gRPC address" in line
 
 

@@ -23,7 +23,7 @@ OVERLAYS = {"base": DEPLOY, "ha": DEPLOY / "overlays" / "ha", "rest-tls": DEPLOY
 Obj = dict[str, Any]
 CLUSTER_SCOPED = {
     "Namespace", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration", "PriorityClass",
 }  # fmt: skip
 
 
@@ -57,7 +57,7 @@ def test_every_rendered_object_is_read_whole_by_the_official_models(overlay: str
     assert {o["kind"] for o in objects} >= {
         "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
         "ConfigMap", "Secret", "Deployment", "Service", "MutatingWebhookConfiguration",
-        "ValidatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration", "PriorityClass", "PodDisruptionBudget",
     }  # fmt: skip
     sanitize = client.ApiClient().sanitize_for_serialization
     for obj in objects:
@@ -173,3 +173,36 @@ def test_the_overlays_change_what_they_say() -> None:
     admission = _args(webhook)
     assert admission.core_rest == f"https://yunikorn-service.{NAMESPACE}.svc:9080"
     assert str(Path(admission.core_rest_ca).parent) in {m["mountPath"] for m in webhook["volumeMounts"]}
+
+
+@pytest.mark.parametrize("overlay", sorted(OVERLAYS))
+def test_day_two_objects_point_at_what_is_rendered(overlay: str) -> None:
+    """The disruption budgets select the Deployments' pods and let one go at a time; both Deployments
+    run at the rendered priority class; the REST Service selects the leader's pod only; the metrics
+    Services name ports the containers have, with the paths their servers answer."""
+    objects = render(OVERLAYS[overlay])
+    priority = find(objects, "PriorityClass", "pykorn-critical")
+    assert priority["value"] == 1_000_000_000 and not priority.get("globalDefault")
+    for name in ("pykorn-scheduler", "pykorn-admission"):
+        template = find(objects, "Deployment", name)["spec"]["template"]
+        assert template["spec"]["priorityClassName"] == "pykorn-critical"
+        budget = find(objects, "PodDisruptionBudget", name)["spec"]
+        assert budget["maxUnavailable"] == 1
+        labels = template["metadata"]["labels"]
+        assert all(labels.get(k) == v for k, v in budget["selector"]["matchLabels"].items())
+    template = find(objects, "Deployment", "pykorn-scheduler")["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    rest = find(objects, "Service", "yunikorn-service")["spec"]["selector"]
+    assert rest == {**{k: labels[k] for k in rest if k in labels}, "pykorn.apache.org/leader": "true"}
+    assert "pykorn.apache.org/leader" not in labels  # set by the leader's shim alone
+    containers = {c["name"]: c for c in template["spec"]["containers"]}
+    ports = {p["name"]: p["containerPort"] for c in containers.values() for p in c.get("ports", [])}
+    for service, path in (("pykorn-core-metrics", "/ws/v1/metrics"), ("pykorn-shim-metrics", "/metrics")):
+        svc = find(objects, "Service", service)
+        notes = svc["metadata"]["annotations"]
+        assert notes["prometheus.io/scrape"] == "true" and notes["prometheus.io/path"] == path
+        [port] = svc["spec"]["ports"]
+        assert ports[port["targetPort"]] == port["port"] == int(notes["prometheus.io/port"])
+        assert svc["spec"]["clusterIP"] == "None"
+        assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
+    assert _args(containers["shim"]).metrics_listen.endswith(":9090")

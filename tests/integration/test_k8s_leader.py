@@ -12,9 +12,10 @@ from collections import Counter
 from shim_k8s.api.kube_http import KubeHTTP
 from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.leader import LeaderElection, LeaderElector
+from shim_k8s.api.own_pod import LEADER_LABEL, OwnPod
 from shim_k8s.main import run_shim
 from tests.integration.kube_api import FakeKubeAPI
-from tests.integration.manifests import SCHEDULER_SA
+from tests.integration.manifests import NAMESPACE, SCHEDULER_SA, find, render
 from tests.integration.test_k8s_api import _until
 from tests.integration.test_k8s_shim import node, pod
 
@@ -158,3 +159,73 @@ async def test_sigterm_stops_a_leading_replica_cleanly_and_gives_the_lease_up(
         if leader.poll() is None:
             leader.kill()
             leader.wait(10)
+
+
+def _service_endpoints(api: FakeKubeAPI) -> set[str]:
+    """The scheduler pods yunikorn-service sends REST requests to: those its rendered selector matches,
+    as the endpoints controller picks them (readiness aside: both replicas are ready)."""
+    selector = find(render(), "Service", "yunikorn-service")["spec"]["selector"]
+    return {
+        p["metadata"]["name"]
+        for p in api.objects["pods"].values()
+        if p["metadata"].get("namespace") == NAMESPACE
+        and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+    }
+
+
+def _scheduler_pod(name: str) -> dict[str, object]:
+    """A replica of the scheduler Deployment as the API holds it (labels from the rendered template)."""
+    template = find(render(), "Deployment", "pykorn-scheduler")["spec"]["template"]
+    meta = {
+        "name": name,
+        "namespace": NAMESPACE,
+        "uid": f"uid-{name}",
+        "labels": template["metadata"]["labels"],
+    }
+    return {"metadata": meta, "spec": {"schedulerName": "default-scheduler", "nodeName": "n1"}}
+
+
+async def test_the_rest_service_follows_the_leader(api: FakeKubeAPI, core_address: str, rm_id: str) -> None:
+    """yunikorn-service reaches the core of the replica that schedules, never a standby's idle one: the
+    leader labels its pod once synced, clears the label when it stops, and the standby that takes over
+    labels its own (issue 53, HA)."""
+    await api.put("nodes", node("n1", memory="64Gi"))
+    for name in ("scheduler-a", "scheduler-b"):
+        await api.put("pods", _scheduler_pod(name))
+    # A label an earlier run of b's container left behind: cleared when b starts.
+    stale = _scheduler_pod("scheduler-b")
+    stale["metadata"]["labels"] = {**stale["metadata"]["labels"], LEADER_LABEL: "true"}  # type: ignore[index]
+    await api.put("pods", stale)
+    assert _service_endpoints(api) == {"scheduler-b"}
+    stops = {name: asyncio.Event() for name in ("a", "b")}
+
+    def replica(name: str) -> asyncio.Task[None]:
+        return asyncio.create_task(
+            run_shim(
+                core_address, kubeconfig=api.kubeconfig(SCHEDULER_SA), rm_id=rm_id, stop=stops[name],
+                election=_fast(name), own_pod=OwnPod(NAMESPACE, f"scheduler-{name}"),
+            )
+        )  # fmt: skip
+
+    first = replica("a")
+    second: asyncio.Task[None] | None = None
+    try:
+        await _until(lambda: api.lease_holder("pykorn") == "a", "a leading")
+        await _until(lambda: "scheduler-a" in _service_endpoints(api), "a's pod labelled")
+        second = replica("b")
+        await _until(lambda: _service_endpoints(api) == {"scheduler-a"}, "b's stale label cleared")
+        await api.put("pods", pod("web"))
+        await _until(lambda: len(api.bindings) == 1, "a binding web")
+        assert _service_endpoints(api) == {"scheduler-a"}  # b stands by
+        assert ("scheduler-b", {"metadata": {"labels": {LEADER_LABEL: None}}}) in api.pod_patches
+        stops["a"].set()  # a clean stop: the label goes, then the Lease
+        await asyncio.wait_for(first, 15)
+        await _until(lambda: api.lease_holder("pykorn") == "b", "b taking over")
+        await _until(lambda: _service_endpoints(api) == {"scheduler-b"}, "the Service on b's core")
+    finally:
+        for stop in stops.values():
+            stop.set()
+        for task in (first, second):
+            if task is not None:
+                await asyncio.wait_for(task, 15)
+    assert _service_endpoints(api) == set()  # nobody schedules: no core to send REST requests to
