@@ -20,6 +20,7 @@ from core.quantity_text import resource_text
 from core.server.addresses import split_host_port
 from pykorn_cli.configmap_dump import DumpError, queues_text
 from pykorn_cli.errors import FAILED, UNREACHABLE, CliError
+from pykorn_cli.files import read_text
 from rmclient.reachability import unreachable_reason
 from si.v1 import si_pb2
 
@@ -50,8 +51,15 @@ def diff_files(
     try:
         response = asyncio.run(ask())
     except TimeoutError:
-        raise CliError(f"nothing answered at {core} in time: {not_there}", UNREACHABLE) from None
-    except grpc.aio.AioRpcError as exc:  # refused (a certificate for another rmID, say)
+        raise CliError(f"no pykorn core answered at {core} in time: {not_there}", UNREACHABLE) from None
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNAVAILABLE):
+            # Something listens there but does not speak si.v1 (a REST port, another gRPC server).
+            raise CliError(
+                f"{core} does not answer as a pykorn core ({exc.code().name}): {not_there}",
+                UNREACHABLE,
+            ) from None
+        # Refused (a certificate for another rmID, say).
         raise CliError(
             f"the core at {core} refused the preview: {exc.code().name}: {exc.details()}", FAILED
         ) from None
@@ -76,11 +84,7 @@ def _refuse_if_nothing_listens(core: str, not_there: str) -> None:
 def _text(path: Path, out: TextIO) -> str:
     """The queues.yaml `path` holds (inside a ConfigMap dump too: said on `out`)."""
     try:
-        text, note = queues_text(path.read_text())
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise CliError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
+        text, note = queues_text(read_text(path))
     except DumpError as exc:
         raise CliError(f"{path}: {exc}", FAILED) from None
     if note:

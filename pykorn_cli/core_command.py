@@ -23,6 +23,11 @@ def run_core_command(args: argparse.Namespace) -> int:
     # Checked before logging is set up: a refusal here is one line on stderr, nothing else.
     if args.config is not None and not args.config.is_file():
         raise CliError(f"--config {args.config}: no such file")
+    for flag, path in (("--port-file", args.port_file), ("--rest-port-file", args.rest_port_file)):
+        if path is not None and not path.parent.is_dir():
+            raise CliError(f"{flag} {path}: no directory {path.parent} to write it in")
+        if path is not None and path.is_dir():
+            raise CliError(f"{flag} {path} is a directory: give the file to write the port in")
     if args.rest_max_event_streams is None:
         # Half the cap at most (none with a cap of 1: every connection is kept for short requests).
         args.rest_max_event_streams = min(ConnectionBounds.max_event_streams, args.rest_max_connections // 2)
@@ -64,8 +69,11 @@ def run_core_command(args: argparse.Namespace) -> int:
     try:
         asyncio.run(run_core(options))
     except ConfigError as exc:
-        problems = "".join(f"\n  {problem}" for problem in exc.problems)
-        raise CliError(f"the configuration {args.config} is invalid:{problems}") from None
+        count = len(exc.problems)
+        raise CliError(
+            f"--config {args.config} is invalid ({count} problem{'s' if count != 1 else ''}; `pykorn config "
+            f"validate {args.config}` lists them): {exc.problems[0] if exc.problems else exc}"
+        ) from None
     except SecurityConfigError as exc:
         raise CliError(str(exc)) from None
     except UnicodeDecodeError as exc:  # --config

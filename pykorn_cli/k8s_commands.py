@@ -64,8 +64,9 @@ def _stop_on_signals() -> asyncio.Event:
 def run_admission_controller(args: argparse.Namespace) -> int:
     from shim_k8s.admission.server import run_admission
     from shim_k8s.admission.webhook_setup import SetupError
+    from shim_k8s.api.kube_http import TRANSPORT_ERRORS
     from shim_k8s.api.kubeconfig import KubeconfigError
-    from shim_k8s.api.startup import StartupError
+    from shim_k8s.api.startup import StartupError, described
 
     _check_admission_files(args)
     configure_logging(args.log_level, json_flag(args.log_format))
@@ -84,12 +85,10 @@ def run_admission_controller(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     except SetupError as exc:  # the installation's cause: exit 1, and say why
         raise CliError(str(exc), FAILED) from None
-    except StartupError as exc:  # the API server does not answer
+    except StartupError as exc:  # the API server does not answer, or its port is taken
         raise CliError(str(exc), UNREACHABLE) from None
-    except OSError as exc:  # its own HTTPS port
-        raise CliError(
-            f"cannot listen on {args.bind}:{args.port} (--bind, --port): {_reason(exc)}", UNREACHABLE
-        ) from None
+    except TRANSPORT_ERRORS as exc:  # the API server went away while it set itself up
+        raise CliError(f"lost the API server while setting up: {described(exc)}", UNREACHABLE) from None
     return 0
 
 

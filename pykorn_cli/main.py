@@ -8,10 +8,12 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from core.server.rest_connections import ConnectionBounds
 from pykorn_cli import arg_types
 from pykorn_cli.errors import USAGE, CliError, guarded
+from pykorn_cli.files import read_text
 from pykorn_cli.options import client_tls, json_flag
 from rmclient.logging_setup import configure_logging
 
@@ -128,8 +130,33 @@ def _add_debug_flag(parser: argparse.ArgumentParser, default: object = argparse.
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, ending a mistake in one line (its own prints the whole usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: {message} (`{self.prog} --help` lists what it takes)\n")
+
+
+def _parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """As `parse_args`, but an unknown flag is said by the subcommand it was given to (`pykorn
+    status: unrecognized arguments ...`), whose --help lists what it takes."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _chosen_subcommand(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def _chosen_subcommand(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    for action in parser._actions:  # argparse keeps its subcommands nowhere public
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return _chosen_subcommand(chosen, args)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pykorn", description="A YuniKorn-style scheduler core.")
+    parser = _Parser(prog="pykorn", description="A YuniKorn-style scheduler core.")
     parser.add_argument("--version", action="version", version=version_line())
     _add_debug_flag(parser, default=False)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -306,17 +333,25 @@ def status_url(args: argparse.Namespace) -> str:
     """The REST API `pykorn status` reads: --core-rest, HOST:PORT meaning http://HOST:PORT."""
     address = args.core_rest
     if args.core is not None:
+        if address is not None:
+            raise CliError("--core is the old name of --core-rest: give --core-rest alone")
         sys.stderr.write(
             "pykorn status: --core is renamed --core-rest here (elsewhere --core is the gRPC address); "
             f"taken as --core-rest {args.core}\n"
         )
-        address = address or args.core
+        address = args.core
     address = address or "http://127.0.0.1:9080"
-    return address if "://" in address else f"http://{address}"
+    url = address if "://" in address else f"http://{address}"
+    scheme, _, rest = url.partition("://")
+    if scheme not in ("http", "https") or not rest.strip("/"):
+        raise CliError(
+            f"--core-rest {address}: give HOST:PORT, or a URL http://HOST:PORT or https://HOST:PORT"
+        )
+    return url
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse_args(build_parser(), argv)
     command = " ".join(filter(None, (args.command, getattr(args, "config_command", None),
                                      getattr(args, "fake_command", None))))  # fmt: skip
     return guarded(command, args.debug, lambda: _dispatch(args))
@@ -337,10 +372,10 @@ def _dispatch(args: argparse.Namespace) -> int:
                     "--rm-id and --core-ca/--core-cert/--core-key are for the preview: give --core too"
                 )
             return diff_files(args.old, args.new, args.core, args.rm_id, sys.stdout, tls=tls)
-        from core.config.report import validate_file
+        from core.config.report import validate_text
         from pykorn_cli.configmap_dump import queues_text
 
-        return validate_file(args.file, sys.stdout, unwrap=queues_text)
+        return validate_text(args.file, read_text(args.file), sys.stdout, unwrap=queues_text)
     if args.command == "k8s":
         from pykorn_cli.k8s_commands import run_k8s
 
@@ -372,6 +407,7 @@ def _run_fake(args: argparse.Namespace) -> int:
     return asyncio.run(
         run_scenario(
             args.scenario,
+            read_text(args.scenario),
             CoreFormatReader(),
             args.core,
             args.speed,

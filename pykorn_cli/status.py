@@ -16,7 +16,7 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from core.quantity_text import quantity_text, resource_text
-from pykorn_cli.errors import FAILED, UNREACHABLE
+from pykorn_cli.errors import FAILED, UNREACHABLE, USAGE
 
 BAR_WIDTH = 20
 
@@ -134,6 +134,9 @@ def show_status(
         hint = " (give the core's REST token with --token-file)" if exc.code == 401 else ""
         err.write(f"pykorn status: the core's REST API at {base} answered {exc.code} {exc.reason}{hint}\n")
         return FAILED
+    except http.client.InvalidURL as exc:
+        err.write(f"pykorn status: --core-rest {base}: {exc}\n")
+        return USAGE
     except http.client.HTTPException as exc:  # an answer, but not HTTP/1.1: gRPC's HTTP/2, say
         err.write(
             f"pykorn status: {base} does not answer as the core's REST API ({type(exc).__name__}): is it the "
@@ -145,7 +148,11 @@ def show_status(
         return UNREACHABLE
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        err.write(f"pykorn status: cannot read the core's REST API at {base}: {reason}\n")
+        hint = ""
+        if isinstance(reason, ssl.SSLError):
+            hint = " (does the core serve its REST API over https, --rest-tls-cert? if not, give http://)"
+            reason = reason.reason or reason
+        err.write(f"pykorn status: cannot read the core's REST API at {base}: {reason}{hint}\n")
         return UNREACHABLE
     render(state, out)
     return 0

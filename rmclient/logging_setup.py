@@ -66,6 +66,35 @@ def _live_filter(logger: Any, method: str, event: structlog.types.EventDict) -> 
     return event
 
 
+class _LibraryRecords(logging.Handler):
+    """What libraries log through `logging` (aiohttp, grpc, kubernetes' helpers) as one structlog
+    event per line, like ours: the message, the library's logger name, and an exception as its type
+    and first line, never a multi-line traceback in the middle of JSON lines. A client that sends
+    garbage to an HTTP port is the client's problem: a warning, not an error."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields: dict[str, Any] = {"logger": record.name}
+        level = record.levelno
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            first = str(exc).strip().splitlines()
+            fields["error"] = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+            if type(exc).__name__ in ("BadHttpMessage", "BadHttpMethod", "BadStatusLine"):
+                level = min(level, logging.WARNING)
+        try:
+            structlog.get_logger(record.name).log(level, record.getMessage(), **fields)
+        except Exception:  # a record that cannot be formatted must not break the caller
+            self.handleError(record)
+
+
+def _route_library_logs() -> None:
+    """Once per process; other handlers (a test runner's capture) stay. The root level stays at
+    logging's WARNING: the libraries' debug and info chatter is theirs, not an operator's."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, _LibraryRecords) for handler in root.handlers):
+        root.addHandler(_LibraryRecords())
+
+
 def configure_logging(level: str = "info", json: bool | None = None, live: bool = False) -> None:
     """Log to stderr. `json=None` picks JSON unless stderr is a terminal."""
     use_json = not sys.stderr.isatty() if json is None else json
@@ -84,6 +113,7 @@ def configure_logging(level: str = "info", json: bool | None = None, live: bool 
     if live:
         LIVE.set(start, {})
         processors.insert(0, _live_filter)
+    _route_library_logs()
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if live else start),

@@ -7,6 +7,7 @@ must be the rmID it registers as.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +38,36 @@ class ClientTLS:
 
 
 def client_tls(ca_cert: Path | None, cert: Path | None, key: Path | None) -> ClientTLS | None:
-    """From command-line flags: None (plaintext) when none is given."""
+    """From command-line flags: None (plaintext) when none is given. The files are read now, so that a
+    wrong one is a ValueError naming it rather than a channel that never connects (gRPC's C core only
+    logs a bad certificate, and the connection then times out)."""
     if ca_cert is None and cert is None and key is None:
         return None
-    return ClientTLS(ca_cert, cert, key)
+    tls = ClientTLS(ca_cert, cert, key)
+    _check_readable(tls)
+    return tls
+
+
+def _check_readable(tls: ClientTLS) -> None:
+    context = ssl.create_default_context()
+    try:
+        if tls.ca_cert is not None:
+            context.load_verify_locations(cafile=str(tls.ca_cert))
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise ValueError(f"the CA certificate {tls.ca_cert}: {_why(exc)} (PEM expected)") from None
+    try:
+        if tls.cert is not None:
+            context.load_cert_chain(str(tls.cert), str(tls.key))
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"the client certificate {tls.cert} and key {tls.key}: {_why(exc)} (one PEM pair expected)"
+        ) from None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or str(exc)
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 def open_channel(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.api.objects import Obj, WatchEvent, name_of
 from shim_k8s.api.own_pod import LEADER_LABEL, OwnPod
-from shim_k8s.api.startup import StartupError, described, list_at_start
+from shim_k8s.api.startup import ListenError, StartupError, described, list_at_start
 from shim_k8s.configmaps import CONFIGMAP_NAME
 from shim_k8s.service_config import CONFIGMAP_NAMES
 from shim_k8s.shim import K8sShim
@@ -158,7 +158,13 @@ async def run_shim(
     http = KubeHTTP(cluster_access(kubeconfig, host), limits.qps, limits.burst, limits.in_flight)
     health = metrics.Health(http)
     # Served before the election, so that a standby answers the kubelet's probes too.
-    endpoints = await metrics.serve(metrics_listen, health) if metrics_listen else None
+    try:
+        endpoints = await metrics.serve(metrics_listen, health) if metrics_listen else None
+    except OSError as exc:
+        await http.close()
+        raise ListenError(
+            f"cannot listen on {metrics_listen} (--metrics-listen): {exc.strerror or exc}"
+        ) from None
     elector: LeaderElector | None = None
     leading: asyncio.Task[None] | None = None
     lost = False
@@ -193,6 +199,22 @@ async def run_shim(
         raise LeadershipLost("the lease was not renewed within the renew deadline; stopped scheduling")
 
 
+async def _unless_stopped(step: Coroutine[Any, Any, None], stop: asyncio.Event) -> bool:
+    """`step` to its end (its error raised), or abandoned once `stop` is set: whether it ended."""
+    doing, stopping = asyncio.ensure_future(step), asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({doing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if not doing.done():
+        doing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await doing
+        return False
+    doing.result()
+    return True
+
+
 async def _run_leading(
     core_address: str, http: KubeHTTP, stop: asyncio.Event, options: _Options, health: metrics.Health
 ) -> None:
@@ -202,7 +224,9 @@ async def _run_leading(
     backlog = EventBacklog(items)
     client = SchedulerClient(core_address, options.rm_id, tls=options.tls)
     try:
-        await client.connect()
+        if not await _unless_stopped(client.connect(), stop):
+            await client.close()
+            return  # SIGTERM while the core did not answer yet: a clean stop
     except _CONNECT_ERRORS as exc:
         why = await asyncio.to_thread(unreachable_reason, core_address) or described(exc)
         raise StartupError(
@@ -223,6 +247,8 @@ async def _run_leading(
     health.sources = metrics.Sources(shim, kube, http, lambda: informers)
     try:
         lists = await list_at_start(http, kube.paths, stop)
+        if lists is None:
+            return  # stopped while the API server did not answer
         shim.load(lists["priorityclasses"][0], *_configmaps(lists["configmaps"][0]))
         _apply_api_settings(shim, kube, http)
         # Before the pods: whether a pod may be asked for depends on its volumes, and its namespace's

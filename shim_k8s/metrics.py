@@ -120,5 +120,9 @@ async def serve(listen: str, health: Health) -> web.AppRunner:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     host, _, port = listen.rpartition(":")
-    await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+    try:
+        await web.TCPSite(runner, host.strip("[]") or "0.0.0.0", int(port)).start()
+    except OSError:
+        await runner.cleanup()
+        raise
     return runner

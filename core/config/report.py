@@ -14,8 +14,7 @@ Unwrap = Callable[[str], tuple[str, str | None]]
 
 
 def validate_file(path: Path, out: TextIO, unwrap: Unwrap | None = None) -> int:
-    """`unwrap`: the queues.yaml inside what the file holds, and a note saying where it was found (a
-    ValueError when there is none: said, and the file is invalid)."""
+    """`validate_text` of the file's text, or 2 when it cannot be read (said on `out`)."""
     try:
         text = path.read_text()
     except OSError as exc:
@@ -24,6 +23,13 @@ def validate_file(path: Path, out: TextIO, unwrap: Unwrap | None = None) -> int:
     except UnicodeDecodeError as exc:
         out.write(f"{path}: cannot read: not UTF-8 text (byte {exc.start})\n")
         return 2
+    return validate_text(path, text, out, unwrap)
+
+
+def validate_text(path: Path, text: str, out: TextIO, unwrap: Unwrap | None = None) -> int:
+    """0 and the effective queue tree, or 1 and the problems, each line naming `path`. `unwrap`: the
+    queues.yaml inside what the file holds, and a note saying where it was found (a ValueError when
+    there is none: said, and the file is invalid)."""
     if unwrap is not None:
         try:
             text, note = unwrap(text)

@@ -10,6 +10,8 @@ EXAMPLES = "127.0.0.1:3333, 0.0.0.0:3333, [::]:3333, localhost:0 for any free po
 
 def split_host_port(text: str) -> tuple[str, int]:
     """(host without brackets, port); ValueError naming what is wrong with `text`."""
+    if "://" in text:
+        raise ValueError(f"{text!r}: give HOST:PORT, without a scheme (examples: {EXAMPLES})")
     host, sep, port_text = text.rpartition(":")
     if not sep or not host:
         raise ValueError(f"{text!r} is not HOST:PORT (examples: {EXAMPLES})")
@@ -30,8 +32,15 @@ def check_can_listen(address: str) -> None:
     RuntimeError, after a line its C core writes to stderr."""
     host, port = split_host_port(address)
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    for family, kind, proto, _, sockaddr in infos:
-        with socket.socket(family, kind, proto) as probe:
-            # As gRPC binds: SO_REUSEADDR (a port whose last connections are in TIME_WAIT is free).
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(sockaddr)
+    first: OSError | None = None
+    for family, kind, proto, _, sockaddr in infos:  # as gRPC: one address it can bind is enough
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                # As gRPC binds: SO_REUSEADDR (a port whose last connections are in TIME_WAIT is free).
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(sockaddr)
+            return
+        except OSError as exc:
+            first = first or exc
+    if first is not None:
+        raise first

@@ -239,5 +239,13 @@ async def run_core(options: CoreOptions) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, daemon.stop)
-    await daemon.start()
+    try:
+        await daemon.start()
+    except BaseException:
+        # Whatever stopped the start (a port file that cannot be written, say): the servers started
+        # so far are stopped here, in the loop, not left to a finalizer after it has closed.
+        await daemon.server.stop(None)
+        if daemon.rest is not None:
+            await daemon.rest.stop(0)
+        raise
     await daemon.wait_stopped()

@@ -14,7 +14,7 @@ from rmclient.core_process import CoreProcess
 from rmclient.tls import ClientTLS
 from shim_fake.scenario.core_formats import CoreFormats
 from shim_fake.scenario.expectations import check
-from shim_fake.scenario.loader import ScenarioError, load_scenario
+from shim_fake.scenario.loader import ScenarioError, parse_scenario
 from shim_fake.scenario.plot import PlotUnavailable, write_plot
 from shim_fake.scenario.report import build_report, write_summary
 from shim_fake.scenario.runner import Runner
@@ -27,6 +27,7 @@ EXIT_REFUSED = 3  # the core refused to work with us (bad config, wrong identity
 
 async def run_scenario(
     path: Path,
+    text: str,
     formats: CoreFormats,
     core_address: str | None,
     speed: float | None,
@@ -36,19 +37,14 @@ async def run_scenario(
     progress: bool,
     tls: ClientTLS | None = None,
 ) -> int:
-    """`formats`: the core's reading of what a scenario borrows from it (given by the command, which
+    """`text`: the scenario file's (read by the command, which says when it cannot be);
+    `formats`: the core's reading of what a scenario borrows from it (given by the command, which
     may import the core); `tls`: how to reach the core given by `core_address`; a core started here
     is plaintext."""
     try:
-        scenario = load_scenario(path, formats)
+        scenario = parse_scenario(text, formats, source=str(path), base_dir=path.parent)
     except ScenarioError as exc:
         out.write(f"{exc}\n")
-        return EXIT_INVALID
-    except OSError as exc:
-        out.write(f"{path}: cannot read: {exc.strerror}\n")
-        return EXIT_INVALID
-    except UnicodeDecodeError as exc:
-        out.write(f"{path}: cannot read: not UTF-8 text (byte {exc.start})\n")
         return EXIT_INVALID
     if plot_path is not None:
         try:
@@ -57,14 +53,17 @@ async def run_scenario(
             out.write("--plot needs matplotlib: pip install 'pykorn-scheduler[plot]'\n")
             return EXIT_INVALID
     speed = speed or scenario.speed
-    core: CoreProcess | None = None
-    if core_address is None:
-        core = CoreProcess()
-        core_address = await core.start()
-        out.write(f"started pykorn core on {core_address}\n")
-    out.write(f"running {scenario.name} at speed {speed:g} ({scenario.task_count()} tasks)\n")
+    # The core this run starts is stopped whatever ends the run: a refusal, Ctrl-C, or a reader of
+    # `out` gone (`pykorn fake run ... | head`), which fails the next write.
+    core = CoreProcess() if core_address is None else None
     started = time.monotonic()
     try:
+        if core is not None:
+            core_address = await core.start()
+            out.write(f"started pykorn core on {core_address}\n")
+        assert core_address is not None
+        out.write(f"running {scenario.name} at speed {speed:g} ({scenario.task_count()} tasks)\n")
+        started = time.monotonic()
         async with SchedulerClient(
             core_address, f"fake-{scenario.name}", tls=tls if core is None else None
         ) as client:

@@ -39,7 +39,7 @@ from shim_k8s.api.informer import Informer
 from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
 from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
-from shim_k8s.api.startup import list_at_start
+from shim_k8s.api.startup import ListenError, list_at_start
 from shim_k8s.bad_objects import Refused
 from shim_k8s.service_config import CONFIGMAP_NAMES
 
@@ -310,7 +310,10 @@ async def run_admission(
     runner = web.AppRunner(server.app(), access_log=None)
     keeper: asyncio.Task[None] | None = None
     try:
-        for kind, (items, version) in (await list_at_start(http, paths, stop)).items():
+        lists = await list_at_start(http, paths, stop)
+        if lists is None:
+            return  # stopped while the API server did not answer
+        for kind, (items, version) in lists.items():
             path = paths[kind]
             for obj in items:
                 server.on_object(kind, WatchEvent.ADDED, obj)
@@ -328,7 +331,12 @@ async def run_admission(
             if on_setup is not None:
                 on_setup(setup)
         await runner.setup()
-        await web.TCPSite(runner, bind, port, ssl_context=context).start()
+        try:
+            await web.TCPSite(runner, bind, port, ssl_context=context).start()
+        except OSError as exc:
+            raise ListenError(
+                f"cannot listen on {bind}:{port} (--bind, --port): {exc.strerror or exc}"
+            ) from None
         bound = runner.addresses[0][1]  # the port chosen, when `port` is 0
         log.info("admission controller serving", port=bound, namespace=namespace, managed=setup is not None)
         if setup is not None:  # once it serves: the API server may call it as soon as it is registered

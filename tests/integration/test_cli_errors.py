@@ -9,6 +9,7 @@ reader is gone. The environment has no kubeconfig of its own: HOME is a temporar
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -103,6 +104,31 @@ def test_core_with_a_malformed_listen_address_shows_the_form(
     assert said in result.stderr.splitlines()[-1]
 
 
+def test_core_with_a_scheme_in_listen_says_to_drop_it(env: dict[str, str]) -> None:
+    result = pykorn(env, "core", "--listen", "http://127.0.0.1:0")
+    assert result.returncode == USAGE
+    assert "without a scheme" in one_line(result, "core")
+
+
+def test_core_with_a_port_file_that_is_a_directory(env: dict[str, str], tmp_path: Path) -> None:
+    result = pykorn(env, "core", "--listen", "127.0.0.1:0", "--port-file", str(tmp_path))
+    assert result.returncode == USAGE
+    line = one_line(result, "core")
+    assert f"--port-file {tmp_path}" in line and "is a directory" in line
+
+
+def test_core_with_an_invalid_config_names_the_first_problem_and_the_validator(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "queues.yaml"
+    bad.write_text("partitions:\n  - name: default\n    queues: [{name: root, maxapplications: -1}]\n")
+    result = pykorn(env, "core", "--listen", "127.0.0.1:0", "--config", str(bad))
+    assert result.returncode == USAGE
+    line = one_line(result, "core")
+    assert f"--config {bad} is invalid (1 problem" in line
+    assert f"`pykorn config validate {bad}` lists them" in line
+
+
 def test_core_with_a_config_file_that_is_not_there(env: dict[str, str], tmp_path: Path) -> None:
     result = pykorn(env, "core", "--listen", "127.0.0.1:0", "--config", str(tmp_path / "queues.yaml"))
     assert result.returncode == USAGE
@@ -176,6 +202,118 @@ def test_k8s_with_the_core_down_says_what_core_means(
     assert "--core is its gRPC address" in line
 
 
+def test_k8s_with_its_metrics_port_in_use_says_which_flag(
+    env: dict[str, str], tmp_path: Path, held_port: int
+) -> None:
+    kubeconfig = tmp_path / "k.yaml"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    result = pykorn(env, "k8s", "--kubeconfig", str(kubeconfig), "--metrics-listen", f"127.0.0.1:{held_port}")
+    assert result.returncode == UNREACHABLE
+    assert "Traceback" not in result.stderr
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith("pykorn k8s: ") and "--metrics-listen" in line, line
+
+
+def test_k8s_stopped_while_the_api_server_does_not_answer_exits_cleanly(
+    env: dict[str, str], tmp_path: Path, core_address: str, closed_port: int
+) -> None:
+    """SIGTERM during start-up (a rollout that replaces a pod still waiting for its API server) is a
+    clean stop: status 0 at once, not the start-up failure some seconds later."""
+    kubeconfig = tmp_path / "k.yaml"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{closed_port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pykorn_cli", "k8s", "--kubeconfig", str(kubeconfig),
+         "--core", core_address, "--rm-id", "rm-stopped-at-start", "--log-format", "json"],
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert process.stderr is not None
+    try:
+        seen = []
+        for line in process.stderr:  # until it says it is trying again
+            seen.append(line)
+            if "listing failed at start" in line:
+                break
+        assert any("listing failed at start" in line for line in seen), "".join(seen)
+        process.send_signal(signal.SIGTERM)
+        rest = process.stderr.read()
+        assert process.wait(timeout=30) == 0, rest
+    finally:
+        process.kill()
+        process.wait()
+    assert "Traceback" not in rest
+    assert "did not answer the lists" not in rest
+
+
+@pytest.mark.parametrize("command", [("k8s",), ("fake", "run", "examples/demo.yaml")])
+def test_a_core_ca_that_is_not_a_certificate_is_refused_before_connecting(
+    env: dict[str, str], tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    not_pem = tmp_path / "ca.pem"
+    not_pem.write_text("this is not a certificate\n")
+    result = pykorn(
+        env, *command, "--core", "127.0.0.1:9", "--core-ca", str(not_pem),
+        cwd=Path(__file__).parents[2],
+    )  # fmt: skip
+    assert result.returncode == USAGE
+    line = one_line(result, " ".join(command[:2]))
+    assert f"the CA certificate {not_pem}" in line and "PEM expected" in line
+
+
+# pykorn fake run ---------------------------------------------------------------------------------
+
+
+def test_fake_run_of_a_scenario_that_is_not_there(env: dict[str, str], tmp_path: Path) -> None:
+    result = pykorn(env, "fake", "run", str(tmp_path / "nowhere.yaml"))
+    assert result.returncode == USAGE
+    assert one_line(result, "fake run").endswith(
+        f"cannot read {tmp_path / 'nowhere.yaml'}: No such file or directory"
+    )
+
+
+def test_fake_run_into_a_reader_that_went_away_leaves_no_core_behind(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # The core it starts keeps its port files under $TMPDIR: a core still running afterwards is a
+    # process whose command line names this test's temporary directory.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pykorn_cli", "fake", "run", "examples/demo.yaml"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+            env={**env, "TMPDIR": str(scratch)}, cwd=Path(__file__).parents[2],
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert result.returncode == BROKEN_PIPE, result.stderr
+    assert "Traceback" not in result.stderr
+    assert _processes_naming(str(scratch)) == []
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if text.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
 # pykorn config diff ------------------------------------------------------------------------------
 
 
@@ -207,6 +345,25 @@ def test_config_diff_of_an_invalid_file_fails_with_the_reason(env: dict[str, str
     assert f"{bad} is not a valid configuration" in one_line(result, "config diff")
 
 
+def test_config_diff_against_something_that_is_not_a_core(env: dict[str, str], rest_url: str) -> None:
+    queues = str(DEFAULT_QUEUES)
+    rest_address = rest_url.removeprefix("http://")
+    result = pykorn(env, "config", "diff", queues, queues, "--core", rest_address)
+    assert result.returncode == UNREACHABLE
+    line = one_line(result, "config diff")
+    assert f"no pykorn core answered at {rest_address}" in line or "does not answer as a pykorn core" in line
+    assert "--core is its gRPC address" in line
+
+
+def test_config_validate_of_a_file_that_is_not_there(env: dict[str, str], tmp_path: Path) -> None:
+    result = pykorn(env, "config", "validate", str(tmp_path / "q.yaml"))
+    assert result.returncode == USAGE
+    assert one_line(result, "config validate").endswith(
+        f"cannot read {tmp_path / 'q.yaml'}: No such file or directory"
+    )
+    assert result.stdout == ""
+
+
 # pykorn status -----------------------------------------------------------------------------------
 
 
@@ -226,6 +383,34 @@ def test_status_takes_the_old_core_flag_with_a_warning(env: dict[str, str], rest
         f"taken as --core-rest {rest_url}\n"
     )
     assert "partition" in result.stdout or "no partitions" in result.stdout
+
+
+def test_status_refuses_both_core_flags_at_once(env: dict[str, str], rest_url: str) -> None:
+    result = pykorn(env, "status", "--core", rest_url, "--core-rest", rest_url)
+    assert result.returncode == USAGE
+    assert "--core-rest" in one_line(result, "status")
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:1", "grpc://127.0.0.1:1"])
+def test_status_refuses_a_scheme_it_does_not_speak(env: dict[str, str], url: str) -> None:
+    result = pykorn(env, "status", "--core-rest", url)
+    assert result.returncode == USAGE
+    assert "http" in one_line(result, "status")
+
+
+def test_status_over_https_to_a_plain_http_api_says_so(env: dict[str, str], rest_url: str) -> None:
+    https = rest_url.replace("http://", "https://")
+    result = pykorn(env, "status", "--core-rest", https)
+    assert result.returncode == UNREACHABLE
+    line = one_line(result, "status")
+    assert "http://" in line, line  # the hint: this API serves plain HTTP
+
+
+def test_a_mistyped_argument_is_one_line_with_the_usage_hint(env: dict[str, str]) -> None:
+    result = pykorn(env, "status", "--no-such-flag")
+    assert result.returncode == USAGE
+    line = one_line(result, "status")
+    assert "--no-such-flag" in line and "--help" in line
 
 
 def test_status_into_a_reader_that_went_away_ends_quietly(env: dict[str, str], rest_url: str) -> None:
