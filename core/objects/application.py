@@ -112,6 +112,9 @@ class Application:
         self.max_allocated: dict[str, int] = {}
         self.removed_by_rm = False  # completed because its RM removed it (listed, never reported again)
         self.ask_max_priority = MIN_PRIORITY  # highest priority among pending asks
+        # How many pending asks have each priority: the maximum follows without a walk of the asks (a
+        # dict emptied from the front, as asks are placed in order, is slow to walk from the front).
+        self._asks_by_priority: dict[int, int] = {}
         self.held_by_limit = False  # Accepted, and a user's or group's maxapplications keeps it there
         self.held_by_queue = False  # Accepted, and a queue's maxapplications keeps it there
         self.group_link: str | None = None  # the group its UG_APP_LINK named, until it is let go
@@ -160,6 +163,8 @@ class Application:
         self.pending.add_in_place(ask.resource)
         self._sorted_asks.add(ask)
         self.submission_time = min(self.submission_time, ask.create_time)
+        counts = self._asks_by_priority
+        counts[ask.priority] = counts.get(ask.priority, 0) + 1
         if ask.priority > self.ask_max_priority:
             self.ask_max_priority = ask.priority  # O(1): a new ask can only raise the maximum
 
@@ -168,9 +173,12 @@ class Application:
         if ask is not None:
             self.pending.sub_in_place(ask.resource)
             if self.parked.pop(key, None) is None:
-                self._sorted_asks.remove(ask)
-            if ask.priority >= self.ask_max_priority:
-                self._recompute_max_priority(ask.priority)
+                asks = self._sorted_asks
+                if asks[0] is ask:  # the usual case: an allocation takes the ask tried first
+                    asks.pop(0)
+                else:
+                    asks.remove(ask)
+            self._ask_priority_gone(ask.priority)
         if not self._sorted_asks:
             self.queue.pending_apps.pop(self.app_id, None)
         return ask
@@ -189,16 +197,15 @@ class Application:
             self.queue.pending_apps[self.app_id] = self
         self._sorted_asks.add(ask)
 
-    def _recompute_max_priority(self, removed: int) -> None:
-        # The removed ask held the maximum: another ask of the same priority keeps it, so stop at the
-        # first one found; otherwise the new maximum is the highest of the rest.
-        best = MIN_PRIORITY
-        for other in self.asks.values():
-            if other.priority == removed:
-                best = removed
-                break
-            best = max(best, other.priority)
-        self.ask_max_priority = best
+    def _ask_priority_gone(self, priority: int) -> None:
+        counts = self._asks_by_priority
+        left = counts[priority] - 1
+        if left:
+            counts[priority] = left
+            return
+        del counts[priority]
+        if priority >= self.ask_max_priority:  # the last ask at the maximum: the next one down
+            self.ask_max_priority = max(counts, default=MIN_PRIORITY)
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.key] = alloc

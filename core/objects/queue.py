@@ -223,6 +223,18 @@ class Queue:
             queue.pending.sub_in_place(delta)
             queue = queue.parent
 
+    def pending_allocated(self, delta: Resource) -> None:
+        """An ask of this size was allocated: pending to allocated on the whole path, in one walk (the
+        scheduling path's remove_pending and add_allocated together)."""
+        moved = delta._values.items()
+        queue: Queue | None = self
+        while queue is not None:
+            pending, allocated = queue.pending._values, queue.allocated._values
+            for name, value in moved:
+                pending[name] = pending.get(name, 0) - value
+                allocated[name] = allocated.get(name, 0) + value
+            queue = queue.parent
+
     def count_running(self, delta: int) -> None:
         for queue in self.path_to_root():
             queue.running_apps += delta

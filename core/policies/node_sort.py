@@ -52,8 +52,12 @@ class NodeIndex:
             return
         new = self._key(node)
         if new != old:
-            self._order.remove(old)
-            self._order.add(new)
+            order = self._order
+            if order[0] == old:  # the usual case: the node just allocated on was the best one
+                order.pop(0)
+            else:
+                order.remove(old)
+            order.add(new)
             self._keys[node.node_id] = new
 
     def set_policy(self, policy: str, weights: dict[str, float] | None) -> None:

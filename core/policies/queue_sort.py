@@ -88,6 +88,9 @@ def sorted_children(queue: Queue) -> list[Queue]:
     if len(children) < 2:
         return children  # nothing to order: most parents, on most picks, have one child asking
     candidates = [(queue_share(c), c) for c in children]
+    if len(candidates) == 2:  # the common shape: one comparison, not a sort
+        first, second = candidates
+        return [first[1], second[1]] if _compare_queues(first, second) < 0 else [second[1], first[1]]
     return [c for _, c in sorted(candidates, key=cmp_to_key(_compare_queues))]
 
 

@@ -26,7 +26,27 @@ def partition_of(rm_id: str, name: str) -> PartitionKey:
     return PartitionKey(rm_id, name or DEFAULT_PARTITION)
 
 
+# Resources read, by their wire bytes: most asks of a workload are the same size, and the bytes come
+# out of C at a fraction of reading the map entry by entry. A Resource is never changed once made
+# (owners' usage counters are their own objects), so asks may share one. Each entry remembers the
+# limits it was checked against: a reload's new limits check again.
+_READ: dict[bytes, tuple[Limits, Resource]] = {}
+_READ_MOST = 4096
+
+
 def resource_from_si(res: si_pb2.Resource, what: str, limits: Limits) -> Resource:
+    raw = res.SerializeToString()
+    known = _READ.get(raw)
+    if known is not None and known[0] is limits:
+        return known[1]
+    resource = _read_resource(res, what, limits)
+    if len(_READ) >= _READ_MOST:
+        _READ.clear()  # sizes seen long ago go; the ones in use come back at the next ask
+    _READ[raw] = (limits, resource)
+    return resource
+
+
+def _read_resource(res: si_pb2.Resource, what: str, limits: Limits) -> Resource:
     values = {name: quantity.value for name, quantity in res.resources.items()}
     # Hot path: one pass in C per check for the common, valid case; the loop below only names the fault.
     if (

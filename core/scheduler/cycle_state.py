@@ -104,10 +104,17 @@ class AppOrder:
         )
 
     def moved(self, app: Application) -> None:
-        self.drop(app)
-        if app.has_ready():
-            new = self.keys[app.app_id] = self.key(app)
-            insort(self.entries, (new, app))  # never compares applications: keys differ
+        if not app.has_ready():
+            self.drop(app)
+            return
+        new = self.key(app)
+        old = self.keys.get(app.app_id)
+        if new == old:
+            return  # where it was (fifo, say: an allocation does not move it)
+        if old is not None:
+            self.drop(app)
+        self.keys[app.app_id] = new
+        insort(self.entries, (new, app))  # never compares applications: keys differ
 
     def drop(self, app: Application) -> None:
         """Out of this cycle's order: it has nothing left to try in it."""

@@ -369,9 +369,9 @@ class Partition:
     def allocate(self, ask: Allocation, node: Node, now: float) -> None:
         """Turn a pending ask into an allocation on `node` (the scheduler checked that it fits)."""
         app = self.applications[ask.application_id]
-        self.remove_ask(app, ask.key)
+        self.remove_ask(app, ask.key, allocated=True)
         ask.allocated_time = now
-        self.place_on(app, ask, node, now)
+        self.place_on(app, ask, node, now, counted=True)
         if ask.placeholder:
             # A placeholder does not start the application: the whole gang allocated does.
             gang = self.gangs.gang_of(app)
@@ -380,13 +380,17 @@ class Partition:
             return
         self.lifecycle.transition(app, AppEvent.RUN, now)
 
-    def place_on(self, app: Application, alloc: Allocation, node: Node, now: float) -> None:
+    def place_on(
+        self, app: Application, alloc: Allocation, node: Node, now: float, counted: bool = False
+    ) -> None:
+        """`counted`: its queues count it as allocated already (remove_ask with `allocated`)."""
         alloc.node_id = node.node_id
         alloc.instance_type = instance_type(node.attributes)
         node.add_allocation(alloc)
         self.node_index.update(node)
         app.add_allocation(alloc)
-        app.queue.add_allocated(alloc.resource)
+        if not counted:
+            app.queue.add_allocated(alloc.resource)
         app.queue.containers_allocated += 1
         self.user_groups.allocated(app, alloc.resource)
         # As YuniKorn records an allocation: on its node, its user (and group), and its application.
@@ -434,13 +438,18 @@ class Partition:
             self.events.append(partition_events.ask_removed(self.rm_id, ask, detail, now))
         return ask
 
-    def remove_ask(self, app: Application, key: str) -> Allocation | None:
+    def remove_ask(self, app: Application, key: str, allocated: bool = False) -> Allocation | None:
+        """`allocated`: it leaves pending to be placed at once (place_on with `counted`), and its queues
+        count it as allocated from here."""
         ask = app.remove_ask(key)
         if ask is not None:
             self.parking.discard(ask)
             if ask.task_group and not ask.placeholder and app.gang is not None:
                 app.gang.pending_real -= 1
-            app.queue.remove_pending(ask.resource)
+            if allocated:
+                app.queue.pending_allocated(ask.resource)
+            else:
+                app.queue.remove_pending(ask.resource)
             self.reservations.release(ask.ref)
             if ask.held:
                 self.drop_hold(ask)
