@@ -161,12 +161,13 @@ class Node:
         """
         total_weight = 0.0
         share = 0.0
-        available = self._available
+        # The dicts themselves: asked for every allocation (the node order), Resource.get is a call more.
+        available, capacity = self._available._values, self.capacity._values
         for name, weight in (weights or DEFAULT_WEIGHTS).items():
-            cap = self.capacity.get(name)
+            cap = capacity.get(name, 0)
             if cap <= 0 or weight <= 0:
                 continue
-            share += weight * (1.0 - available.get(name) / cap)
+            share += weight * (1.0 - available.get(name, 0) / cap)
             total_weight += weight
         return share / total_weight if total_weight else 0.0
 

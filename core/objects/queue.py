@@ -148,12 +148,13 @@ class Queue:
             limit = queue.max
             if limit is None:
                 continue
-            used = queue.committed(resource if own_hold else None) if queue.held else queue.allocated
-            for name, want in resource.items():
-                if want > 0 and name in limit and used.get(name) + want > limit[name]:
+            counted = queue.committed(resource if own_hold else None) if queue.held else queue.allocated
+            used = counted._values
+            for name, want in resource._values.items():
+                if want > 0 and name in limit and used.get(name, 0) + want > limit[name]:
                     short = {
                         k: v for k, v in resource.items()
-                        if v > 0 and k in limit and used.get(k) + v > limit[k]
+                        if v > 0 and k in limit and used.get(k, 0) + v > limit[k]
                     }  # fmt: skip
                     return queue, short
         return None
@@ -240,7 +241,7 @@ class Queue:
             queue.running_apps += delta
 
     def has_pending(self) -> bool:
-        return max(self.pending.values(), default=0) > 0  # in C: asked of every queue on every pick
+        return max(self.pending._values.values(), default=0) > 0  # in C: asked of every queue on every pick
 
     # Access -----------------------------------------------------------------------------------
     def allows_submit(self, user: str, groups: tuple[str, ...]) -> bool:
