@@ -44,6 +44,9 @@ import aiohttp
 from rmclient.core_process import CoreProcess
 
 RM_ID = "bench"
+# The `pykorn` command whose core and shim run: this interpreter's, or another build's (benchmarks.compare
+# gives each revision's own; the emulation and the pods' driver are always this tree's).
+PYKORN: tuple[str, ...] = (sys.executable, "-m", "pykorn_cli")
 KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters: [{name: emulation, cluster: {server: "http://127.0.0.1:%(port)d"}}]
@@ -88,6 +91,7 @@ async def emulation(volume_driver: str = "") -> AsyncIterator[Emulation]:
     with tempfile.TemporaryDirectory(prefix="pykorn-emulation-") as tmp:
         port_file = Path(tmp, "port")
         extra = ["--volume-driver", volume_driver] if volume_driver else []
+        extra += ["--loop", os.environ.get("PYKORN_EMULATION_LOOP", "uvloop")]
         process = subprocess.Popen(  # noqa: ASYNC220 - started once, not waited on here
             [sys.executable, "-m", "tests.integration.kube_api", "--port-file", str(port_file), *extra]
         )
@@ -103,13 +107,13 @@ async def emulation(volume_driver: str = "") -> AsyncIterator[Emulation]:
 
 
 @contextlib.asynccontextmanager
-async def shim(api: str, core: CoreProcess) -> AsyncIterator[int]:
+async def shim(api: str, core: CoreProcess, pykorn: tuple[str, ...] = PYKORN) -> AsyncIterator[int]:
     """`pykorn k8s` against the emulation and the core; its process ID."""
     with tempfile.TemporaryDirectory(prefix="pykorn-shim-") as tmp:
         kubeconfig = Path(tmp, "kubeconfig")
         kubeconfig.write_text(KUBECONFIG % {"port": int(api.rsplit(":", 1)[1])})
         log = open(Path(tmp, "shim.log"), "wb")  # noqa: SIM115 - closed below
-        command = [sys.executable, "-m", "pykorn_cli", "k8s", "--core", core.address, "--kubeconfig",
+        command = [*pykorn, "k8s", "--core", core.address, "--kubeconfig",
                    str(kubeconfig), "--rm-id", RM_ID, "--log-level", "warning"]  # fmt: skip
         process = subprocess.Popen(  # noqa: ASYNC220 - started once, not waited on here
             command,
@@ -130,21 +134,25 @@ async def _post(session: aiohttp.ClientSession, url: str, body: Mapping[str, obj
         return result
 
 
-async def _until_bound(
-    session: aiohttp.ClientSession, api: str, prefix: str, count: int
-) -> tuple[list[list[float]], list[list[float]]]:
-    """Until every pod of `prefix` is bound (the count looked at every 100 ms); their (made, bound)
-    times, and their claims' (annotated for a node, bound) times."""
+async def _until_bound(session: aiohttp.ClientSession, api: str, prefix: str, count: int) -> None:
+    """Until every pod of `prefix` is bound (the emulation's count looked at every 100 ms)."""
     deadline = time.monotonic() + 900
     url = f"{api}/emulator/times"
     while True:
         async with session.get(url, params={"prefix": prefix}) as response:
             bound = (await response.json())["bound"]
         if bound >= count:
-            break
+            return
         if time.monotonic() > deadline:
             raise TimeoutError(f"{bound} of {count} pods bound")
         await asyncio.sleep(0.1)
+
+
+async def _times(
+    session: aiohttp.ClientSession, api: str, prefix: str
+) -> tuple[list[list[float]], list[list[float]]]:
+    """The pods' of `prefix` (made, bound) times, and their claims' (annotated for a node, bound)."""
+    url = f"{api}/emulator/times"
     async with session.get(url, params={"prefix": prefix, "full": "1"}) as response:
         body = await response.json()
     claims = [[selected, bound] for selected, bound in body["claims"].values()]
@@ -192,8 +200,9 @@ async def ceiling(pods: int) -> tuple[float, dict[str, float]]:
 
 
 async def _scheduled(
-    nodes: int, pods: Mapping[str, object], volume_driver: str = "", zones: int = 0
-) -> tuple[list[list[float]], dict[str, float], list[list[float]]]:
+    nodes: int, pods: Mapping[str, object], volume_driver: str = "", zones: int = 0,
+    pykorn: tuple[str, ...] = PYKORN,
+) -> tuple[list[list[float]], dict[str, float], list[list[float]]]:  # fmt: skip
     """A fresh emulation with `nodes` (in `zones`), a core and the shim; the pods made as `pods` says
     (count, prefix, rate, storageClass); their (made, bound) times once all are bound, the CPU µs per
     pod each process spent from the pods' making to the last binding, and the claims' (annotated,
@@ -201,10 +210,10 @@ async def _scheduled(
     async with emulation(volume_driver) as running, aiohttp.ClientSession() as session:
         api = running.url
         await _post(session, f"{api}/emulator/nodes", {"count": nodes, "zones": zones})
-        core = CoreProcess()
+        core = CoreProcess(pykorn=pykorn)
         await core.start()
         try:
-            async with shim(api, core) as shim_pid:
+            async with shim(api, core, pykorn) as shim_pid:
                 await _until_nodes(session, core, nodes)
                 assert core.process is not None
                 pids = {"shim": shim_pid, "emulation": running.pid, "core": core.process.pid}
@@ -212,8 +221,9 @@ async def _scheduled(
                 held = {name: rss_mib(pids[name]) for name in ("core", "shim")}
                 await _post(session, f"{api}/emulator/pods", pods)
                 count = int(str(pods["count"]))
-                times, claims = await _until_bound(session, api, str(pods["prefix"]), count)
+                await _until_bound(session, api, str(pods["prefix"]), count)
                 spent = {name: (cpu_seconds(pid) - before[name]) * 1e6 / count for name, pid in pids.items()}
+                times, claims = await _times(session, api, str(pods["prefix"]))  # after: not the pods' CPU
                 for name, at_start in held.items():
                     now = rss_mib(pids[name])
                     LAST_MEMORY[name] = (now, now - at_start)
@@ -222,10 +232,12 @@ async def _scheduled(
             await core.stop()
 
 
-async def burst(nodes: int, pods: int, apps: int = 10) -> tuple[float, dict[str, float]]:
+async def burst(
+    nodes: int, pods: int, apps: int = 10, pykorn: tuple[str, ...] = PYKORN
+) -> tuple[float, dict[str, float]]:
     """Pods/s from the first pod made to the last bound, `pods` made at once over `apps` applications;
     CPU µs per pod."""
-    bound, spent, _ = await _scheduled(nodes, {"count": pods, "prefix": "burst", "apps": apps})
+    bound, spent, _ = await _scheduled(nodes, {"count": pods, "prefix": "burst", "apps": apps}, pykorn=pykorn)
     return pods / (max(done for _, done in bound) - min(made for made, _ in bound)), spent
 
 

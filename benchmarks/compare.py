@@ -15,8 +15,15 @@ Benchmarks:
   each target's own core process (its `pykorn core`), driven by this tree's resource manager, so only
   the core differs;
 - `inprocess`: the same shape with the engine driven in-process, by each target's own
-  benchmarks/bench_scheduling.py (its median row is read).
-Each round is one run of each shape per target (allocations per second).
+  benchmarks/bench_scheduling.py (its median row is read);
+- `k8s`: the Kubernetes burst of benchmarks/bench_k8s.py (`--pods` made at once on each `--nodes`, over
+  each `--apps` count of applications): each target's own `pykorn k8s` and `pykorn core`, against this
+  tree's API emulation and pod driver, so only the shim and the core differ. Besides pods/s it records
+  the CPU µs per pod of the shim, the core and the emulation (the emulation's, the same code for every
+  target, says how fast the host ran at the time).
+Each round is one run of each shape per target (allocations or pods per second).
+
+    python -m benchmarks.compare e64f160 --bench k8s --nodes 500 --apps 10 5000 --pods 5000 --rounds 3
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ class Target:
 @dataclass
 class Figures:
     runs: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (shape, target) -> rates
+    # (shape, target) -> what else each run measured, by name (the k8s shape's CPU µs per pod)
+    extra: dict[tuple[str, str], list[dict[str, float]]] = field(default_factory=dict)
 
 
 def _run(*args: str | Path, cwd: Path | None = None) -> str:
@@ -122,21 +131,62 @@ def inprocess(target: Target, nodes: int, asks: int) -> float:
     raise RuntimeError(f"{target.name}: no in-process row for {nodes} nodes in:\n{out}")
 
 
+def k8s_burst(target: Target, nodes: int, pods: int, apps: int) -> tuple[float, dict[str, float]]:
+    """Pods/s of the target's shim and core on this tree's emulation, and each process's CPU µs per pod."""
+    from benchmarks.bench_k8s import burst
+
+    return asyncio.run(burst(nodes, pods, apps, pykorn=(str(target.pykorn),)))
+
+
 # Rounds and the table -----------------------------------------------------------------------------
 
 
-def measure(targets: list[Target], bench: str, nodes: list[int], asks: int, rounds: int) -> Figures:
+@dataclass(frozen=True)
+class Plan:
+    bench: str
+    nodes: list[int]
+    asks: int  # core-e2e and inprocess
+    pods: int  # k8s
+    apps: list[int]  # k8s
+    rounds: int
+
+
+Run = Callable[[Target], tuple[float, dict[str, float]]]  # one run of a shape on a target
+
+
+def _shapes(plan: Plan) -> list[tuple[str, Run]]:
+    """Each shape's name and how one run of it is measured on a target."""
+    shapes: list[tuple[str, Run]] = []
+    for count in plan.nodes:
+        if plan.bench == "k8s":
+            for apps in plan.apps:
+                shapes.append((f"k8s {count} nodes {apps} apps", _k8s_run(count, plan.pods, apps)))
+        else:
+            shapes.append((f"{plan.bench} {count} nodes", _rate_run(plan.bench, count, plan.asks)))
+    return shapes
+
+
+def _k8s_run(nodes: int, pods: int, apps: int) -> Run:
+    return lambda target: k8s_burst(target, nodes, pods, apps)
+
+
+def _rate_run(bench: str, nodes: int, asks: int) -> Run:
+    run = core_e2e if bench == "core-e2e" else inprocess
+    return lambda target: (run(target, nodes, asks), {})
+
+
+def measure(targets: list[Target], plan: Plan) -> Figures:
     figures = Figures()
-    for round_number in range(1, rounds + 1):
-        for count in nodes:
-            shape = f"{bench} {count} nodes"
+    for round_number in range(1, plan.rounds + 1):
+        for shape, run in _shapes(plan):
             # Alternate the order round by round, so no target always runs first (or after another).
             order = targets if round_number % 2 else list(reversed(targets))
             for target in order:
-                run = core_e2e if bench == "core-e2e" else inprocess
-                rate = run(target, count, asks)
+                rate, extra = run(target)
                 figures.runs.setdefault((shape, target.name), []).append(rate)
-                sys.stderr.write(f"round {round_number}: {shape}, {target.name}: {rate:,.0f}/s\n")
+                figures.extra.setdefault((shape, target.name), []).append(extra)
+                said = "".join(f", {name} {value:,.0f} µs" for name, value in extra.items())
+                sys.stderr.write(f"round {round_number}: {shape}, {target.name}: {rate:,.0f}/s{said}\n")
     return figures
 
 
@@ -154,6 +204,35 @@ def table(figures: Figures, targets: list[Target], write: Callable[[str], object
                 f"{rates[-1]:>10,.0f} {base / median:>6.2f}x\n"
             )
     write("ratio: the working tree's median over the target's (above 1: the working tree is faster)\n")
+    cpu_table(figures, targets, write)
+
+
+def cpu_table(figures: Figures, targets: list[Target], write: Callable[[str], object]) -> None:
+    """The k8s shape's CPU µs per pod, per process: medians, and the working tree's over the target's
+    (below 1: the working tree spends less)."""
+    shapes = [shape for shape, name in figures.extra if name == WORKING and any(figures.extra[shape, name])]
+    if not shapes:
+        return
+    write(
+        "\n{:<24} {:<16} {:>12} {:>12} {:>12}\n".format(
+            "shape", "target", "shim µs", "core µs", "emulation µs"
+        )
+    )
+    for shape in shapes:
+        base = {k: statistics.median(run[k] for run in figures.extra[shape, WORKING]) for k in _CPU}
+        for target in targets:
+            runs = figures.extra[shape, target.name]
+            cells = []
+            for k in _CPU:
+                median = statistics.median(run[k] for run in runs)
+                cells.append(f"{median:,.0f} ({base[k] / median:.2f}x)")
+            write(f"{shape:<24} {target.name:<16} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}\n")
+    write(
+        "CPU: median µs per pod; in brackets the working tree's over the target's (below 1: it spends less)\n"
+    )
+
+
+_CPU = ("shim", "core", "emulation")
 
 
 def main() -> None:
@@ -161,16 +240,19 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("revs", nargs="+", help="revisions to compare the working tree with")
-    parser.add_argument("--bench", choices=["core-e2e", "inprocess"], default="core-e2e")
+    parser.add_argument("--bench", choices=["core-e2e", "inprocess", "k8s"], default="core-e2e")
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 5000])
-    parser.add_argument("--asks", type=int, default=10_000)
+    parser.add_argument("--asks", type=int, default=10_000, help="core-e2e and inprocess")
+    parser.add_argument("--pods", type=int, default=5_000, help="k8s: pods made at once")
+    parser.add_argument("--apps", type=int, nargs="+", default=[10], help="k8s: the applications they are in")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     from rmclient.logging_setup import configure_logging
 
     configure_logging("warning")
     targets = [working_tree(), *(prepared(rev) for rev in args.revs)]
-    figures = measure(targets, args.bench, args.nodes, args.asks, args.rounds)
+    plan = Plan(args.bench, args.nodes, args.asks, args.pods, args.apps, args.rounds)
+    figures = measure(targets, plan)
     sys.stdout.write(f"$ python -m benchmarks.compare {' '.join(sys.argv[1:])}\n")
     table(figures, targets)
 

@@ -34,8 +34,10 @@ class CoreProcess:
         rest_listen: str = "127.0.0.1:0",
         extra_args: Sequence[str] = (),
         client_tls: ClientTLS | None = None,
+        pykorn: Sequence[str] = (sys.executable, "-m", "pykorn_cli"),
     ):
         self.extra_args = list(extra_args)  # more `pykorn core` flags (grace period, limits, TLS)
+        self.pykorn = list(pykorn)  # the command: this interpreter's, or another build's (benchmarks.compare)
         # How to reach a core started with --tls-cert (and a client certificate for --tls-client-ca):
         # `start()` checks health over it.
         self.client_tls = client_tls
@@ -63,7 +65,7 @@ class CoreProcess:
         return f"{scheme}://127.0.0.1:{self.rest_port}"
 
     def _spawn(self) -> None:
-        args = [sys.executable, "-m", "pykorn_cli", "core", "--listen", self.listen,
+        args = [*self.pykorn, "core", "--listen", self.listen,
                 "--port-file", str(self._port_file), "--log-format", "json",
                 "--rest-listen", self.rest_listen, "--rest-port-file", str(self._rest_port_file)]  # fmt: skip
         if self.config is not None:

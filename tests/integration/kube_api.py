@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from tests.integration.kube_rbac import RBAC, Attributes, attributes
@@ -75,6 +76,35 @@ current-context: emulation
 """
 
 
+def _dumps(value: object) -> str:
+    """JSON text by orjson (a fraction of json's CPU: the benchmarks measure the emulation beside the
+    shim); by json for what orjson refuses, such as a hostile object's integer beyond 64 bits."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value)
+
+
+def _json_response(data: object, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(data, status=status, headers=headers, dumps=_dumps)
+
+
+# The API server's answer to a binding or an eviction it took, encoded once.
+_SUCCESS = orjson.dumps(
+    {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+)
+
+
+def _success() -> web.Response:
+    return web.Response(body=_SUCCESS, status=201, content_type="application/json")
+
+
+async def _small_body(request: web.Request) -> Any:
+    """A request body of a known small shape (a binding, an event, a status patch), by orjson. Not for
+    objects a test may make hostile: orjson reads an integer beyond 64 bits as a float."""
+    return orjson.loads(await request.read())
+
+
 class FakeKubeAPI:
     def __init__(self, rbac: RBAC | None = None) -> None:
         self.rbac = rbac  # None: every request is allowed
@@ -97,6 +127,10 @@ class FakeKubeAPI:
         self.bindings: list[tuple[str, str]] = []
         self.made_at: dict[str, float] = {}  # pod name -> when /emulator/pods made it (monotonic)
         self.bound_at: dict[str, float] = {}  # pod name -> when it was bound
+        # Per prefix of /emulator/pods: how many it made and how many of those are bound (polled by a
+        # benchmark while the pods are scheduled: counted as they change, not by a walk of every pod).
+        self.made_of: dict[str, str] = {}  # pod name -> its prefix
+        self.counts: dict[str, list[int]] = {}  # prefix -> [made, bound]
         # Binding volumes, for the benchmarks: claim key -> when a client annotated it for a node, and
         # when the PV controller (tests/integration/kube_volumes.py) bound it.
         self.selected_at: dict[str, float] = {}
@@ -214,21 +248,23 @@ class FakeKubeAPI:
     async def _authorize(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        if self.rbac is None:  # the benchmarks' emulation: nobody to authorize against
+            return await handler(request)
         wanted = attributes(request.method, request.path, dict(request.query))
-        if self.rbac is None or wanted is None:
+        if wanted is None:
             return await handler(request)
         user = self.rbac.user_of(request.headers.get("Authorization"))
         if user is None:
             status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                       "message": "Unauthorized", "reason": "Unauthorized", "code": 401}  # fmt: skip
-            return web.json_response(status, status=401)
+            return _json_response(status, status=401)
         if not self.rbac.allows(user, wanted):
             self.forbidden.append((user, wanted))
             details = {"name": wanted.name, "group": wanted.group, "kind": wanted.resource.split("/")[0]}
             status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                       "message": wanted.forbidden_message(user), "reason": "Forbidden",
                       "details": details, "code": 403}  # fmt: skip
-            return web.json_response(status, status=403)
+            return _json_response(status, status=403)
         return await handler(request)
 
     # Stored kinds: get, create, update with resourceVersion conflicts, as the API server's ---------
@@ -242,7 +278,7 @@ class FakeKubeAPI:
             self.reads.append((kind, name))
             if found is None:
                 return _status(404, "NotFound", f'{kind} "{name}" not found', kind, name)
-            return web.json_response(found)
+            return _json_response(found)
 
         return handler
 
@@ -262,7 +298,7 @@ class FakeKubeAPI:
                 meta["uid"] = f"uid-{kind}-{name}"
                 self._put(kind, obj)
                 self.writes.append(("create", kind, name))
-                return web.json_response(self.objects[kind][self._stored_key(request, name)], status=201)
+                return _json_response(self.objects[kind][self._stored_key(request, name)], status=201)
 
         return handler
 
@@ -295,7 +331,7 @@ class FakeKubeAPI:
                     self.selected_at.setdefault(self._key(obj), time.monotonic())
                 self._put(kind, obj)
                 self.writes.append(("update", kind, name))
-                return web.json_response(self.objects[kind][self._stored_key(request, name)])
+                return _json_response(self.objects[kind][self._stored_key(request, name)])
 
         return handler
 
@@ -358,7 +394,7 @@ class FakeKubeAPI:
             body = {"kind": KINDS[kind], "apiVersion": "v1", "metadata": {"resourceVersion": str(self.rv)},
                     "items": items}  # fmt: skip
             if not self.raw:
-                return web.json_response(body)
+                return _json_response(body)
             texts = [self.raw.get((kind, self._key(o))) or json.dumps(o) for o in items]
             head = json.dumps({**body, "items": []})[:-2]  # '..."items": [' as written by json.dumps
             return web.Response(text=head + ", ".join(texts) + "]}", content_type="application/json")
@@ -406,99 +442,98 @@ class FakeKubeAPI:
         raw = self.raw_events.get(rv)
         if raw is not None:
             return f'{{"type": {json.dumps(event)}, "object": {raw}}}\n'
-        return json.dumps({"type": event, "object": obj}) + "\n"
+        return _dumps({"type": event, "object": obj}) + "\n"
 
     async def _bind(self, request: web.Request) -> web.Response:
-        body = await request.json()
+        body = await _small_body(request)
         name = request.match_info["name"]
         if self.fail_bindings.get(name, 0) > 0:
             self.fail_bindings[name] -= 1
-            return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
+            return _json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
         if self.throttle_bindings.get(name, 0) > 0:
             self.throttle_bindings[name] -= 1
             status = {"kind": "Status", "code": 429, "reason": "TooManyRequests",
                       "message": "too many requests, please try again later",
                       "details": {"retryAfterSeconds": 1}}  # fmt: skip
-            return web.json_response(status, status=429, headers={"Retry-After": "1"})
+            return _json_response(status, status=429, headers={"Retry-After": "1"})
         if name in self.swallow_bindings:
             self.swallow_bindings.discard(name)
-            return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+            return _success()
         async with self.changed:
             pod = self.get("pods", name)
             if pod is None:
-                return web.json_response({"kind": "Status", "code": 404, "message": "not found"}, status=404)
+                return _json_response({"kind": "Status", "code": 404, "message": "not found"}, status=404)
             if pod["spec"].get("nodeName"):
-                return web.json_response(
-                    {"kind": "Status", "code": 409, "message": "already bound"}, status=409
-                )
+                return _json_response({"kind": "Status", "code": 409, "message": "already bound"}, status=409)
             pod = {**pod, "spec": {**pod["spec"], "nodeName": body["target"]["name"]},
                    "status": dict(pod.get("status") or {})}  # fmt: skip
             # As the API server's binding does: the pod is scheduled.
             _merge_conditions(pod, [{"type": "PodScheduled", "status": "True"}])
             self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
             self.bound_at[pod["metadata"]["name"]] = time.monotonic()
+            made_by = self.made_of.get(pod["metadata"]["name"])
+            if made_by is not None:
+                self.counts[made_by][1] += 1
             self._put("pods", pod)
         if name in self.fail_after_binding:
             self.fail_after_binding.discard(name)
-            return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
-        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+            return _json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
+        return _success()
 
     async def _evict(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         if self.fail_evictions.get(name, 0) > 0:
             self.fail_evictions[name] -= 1
-            return web.json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
+            return _json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
         if self.budget_refusals.get(name, 0) > 0:  # as the API server's eviction answers it
             self.budget_refusals[name] -= 1
             cause = {"reason": "DisruptionBudget", "message": "The disruption budget web-pdb needs 2"}
             status = {"kind": "Status", "code": 429, "reason": "TooManyRequests",
                       "message": "Cannot evict pod as it would violate the pod's disruption budget.",
                       "details": {"causes": [cause]}}  # fmt: skip
-            return web.json_response(status, status=429)
+            return _json_response(status, status=429)
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:
-                return web.json_response({"kind": "Status", "code": 404}, status=404)
+                return _json_response({"kind": "Status", "code": 404}, status=404)
             self.evictions.append(pod["metadata"]["name"])
             self._delete("pods", pod)
-        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+        return _success()
 
     async def _create_pod(self, request: web.Request) -> web.Response:
         pod = await request.json()
         meta = pod.setdefault("metadata", {})
         meta["namespace"] = request.match_info["ns"]
         if self.get("pods", meta.get("name", "")) is not None:
-            return web.json_response({"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409)
+            return _json_response({"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409)
         meta["uid"] = f"uid-{meta['name']}"
         meta.setdefault("creationTimestamp", "2026-11-23T10:00:00Z")
         pod.setdefault("spec", {}).setdefault("nodeName", "")
         pod["status"] = {"phase": "Pending"}
         async with self.changed:
             if self.get("pods", meta["name"]) is not None:
-                return web.json_response(
-                    {"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409
-                )
+                return _json_response({"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409)
             self._put("pods", pod)
         stored = self.get("pods", meta["name"])
         assert stored is not None
         self.created.append(stored)
-        return web.json_response(stored, status=201)
+        return _json_response(stored, status=201)
 
     async def _delete_pod(self, request: web.Request) -> web.Response:
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:
-                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+                return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
             self.deleted.append(pod["metadata"]["name"])
             self._delete("pods", pod)
-        return web.json_response(pod, status=200)
+        return _json_response(pod, status=200)
 
     # Leases (leader election): optimistic concurrency on resourceVersion, as the API server's ---------
     async def _get_pod(self, request: web.Request) -> web.Response:
         pod = self.get("pods", request.match_info["name"])
         if pod is None or (pod["metadata"].get("namespace") or "default") != request.match_info["ns"]:
-            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
-        return web.json_response(pod)
+            return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        return _json_response(pod)
 
     async def _patch_pod(self, request: web.Request) -> web.Response:
         """A JSON merge patch (RFC 7386) of a pod, the one patch type emulated here: a key set to null
@@ -508,13 +543,13 @@ class FakeKubeAPI:
             message = f"the body of the request was in an unknown format - accepted media types include: " \
                 f"application/json-patch+json, application/merge-patch+json, " \
                 f"application/apply-patch+yaml (got {request.content_type})"  # fmt: skip
-            return web.json_response({"kind": "Status", "code": 415, "reason": "UnsupportedMediaType",
+            return _json_response({"kind": "Status", "code": 415, "reason": "UnsupportedMediaType",
                                       "message": message}, status=415)  # fmt: skip
         patch = await request.json()
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None or (pod["metadata"].get("namespace") or "default") != request.match_info["ns"]:
-                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+                return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
             patched = _merge_patch(pod, patch)
             kept = patched.setdefault("metadata", {})
             for immutable in ("name", "namespace", "uid"):  # as the API server, whatever the patch says
@@ -522,24 +557,22 @@ class FakeKubeAPI:
                     kept[immutable] = pod["metadata"][immutable]
             self.pod_patches.append((pod["metadata"]["name"], patch))
             self._put("pods", patched)
-            return web.json_response(self.get("pods", pod["metadata"]["name"]))
+            return _json_response(self.get("pods", pod["metadata"]["name"]))
 
     async def _get_lease(self, request: web.Request) -> web.Response:
         lease = self.objects["leases"].get(f"{request.match_info['ns']}/{request.match_info['name']}")
         if lease is None:
-            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
-        return web.json_response(lease)
+            return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        return _json_response(lease)
 
     async def _create_lease(self, request: web.Request) -> web.Response:
         lease = await request.json()
         lease["metadata"]["namespace"] = request.match_info["ns"]
         async with self.changed:
             if self._key(lease) in self.objects["leases"]:
-                return web.json_response(
-                    {"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409
-                )
+                return _json_response({"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409)
             self._put("leases", lease)
-            return web.json_response(self.objects["leases"][self._key(lease)], status=201)
+            return _json_response(self.objects["leases"][self._key(lease)], status=201)
 
     async def _update_lease(self, request: web.Request) -> web.Response:
         lease = await request.json()
@@ -547,13 +580,13 @@ class FakeKubeAPI:
         async with self.changed:
             stored = self.objects["leases"].get(self._key(lease))
             if stored is None:
-                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+                return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
             if lease["metadata"].get("resourceVersion") != stored["metadata"]["resourceVersion"]:
                 message = "the object has been modified; please apply your changes to the latest version"
                 conflict = {"kind": "Status", "code": 409, "reason": "Conflict", "message": message}
-                return web.json_response(conflict, status=409)
+                return _json_response(conflict, status=409)
             self._put("leases", lease)
-            return web.json_response(self.objects["leases"][self._key(lease)])
+            return _json_response(self.objects["leases"][self._key(lease)])
 
     def lease_holder(self, name: str, namespace: str = "yunikorn") -> str:
         lease = self.objects["leases"].get(f"{namespace}/{name}") or {}
@@ -562,11 +595,11 @@ class FakeKubeAPI:
     async def _patch_status(self, request: web.Request) -> web.Response:
         """A strategic merge patch of the pod's status: conditions merge by type, the phase, reason and
         message are replaced, as Kubernetes does (and, as its validation, a terminal phase stays)."""
-        patch = await request.json()
+        patch = await _small_body(request)
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:
-                return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+                return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
             pod = {**pod, "status": dict(pod.get("status") or {})}
             changes = patch.get("status") or {}
             if pod["status"].get("phase") in ("Failed", "Succeeded") and changes.get("phase") not in (
@@ -575,19 +608,19 @@ class FakeKubeAPI:
             ):
                 message = "may not change phase from a terminal one"
                 invalid = {"kind": "Status", "code": 422, "reason": "Invalid", "message": message}
-                return web.json_response(invalid, status=422)
+                return _json_response(invalid, status=422)
             for field in ("phase", "reason", "message"):
                 if field in changes:
                     pod["status"][field] = changes[field]
             _merge_conditions(pod, changes.get("conditions") or [])
             self.status_patches.append((pod["metadata"]["name"], patch))
             self._put("pods", pod)
-        return web.json_response(pod, status=200)
+        return _json_response(pod, status=200)
 
     async def _event(self, request: web.Request) -> web.Response:
-        event = await request.json()
+        event = await _small_body(request)
         self.events.append(event)
-        return web.json_response(event, status=201)
+        return _json_response(event, status=201)
 
     # Bulk set-up and timings, for the benchmarks -------------------------------------------------
     async def _make_nodes(self, request: web.Request) -> web.Response:
@@ -602,7 +635,7 @@ class FakeKubeAPI:
                     labels["topology.kubernetes.io/zone"] = f"zone-{i % int(spec['zones'])}"
                 meta = {"name": name, "uid": f"uid-{name}", "labels": labels}
                 self._put("nodes", {"metadata": meta, "status": {"allocatable": allocatable}})
-        return web.json_response({"nodes": len(self.objects["nodes"])})
+        return _json_response({"nodes": len(self.objects["nodes"])})
 
     async def _make_pods(self, request: web.Request) -> web.Response:
         """`count` pending pods of `scheduler`, spread over `apps` applications: all at once, or `rate` a
@@ -634,15 +667,20 @@ class FakeKubeAPI:
                     ]
                 self._put("pods", pod)
                 self.made_at[name] = time.monotonic()
-        return web.json_response({"made": count})
+                if name not in self.made_of:
+                    self.made_of[name] = prefix
+                    self.counts.setdefault(prefix, [0, 0])[0] += 1
+        return _json_response({"made": count})
 
     async def _times(self, request: web.Request) -> web.Response:
         """For the pods made by /emulator/pods with `prefix`: how many are bound; with `full`, per pod
         [made, bound or null] in seconds, and for those with a claim [annotated for a node, bound]."""
-        prefix = request.query.get("prefix", "") + "-"
-        made = [n for n in self.made_at if n.startswith(prefix)]
-        body: Obj = {"made": len(made), "bound": sum(1 for n in made if n in self.bound_at)}
+        asked = request.query.get("prefix", "")
+        counts = self.counts.get(asked, [0, 0])
+        body: Obj = {"made": counts[0], "bound": counts[1]}
         if request.query.get("full"):
+            prefix = asked + "-"
+            made = [n for n in self.made_at if n.startswith(prefix)]
             body["times"] = {n: [self.made_at[n], self.bound_at.get(n)] for n in made}
             claims = {n: f"bench/data-{n}" for n in made}
             body["claims"] = {
@@ -650,7 +688,7 @@ class FakeKubeAPI:
                 for n, key in claims.items()
                 if key in self.selected_at
             }
-        return web.json_response(body)
+        return _json_response(body)
 
 
 def _bench_claim(pod: Obj, storage_class: str) -> Obj:
@@ -699,7 +737,7 @@ def _default_and_validate(kind: str, obj: Obj) -> str:
 def _status(code: int, reason: str, message: str, kind: str, name: str) -> web.Response:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "details": {"name": name, "kind": kind}, "code": code}  # fmt: skip
-    return web.json_response(body, status=code)
+    return _json_response(body, status=code)
 
 
 async def serve(port_file: Path, volume_driver: str = "") -> None:
@@ -739,8 +777,17 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="the Kubernetes API emulation, on its own")
     parser.add_argument("--port-file", type=Path, required=True)
     parser.add_argument("--volume-driver", default="", help="run the volume controllers, provisioning for it")
+    parser.add_argument(
+        "--loop", choices=["uvloop", "asyncio"], default="uvloop",
+        help="the event loop: uvloop's (libuv: less CPU per request; the dev extra installs it) or asyncio's",
+    )  # fmt: skip
     options = parser.parse_args()
-    asyncio.run(serve(options.port_file, options.volume_driver))
+    if options.loop == "uvloop":
+        import uvloop
+
+        uvloop.run(serve(options.port_file, options.volume_driver))
+    else:
+        asyncio.run(serve(options.port_file, options.volume_driver))
 
 
 def _merge_patch(target: Any, patch: Any) -> Any:
