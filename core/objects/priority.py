@@ -73,12 +73,16 @@ def _propagate(queue: Queue) -> None:
 def update_application(app: Application) -> None:
     """Call after an application's pending asks changed: pushes its priority up as far as it matters."""
     leaf = app.queue
+    inputs = leaf.app_priorities
+    had_inputs = bool(inputs)
     if app.asks:
-        if leaf.app_priorities.get(app.app_id) == app.ask_max_priority:
+        if inputs.get(app.app_id) == app.ask_max_priority:
             return
-        leaf.app_priorities[app.app_id] = app.ask_max_priority
-    elif leaf.app_priorities.pop(app.app_id, None) is None:
+        inputs[app.app_id] = app.ask_max_priority
+    elif inputs.pop(app.app_id, None) is None:
         return
+    if had_inputs and inputs and inputs.highest() == leaf.inner_priority:
+        return  # the leaf shows what it showed (another application asks at that priority): nothing changes
     _propagate(leaf)
 
 

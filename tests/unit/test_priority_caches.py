@@ -203,12 +203,26 @@ def test_a_lower_ask_under_a_higher_sibling_stops_at_the_common_parent(recalcula
     _check_caches(c)
 
 
-def test_a_lower_application_in_the_same_leaf_stops_at_the_leaf(recalculated: list[str]) -> None:
+def test_a_lower_application_in_the_same_leaf_recalculates_nothing(recalculated: list[str]) -> None:
+    """The leaf's highest input stays where it was: no queue, the leaf included, is recomputed (an
+    application per pod adds and removes its entry once each)."""
     c = _deep()
+    before = _values(c)
     recalculated.clear()
     c.ask("app-hi2", "k1", {"memory": 1}, priority=50)
-    assert recalculated == ["root.p1.p2.hi"]
+    assert recalculated == []
     assert _q(c, "root.p1.p2.hi").app_priorities == {"app-hi": 100, "app-hi2": 50}
+    assert _values(c) == before
+    _check_caches(c)
+
+
+def test_a_new_highest_application_in_a_leaf_goes_up(recalculated: list[str]) -> None:
+    c = _deep()
+    recalculated.clear()
+    c.ask("app-hi2", "k1", {"memory": 1}, priority=150)
+    assert recalculated[0] == "root.p1.p2.hi"
+    assert _q(c, "root.p1.p2.hi").inner_priority == 150
+    _check_caches(c)
 
 
 def test_a_lower_ask_in_the_same_application_recalculates_nothing(recalculated: list[str]) -> None:
