@@ -209,9 +209,14 @@ class Application:
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.key] = alloc
-        self.allocated.add_in_place(alloc.resource)
-        self.submission_time = min(self.submission_time, alloc.create_time)
-        self._note_peak()
+        # The usage and its peak in one pass: only the types the allocation holds can reach a new peak.
+        allocated, most = self.allocated._values, self.max_allocated
+        for name, value in alloc.resource._values.items():
+            total = allocated[name] = allocated.get(name, 0) + value
+            if total > most.get(name, 0):
+                most[name] = total
+        if alloc.create_time < self.submission_time:
+            self.submission_time = alloc.create_time
 
     def resize_allocation(self, key: str, resource: Resource) -> None:
         """One of its allocations runs at a new size (the caller then sets the allocation's own)."""

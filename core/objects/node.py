@@ -103,8 +103,12 @@ class Node:
 
     def add_allocation(self, alloc: Allocation) -> None:
         self.allocations[alloc.key] = alloc
-        (self.occupied if alloc.foreign else self.allocated).add_in_place(alloc.resource)
-        self._available.sub_in_place(alloc.resource)
+        # Its counter and the free room in one pass (on every allocation: a call and a walk fewer).
+        counted = (self.occupied if alloc.foreign else self.allocated)._values
+        available = self._available._values
+        for name, value in alloc.resource._values.items():
+            counted[name] = counted.get(name, 0) + value
+            available[name] = available.get(name, 0) - value
         constraints = alloc.constraints
         if constraints is not NO_CONSTRAINTS:
             if constraints.host_ports:

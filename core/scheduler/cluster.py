@@ -454,10 +454,10 @@ class ClusterContext:
         waiting for their placeholder's place (they go back to pending if it goes). A key it knows is
         left to add_ask, which refuses it as a duplicate."""
         app = part.applications.get(app_id)
-        if app is None or app.knows_key(key):
+        if app is None:
             return
         pending = len(app.asks) + len(app.replacing)
-        if pending >= self.max_pending_asks:
+        if pending >= self.max_pending_asks and not app.knows_key(key):
             raise Rejection(
                 f"application {app_id} already has {pending:,} pending asks, the limit "
                 "(max_pending_asks_per_application): send this ask again once some are allocated or released"
