@@ -162,7 +162,8 @@ class Application:
         self.asks[ask.key] = ask
         self.pending.add_in_place(ask.resource)
         self._sorted_asks.add(ask)
-        self.submission_time = min(self.submission_time, ask.create_time)
+        if ask.create_time < self.submission_time:
+            self.submission_time = ask.create_time
         counts = self._asks_by_priority
         counts[ask.priority] = counts.get(ask.priority, 0) + 1
         if ask.priority > self.ask_max_priority:

@@ -32,26 +32,25 @@ def fair_max(queue: Queue) -> dict[str, int]:
     return out
 
 
-def _share(used: int, base: int) -> float:
-    if base <= 0:
-        return 1.0 if used > 0 else 0.0
-    return used / base
-
-
 def queue_share(queue: Queue, maximum: Mapping[str, int] | None = None) -> float:
-    guaranteed: Mapping[str, int] = queue.guaranteed or {}
+    # Asked of every child with something pending on every pick: the dicts themselves, no calls.
+    guaranteed: Mapping[str, int] = queue.guaranteed._values if queue.guaranteed is not None else {}
     ceiling = maximum  # the fair max, walked up the path only when a type without a guarantee is used
     share = 0.0
-    for name, used in queue.allocated.items():
+    for name, used in queue.allocated._values.items():
         if used < 0:
             continue
         if name in guaranteed:
-            share = max(share, _share(used, guaranteed[name]))
-            continue
-        if ceiling is None:
-            ceiling = fair_max(queue)
-        if name in ceiling:
-            share = max(share, _share(used, ceiling[name]))
+            base = guaranteed[name]
+        else:
+            if ceiling is None:
+                ceiling = fair_max(queue)
+            if name not in ceiling:
+                continue
+            base = ceiling[name]
+        this = (used / base) if base > 0 else (1.0 if used > 0 else 0.0)
+        if this > share:
+            share = this
     return share
 
 

@@ -245,7 +245,7 @@ def allocate(
             _note_user_limit(partition, ask, blocked, now)
             held_by = Why.LIMIT
             may_preempt = _may_preempt(partition, leaf, ask, now)
-        elif ask.ref in partition.reservations:
+        elif partition.reservations and ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
             _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now, Waiting.NO_NODE)
         else:
