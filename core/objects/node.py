@@ -37,6 +37,7 @@ DEFAULT_WEIGHTS = {"vcore": 1.0, "memory": 1.0}
 class Node:
     __slots__ = (
         "_available",
+        "_share_terms",
         "allocated",
         "allocations",
         "attributes",
@@ -77,6 +78,8 @@ class Node:
         self.disks = DisksInUse()  # in-tree disks the pods here mount, ours and foreign
         self.watcher: PodWatcher | None = None
         self.room_watcher: RoomWatcher | None = None
+        # usage_share's terms for the weights last asked with (made again when the capacity changes).
+        self._share_terms: tuple[dict[str, float], tuple[tuple[str, float, int], ...]] | None = None
 
     @property
     def cordoned(self) -> bool:
@@ -156,6 +159,7 @@ class Node:
 
     def set_capacity(self, capacity: Resource) -> None:
         self.capacity = capacity
+        self._share_terms = None
         self._refresh()
 
     def usage_share(self, weights: dict[str, float] | None = None) -> float:
@@ -163,17 +167,29 @@ class Node:
 
         As YuniKorn: weights default to vcore and memory at 1.0; other types do not count.
         """
-        total_weight = 0.0
+        wanted = weights or DEFAULT_WEIGHTS
+        cached = self._share_terms
+        if cached is None or cached[0] is not wanted:
+            cached = self._share_terms = (wanted, self._terms(wanted))
+        terms = cached[1]
+        if not terms:
+            return 0.0
+        available = self._available._values  # asked on every allocation (the node order): no calls
         share = 0.0
-        # The dicts themselves: asked for every allocation (the node order), Resource.get is a call more.
-        available, capacity = self._available._values, self.capacity._values
-        for name, weight in (weights or DEFAULT_WEIGHTS).items():
-            cap = capacity.get(name, 0)
-            if cap <= 0 or weight <= 0:
-                continue
+        total_weight = 0.0
+        for name, weight, cap in terms:
             share += weight * (1.0 - available.get(name, 0) / cap)
             total_weight += weight
-        return share / total_weight if total_weight else 0.0
+        return share / total_weight
+
+    def _terms(self, weights: dict[str, float]) -> tuple[tuple[str, float, int], ...]:
+        """(type, weight, capacity) for the weighted types the node has, in the weights' order."""
+        capacity = self.capacity._values
+        return tuple(
+            (name, weight, cap)
+            for name, weight in weights.items()
+            if (cap := capacity.get(name, 0)) > 0 and weight > 0
+        )
 
     @property
     def is_reserved(self) -> bool:
