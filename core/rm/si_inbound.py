@@ -35,12 +35,14 @@ _READ: dict[bytes, tuple[Limits, Resource]] = {}
 _READ_MOST = 4096
 
 
-def resource_from_si(res: si_pb2.Resource, what: str, limits: Limits) -> Resource:
+def resource_from_si(res: si_pb2.Resource, what: str, limits: Limits, name: str = "") -> Resource:
+    """`what` and `name` (an allocation and its key, say) name the holder in a refusal: put together
+    only then, not for every ask."""
     raw = res.SerializeToString()
     known = _READ.get(raw)
     if known is not None and known[0] is limits:
         return known[1]
-    resource = _read_resource(res, what, limits)
+    resource = _read_resource(res, f"{what} {name}" if name else what, limits)
     if len(_READ) >= _READ_MOST:
         _READ.clear()  # sizes seen long ago go; the ones in use come back at the next ask
     _READ[raw] = (limits, resource)
@@ -143,7 +145,7 @@ def allocation_from_si(rm_id: str, item: si_pb2.Allocation, limits: Limits) -> A
     res = item.resourcePerAlloc
     if not res.resources:
         raise BadItem(f"allocation {key} has no resourcePerAlloc")
-    resource = resource_from_si(res, f"allocation {key}", limits)
+    resource = resource_from_si(res, "allocation", limits, key)
     if resource.is_zero():
         raise BadItem(f"allocation {key} asks for zero resources")
     policy = item.preemptionPolicy
@@ -294,7 +296,7 @@ def node_change_from_si(rm_id: str, info: si_pb2.NodeInfo, limits: Limits) -> No
     capacity = None
     if info.HasField("schedulableResource"):
         # As YuniKorn's node: its zero quantities are dropped (Prune); a negative one is refused here.
-        sent = resource_from_si(info.schedulableResource, f"node {info.nodeID}", limits)
+        sent = resource_from_si(info.schedulableResource, "node", limits, info.nodeID)
         capacity = Resource({name: value for name, value in sent.items() if value})
     if action in (NodeAction.CREATE, NodeAction.CREATE_DRAIN) and capacity is None:
         # As YuniKorn: a node may join with no room yet (a Kubernetes node before it reports its
