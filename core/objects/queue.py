@@ -145,10 +145,11 @@ class Queue:
         for queue in self.path_to_root():
             if queue.parent is None and not include_root:
                 break
-            limit = queue.max
-            if limit is None:
+            if queue.max is None:
                 continue
-            counted = queue.committed(resource if own_hold else None) if queue.held else queue.allocated
+            limit = queue.max._values  # the dicts themselves: asked for every allocation
+            held = queue.held._values
+            counted = queue.committed(resource if own_hold else None) if held else queue.allocated
             used = counted._values
             for name, want in resource._values.items():
                 if want > 0 and name in limit and used.get(name, 0) + want > limit[name]:
