@@ -4,7 +4,10 @@ tried, each leaf's applications in order, and what it learned about room."""
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Iterator
+from itertools import islice
 from operator import itemgetter
+from typing import cast
 
 from core.constraints.ask import NO_CONSTRAINTS
 from core.objects.allocation import Allocation
@@ -93,15 +96,24 @@ class Cycle:
 
 class AppOrder:
     """A leaf's applications with pending asks as (key, application), in key order (the leaf's
-    pending_apps: its applications with nothing pending cost nothing here)."""
+    pending_apps: its applications with nothing pending cost nothing here).
+
+    The entries before `head` are gone: the one leaving is most often the first (the application
+    just allocated for, with one pod each, has nothing left to try), and taking it off the front of
+    a list of thousands would move all the others each time."""
 
     def __init__(self, leaf: Queue) -> None:
         self.key = app_sort_key(leaf)
         self.keys: dict[str, AppKey] = {app.app_id: self.key(app) for app in leaf.pending_apps.values()}
-        self.entries = sorted(
+        self._entries = sorted(
             ((self.keys[a.app_id], a) for a in leaf.pending_apps.values()),
             key=itemgetter(0),
         )
+        self._head = 0
+
+    def entries(self) -> Iterator[tuple[AppKey, Application]]:
+        """The applications in order."""
+        return islice(self._entries, self._head, None)
 
     def moved(self, app: Application) -> None:
         if not app.has_ready():
@@ -114,10 +126,22 @@ class AppOrder:
         if old is not None:
             self.drop(app)
         self.keys[app.app_id] = new
-        insort(self.entries, (new, app))  # never compares applications: keys differ
+        insort(self._entries, (new, app), lo=self._head)  # never compares applications: keys differ
 
     def drop(self, app: Application) -> None:
         """Out of this cycle's order: it has nothing left to try in it."""
         old = self.keys.pop(app.app_id, None)
-        if old is not None:
-            del self.entries[bisect_left(self.entries, (old,))]  # keys are unique: this is its entry
+        if old is None:
+            return
+        entries, head = self._entries, self._head
+        if entries[head][1] is app:
+            entries[head] = _GONE  # let the application go; the slot goes at the next compaction
+            self._head = head = head + 1
+            if head > 64 and head * 2 > len(entries):
+                del entries[:head]
+                self._head = 0
+        else:
+            del entries[bisect_left(entries, (old,), lo=head)]  # keys are unique: this is its entry
+
+
+_GONE: tuple[AppKey, Application] = cast("tuple[AppKey, Application]", ())

@@ -165,7 +165,7 @@ def _select(partition: Partition, queue: Queue, cycle: Cycle) -> tuple[Queue, Ap
         order = cycle.applications(queue)
         done: list[Application] = []
         found = None
-        for _, app in order.entries:
+        for _, app in order.entries():
             if app.backoff_until > cycle.now:
                 done.append(app)  # backing off (application.unschedasks.backoff)
                 continue
