@@ -81,6 +81,39 @@ def _ask_order(ask: Allocation) -> tuple[int, float, str]:
 
 
 class Application:
+    # One per application, thousands at once: no per-object __dict__, and faster attribute access.
+    __slots__ = (
+        "_asks_by_priority",
+        "_sorted_asks",
+        "allocated",
+        "allocations",
+        "app_id",
+        "ask_max_priority",
+        "asks",
+        "backoff_until",
+        "finished_time",
+        "gang",
+        "group_link",
+        "groups",
+        "held_by_limit",
+        "held_by_queue",
+        "max_allocated",
+        "parked",
+        "partition",
+        "pending",
+        "queue",
+        "removed_by_rm",
+        "replacing",
+        "start_time",
+        "state",
+        "state_log",
+        "state_time",
+        "submission_time",
+        "tags",
+        "usage",
+        "user",
+    )
+
     def __init__(
         self,
         app_id: str,
