@@ -338,6 +338,9 @@ class FakeKubeAPI:
     # HTTP -------------------------------------------------------------------------------------
     async def start(self) -> str:
         app = web.Application(middlewares=[self._authorize])
+        # The routes a scheduler hits once per pod first: aiohttp tries them in the order they were added.
+        app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
+        app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
         for kind, collection in STORED.items():
             app.router.add_post(collection, self._stored_create(kind))
             app.router.add_get(collection + "/{name}", self._stored_get(kind))
@@ -354,9 +357,7 @@ class FakeKubeAPI:
         app.router.add_get("/apis/storage.k8s.io/v1/storageclasses", self._list_or_watch("storageclasses"))
         app.router.add_get("/apis/storage.k8s.io/v1/csinodes", self._list_or_watch("csinodes"))
         app.router.add_get("/apis/storage.k8s.io/v1/csidrivers", self._list_or_watch("csidrivers"))
-        app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
-        app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
         app.router.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
         app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
         app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
@@ -368,7 +369,7 @@ class FakeKubeAPI:
         app.router.add_post("/emulator/nodes", self._make_nodes)
         app.router.add_post("/emulator/pods", self._make_pods)
         app.router.add_get("/emulator/times", self._times)
-        self.runner = web.AppRunner(app)
+        self.runner = web.AppRunner(app, access_log=None)  # an API server's audit log is not ours to keep
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()
