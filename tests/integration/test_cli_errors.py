@@ -59,6 +59,17 @@ def pykorn(env: dict[str, str], *args: str, cwd: Path | None = None) -> subproce
     )
 
 
+def api_server_kubeconfig(tmp_path: Path, port: int) -> Path:
+    """A usable kubeconfig for an API server at 127.0.0.1:`port` (where nothing need answer)."""
+    kubeconfig = tmp_path / "k.yaml"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    return kubeconfig
+
+
 def one_line(result: subprocess.CompletedProcess[str], command: str) -> str:
     """The single line the command ended with, checked to be that and no traceback."""
     assert "Traceback" not in result.stderr, result.stderr
@@ -186,12 +197,7 @@ def test_kubeconfig_from_the_environment_is_used_and_named(env: dict[str, str], 
 def test_k8s_with_the_core_down_says_what_core_means(
     env: dict[str, str], tmp_path: Path, closed_port: int
 ) -> None:
-    kubeconfig = tmp_path / "k.yaml"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
+    kubeconfig = api_server_kubeconfig(tmp_path, 9)
     result = pykorn(env, "k8s", "--kubeconfig", str(kubeconfig), "--core", f"127.0.0.1:{closed_port}")
     assert result.returncode == UNREACHABLE
     # The shim logs (structlog, to stderr) until it stops: its last line is the reason.
@@ -205,12 +211,7 @@ def test_k8s_with_the_core_down_says_what_core_means(
 def test_k8s_with_its_metrics_port_in_use_says_which_flag(
     env: dict[str, str], tmp_path: Path, held_port: int
 ) -> None:
-    kubeconfig = tmp_path / "k.yaml"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
+    kubeconfig = api_server_kubeconfig(tmp_path, 9)
     result = pykorn(env, "k8s", "--kubeconfig", str(kubeconfig), "--metrics-listen", f"127.0.0.1:{held_port}")
     assert result.returncode == UNREACHABLE
     assert "Traceback" not in result.stderr
@@ -223,12 +224,7 @@ def test_k8s_stopped_while_the_api_server_does_not_answer_exits_cleanly(
 ) -> None:
     """SIGTERM during start-up (a rollout that replaces a pod still waiting for its API server) is a
     clean stop: status 0 at once, not the start-up failure some seconds later."""
-    kubeconfig = tmp_path / "k.yaml"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{closed_port}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
-    )
+    kubeconfig = api_server_kubeconfig(tmp_path, closed_port)
     process = subprocess.Popen(
         [sys.executable, "-m", "pykorn_cli", "k8s", "--kubeconfig", str(kubeconfig),
          "--core", core_address, "--rm-id", "rm-stopped-at-start", "--log-format", "json"],
