@@ -337,7 +337,9 @@ class FakeKubeAPI:
 
     # HTTP -------------------------------------------------------------------------------------
     async def start(self) -> str:
-        app = web.Application(middlewares=[self._authorize])
+        # Authorization runs only for an emulation given an RBAC when made (it may be narrowed later,
+        # never added): the benchmarks' has none, and a middleware is a coroutine more per request.
+        app = web.Application(middlewares=[self._authorize] if self.rbac is not None else [])
         # The routes a scheduler hits once per pod first: aiohttp tries them in the order they were added.
         app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
         app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
