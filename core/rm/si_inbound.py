@@ -6,7 +6,7 @@ Partitions are keyed with the sending RM here (`default` from rm-1 -> PartitionK
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from core.config.input_limits import Limits
@@ -89,8 +89,11 @@ def over_long(limit: int, limit_name: str, **values: str) -> str:
     return ""
 
 
-def check_map(entries: dict[str, str], what: str, kind: str, count_limit: str, limits: Limits) -> None:
-    """Tags or attributes: how many there are and how long their keys and values are."""
+def check_map(
+    entries: dict[str, str], what: str | Callable[[], str], kind: str, count_limit: str, limits: Limits
+) -> None:
+    """Tags or attributes: how many there are and how long their keys and values are. `what` names
+    their holder in a refusal (a function to call for the name: made only then, not for every ask)."""
     most = getattr(limits, count_limit)
     key_limit, value_limit = limits.max_key_length, limits.max_value_length
     if not entries:
@@ -101,6 +104,8 @@ def check_map(entries: dict[str, str], what: str, kind: str, count_limit: str, l
         and max(map(len, entries.values())) <= value_limit
     ):
         return  # the common case, checked in C; what follows only names the fault
+    if callable(what):
+        what = what()
     if len(entries) > most:
         raise BadItem(f"{what} has {len(entries):,} {kind}s, over the limit of {most:,} ({count_limit})")
     for key, value in entries.items():
@@ -136,7 +141,7 @@ def allocation_from_si(rm_id: str, item: si_pb2.Allocation, limits: Limits) -> A
         raise BadItem(f"allocation {limits.clip(key)}: {problem}")
     tags = _tags(item.allocationTags)
     if tags:
-        check_map(tags, f"allocation {key}", "tag", "max_tags", limits)
+        check_map(tags, lambda: f"allocation {key}", "tag", "max_tags", limits)
     foreign = TAG_FOREIGN in tags
     if not app_id and not foreign:
         raise BadItem(f"allocation {key} names no applicationID")
@@ -232,7 +237,7 @@ def application_from_si(rm_id: str, add: si_pb2.AddApplicationRequest, limits: L
         raise BadItem(f"application {limits.clip(app_id)}: {problem}")
     tags = _tags(add.tags)
     if tags:
-        check_map(tags, f"application {limits.clip(app_id)}", "tag", "max_tags", limits)
+        check_map(tags, lambda: f"application {limits.clip(app_id)}", "tag", "max_tags", limits)
     placeholder_ask = None
     if add.HasField("placeholderAsk"):
         placeholder_ask = resource_from_si(
