@@ -59,6 +59,15 @@ def pykorn(env: dict[str, str], *args: str, cwd: Path | None = None) -> subproce
     )
 
 
+def last_line(result: subprocess.CompletedProcess[str], command: str) -> str:
+    """The line a daemon ended with: it logs (structlog, to stderr) until it stops, so the reason is
+    its last line; checked to be the command's and no traceback."""
+    assert "Traceback" not in result.stderr, result.stderr
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith(f"pykorn {command}: "), line
+    return line
+
+
 def api_server_kubeconfig(tmp_path: Path, port: int) -> Path:
     """A usable kubeconfig for an API server at 127.0.0.1:`port` (where nothing need answer)."""
     kubeconfig = tmp_path / "k.yaml"
@@ -200,10 +209,7 @@ def test_k8s_with_the_core_down_says_what_core_means(
     kubeconfig = api_server_kubeconfig(tmp_path, 9)
     result = pykorn(env, "k8s", "--kubeconfig", str(kubeconfig), "--core", f"127.0.0.1:{closed_port}")
     assert result.returncode == UNREACHABLE
-    # The shim logs (structlog, to stderr) until it stops: its last line is the reason.
-    assert "Traceback" not in result.stderr
-    line = result.stderr.splitlines()[-1]
-    assert line.startswith("pykorn k8s: ")
+    line = last_line(result, "k8s")
     assert f"the core at 127.0.0.1:{closed_port} cannot be reached: Connection refused" in line
     assert "--core is its gRPC address" in line
 
@@ -214,9 +220,7 @@ def test_k8s_with_its_metrics_port_in_use_says_which_flag(
     kubeconfig = api_server_kubeconfig(tmp_path, 9)
     result = pykorn(env, "k8s", "--kubeconfig", str(kubeconfig), "--metrics-listen", f"127.0.0.1:{held_port}")
     assert result.returncode == UNREACHABLE
-    assert "Traceback" not in result.stderr
-    line = result.stderr.splitlines()[-1]
-    assert line.startswith("pykorn k8s: ") and "--metrics-listen" in line, line
+    assert "--metrics-listen" in last_line(result, "k8s")
 
 
 def test_k8s_stopped_while_the_api_server_does_not_answer_exits_cleanly(
