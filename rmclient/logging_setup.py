@@ -26,9 +26,11 @@ class LiveLevels:
         self.default = default
         self.by_prefix: dict[str, int] = {}
         self._cache: dict[str, int] = {}
+        self.floor = default  # the lowest level any logger name takes now
 
     def set(self, default: int, by_prefix: Mapping[str, int]) -> None:
         self.default, self.by_prefix, self._cache = default, dict(by_prefix), {}
+        self.floor = min([default, *self.by_prefix.values()])
 
     def threshold(self, name: str) -> int:
         found = self._cache.get(name)
@@ -64,6 +66,30 @@ def _live_filter(logger: Any, method: str, event: structlog.types.EventDict) -> 
     if _LEVELS.get(method, logging.INFO) < LIVE.threshold(getattr(logger, "name", "")):
         raise structlog.DropEvent
     return event
+
+
+_ALL_LEVELS: Any = structlog.make_filtering_bound_logger(logging.DEBUG)
+
+
+class _LiveBoundLogger(_ALL_LEVELS):  # type: ignore[misc]  # a class structlog makes at run time
+    """Every level reaches `_live_filter`, except the calls no logger name takes now: a debug or info
+    call below every configured level returns at once, as a fixed level's would (the core and the
+    shim make such calls on every pod; the processor chain costs microseconds each)."""
+
+    def debug(self, event: str, *args: Any, **kw: Any) -> Any:
+        if LIVE.floor > logging.DEBUG:
+            return None
+        return super().debug(event, *args, **kw)
+
+    def info(self, event: str, *args: Any, **kw: Any) -> Any:
+        if LIVE.floor > logging.INFO:
+            return None
+        return super().info(event, *args, **kw)
+
+    def log(self, level: int, event: str, *args: Any, **kw: Any) -> Any:
+        if level < LIVE.floor:
+            return None
+        return super().log(level, event, *args, **kw)
 
 
 class _LibraryRecords(logging.Handler):
@@ -116,7 +142,7 @@ def configure_logging(level: str = "info", json: bool | None = None, live: bool 
     _route_library_logs()
     structlog.configure(
         processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if live else start),
+        wrapper_class=_LiveBoundLogger if live else structlog.make_filtering_bound_logger(start),
         logger_factory=_named_factory if live else structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
