@@ -33,8 +33,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from aiohttp import web
 
+from pykorn_cli.gc_tuning import tune_garbage_collector
+from tests.integration.kube_http import (
+    Encoded,
+    Handler,
+    HttpServer,
+    Request,
+    Response,
+    StreamResponse,
+    json_response,
+)
 from tests.integration.kube_rbac import RBAC, Attributes, attributes
 
 Obj = dict[str, Any]
@@ -85,8 +94,8 @@ def _dumps(value: object) -> str:
         return json.dumps(value)
 
 
-def _json_response(data: object, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response(data, status=status, headers=headers, dumps=_dumps)
+def _json_response(data: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return json_response(data, status=status, headers=headers, dumps=_dumps)
 
 
 # The API server's answer to a binding or an eviction it took, encoded once.
@@ -95,11 +104,15 @@ _SUCCESS = orjson.dumps(
 )
 
 
-def _success() -> web.Response:
-    return web.Response(body=_SUCCESS, status=201, content_type="application/json")
+_SCHEDULED = {"type": "PodScheduled", "status": "True"}
+_SUCCESS_ANSWER = Encoded(_SUCCESS, status=201)
 
 
-async def _small_body(request: web.Request) -> Any:
+def _success() -> Response:
+    return _SUCCESS_ANSWER
+
+
+async def _small_body(request: Request) -> Any:
     """A request body of a known small shape (a binding, an event, a status patch), by orjson. Not for
     objects a test may make hostile: orjson reads an integer beyond 64 bits as a float."""
     return orjson.loads(await request.read())
@@ -140,9 +153,12 @@ class FakeKubeAPI:
         self.events: list[Obj] = []
         self.created: list[Obj] = []  # pods created through the API, as stored
         self.deleted: list[str] = []  # pods deleted through the API, by name
-        self.runner: web.AppRunner | None = None
+        self.server: HttpServer | None = None
         self.port = 0
         self._closing = False  # set by stop(): open watches end, new ones end at once
+        # The watches of each kind waiting for its next change (woken by that kind's changes only: a
+        # binding wakes the pod watches, not every watch of every kind).
+        self._watching: dict[str, set[asyncio.Future[bool]]] = {k: set() for k in KINDS}
         # Faults to inject: bindings answered 201 but not made (once each), bindings that fail with a
         # 500 (the count left, by pod name).
         self.swallow_bindings: set[str] = set()
@@ -201,6 +217,7 @@ class FakeKubeAPI:
             self.history[kind].append((self.rv, event, obj))  # type: ignore[arg-type]
             self.history_rvs[kind].append(self.rv)
             self.changed.notify_all()
+            self._wake_watches(kind)
 
     def forget(self, kind: str, name: str) -> None:
         """Remove an object without a watch event (a fault: only a fresh list shows it is gone)."""
@@ -222,14 +239,35 @@ class FakeKubeAPI:
     def _record(self, kind: str, event: str, obj: Obj, store: bool = True) -> None:
         """Under `changed`: each change is atomic, as on a real API server (a read, the change and
         its write never interleave with another request's)."""
-        self.rv += 1
-        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
+        self.rv = rv = self.rv + 1
+        meta = {**obj["metadata"], "resourceVersion": str(rv)}
+        obj = {**obj, "metadata": meta}
         if store:
-            self.objects[kind][self._key(obj)] = obj
-            self.by_name[kind][obj["metadata"]["name"]] = self._key(obj)
-        self.history[kind].append((self.rv, event, obj))
-        self.history_rvs[kind].append(self.rv)
+            key = self._key(obj)
+            self.objects[kind][key] = obj
+            self.by_name[kind][meta["name"]] = key
+        self.history[kind].append((rv, event, obj))
+        self.history_rvs[kind].append(rv)
         self.changed.notify_all()
+        self._wake_watches(kind)
+
+    def _wake_watches(self, kind: str) -> None:
+        for waiting in self._watching[kind]:
+            if not waiting.done():
+                waiting.set_result(True)
+
+    async def _next_change(self, kind: str, timeout: float) -> bool:
+        """Wait for a change of `kind` (or the emulation stopping): False when `timeout` passed first.
+        A future and a timer, not a lock and a task per wait: a watch waits once per change."""
+        loop = asyncio.get_running_loop()
+        waiting: asyncio.Future[bool] = loop.create_future()
+        timer = loop.call_later(timeout, _timed_out, waiting)
+        self._watching[kind].add(waiting)
+        try:
+            return await waiting
+        finally:
+            timer.cancel()
+            self._watching[kind].discard(waiting)
 
     def kubeconfig(self, service_account: str, namespace: str = "yunikorn") -> str:
         """A kubeconfig file with a token for the ServiceAccount (any token when nothing is enforced),
@@ -244,10 +282,7 @@ class FakeKubeAPI:
         path.write_text(KUBECONFIG % {"port": self.port, "user": service_account, "token": token})
         return str(path)
 
-    @web.middleware
-    async def _authorize(
-        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
+    async def _authorize(self, request: Request, handler: Handler) -> Response | StreamResponse:
         if self.rbac is None:  # the benchmarks' emulation: nobody to authorize against
             return await handler(request)
         wanted = attributes(request.method, request.path, dict(request.query))
@@ -268,11 +303,11 @@ class FakeKubeAPI:
         return await handler(request)
 
     # Stored kinds: get, create, update with resourceVersion conflicts, as the API server's ---------
-    def _stored_key(self, request: web.Request, name: str) -> str:
+    def _stored_key(self, request: Request, name: str) -> str:
         return f"{request.match_info.get('ns', '')}/{name}"
 
-    def _stored_get(self, kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handler(request: web.Request) -> web.Response:
+    def _stored_get(self, kind: str) -> Callable[[Request], Awaitable[Response]]:
+        async def handler(request: Request) -> Response:
             name = request.match_info["name"]
             found = self.objects[kind].get(self._stored_key(request, name))
             self.reads.append((kind, name))
@@ -282,8 +317,8 @@ class FakeKubeAPI:
 
         return handler
 
-    def _stored_create(self, kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handler(request: web.Request) -> web.Response:
+    def _stored_create(self, kind: str) -> Callable[[Request], Awaitable[Response]]:
+        async def handler(request: Request) -> Response:
             obj = await request.json()
             meta = obj.setdefault("metadata", {})
             if request.match_info.get("ns"):
@@ -302,8 +337,8 @@ class FakeKubeAPI:
 
         return handler
 
-    def _stored_update(self, kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handler(request: web.Request) -> web.Response:
+    def _stored_update(self, kind: str) -> Callable[[Request], Awaitable[Response]]:
+        async def handler(request: Request) -> Response:
             obj = await request.json()
             name = request.match_info["name"]
             meta = obj.setdefault("metadata", {})
@@ -339,56 +374,55 @@ class FakeKubeAPI:
     async def start(self) -> str:
         # Authorization runs only for an emulation given an RBAC when made (it may be narrowed later,
         # never added): the benchmarks' has none, and a middleware is a coroutine more per request.
-        app = web.Application(middlewares=[self._authorize] if self.rbac is not None else [])
-        # The routes a scheduler hits once per pod first: aiohttp tries them in the order they were added.
-        app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
-        app.router.add_post("/api/v1/namespaces/{ns}/events", self._event)
+        app = HttpServer(middlewares=[self._authorize] if self.rbac is not None else [])
+        # The routes a scheduler hits once per pod first: routes are tried in the order added.
+        app.router.add("POST", "/api/v1/namespaces/{ns}/pods/{name}/binding", self._bind)
+        app.router.add("POST", "/api/v1/namespaces/{ns}/events", self._event)
         for kind, collection in STORED.items():
-            app.router.add_post(collection, self._stored_create(kind))
-            app.router.add_get(collection + "/{name}", self._stored_get(kind))
-            app.router.add_put(collection + "/{name}", self._stored_update(kind))
-        app.router.add_get("/api/v1/nodes", self._list_or_watch("nodes"))
-        app.router.add_get("/api/v1/namespaces", self._list_or_watch("namespaces"))
-        app.router.add_get("/api/v1/pods", self._list_or_watch("pods"))
-        app.router.add_get(
-            "/apis/scheduling.k8s.io/v1/priorityclasses", self._list_or_watch("priorityclasses")
+            app.router.add("POST", collection, self._stored_create(kind))
+            app.router.add("GET", collection + "/{name}", self._stored_get(kind))
+            app.router.add("PUT", collection + "/{name}", self._stored_update(kind))
+        app.router.add("GET", "/api/v1/nodes", self._list_or_watch("nodes"))
+        app.router.add("GET", "/api/v1/namespaces", self._list_or_watch("namespaces"))
+        app.router.add("GET", "/api/v1/pods", self._list_or_watch("pods"))
+        app.router.add(
+            "GET", "/apis/scheduling.k8s.io/v1/priorityclasses", self._list_or_watch("priorityclasses")
         )
-        app.router.add_get("/api/v1/namespaces/{ns}/configmaps", self._list_or_watch("configmaps"))
-        app.router.add_get("/api/v1/persistentvolumeclaims", self._list_or_watch("persistentvolumeclaims"))
-        app.router.add_get("/api/v1/persistentvolumes", self._list_or_watch("persistentvolumes"))
-        app.router.add_get("/apis/storage.k8s.io/v1/storageclasses", self._list_or_watch("storageclasses"))
-        app.router.add_get("/apis/storage.k8s.io/v1/csinodes", self._list_or_watch("csinodes"))
-        app.router.add_get("/apis/storage.k8s.io/v1/csidrivers", self._list_or_watch("csidrivers"))
-        app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
-        app.router.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
-        app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
-        app.router.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
-        app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}/status", self._patch_status)
-        app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}", self._patch_pod)
-        app.router.add_post(LEASES, self._create_lease)
-        app.router.add_get(LEASES + "/{name}", self._get_lease)
-        app.router.add_put(LEASES + "/{name}", self._update_lease)
-        app.router.add_post("/emulator/nodes", self._make_nodes)
-        app.router.add_post("/emulator/pods", self._make_pods)
-        app.router.add_get("/emulator/times", self._times)
-        self.runner = web.AppRunner(app, access_log=None)  # an API server's audit log is not ours to keep
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self.runner.addresses[0][1])
+        app.router.add("GET", "/api/v1/namespaces/{ns}/configmaps", self._list_or_watch("configmaps"))
+        app.router.add("GET", "/api/v1/persistentvolumeclaims", self._list_or_watch("persistentvolumeclaims"))
+        app.router.add("GET", "/api/v1/persistentvolumes", self._list_or_watch("persistentvolumes"))
+        app.router.add("GET", "/apis/storage.k8s.io/v1/storageclasses", self._list_or_watch("storageclasses"))
+        app.router.add("GET", "/apis/storage.k8s.io/v1/csinodes", self._list_or_watch("csinodes"))
+        app.router.add("GET", "/apis/storage.k8s.io/v1/csidrivers", self._list_or_watch("csidrivers"))
+        app.router.add("POST", "/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
+        app.router.add("POST", "/api/v1/namespaces/{ns}/pods", self._create_pod)
+        app.router.add("GET", "/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
+        app.router.add("DELETE", "/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
+        app.router.add("PATCH", "/api/v1/namespaces/{ns}/pods/{name}/status", self._patch_status)
+        app.router.add("PATCH", "/api/v1/namespaces/{ns}/pods/{name}", self._patch_pod)
+        app.router.add("POST", LEASES, self._create_lease)
+        app.router.add("GET", LEASES + "/{name}", self._get_lease)
+        app.router.add("PUT", LEASES + "/{name}", self._update_lease)
+        app.router.add("POST", "/emulator/nodes", self._make_nodes)
+        app.router.add("POST", "/emulator/pods", self._make_pods)
+        app.router.add("GET", "/emulator/times", self._times)
+        self.server = app
+        self.port = await app.start()
         return f"http://127.0.0.1:{self.port}"
 
     async def stop(self) -> None:
         async with self.changed:
             self._closing = True
-            self.changed.notify_all()  # wakes every watch, which then ends its response
-        if self.runner is not None:
-            await self.runner.cleanup()
+            self.changed.notify_all()
+            for kind in KINDS:  # every watch wakes, and ends its response
+                self._wake_watches(kind)
+        if self.server is not None:
+            await self.server.stop()
         if self._files is not None:
             self._files.cleanup()
 
-    def _list_or_watch(self, kind: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-        async def handler(request: web.Request) -> web.StreamResponse:
+    def _list_or_watch(self, kind: str) -> Callable[[Request], Awaitable[Response | StreamResponse]]:
+        async def handler(request: Request) -> Response | StreamResponse:
             if request.query.get("watch") in ("true", "1"):
                 return await self._watch(kind, request)
             items = list(self.objects[kind].values())
@@ -400,12 +434,12 @@ class FakeKubeAPI:
                 return _json_response(body)
             texts = [self.raw.get((kind, self._key(o))) or json.dumps(o) for o in items]
             head = json.dumps({**body, "items": []})[:-2]  # '..."items": [' as written by json.dumps
-            return web.Response(text=head + ", ".join(texts) + "]}", content_type="application/json")
+            return Response(text=head + ", ".join(texts) + "]}", content_type="application/json")
 
         return handler
 
-    async def _watch(self, kind: str, request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    async def _watch(self, kind: str, request: Request) -> StreamResponse:
+        response = StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
         since = int(request.query.get("resourceVersion") or 0)
         if since < self.expired_before:
@@ -429,15 +463,13 @@ class FakeKubeAPI:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0:
                     return response
-                async with self.changed:
-                    if self._closing:  # looked at under the lock: stop() cannot notify in between
-                        return response
-                    if rvs and rvs[-1] > sent:
-                        continue  # changed while writing: no need to wait
-                    try:
-                        await asyncio.wait_for(self.changed.wait(), remaining)
-                    except TimeoutError:
-                        return response
+                # No await between these looks and the wait: nothing can change in between.
+                if self._closing:
+                    return response
+                if rvs and rvs[-1] > sent:
+                    continue  # changed while writing: no need to wait
+                if not await self._next_change(kind, remaining):
+                    return response
         except ConnectionResetError:  # the client went away (an informer stopping)
             return response
 
@@ -447,7 +479,7 @@ class FakeKubeAPI:
             return f'{{"type": {json.dumps(event)}, "object": {raw}}}\n'
         return _dumps({"type": event, "object": obj}) + "\n"
 
-    async def _bind(self, request: web.Request) -> web.Response:
+    async def _bind(self, request: Request) -> Response:
         body = await _small_body(request)
         name = request.match_info["name"]
         if self.fail_bindings.get(name, 0) > 0:
@@ -468,13 +500,17 @@ class FakeKubeAPI:
                 return _json_response({"kind": "Status", "code": 404, "message": "not found"}, status=404)
             if pod["spec"].get("nodeName"):
                 return _json_response({"kind": "Status", "code": 409, "message": "already bound"}, status=409)
-            pod = {**pod, "spec": {**pod["spec"], "nodeName": body["target"]["name"]},
-                   "status": dict(pod.get("status") or {})}  # fmt: skip
+            target = body["target"]["name"]
+            status = dict(pod.get("status") or {})
+            pod = {**pod, "spec": {**pod["spec"], "nodeName": target}, "status": status}
             # As the API server's binding does: the pod is scheduled.
-            _merge_conditions(pod, [{"type": "PodScheduled", "status": "True"}])
-            self.bindings.append((pod["metadata"]["name"], body["target"]["name"]))
-            self.bound_at[pod["metadata"]["name"]] = time.monotonic()
-            made_by = self.made_of.get(pod["metadata"]["name"])
+            if status.get("conditions"):
+                _merge_conditions(pod, [_SCHEDULED])
+            else:
+                status["conditions"] = [dict(_SCHEDULED)]
+            self.bindings.append((name, target))
+            self.bound_at[name] = time.monotonic()
+            made_by = self.made_of.get(name)
             if made_by is not None:
                 self.counts[made_by][1] += 1
             self._put("pods", pod)
@@ -483,7 +519,7 @@ class FakeKubeAPI:
             return _json_response({"kind": "Status", "code": 500, "message": "etcd timeout"}, status=500)
         return _success()
 
-    async def _evict(self, request: web.Request) -> web.Response:
+    async def _evict(self, request: Request) -> Response:
         name = request.match_info["name"]
         if self.fail_evictions.get(name, 0) > 0:
             self.fail_evictions[name] -= 1
@@ -503,7 +539,7 @@ class FakeKubeAPI:
             self._delete("pods", pod)
         return _success()
 
-    async def _create_pod(self, request: web.Request) -> web.Response:
+    async def _create_pod(self, request: Request) -> Response:
         pod = await request.json()
         meta = pod.setdefault("metadata", {})
         meta["namespace"] = request.match_info["ns"]
@@ -522,7 +558,7 @@ class FakeKubeAPI:
         self.created.append(stored)
         return _json_response(stored, status=201)
 
-    async def _delete_pod(self, request: web.Request) -> web.Response:
+    async def _delete_pod(self, request: Request) -> Response:
         async with self.changed:
             pod = self.get("pods", request.match_info["name"])
             if pod is None:
@@ -532,13 +568,13 @@ class FakeKubeAPI:
         return _json_response(pod, status=200)
 
     # Leases (leader election): optimistic concurrency on resourceVersion, as the API server's ---------
-    async def _get_pod(self, request: web.Request) -> web.Response:
+    async def _get_pod(self, request: Request) -> Response:
         pod = self.get("pods", request.match_info["name"])
         if pod is None or (pod["metadata"].get("namespace") or "default") != request.match_info["ns"]:
             return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
         return _json_response(pod)
 
-    async def _patch_pod(self, request: web.Request) -> web.Response:
+    async def _patch_pod(self, request: Request) -> Response:
         """A JSON merge patch (RFC 7386) of a pod, the one patch type emulated here: a key set to null
         is removed. As the API server: 415 for another patch type, 404 for a pod not in the namespace,
         the new resourceVersion in the answer and a MODIFIED event to the watchers."""
@@ -562,13 +598,13 @@ class FakeKubeAPI:
             self._put("pods", patched)
             return _json_response(self.get("pods", pod["metadata"]["name"]))
 
-    async def _get_lease(self, request: web.Request) -> web.Response:
+    async def _get_lease(self, request: Request) -> Response:
         lease = self.objects["leases"].get(f"{request.match_info['ns']}/{request.match_info['name']}")
         if lease is None:
             return _json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
         return _json_response(lease)
 
-    async def _create_lease(self, request: web.Request) -> web.Response:
+    async def _create_lease(self, request: Request) -> Response:
         lease = await request.json()
         lease["metadata"]["namespace"] = request.match_info["ns"]
         async with self.changed:
@@ -577,7 +613,7 @@ class FakeKubeAPI:
             self._put("leases", lease)
             return _json_response(self.objects["leases"][self._key(lease)], status=201)
 
-    async def _update_lease(self, request: web.Request) -> web.Response:
+    async def _update_lease(self, request: Request) -> Response:
         lease = await request.json()
         lease["metadata"]["namespace"] = request.match_info["ns"]
         async with self.changed:
@@ -595,7 +631,7 @@ class FakeKubeAPI:
         lease = self.objects["leases"].get(f"{namespace}/{name}") or {}
         return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
-    async def _patch_status(self, request: web.Request) -> web.Response:
+    async def _patch_status(self, request: Request) -> Response:
         """A strategic merge patch of the pod's status: conditions merge by type, the phase, reason and
         message are replaced, as Kubernetes does (and, as its validation, a terminal phase stays)."""
         patch = await _small_body(request)
@@ -620,13 +656,13 @@ class FakeKubeAPI:
             self._put("pods", pod)
         return _json_response(pod, status=200)
 
-    async def _event(self, request: web.Request) -> web.Response:
+    async def _event(self, request: Request) -> Response:
         event = await _small_body(request)
         self.events.append(event)
         return _json_response(event, status=201)
 
     # Bulk set-up and timings, for the benchmarks -------------------------------------------------
-    async def _make_nodes(self, request: web.Request) -> web.Response:
+    async def _make_nodes(self, request: Request) -> Response:
         spec = await request.json()
         async with self.changed:
             for i in range(int(spec["count"])):
@@ -640,7 +676,7 @@ class FakeKubeAPI:
                 self._put("nodes", {"metadata": meta, "status": {"allocatable": allocatable}})
         return _json_response({"nodes": len(self.objects["nodes"])})
 
-    async def _make_pods(self, request: web.Request) -> web.Response:
+    async def _make_pods(self, request: Request) -> Response:
         """`count` pending pods of `scheduler`, spread over `apps` applications: all at once, or `rate` a
         second (made in steps of a millisecond's worth); answers when the last is made. With a
         `storageClass`, each pod has a claim of it (`data-<pod>`, made just before it, as a StatefulSet's
@@ -675,7 +711,7 @@ class FakeKubeAPI:
                     self.counts.setdefault(prefix, [0, 0])[0] += 1
         return _json_response({"made": count})
 
-    async def _times(self, request: web.Request) -> web.Response:
+    async def _times(self, request: Request) -> Response:
         """For the pods made by /emulator/pods with `prefix`: how many are bound; with `full`, per pod
         [made, bound or null] in seconds, and for those with a claim [annotated for a node, bound]."""
         asked = request.query.get("prefix", "")
@@ -692,6 +728,11 @@ class FakeKubeAPI:
                 if key in self.selected_at
             }
         return _json_response(body)
+
+
+def _timed_out(waiting: asyncio.Future[bool]) -> None:
+    if not waiting.done():
+        waiting.set_result(False)
 
 
 def _bench_claim(pod: Obj, storage_class: str) -> Obj:
@@ -737,7 +778,7 @@ def _default_and_validate(kind: str, obj: Obj) -> str:
     return ""
 
 
-def _status(code: int, reason: str, message: str, kind: str, name: str) -> web.Response:
+def _status(code: int, reason: str, message: str, kind: str, name: str) -> Response:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "details": {"name": name, "kind": kind}, "code": code}  # fmt: skip
     return _json_response(body, status=code)
@@ -785,6 +826,9 @@ if __name__ == "__main__":
         help="the event loop: uvloop's (libuv: less CPU per request; the dev extra installs it) or asyncio's",
     )  # fmt: skip
     options = parser.parse_args()
+    # As the daemons run it (pykorn_cli/gc_tuning.py): the emulation holds every pod, and the default
+    # collector's passes over them grow with their number and land on whichever request allocates.
+    tune_garbage_collector()
     if options.loop == "uvloop":
         import uvloop
 
