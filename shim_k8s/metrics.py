@@ -16,12 +16,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from aiohttp import web
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
 from shim_k8s.api.informer import Informer
 from shim_k8s.api.kube import Kube
 from shim_k8s.api.kube_http import KubeHTTP
 from shim_k8s.shim import K8sShim
 
+# The process's own metrics (process_*, python_info, python_gc_*), as every Prometheus client exports
+# them, from prometheus_client's collectors; read at scrape time only.
+_PROCESS = CollectorRegistry(auto_describe=False)
+for _collector in (ProcessCollector, PlatformCollector, GCCollector):
+    _collector(registry=_PROCESS)
+REQUESTS_HELP = "Requests sent to the API server."
+FORBIDDEN_HELP = "Requests the API server answered 403 (the role does not grant them), by resource and verb."
 REPAIR_KINDS = (
     "allocated-gone",
     "allocated-not-bound",
@@ -65,7 +79,7 @@ def render(sources: Sources) -> str:
     metric("pykorn_k8s_reconcile_repairs_total", "counter",
            "Mismatches between the core and the API the reconciliation repaired, by kind.",
            [(f'{{kind="{kind}"}}', repairs[kind]) for kind in REPAIR_KINDS])  # fmt: skip
-    metric("pykorn_k8s_api_requests_total", "counter", "Requests sent to the API server.",
+    metric("pykorn_k8s_api_requests_total", "counter", REQUESTS_HELP,
            [("", sources.http.requests)])  # fmt: skip
     metric("pykorn_k8s_events_dropped_total", "counter",
            "Kubernetes events not sent because too many waited (service.eventChannelCapacity).",
@@ -74,8 +88,7 @@ def render(sources: Sources) -> str:
            [(f'{{kind="{i.kind}"}}', i.relists) for i in sources.informers()])  # fmt: skip
     metric("pykorn_k8s_decisions_in_progress", "gauge", "Core decisions being carried out.",
            [("", sources.shim.carrying_out)])  # fmt: skip
-    metric("pykorn_k8s_api_forbidden_total", "counter",
-           "Requests the API server answered 403 (the role does not grant them), by resource and verb.",
+    metric("pykorn_k8s_api_forbidden_total", "counter", FORBIDDEN_HELP,
            [(f'{{resource="{r}",verb="{v}"}}', n)
             for (r, v), n in sorted(sources.http.forbidden.items())])  # fmt: skip
     bad = sources.shim.bad
@@ -96,8 +109,10 @@ def render_standby(health: Health) -> str:
     """Before the shim leads: what the client has seen so far (a standby's Lease requests)."""
     forbidden = [f'pykorn_k8s_api_forbidden_total{{resource="{r}",verb="{v}"}} {n}'
                  for (r, v), n in sorted(health.http.forbidden.items())]  # fmt: skip
-    lines = ["# TYPE pykorn_k8s_api_requests_total counter",
+    lines = [f"# HELP pykorn_k8s_api_requests_total {REQUESTS_HELP}",
+             "# TYPE pykorn_k8s_api_requests_total counter",
              f"pykorn_k8s_api_requests_total {health.http.requests}",
+             f"# HELP pykorn_k8s_api_forbidden_total {FORBIDDEN_HELP}",
              "# TYPE pykorn_k8s_api_forbidden_total counter", *forbidden]  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -105,6 +120,7 @@ def render_standby(health: Health) -> str:
 async def serve(listen: str, health: Health) -> web.AppRunner:
     async def metrics(request: web.Request) -> web.Response:
         text = render(health.sources) if health.sources is not None else render_standby(health)
+        text += generate_latest(_PROCESS).decode()
         return web.Response(text=text, content_type="text/plain", charset="utf-8")
 
     async def live(request: web.Request) -> web.Response:

@@ -44,6 +44,9 @@ class AppLifecycle:
         self.terminated_timeout = TERMINATED_TIMEOUT
         # Those Completing now, by ID: what the timeout looks at on every tick (not every application).
         self.completing: dict[str, Application] = {}
+        # Applications that ever completed or failed here (YuniKorn's application_total counts them, and
+        # its counts never fall: an application expiring later leaves them as they are).
+        self.ended = {AppState.COMPLETED: 0, AppState.FAILED: 0}
 
     def transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
         """Apply `event` when the application's state allows it; otherwise nothing happens."""
@@ -63,6 +66,7 @@ class AppLifecycle:
         elif before is AppState.COMPLETING:
             self.completing.pop(app.app_id, None)
         if after is AppState.COMPLETED or after is AppState.FAILED:
+            self.ended[after] += 1
             ended = app.queue.apps_ended
             ended[after.value.lower()] = ended.get(after.value.lower(), 0) + 1
         self.changes.append(AppStateChange(app.app_id, after, now, message or _EVENT_TEXT[event]))

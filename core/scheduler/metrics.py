@@ -65,12 +65,14 @@ class SchedulerMetrics:
 
 
 class SchedulingTimings:
-    """The scheduling loop's latencies as YuniKorn measures them: a slice of scheduling, one partition's
-    pass, the queue descent that picks the next ask, finding a node for an ask, trying preemption."""
+    """The scheduling loop's latencies as YuniKorn measures them: one partition's pass (`scheduling`,
+    idle ones too), a call of the loop (`cycle`, at idle every tick), the queue descent that picks the
+    next ask, the walk over the nodes for an ask and the try on the node that took it, preemption."""
 
     def __init__(self) -> None:
         self.scheduling = Histogram(YUNIKORN_BUCKETS)
         self.cycle = Histogram(YUNIKORN_BUCKETS)
         self.sorting = {"queue": Histogram(YUNIKORN_BUCKETS), "app": Histogram(YUNIKORN_BUCKETS)}
-        self.try_node = Histogram(YUNIKORN_BUCKETS)
+        self.try_node = Histogram(YUNIKORN_BUCKETS)  # placing an ask on the node that takes it
+        self.try_node_evaluation = Histogram(YUNIKORN_BUCKETS)  # the walk over the nodes for one ask
         self.try_preemption = Histogram(YUNIKORN_BUCKETS)

@@ -250,14 +250,15 @@ def allocate(
             _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now, Waiting.NO_NODE)
         else:
             if leaf.fits_headroom(ask.resource, not ask.required_node, ask.held):
-                started = perf_counter()
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
                 else:
-                    placed = _try_nodes(partition, ask, now, cycle)
+                    started = perf_counter()
+                    placed = _try_nodes(partition, ask, now, cycle, timings)
+                    # As YuniKorn's tryNodes: the whole walk for one ask, placed or not.
+                    timings.try_node_evaluation.observe(perf_counter() - started)
                     # Bigger than every node: no node, reservation or victims can make room for it.
                     beyond_nodes = not placed and not partition.largest_node.holds(ask.resource)
-                timings.try_node.observe(perf_counter() - started)
                 if not placed:
                     _note_no_room(partition, ask, now, beyond_nodes, cycle)
                     held_by = Why.ROOM
@@ -317,13 +318,18 @@ def _may_preempt(partition: Partition, leaf: Queue, ask: Allocation, now: float)
     )
 
 
-def _try_nodes(partition: Partition, ask: Allocation, now: float, cycle: Cycle) -> bool:
+def _try_nodes(
+    partition: Partition, ask: Allocation, now: float, cycle: Cycle, timings: SchedulingTimings
+) -> bool:
     # Only once something failed this cycle is it worth asking whether this ask is alike.
     alike = cycle.key(partition, ask) if cycle.no_room else None
     if alike is None or alike not in cycle.no_room:
         node = find_node(partition, ask)
         if node is not None:
+            started = perf_counter()
             partition.allocate(ask, node, now)
+            # As YuniKorn's trynode latency: the try on the node that took the ask (the index found it).
+            timings.try_node.observe(perf_counter() - started)
             return True
         alike = cycle.key(partition, ask)
         if alike is not None:

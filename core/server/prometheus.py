@@ -83,10 +83,12 @@ def yunikorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
         "yunikorn_scheduler_node", "gauge",
         "Total number of nodes. State of the node includes `active` and `failed`.",
         [
-            ("", {"state": "active"}, gauges.nodes_schedulable),
+            # As YuniKorn's: every registered node is active, a draining one too (counted again there);
+            # decommissioned only rises; failed counts nodes refused for a partition that is not there.
+            ("", {"state": "active"}, gauges.nodes_schedulable + gauges.nodes_draining),
             ("", {"state": "decommissioned"}, metrics.nodes_decommissioned),
             ("", {"state": "draining"}, gauges.nodes_draining),
-            ("", {"state": "failed"}, 0),  # pykorn has no failed nodes: a node the RM loses is removed
+            ("", {"state": "failed"}, metrics.nodes_failed),
         ],
     )  # fmt: skip
     timings = metrics.timings
@@ -109,7 +111,7 @@ def yunikorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
     )  # fmt: skip
     lines += _histogram(
         "yunikorn_scheduler_trynode_evaluation_milliseconds",
-        "Time taken to evaluate nodes for a pod, in seconds.", timings.try_node,
+        "Time taken to evaluate nodes for a pod, in seconds.", timings.try_node_evaluation,
     )  # fmt: skip
     lines += _histogram(
         "yunikorn_scheduler_trypreemption_latency_milliseconds",

@@ -34,6 +34,7 @@ from core.scheduler.cluster import ClusterContext
 from core.server.addresses import split_host_port
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record
+from core.server.process_metrics import process_families
 from core.server.prometheus import render as render_metrics
 from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
@@ -246,7 +247,7 @@ class StateAPI:
             await asyncio.wait_for(self._no_followers.wait(), timeout)
 
     async def metrics(self, request: web.Request) -> web.Response:
-        text = render_metrics(metrics_view.gauges(self.context), self.context.metrics)
+        text = render_metrics(metrics_view.gauges(self.context), self.context.metrics) + process_families()
         return web.Response(text=text, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def config(self, request: web.Request) -> web.Response:

@@ -19,6 +19,7 @@ from core.scheduler.preemption.ledger import PreemptionKind
 QUEUE_STATES = ("guaranteed", "max", "allocated", "pending", "preempting")
 # The application states YuniKorn's application gauge always reports, 0 when none is in it.
 APP_STATES = ("running", "resuming", "failing", "completing", "completed", "failed")
+_ENDED = ("completed", "failed")
 USAGE_BUCKETS = 10  # node usage in tenths: [0,10%], (10%,20%], ... (90%,100%]
 
 
@@ -49,9 +50,12 @@ def gauges(context: ClusterContext) -> Gauges:
         totals = part.usage_totals
         found.queue_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_queue.items())]
         found.user_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_user.items())]
-        for app in [*part.applications.values(), *part.lifecycle.completed]:
+        for app in part.applications.values():  # the states an application moves in and out of
             state = app.state.value.lower()
-            found.apps[state] = found.apps.get(state, 0) + 1
+            if state in found.apps and state not in _ENDED:
+                found.apps[state] += 1
+        for ended, n in part.lifecycle.ended.items():  # those that only rise
+            found.apps[ended.value.lower()] += n
         for node in part.nodes.values():
             if node.schedulable:
                 found.nodes_schedulable += 1
@@ -94,5 +98,6 @@ def queue_resources(queue: Queue) -> Iterable[tuple[str, str, int]]:
     for state in QUEUE_STATES:
         for resource, quantity in sorted((values[state] or {}).items()):
             yield state, resource, quantity
-    if queue.max_applications:
-        yield "maxRunningApps", "", queue.max_applications
+    # As YuniKorn's: on every configured queue (0: unlimited), on a dynamic one only once it has a limit.
+    if queue.managed or queue.max_applications:
+        yield "maxRunningApps", "apps", queue.max_applications

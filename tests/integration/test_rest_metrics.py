@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Callable
 
 import aiohttp
 
 from si.v1 import si_pb2
-from tests.integration.rest_helpers import load_cluster, resource
+from tests.integration.rest_helpers import CONFIG, load_cluster, resource
 from tests.recording_client import RecordingClient
 
 # Label values are quoted and may hold any character, `}` and escaped quotes included.
@@ -78,3 +80,80 @@ async def test_metrics_move_when_work_is_scheduled(
         _value(after, "pykorn_preemption_victims_total", kind=kind)
     # Bounded labels: no series is labelled by application or node.
     assert not any("app-1" in key or "node-1" in key for key in after)
+
+
+async def _scrape_until(rest_url: str, done: Callable[[dict[str, float]], bool]) -> dict[str, float]:
+    """Scrapes until `done` holds for one (the core's periodic work shows on its own clock)."""
+    async with asyncio.timeout(10):
+        while not done(samples := await _scrape(rest_url)):  # noqa: ASYNC110 - another process's state
+            await asyncio.sleep(0.1)
+    return samples
+
+
+async def test_nodes_are_counted_by_state_as_yunikorn_counts_them(
+    client: RecordingClient, rest_url: str
+) -> None:
+    """yunikorn-core pkg/metrics (be3bb487): every registered node is active, a draining one counted in
+    draining too; failed counts nodes refused for a partition that is not there. (The core serves
+    other tests' RMs too: what this RM adds is read as a change.)"""
+    before = await _scrape(rest_url)
+    await client.register(config=CONFIG)
+    await client.add_node("node-1", {"memory": 4_000})
+    await client.add_node("node-2", {"memory": 4_000})
+    await client.add_node("node-3", {"memory": 4_000}, attributes={"si/node-partition": "nope"})
+    await client.wait_nodes_answered(3)
+    await client.node_action("node-2", si_pb2.NodeInfo.DRAIN_NODE)
+
+    def added(samples: dict[str, float], state: str) -> float:
+        return _value(samples, "yunikorn_scheduler_node", state=state) - _value(
+            before, "yunikorn_scheduler_node", state=state
+        )
+
+    samples = await _scrape_until(rest_url, lambda s: added(s, "draining") == 1)
+    assert added(samples, "active") == 2
+    assert added(samples, "failed") == 1
+
+
+async def test_every_configured_queue_has_its_max_running_apps(
+    client: RecordingClient, rest_url: str
+) -> None:
+    """As YuniKorn's: resource "apps", 0 (unlimited) where maxapplications is not set."""
+    limited = "          - name: default\n            maxapplications: 3\n"
+    await client.register(config=CONFIG.replace("          - name: default\n", limited))
+    samples = await _scrape(rest_url)
+    running_apps = "pykorn_queue_resource"
+    mine = {"cluster": client.rm_id, "state": "maxRunningApps", "resource": "apps"}
+    assert _value(samples, running_apps, queue="root.default", **mine) == 3
+    assert _value(samples, running_apps, queue="root.tenants.a", **mine) == 0
+    assert _value(samples, "yunikorn_queue_resource", queue="root.default", state="maxRunningApps") >= 3
+    assert not any('state="maxRunningApps",resource=""' in key for key in samples)
+
+
+async def test_an_idle_scheduler_still_times_its_cycles(client: RecordingClient, rest_url: str) -> None:
+    """YuniKorn's loop times its cycles with nothing to do: the dashboard's P95 latency panels have
+    values at idle (before, the counts stood still without work)."""
+    await client.register(config=CONFIG)
+    await client.add_node("node-1", {"memory": 4_000})
+    await client.wait_nodes_answered(1)
+    latency, cycle = (
+        f"yunikorn_scheduler_scheduling_{kind}_milliseconds_count" for kind in ("latency", "cycle")
+    )
+    first = await _scrape(rest_url)
+
+    def timed_twice(samples: dict[str, float]) -> bool:
+        return (
+            _value(samples, latency) >= _value(first, latency) + 2
+            and _value(samples, cycle) >= _value(first, cycle) + 2
+        )
+
+    await _scrape_until(rest_url, timed_twice)
+
+
+async def test_the_core_exports_its_process_metrics(client: RecordingClient, rest_url: str) -> None:
+    await client.register(config=CONFIG)
+    samples = await _scrape(rest_url)
+    assert _value(samples, "process_resident_memory_bytes") > 10 * 1024 * 1024
+    assert _value(samples, "process_start_time_seconds") > 1.7e9
+    assert _value(samples, "process_open_fds") > 0
+    assert _value(samples, "python_info", major="3") == 1
+    assert _value(samples, "python_gc_collections_total", generation="0") >= 0
