@@ -31,6 +31,7 @@ class AppStateChange:
 
 
 _EVENT_TEXT = {event: event.value for event in AppEvent}  # a plain str, looked up, not an enum property
+_STATE_NAME = {state: state.value.lower() for state in AppState}  # as the metrics' labels spell them
 
 
 class AppLifecycle:
@@ -56,6 +57,7 @@ class AppLifecycle:
         after = app.handle(event, now)
         if after is None:
             return
+        app.queue.app_states_seen.add(_STATE_NAME[after])
         # maxapplications counts running applications, on the leaf and every ancestor.
         if after is AppState.RUNNING:
             app.queue.count_running(+1)  # `before` differs: handle answers None for no change

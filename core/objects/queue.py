@@ -77,6 +77,9 @@ class Queue:
         self.containers_allocated = 0
         self.containers_released = 0
         self.apps_ended: dict[str, int] = {}
+        # Every application state entered here (lower-case): YuniKorn's per-queue application gauge has
+        # a series for each once touched, kept at 0 when no application is left in it.
+        self.app_states_seen: set[str] = set()
         # Quota enforcement (core.scheduler.preemption.quota): when the timer started, the victims of a run in
         # progress, and the last run's outcome (for the REST API).
         self.quota_timer: float | None = None

@@ -392,6 +392,7 @@ class ClusterContext:
                 asked = part.find_queue(add.queue) if add.queue and not duplicate else None
                 if asked is not None:  # refused by the queue it asked for (its ACL, its state)
                     asked.apps_ended["rejected"] = asked.apps_ended.get("rejected", 0) + 1
+                    asked.app_states_seen.add("rejected")
             submissions["rejected"] += 1
             return
         submissions["accepted"] += 1

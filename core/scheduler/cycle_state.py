@@ -14,6 +14,7 @@ from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.queue import Queue
 from core.policies.queue_sort import AppKey, app_sort_key
+from core.scheduler.metrics import Histogram
 from core.scheduler.partition import Partition
 
 
@@ -41,6 +42,7 @@ class Cycle:
         self.no_room: dict[object, str] = {}
         self.no_candidate: set[object] = set()
         self.room_version = -1
+        self.app_sorting: Histogram | None = None  # YuniKorn's node_sorting{level="app"}, when timed
 
     def key(self, partition: Partition, ask: Allocation) -> object | None:
         """The ask's key in the caches, which are made fresh first: what asks alike share for the node

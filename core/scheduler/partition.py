@@ -226,6 +226,7 @@ class Partition:
             app.gang = gang
             self.gangs.apps[app_id] = app
         queue.applications[app_id] = app
+        queue.app_states_seen.add("new")
         self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
         self.events.append(
             partition_events.queue_app(self.rm_id, queue.full_name, app_id, ChangeType.ADD, now)

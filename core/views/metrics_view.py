@@ -74,9 +74,16 @@ def gauges(context: ClusterContext) -> Gauges:
 
 def _count_queue(found: Gauges, rm_id: str, partition: str, queue: Queue) -> None:
     name = queue.full_name
+    # As YuniKorn's yunikorn_queue_app: the applications in each state now, but rejected, completed and
+    # failed as counts that only rise; a state once entered here keeps its series, at 0 when empty.
+    counts = dict.fromkeys(queue.app_states_seen, 0)
     for app in queue.applications.values():
-        key = (name, app.state.value.lower())
-        found.queue_apps[key] = found.queue_apps.get(key, 0) + 1
+        state = app.state.value.lower()
+        counts[state] = counts.get(state, 0) + 1
+    counts.update(queue.apps_ended)
+    counts.pop("expired", None)  # not a state YuniKorn's gauge has: an expired application is just gone
+    for state, n in counts.items():
+        found.queue_apps[(name, state)] = found.queue_apps.get((name, state), 0) + n
     if queue.is_leaf:
         counts = found.queue_containers.setdefault(name, {"allocated": 0, "released": 0})
         counts["allocated"] += queue.containers_allocated

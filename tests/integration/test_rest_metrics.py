@@ -69,6 +69,12 @@ async def test_metrics_move_when_work_is_scheduled(
     assert _value(after, "yunikorn_scheduler_scheduling_latency_milliseconds_bucket", le="+Inf") == _value(
         after, "yunikorn_scheduler_scheduling_latency_milliseconds_count"
     )
+    # The asks' node walks (placed or not) and the tries that placed one, apart; the leaf's applications
+    # put in order for the cycles that had them.
+    evaluated = _value(after, "yunikorn_scheduler_trynode_evaluation_milliseconds_count")
+    placed = _value(after, "yunikorn_scheduler_trynode_latency_milliseconds_count")
+    assert placed >= 3 and evaluated >= placed
+    assert _value(after, "yunikorn_scheduler_node_sorting_latency_milliseconds_count", level="app") >= 1
     queue = {"cluster": rm_id, "queue": "root.tenants.a", "resource": "memory"}
     assert _value(after, "pykorn_queue_resource", state="allocated", **queue) == 6_000
     assert _value(after, "pykorn_queue_resource", state="pending", **queue) == 0

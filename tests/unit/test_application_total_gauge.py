@@ -7,7 +7,8 @@ from __future__ import annotations
 from core.objects.app_lifecycle import COMPLETING_TIMEOUT, TERMINATED_TIMEOUT
 from core.scheduler.results import Termination
 from core.views.metrics_view import gauges
-from tests.unit.event_facts import cluster, release, running
+from tests.unit.domain_helpers import Cluster
+from tests.unit.event_facts import CONFIG, app, cluster, release, reload, running
 
 
 def test_a_completed_application_stays_counted_after_it_expires() -> None:
@@ -24,3 +25,38 @@ def test_a_completed_application_stays_counted_after_it_expires() -> None:
     assert not c.partition.lifecycle.completed
     assert gauges(c.ctx).apps["completed"] == 1
     assert set(gauges(c.ctx).apps) == {"running", "resuming", "failing", "completing", "completed", "failed"}
+
+
+def _queue_apps(c: Cluster, queue: str) -> dict[str, int]:
+    return {state: n for (name, state), n in gauges(c.ctx).queue_apps.items() if name == queue}
+
+
+def test_a_queues_application_series_follow_yunikorns_counts() -> None:
+    """yunikorn_queue_app (pkg/metrics queue.go): a state's series appears once an application entered
+    it and stays, at 0 when none is left; rejected, completed and failed only rise."""
+    c = cluster()
+    app(c, "app", "root.default")
+    assert _queue_apps(c, "root.default") == {"new": 1}
+    running(c, "app", "t0")
+    assert _queue_apps(c, "root.default") == {"new": 0, "accepted": 0, "running": 1}
+    release(c, "app", "t0", Termination.STOPPED_BY_RM)
+    c.clock.advance(COMPLETING_TIMEOUT + 1)
+    c.ctx.tick()
+    c.clock.advance(TERMINATED_TIMEOUT + 1)
+    c.ctx.tick()
+    assert _queue_apps(c, "root.default") == {
+        "new": 0,
+        "accepted": 0,
+        "running": 0,
+        "completing": 0,
+        "completed": 1,
+    }
+
+
+def test_a_refused_application_counts_as_rejected_on_the_queue_it_asked_for() -> None:
+    c = cluster()
+    c.app("app", "root.small", user="u")
+    c.app("other", "root.small", user="u")  # maxapplications 1: the second waits, Accepted
+    reload(c, CONFIG.replace('        submitacl: "*"\n', '        submitacl: "nobody"\n'))
+    c.app("late", "root.small", user="u")  # the ACL refuses it now
+    assert _queue_apps(c, "root.small")["rejected"] == 1
