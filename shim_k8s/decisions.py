@@ -95,6 +95,7 @@ class Decisions:
         self._running: dict[str, asyncio.Task[None]] = {}  # per pod: its latest decision being carried out
         self._background: set[asyncio.Task[None]] = set()  # writes nothing waits for (status patches)
         self._binding = 0  # bindings started and not done (MAX_BINDING)
+        self.bindings = {"bound": 0, "failed": 0}  # bindings the API took or refused (the metrics)
 
     def arrived(self, response: si_pb2.AllocationResponse) -> bool:
         """Note what the core now holds for us, and queue what it decided; whether there is anything to
@@ -239,8 +240,10 @@ class Decisions:
             await shim.kube.bind(pod, alloc.nodeID)
         except BindError as exc:
             # Asked again by the reconciliation, once the API may take it.
+            self.bindings["failed"] += 1
             await self._not_bound(alloc, pod, f"binding to {alloc.nodeID} failed: {exc}")
             return
+        self.bindings["bound"] += 1
         state.asked.pop(uid, None)
         await shim.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
 

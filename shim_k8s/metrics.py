@@ -1,9 +1,10 @@
 """The shim's own HTTP endpoints (`pykorn k8s --metrics-listen HOST:PORT`), for Prometheus and the kubelet.
 
-- `/metrics`, Prometheus' text format: reconciliation repairs by kind, requests to the API, requests
-  the API server forbade (RBAC) by resource and verb, events dropped, informer re-lists, decisions under
-  way, objects refused or given a fallback (shim_k8s.bad_objects) by kind and reason. The core's
-  scheduling metrics are the core's (its /ws/v1/metrics).
+- `/metrics`, Prometheus' text format: reconciliation repairs by kind, requests to the API, its error
+  answers by code and those it forbade (RBAC) by resource and verb, bindings by result, whether this
+  shim leads, events dropped, informer re-lists, decisions under way, objects refused or given a
+  fallback (shim_k8s.bad_objects) by kind and reason, and the process's own (process_*, python_*).
+  The core's scheduling metrics are the core's (its /ws/v1/metrics).
 - `/healthz` (liveness): answered while the process's event loop runs, in every state.
 - `/readyz` (readiness): 200 once the shim is synced with the core and following the API, or is a
   standby waiting for the Lease (`--leader-elect`); 503 with the state while it starts.
@@ -35,6 +36,8 @@ _PROCESS = CollectorRegistry(auto_describe=False)
 for _collector in (ProcessCollector, PlatformCollector, GCCollector):
     _collector(registry=_PROCESS)
 REQUESTS_HELP = "Requests sent to the API server."
+ERRORS_HELP = "Answers of the API server that were errors (4xx, 5xx), by status code."
+LEADER_HELP = "1 while this shim schedules (it leads, or runs without leader election), 0 in standby."
 FORBIDDEN_HELP = "Requests the API server answered 403 (the role does not grant them), by resource and verb."
 REPAIR_KINDS = (
     "allocated-gone",
@@ -88,6 +91,13 @@ def render(sources: Sources) -> str:
            [(f'{{kind="{i.kind}"}}', i.relists) for i in sources.informers()])  # fmt: skip
     metric("pykorn_k8s_decisions_in_progress", "gauge", "Core decisions being carried out.",
            [("", sources.shim.carrying_out)])  # fmt: skip
+    metric("pykorn_k8s_bindings_total", "counter",
+           "Bindings of pods to the nodes the core chose, by result: bound (the API took it), failed.",
+           [(f'{{result="{result}"}}', n)
+            for result, n in sources.shim.decisions.bindings.items()])  # fmt: skip
+    metric("pykorn_k8s_api_errors_total", "counter", ERRORS_HELP,
+           [(f'{{code="{code}"}}', n) for code, n in sorted(sources.http.errors.items())])  # fmt: skip
+    metric("pykorn_k8s_leader", "gauge", LEADER_HELP, [("", 1)])
     metric("pykorn_k8s_api_forbidden_total", "counter", FORBIDDEN_HELP,
            [(f'{{resource="{r}",verb="{v}"}}', n)
             for (r, v), n in sorted(sources.http.forbidden.items())])  # fmt: skip
@@ -109,11 +119,19 @@ def render_standby(health: Health) -> str:
     """Before the shim leads: what the client has seen so far (a standby's Lease requests)."""
     forbidden = [f'pykorn_k8s_api_forbidden_total{{resource="{r}",verb="{v}"}} {n}'
                  for (r, v), n in sorted(health.http.forbidden.items())]  # fmt: skip
+    errors = [
+        f'pykorn_k8s_api_errors_total{{code="{code}"}} {n}' for code, n in sorted(health.http.errors.items())
+    ]
     lines = [f"# HELP pykorn_k8s_api_requests_total {REQUESTS_HELP}",
              "# TYPE pykorn_k8s_api_requests_total counter",
              f"pykorn_k8s_api_requests_total {health.http.requests}",
              f"# HELP pykorn_k8s_api_forbidden_total {FORBIDDEN_HELP}",
-             "# TYPE pykorn_k8s_api_forbidden_total counter", *forbidden]  # fmt: skip
+             "# TYPE pykorn_k8s_api_forbidden_total counter", *forbidden,
+             f"# HELP pykorn_k8s_api_errors_total {ERRORS_HELP}",
+             "# TYPE pykorn_k8s_api_errors_total counter",
+             *errors,
+             f"# HELP pykorn_k8s_leader {LEADER_HELP}", "# TYPE pykorn_k8s_leader gauge",
+             "pykorn_k8s_leader 0"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

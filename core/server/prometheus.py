@@ -189,6 +189,13 @@ def pykorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
         ),
     )  # fmt: skip
     lines += _family(
+        "pykorn_pending_asks", "gauge",
+        "Pending asks by how they wait: no_node (no node has room: more nodes would help), held (a "
+        "limit, a gang or a required node of their own holds them), untried (not looked at yet).",
+        (("", {"cluster": rm, "partition": p, "waiting": waiting}, n)
+         for (rm, p, waiting), n in sorted(gauges.pending_asks.items())),
+    )  # fmt: skip
+    lines += _family(
         "pykorn_preemption_victims_total", "counter", "Allocations preempted, by kind.",
         (("", {"kind": kind}, n) for kind, n in sorted(gauges.preempted.items())),
     )  # fmt: skip

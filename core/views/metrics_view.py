@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from core.objects.queue import Queue
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.preemption.ledger import PreemptionKind
+from core.scheduler.results import Waiting
 
 QUEUE_STATES = ("guaranteed", "max", "allocated", "pending", "preempting")
 # The application states YuniKorn's application gauge always reports, 0 when none is in it.
 APP_STATES = ("running", "resuming", "failing", "completing", "completed", "failed")
 _ENDED = ("completed", "failed")
+_WAITING = {Waiting.NO_NODE.value: "no_node", Waiting.HELD.value: "held", "": "untried"}
 USAGE_BUCKETS = 10  # node usage in tenths: [0,10%], (10%,20%], ... (90%,100%]
 
 
@@ -38,6 +40,9 @@ class Gauges:
     partition_queue_resources: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
     preempted: dict[PreemptionKind, int] = field(default_factory=lambda: dict.fromkeys(PreemptionKind, 0))
     events_made: int = 0
+    # Pending asks per (rmID, partition, how they wait): no_node (FAILED: more nodes would help), held
+    # (SKIPPED: a limit, a gang, a required node of their own), untried (not looked at yet).
+    pending_asks: dict[tuple[str, str, str], int] = field(default_factory=dict)
     # What ended allocations used, resource-seconds (core.objects.app_usage): per (rmID, partition, leaf
     # queue or user, kind, resource type).
     queue_usage: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
@@ -50,10 +55,15 @@ def gauges(context: ClusterContext) -> Gauges:
         totals = part.usage_totals
         found.queue_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_queue.items())]
         found.user_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_user.items())]
+        waits = dict.fromkeys(_WAITING.values(), 0)
         for app in part.applications.values():  # the states an application moves in and out of
             state = app.state.value.lower()
             if state in found.apps and state not in _ENDED:
                 found.apps[state] += 1
+            for ask in app.asks.values():
+                waits[_WAITING.get(ask.waiting, "untried")] += 1
+        for waiting, n in waits.items():
+            found.pending_asks[(part.rm_id, part.name, waiting)] = n
         for ended, n in part.lifecycle.ended.items():  # those that only rise
             found.apps[ended.value.lower()] += n
         for node in part.nodes.values():

@@ -113,6 +113,7 @@ class KubeHTTP:
         # Requests the API server forbade, by (resource, verb): a role that lacks a rule is a cause of
         # the installation's, said loudly (a warning and a metric), never a silent stall.
         self.forbidden: dict[tuple[str, str], int] = {}
+        self.errors: dict[int, int] = {}  # answers that were errors, by status code (the metrics)
         self._forbidden_logged: dict[tuple[str, str], float] = {}
         self.in_flight_peak = 0
         self._busy = 0
@@ -176,6 +177,7 @@ class KubeHTTP:
             finally:
                 self._busy -= 1
         if got.status >= 400:
+            self.errors[got.status] = self.errors.get(got.status, 0) + 1
             text = got.body.decode("utf-8", "replace")
             error = ApiError(got.status, _reason(text, got.reason), text)
             if got.status == 403:
@@ -240,6 +242,7 @@ class KubeHTTP:
     async def _raise_for_status(self, method: str, path: str, response: aiohttp.ClientResponse) -> None:
         """ApiError, with the API's Status message, for an answer that is an error."""
         if response.status >= 400:
+            self.errors[response.status] = self.errors.get(response.status, 0) + 1
             text = await response.text()
             error = ApiError(response.status, _reason(text, response.reason or ""), text)
             if response.status == 403:

@@ -48,6 +48,9 @@ async def test_metrics_move_when_work_is_scheduled(
     cycles_before = _value(before, "yunikorn_scheduler_scheduling_latency_milliseconds_count")
 
     await load_cluster(client)  # two asks placed, one pending
+    waiting = await _scrape(rest_url)  # t2: no node has room for it
+    assert _value(waiting, "pykorn_pending_asks", cluster=rm_id, partition="default", waiting="no_node") == 1
+    assert _value(waiting, "pykorn_pending_asks", cluster=rm_id, partition="default", waiting="held") == 0
     await client.asks(
         [
             si_pb2.Allocation(

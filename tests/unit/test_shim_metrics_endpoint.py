@@ -40,6 +40,7 @@ async def test_a_standby_serves_described_families_and_its_process_metrics() -> 
     assert described == typed
     assert {"pykorn_k8s_api_requests_total", "pykorn_k8s_api_forbidden_total"} <= described
     assert "pykorn_k8s_api_requests_total 3" in lines
+    assert "pykorn_k8s_leader 0" in lines
     assert 'pykorn_k8s_api_forbidden_total{resource="leases",verb="get"} 1' in lines
     samples = {line.split("{")[0].split()[0] for line in lines if line and not line.startswith("#")}
     assert {"process_resident_memory_bytes", "process_cpu_seconds_total", "python_info"} <= samples
