@@ -22,8 +22,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/pykorn fake run examples/demo.yaml --report out/demo-report.json --plot out/demo.png
 
-## test: the whole suite (unit, property, integration over real gRPC on loopback).
+## test: the whole suite (unit, property, integration over real gRPC on loopback); Debian's prometheus
+## package first when missing (the dashboard test runs a real Prometheus).
 test: $(STAMP)
+	tools/install_prometheus.sh
 	$(BIN)/python -m pytest -q
 
 ## test-nightly: the long profiles of the property tests that drive the whole Kubernetes shim with

@@ -1,0 +1,203 @@
+"""deploy/grafana's dashboard against a real Prometheus: Debian's `prometheus` (installed by `make test`
+when missing, started here on 127.0.0.1 with a configuration of its own) scrapes a core and a
+`pykorn k8s` on the API emulation every second while pods come, bind (one binding failing once),
+wait and go; then every query of the dashboard, asked through Prometheus' HTTP API, must return data,
+and `promtool check metrics` must find nothing wrong with the names that are ours. About 30 s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from rmclient.core_process import CoreProcess
+from tests.integration.kube_api import FakeKubeAPI
+from tests.integration.manifests import SCHEDULER_SA, find, render
+from tests.integration.test_k8s_shim import QUEUES, node, pod
+
+DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "pykorn-dashboard.json"
+OURS = ("pykorn_", "process_", "python_")  # the names promtool must pass (YuniKorn's keep its spelling)
+
+
+def _free_port() -> int:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        return int(held.getsockname()[1])
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: `make test` installs Debian's prometheus package")
+    return found
+
+
+def dashboard_queries() -> Iterator[tuple[str, str]]:
+    """(panel title, PromQL) of every target of the dashboard, with every queue selected."""
+    board = json.loads(DASHBOARD.read_text())
+    for panel in board["panels"]:
+        for target in panel.get("targets", []):
+            yield panel["title"], target["expr"].replace("$queue", ".*")
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":  # Grafana's label_values(metric, label), as PromQL asks it
+            metric, label = variable["query"]["query"].removeprefix("label_values(").rstrip(")").split(", ")
+            yield f"variable {variable['name']}", f"count by ({label}) ({metric})"
+
+
+class Prometheus:
+    def __init__(self, targets: dict[str, tuple[str, str]]) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="pykorn-prometheus-")
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        jobs = [{"job_name": job, "metrics_path": path, "static_configs": [{"targets": [address]}]}
+                for job, (address, path) in targets.items()]  # fmt: skip
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": jobs}
+        config_file = Path(self._dir.name, "prometheus.yml")
+        config_file.write_text(json.dumps(config))  # JSON is YAML
+        self._log = open(Path(self._dir.name, "prometheus.log"), "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [_tool("prometheus"), f"--config.file={config_file}",
+             f"--storage.tsdb.path={self._dir.name}/data", f"--web.listen-address=127.0.0.1:{self.port}",
+             "--log.level=warn"],
+            stdout=self._log, stderr=self._log,
+        )  # fmt: skip
+
+    async def ready(self, session: aiohttp.ClientSession) -> None:
+        async with asyncio.timeout(60):
+            while True:
+                if self.process.poll() is not None:
+                    raise AssertionError(f"prometheus exited: {self.log()}")
+                try:
+                    async with session.get(f"{self.url}/-/ready") as answer:
+                        if answer.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.2)
+
+    async def query(self, session: aiohttp.ClientSession, expr: str) -> list[dict[str, Any]]:
+        async with session.get(f"{self.url}/api/v1/query", params={"query": expr}) as answer:
+            body = await answer.json()
+        assert body["status"] == "success", (expr, body)
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def log(self) -> str:
+        return Path(self._dir.name, "prometheus.log").read_text(errors="replace")[-2000:]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(20)
+        self._log.close()
+        self._dir.cleanup()
+
+
+@pytest.fixture
+async def core() -> AsyncIterator[CoreProcess]:
+    process = CoreProcess()
+    await process.start()
+    try:
+        yield process
+    finally:
+        await process.stop()
+
+
+async def _until(check: Any, what: str, timeout: float = 60) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():  # noqa: ASYNC110 - the emulation's state, changed by another process
+            await asyncio.sleep(0.1)
+
+
+async def test_every_dashboard_query_returns_data_from_a_real_prometheus(
+    api: FakeKubeAPI, core: CoreProcess
+) -> None:
+    for name in ("n1", "n2"):
+        big = node(name, memory="8Gi")
+        big["status"]["allocatable"]["ephemeral-storage"] = "100Gi"
+        await api.put("nodes", big)
+    await api.put("configmaps", {"metadata": {"name": "yunikorn-configs", "namespace": "yunikorn"},
+                                 "data": {"queues.yaml": QUEUES % {"max": "4Gi"}}})  # fmt: skip
+    shim_port = _free_port()
+    shim = subprocess.Popen(  # noqa: ASYNC220 - a real daemon, stopped below
+        [sys.executable, "-m", "pykorn_cli", "k8s", "--core", core.address, "--kubeconfig",
+         api.kubeconfig(SCHEDULER_SA), "--rm-id", "dashboard", "--metrics-listen", f"127.0.0.1:{shim_port}",
+         "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    rest = core.rest_url.removeprefix("http://")
+    prometheus = Prometheus(
+        {"pykorn-core": (rest, "/ws/v1/metrics"), "pykorn-shim": (f"127.0.0.1:{shim_port}", "/metrics")}
+    )
+    try:
+        async with aiohttp.ClientSession() as session:
+            await prometheus.ready(session)
+            api.fail_bindings["web-0"] = 1  # an error answer the shim counts, then binds on a retry
+            for i in range(6):
+                await api.put("pods", pod(f"web-{i}", memory="1Gi"))
+            await api.put("pods", pod("huge", memory="64Gi"))  # no node has room: it waits
+            await _until(lambda: len({name for name, _ in api.bindings}) >= 6, "six pods bound")
+            await api.delete("pods", api.get("pods", "web-1") or {})  # an allocation ends: usage counted
+            missing = await _answered(prometheus, session)
+            assert not missing, f"dashboard queries without data: {missing}\n{prometheus.log()}"
+            # Idle now: the P95 scheduling latency still has values (YuniKorn times idle cycles).
+            buckets = "yunikorn_scheduler_scheduling_latency_milliseconds_bucket"
+            [latency] = await prometheus.query(
+                session, f"histogram_quantile(0.95, sum by (le) (rate({buckets}[1m])))"
+            )
+            assert not math.isnan(float(latency["value"][1]))
+            for address, path in ((rest, "/ws/v1/metrics"), (f"127.0.0.1:{shim_port}", "/metrics")):
+                async with session.get(f"http://{address}{path}") as answer:
+                    text = await answer.read()
+                complaints = _promtool(text)
+                assert not [line for line in complaints if line.startswith(OURS)], complaints
+    finally:
+        prometheus.stop()
+        shim.terminate()
+        shim.wait(20)
+
+
+async def _answered(prometheus: Prometheus, session: aiohttp.ClientSession) -> list[str]:
+    """Every dashboard query asked until it returns data (rates need two scrapes); those that never
+    did within 60 s."""
+    pending = dict.fromkeys(dashboard_queries())
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while pending and loop.time() < deadline:
+        for title, expr in list(pending):
+            if await prometheus.query(session, expr):
+                del pending[(title, expr)]
+        await asyncio.sleep(0.5)
+    return [f"{title}: {expr}" for title, expr in pending]
+
+
+def _promtool(scrape: bytes) -> list[str]:
+    done = subprocess.run(
+        [_tool("promtool"), "check", "metrics"], input=scrape, capture_output=True, timeout=60, check=False
+    )
+    return [line for line in done.stderr.decode().splitlines() + done.stdout.decode().splitlines() if line]
+
+
+def test_the_dashboard_renders_as_a_configmap_for_grafanas_sidecar() -> None:
+    """`kubectl apply -k deploy/grafana`: the dashboard, as is, in a ConfigMap the sidecar loads."""
+    [configmap] = render(DASHBOARD.parent)
+    assert configmap == find([configmap], "ConfigMap", "pykorn-grafana-dashboard")
+    assert configmap["metadata"]["namespace"] == "yunikorn"
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    board = json.loads(configmap["data"]["pykorn-dashboard.json"])
+    assert board == json.loads(DASHBOARD.read_text())
+    titles = [p["title"] for p in board["panels"] if p["type"] == "row"]
+    assert titles == ["Scheduler (YuniKorn's panels)", "Resource usage of nodes", "Queues ($queue)", "pykorn",
+                      "Kubernetes shim", "Processes"]  # fmt: skip
+    ids = [p["id"] for p in board["panels"]]
+    assert len(ids) == len(set(ids))
