@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from core.objects.app_lifecycle import COMPLETING_TIMEOUT, TERMINATED_TIMEOUT
 from core.scheduler.results import Termination
+from core.server.prometheus import render
 from core.views.metrics_view import gauges
 from tests.unit.domain_helpers import Cluster
 from tests.unit.event_facts import CONFIG, app, cluster, release, reload, running
@@ -24,6 +25,10 @@ def test_a_completed_application_stays_counted_after_it_expires() -> None:
     c.ctx.tick()
     assert not c.partition.lifecycle.completed
     assert gauges(c.ctx).apps["completed"] == 1
+    scrape = render(gauges(c.ctx), c.ctx.metrics).splitlines()
+    assert 'yunikorn_scheduler_application_total{state="completed"} 1' in scrape
+    assert 'yunikorn_queue_app{queue="root.default",state="completed"} 1' in scrape
+    assert 'yunikorn_queue_app{queue="root.default",state="running"} 0' in scrape
     assert set(gauges(c.ctx).apps) == {"running", "resuming", "failing", "completing", "completed", "failed"}
 
 
