@@ -162,10 +162,7 @@ def _select(partition: Partition, queue: Queue, cycle: Cycle) -> tuple[Queue, Ap
         # each pick walks past them once, not once per allocation: within a slice none of these
         # comes back (asks tried stay tried, and maxapplications, limits and backoff only tighten at
         # one time; a cycle resumed later makes its order afresh, see allocate).
-        started = perf_counter()
         order = cycle.applications(queue)
-        if cycle.app_sorting is not None:  # as YuniKorn's sortApplications, for a leaf with applications
-            cycle.app_sorting.observe(perf_counter() - started)
         done: list[Application] = []
         found = None
         for _, app in order.entries():
