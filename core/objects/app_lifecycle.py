@@ -32,10 +32,13 @@ class AppStateChange:
 
 _EVENT_TEXT = {event: event.value for event in AppEvent}  # a plain str, looked up, not an enum property
 _STATE_NAME = {state: state.value.lower() for state in AppState}  # as the metrics' labels spell them
+_COUNTED = frozenset({AppState.ACCEPTED, AppState.COMPLETED, AppState.FAILED})
 
 
 class AppLifecycle:
-    def __init__(self, rm_id: str, record: Callable[[RawEvent], None]) -> None:
+    def __init__(
+        self, rm_id: str, record: Callable[[RawEvent], None], entered: dict[str, int] | None = None
+    ) -> None:
         self._rm_id = rm_id
         self._record = record
         self.changes: list[AppStateChange] = []  # for the RM, drained by the cluster
@@ -45,9 +48,10 @@ class AppLifecycle:
         self.terminated_timeout = TERMINATED_TIMEOUT
         # Those Completing now, by ID: what the timeout looks at on every tick (not every application).
         self.completing: dict[str, Application] = {}
-        # Applications that ever completed or failed here (YuniKorn's application_total counts them, and
-        # its counts never fall: an application expiring later leaves them as they are).
-        self.ended = {AppState.COMPLETED: 0, AppState.FAILED: 0}
+        # How many applications entered Accepted, Completed and Failed, by lower-case state: counts that
+        # only rise (YuniKorn's submission_total{accepted} and application_total{completed,failed}),
+        # kept by the cluster's metrics so that they outlive a partition (`entered`).
+        self.entered = entered if entered is not None else {}
 
     def transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
         """Apply `event` when the application's state allows it; otherwise nothing happens."""
@@ -57,7 +61,10 @@ class AppLifecycle:
         after = app.handle(event, now)
         if after is None:
             return
-        app.queue.app_states_seen.add(_STATE_NAME[after])
+        name = _STATE_NAME[after]
+        app.queue.app_states_seen.add(name)
+        if after in _COUNTED:
+            self.entered[name] = self.entered.get(name, 0) + 1
         # maxapplications counts running applications, on the leaf and every ancestor.
         if after is AppState.RUNNING:
             app.queue.count_running(+1)  # `before` differs: handle answers None for no change
@@ -68,9 +75,8 @@ class AppLifecycle:
         elif before is AppState.COMPLETING:
             self.completing.pop(app.app_id, None)
         if after is AppState.COMPLETED or after is AppState.FAILED:
-            self.ended[after] += 1
             ended = app.queue.apps_ended
-            ended[after.value.lower()] = ended.get(after.value.lower(), 0) + 1
+            ended[name] = ended.get(name, 0) + 1
         self.changes.append(AppStateChange(app.app_id, after, now, message or _EVENT_TEXT[event]))
         self._record(partition_events.app_state_changed(self._rm_id, app.app_id, before, after, message, now))
 

@@ -266,7 +266,12 @@ class ClusterContext:
         # Registering again starts the RM from scratch (it re-sends its state), but only once the new
         # partitions are built: a configuration they cannot be built from leaves the RM as it was.
         now, parts = self.clock(), cmd.config.partitions
-        built = {(k := PartitionKey(cmd.rm_id, p.name)): Partition(k, p, now, self.clock) for p in parts}
+        built = {
+            (k := PartitionKey(cmd.rm_id, p.name)): Partition(
+                k, p, now, self.clock, self.metrics.apps_entered
+            )
+            for p in parts
+        }
         dropped = self._drop_rm_state(cmd.rm_id)
         self.configs[cmd.rm_id] = cmd.config
         self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
@@ -295,7 +300,11 @@ class ClusterContext:
             return
         # What can fail is built first (new partitions, each existing one's rules), then it is applied.
         now, wanted = self.clock(), {PartitionKey(cmd.rm_id, p.name): p for p in cmd.config.partitions}
-        built = {k: Partition(k, p, now, self.clock) for k, p in wanted.items() if k not in self.partitions}
+        built = {
+            k: Partition(k, p, now, self.clock, self.metrics.apps_entered)
+            for k, p in wanted.items()
+            if k not in self.partitions
+        }
         rules = {k: PlacementManager(p.placement_rules) for k, p in wanted.items() if k in self.partitions}
         for key, manager in rules.items():
             self.partitions[key].apply_config(wanted[key], now, manager)
@@ -374,7 +383,6 @@ class ClusterContext:
             return
         now = self.clock()
         submissions = self.metrics.app_submissions
-        submissions["new"] += 1
         try:
             gang = gang_of(add, now, lambda what: self._warn_app(rm_id, add.app_id, what))
             app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now, gang)
@@ -395,7 +403,9 @@ class ClusterContext:
                     asked.app_states_seen.add("rejected")
             submissions["rejected"] += 1
             return
-        submissions["accepted"] += 1
+        # As YuniKorn's: "new" when the application gets its queue (SetQueue), so a refused one is
+        # counted rejected only ("accepted" when it enters Accepted: AppLifecycle.entered).
+        submissions["new"] += 1
         out.accepted_apps.append(add.app_id)
         for alloc in self.early.take(part.key, add.app_id):  # they came first: added now, in order
             self._isolated(self._add_allocation, rm_id, alloc)

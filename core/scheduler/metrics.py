@@ -52,7 +52,10 @@ class SchedulerMetrics:
 
         # YuniKorn's scheduler metrics (pkg/metrics): what the scheduling loop measured, in seconds.
         self.timings = SchedulingTimings()
-        self.app_submissions: dict[str, int] = {"new": 0, "accepted": 0, "rejected": 0}
+        self.app_submissions: dict[str, int] = {"new": 0, "rejected": 0}  # "accepted": apps_entered's
+        # Applications that entered Accepted, Completed or Failed, by lower-case state, in every
+        # partition ever (core.objects.app_lifecycle): counts that never fall.
+        self.apps_entered: dict[str, int] = {"accepted": 0, "completed": 0, "failed": 0}
         self.nodes_decommissioned = 0
         self.nodes_failed = 0  # nodes an RM sent that could not be added (YuniKorn's failed nodes)
         # The last periodic health check (core.server.health_loop): how many checks ran, and which of

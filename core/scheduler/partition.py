@@ -58,6 +58,7 @@ class Partition:
         config: PartitionConfig,
         now: float = 0.0,
         clock: Callable[[], float] | None = None,
+        apps_entered: dict[str, int] | None = None,  # the cluster's counts (AppLifecycle.entered)
     ) -> None:
         self.key = key
         self.rm_id = rm_id = key.rm_id
@@ -95,7 +96,7 @@ class Partition:
         self.victims = PartitionVictims(self)  # preemption's victims, until their RM confirms
         self.room_changed()
         self.scheduling_states: list[SchedulingState] = []  # asks' ways of waiting, for the RM
-        self.lifecycle = AppLifecycle(rm_id, self.events.append)
+        self.lifecycle = AppLifecycle(rm_id, self.events.append, apps_entered)
         self.quota = QuotaEnforcer(
             rm_id, self.tree, self.preemption, self.victims.mark, self.events.append, self.log
         )

@@ -71,7 +71,7 @@ def yunikorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
         "yunikorn_scheduler_application_submission_total", "counter",
         "Total number of application submissions. State of the attempt includes `new`, `accepted` and "
         "`rejected`.",
-        (("", {"result": result}, n) for result, n in sorted(metrics.app_submissions.items())),
+        (("", {"result": result}, n) for result, n in sorted(_submissions(metrics).items())),
     )  # fmt: skip
     lines += _family(
         "yunikorn_scheduler_application_total", "gauge",
@@ -200,6 +200,11 @@ def pykorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
         (("", {"kind": kind}, n) for kind, n in sorted(gauges.preempted.items())),
     )  # fmt: skip
     return lines
+
+
+def _submissions(metrics: SchedulerMetrics) -> dict[str, int]:
+    """YuniKorn's submission results: new and rejected as placed or refused, accepted as entered."""
+    return {**metrics.app_submissions, "accepted": metrics.apps_entered["accepted"]}
 
 
 def format_metric_name(name: str) -> str:

@@ -51,6 +51,8 @@ class Gauges:
 
 def gauges(context: ClusterContext) -> Gauges:
     found = Gauges(events_made=context.events.highest_id + 1)
+    for ended in _ENDED:  # those that only rise: every application that ever entered the state
+        found.apps[ended] = context.metrics.apps_entered.get(ended, 0)
     for part in context.partitions.values():
         totals = part.usage_totals
         found.queue_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_queue.items())]
@@ -64,8 +66,6 @@ def gauges(context: ClusterContext) -> Gauges:
                 waits[_WAITING.get(ask.waiting, "untried")] += 1
         for waiting, n in waits.items():
             found.pending_asks[(part.rm_id, part.name, waiting)] = n
-        for ended, n in part.lifecycle.ended.items():  # those that only rise
-            found.apps[ended.value.lower()] += n
         for node in part.nodes.values():
             if node.schedulable:
                 found.nodes_schedulable += 1

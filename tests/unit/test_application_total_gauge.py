@@ -9,7 +9,7 @@ from core.scheduler.results import Termination
 from core.server.prometheus import render
 from core.views.metrics_view import gauges
 from tests.unit.domain_helpers import Cluster
-from tests.unit.event_facts import CONFIG, app, cluster, release, reload, running
+from tests.unit.event_facts import CONFIG, MEM, NO_DEFAULT, NODE, app, cluster, release, reload, running
 
 
 def test_a_completed_application_stays_counted_after_it_expires() -> None:
@@ -65,3 +65,28 @@ def test_a_refused_application_counts_as_rejected_on_the_queue_it_asked_for() ->
     reload(c, CONFIG.replace('        submitacl: "*"\n', '        submitacl: "nobody"\n'))
     c.app("late", "root.small", user="u")  # the ACL refuses it now
     assert _queue_apps(c, "root.small")["rejected"] == 1
+
+
+def _submissions(c: Cluster) -> dict[str, int]:
+    lines = render(gauges(c.ctx), c.ctx.metrics).splitlines()
+    prefix = "yunikorn_scheduler_application_submission_total{result="
+    return {
+        line[len(prefix) + 1 : line.index('"}')]: int(line.split()[-1])
+        for line in lines
+        if line.startswith(prefix)
+    }
+
+
+def test_submissions_count_as_yunikorns() -> None:
+    """application.go SetQueue counts "new" (so a refused application is only "rejected");
+    application_state.go enter_Accepted counts "accepted"."""
+    c = cluster()
+    reload(c, NO_DEFAULT)
+    app(c, "refused", "root.nowhere")
+    assert _submissions(c) == {"accepted": 0, "new": 0, "rejected": 1}
+    c.node("n1", NODE)
+    app(c, "placed", "root.other")
+    assert _submissions(c) == {"accepted": 0, "new": 1, "rejected": 1}
+    c.ask("placed", "t0", MEM)  # its first ask: Accepted
+    c.schedule()
+    assert _submissions(c) == {"accepted": 1, "new": 1, "rejected": 1}
