@@ -234,6 +234,7 @@ class Decisions:
         if pod is None or uid in state.bound_by_us or node_of(pod):
             return  # a confirmation of a pod already running there: never bind twice
         if shim.volume_binder.volumes.delayed_claims(pod) and not await self._bind_volumes(alloc, pod):
+            self.bindings["failed"] += 1  # its volumes could not be bound: the pod was not
             return
         state.bound_by_us.add(uid)  # before the API answers: its echo must not look like a stranger's
         try:

@@ -36,7 +36,9 @@ _PROCESS = CollectorRegistry(auto_describe=False)
 for _collector in (ProcessCollector, PlatformCollector, GCCollector):
     _collector(registry=_PROCESS)
 REQUESTS_HELP = "Requests sent to the API server."
-ERRORS_HELP = "Answers of the API server that were errors (4xx, 5xx), by status code."
+ERRORS_HELP = (
+    "Requests to the API server that failed: by the error answer's status code, or network (no answer)."
+)
 LEADER_HELP = "1 while this shim schedules (it leads, or runs without leader election), 0 in standby."
 FORBIDDEN_HELP = "Requests the API server answered 403 (the role does not grant them), by resource and verb."
 REPAIR_KINDS = (

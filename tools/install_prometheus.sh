@@ -10,3 +10,7 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
 echo "installing Debian's prometheus package (for the dashboard test)"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+# The package enables and starts its service where systemd runs: not wanted here (the test runs its own).
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from core.events import RawEvent
 from core.objects import partition_events
+from core.objects.app_counts import AppCounts
 from core.objects.application import TRANSITIONS, AppEvent, Application, AppState
 
 COMPLETING_TIMEOUT = 30.0  # Completing -> Completed, as YuniKorn
@@ -37,7 +38,7 @@ _COUNTED = frozenset({AppState.ACCEPTED, AppState.COMPLETED, AppState.FAILED})
 
 class AppLifecycle:
     def __init__(
-        self, rm_id: str, record: Callable[[RawEvent], None], entered: dict[str, int] | None = None
+        self, rm_id: str, record: Callable[[RawEvent], None], counts: AppCounts | None = None
     ) -> None:
         self._rm_id = rm_id
         self._record = record
@@ -48,10 +49,9 @@ class AppLifecycle:
         self.terminated_timeout = TERMINATED_TIMEOUT
         # Those Completing now, by ID: what the timeout looks at on every tick (not every application).
         self.completing: dict[str, Application] = {}
-        # How many applications entered Accepted, Completed and Failed, by lower-case state: counts that
-        # only rise (YuniKorn's submission_total{accepted} and application_total{completed,failed}),
-        # kept by the cluster's metrics so that they outlive a partition (`entered`).
-        self.entered = entered if entered is not None else {}
+        # The states applications entered, counted as YuniKorn's metrics count them: the cluster's
+        # (core.objects.app_counts), so that they outlive this partition.
+        self.counts = counts if counts is not None else AppCounts()
 
     def transition(self, app: Application, event: AppEvent, now: float, message: str = "") -> None:
         """Apply `event` when the application's state allows it; otherwise nothing happens."""
@@ -61,10 +61,7 @@ class AppLifecycle:
         after = app.handle(event, now)
         if after is None:
             return
-        name = _STATE_NAME[after]
-        app.queue.app_states_seen.add(name)
-        if after in _COUNTED:
-            self.entered[name] = self.entered.get(name, 0) + 1
+        self.counts.entered_state(app.queue.full_name, _STATE_NAME[after], after in _COUNTED)
         # maxapplications counts running applications, on the leaf and every ancestor.
         if after is AppState.RUNNING:
             app.queue.count_running(+1)  # `before` differs: handle answers None for no change
@@ -74,9 +71,6 @@ class AppLifecycle:
             self.completing[app.app_id] = app
         elif before is AppState.COMPLETING:
             self.completing.pop(app.app_id, None)
-        if after is AppState.COMPLETED or after is AppState.FAILED:
-            ended = app.queue.apps_ended
-            ended[name] = ended.get(name, 0) + 1
         self.changes.append(AppStateChange(app.app_id, after, now, message or _EVENT_TEXT[event]))
         self._record(partition_events.app_state_changed(self._rm_id, app.app_id, before, after, message, now))
 

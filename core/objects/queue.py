@@ -58,6 +58,7 @@ class Queue:
         self.submit_acl: ACL = NOBODY
         self.admin_acl: ACL = NOBODY
         self.child_template: ChildTemplate | None = None
+        self.templated = False  # a dynamic queue made from a parent's child template
         self.children: dict[str, Queue] = {}
         self.applications: dict[str, Application] = {}
         # Those of them with pending asks (Application keeps it): what a scheduling cycle sorts, so its
@@ -72,14 +73,10 @@ class Queue:
         # theirs, so another ask must fit both now and once they are all placed (see committed).
         self.held = Resource()
         self.running_apps = 0  # applications counted against maxapplications, this queue and below
-        # For the metrics (YuniKorn's per-queue counters): allocations made and released on this leaf,
-        # and applications that ended here, by state.
+        # For the metrics (YuniKorn's per-queue counters): allocations made and released on this leaf
+        # (the applications' states it saw are the cluster's: core.objects.app_counts).
         self.containers_allocated = 0
         self.containers_released = 0
-        self.apps_ended: dict[str, int] = {}
-        # Every application state entered here (lower-case): YuniKorn's per-queue application gauge has
-        # a series for each once touched, kept at 0 when no application is left in it.
-        self.app_states_seen: set[str] = set()
         # Quota enforcement (core.scheduler.preemption.quota): when the timer started, the victims of a run in
         # progress, and the last run's outcome (for the REST API).
         self.quota_timer: float | None = None

@@ -196,6 +196,7 @@ def _acl(text: str | None) -> ACL:
 
 
 def _apply_template(queue: Queue, template: ChildTemplate) -> None:
+    queue.templated = True
     queue.max_applications = template.max_applications
     queue.own_properties = dict(template.properties)
     queue.guaranteed = _limit(template.guaranteed)

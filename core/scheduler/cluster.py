@@ -267,9 +267,7 @@ class ClusterContext:
         # partitions are built: a configuration they cannot be built from leaves the RM as it was.
         now, parts = self.clock(), cmd.config.partitions
         built = {
-            (k := PartitionKey(cmd.rm_id, p.name)): Partition(
-                k, p, now, self.clock, self.metrics.apps_entered
-            )
+            (k := PartitionKey(cmd.rm_id, p.name)): Partition(k, p, now, self.clock, self.metrics.app_counts)
             for p in parts
         }
         dropped = self._drop_rm_state(cmd.rm_id)
@@ -301,7 +299,7 @@ class ClusterContext:
         # What can fail is built first (new partitions, each existing one's rules), then it is applied.
         now, wanted = self.clock(), {PartitionKey(cmd.rm_id, p.name): p for p in cmd.config.partitions}
         built = {
-            k: Partition(k, p, now, self.clock, self.metrics.apps_entered)
+            k: Partition(k, p, now, self.clock, self.metrics.app_counts)
             for k, p in wanted.items()
             if k not in self.partitions
         }
@@ -399,8 +397,7 @@ class ClusterContext:
                 part.record_rejection(refused, keep=not duplicate)
                 asked = part.find_queue(add.queue) if add.queue and not duplicate else None
                 if asked is not None:  # refused by the queue it asked for (its ACL, its state)
-                    asked.apps_ended["rejected"] = asked.apps_ended.get("rejected", 0) + 1
-                    asked.app_states_seen.add("rejected")
+                    self.metrics.app_counts.rejected(asked.full_name)
             submissions["rejected"] += 1
             return
         # As YuniKorn's: "new" when the application gets its queue (SetQueue), so a refused one is

@@ -9,6 +9,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
+from core.objects.app_counts import AppCounts
+
 # Seconds: from a tenth of a millisecond to ten seconds, as the scheduling cycle ranges.
 LATENCY_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 # YuniKorn's latency histograms: ExponentialBuckets(0.0001, 10, 8). Their names say milliseconds but
@@ -52,10 +54,9 @@ class SchedulerMetrics:
 
         # YuniKorn's scheduler metrics (pkg/metrics): what the scheduling loop measured, in seconds.
         self.timings = SchedulingTimings()
-        self.app_submissions: dict[str, int] = {"new": 0, "rejected": 0}  # "accepted": apps_entered's
-        # Applications that entered Accepted, Completed or Failed, by lower-case state, in every
-        # partition ever (core.objects.app_lifecycle): counts that never fall.
-        self.apps_entered: dict[str, int] = {"accepted": 0, "completed": 0, "failed": 0}
+        self.app_submissions: dict[str, int] = {"new": 0, "rejected": 0}  # "accepted": app_counts'
+        # The states applications entered, cluster-wide and per queue path: counts that never fall.
+        self.app_counts = AppCounts()
         self.nodes_decommissioned = 0
         self.nodes_failed = 0  # nodes an RM sent that could not be added (YuniKorn's failed nodes)
         # The last periodic health check (core.server.health_loop): how many checks ran, and which of

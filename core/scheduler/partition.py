@@ -17,6 +17,7 @@ from core.constraints.ask import ConstraintError, parse_ask_constraints
 from core.events import ChangeDetail, ChangeType, RawEvent
 from core.objects import app_usage, partition_events, priority, queue_events
 from core.objects.allocation import Allocation
+from core.objects.app_counts import AppCounts
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.app_usage import UsageTotals, instance_type
 from core.objects.application import AppEvent, Application, AppState
@@ -58,7 +59,7 @@ class Partition:
         config: PartitionConfig,
         now: float = 0.0,
         clock: Callable[[], float] | None = None,
-        apps_entered: dict[str, int] | None = None,  # the cluster's counts (AppLifecycle.entered)
+        app_counts: AppCounts | None = None,  # the cluster's (core.objects.app_counts)
     ) -> None:
         self.key = key
         self.rm_id = rm_id = key.rm_id
@@ -96,7 +97,7 @@ class Partition:
         self.victims = PartitionVictims(self)  # preemption's victims, until their RM confirms
         self.room_changed()
         self.scheduling_states: list[SchedulingState] = []  # asks' ways of waiting, for the RM
-        self.lifecycle = AppLifecycle(rm_id, self.events.append, apps_entered)
+        self.lifecycle = AppLifecycle(rm_id, self.events.append, app_counts)
         self.quota = QuotaEnforcer(
             rm_id, self.tree, self.preemption, self.victims.mark, self.events.append, self.log
         )
@@ -227,7 +228,7 @@ class Partition:
             app.gang = gang
             self.gangs.apps[app_id] = app
         queue.applications[app_id] = app
-        queue.app_states_seen.add("new")
+        self.lifecycle.counts.entered_state(queue.full_name, "new", counted=False)
         self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
         self.events.append(
             partition_events.queue_app(self.rm_id, queue.full_name, app_id, ChangeType.ADD, now)

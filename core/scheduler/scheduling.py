@@ -254,10 +254,7 @@ def allocate(
                 if ask.required_node:
                     placed = _try_required_node(partition, ask, now)
                 else:
-                    started = perf_counter()
                     placed = _try_nodes(partition, ask, now, cycle, timings)
-                    # As YuniKorn's tryNodes: the whole walk for one ask, placed or not.
-                    timings.try_node_evaluation.observe(perf_counter() - started)
                     # Bigger than every node: no node, reservation or victims can make room for it.
                     beyond_nodes = not placed and not partition.largest_node.holds(ask.resource)
                 if not placed:
@@ -325,13 +322,19 @@ def _try_nodes(
     # Only once something failed this cycle is it worth asking whether this ask is alike.
     alike = cycle.key(partition, ask) if cycle.no_room else None
     if alike is None or alike not in cycle.no_room:
+        # Timed as YuniKorn's tryNodes (evaluation: the walk over the nodes for one ask, placed or not;
+        # not when an ask alike already failed this cycle and nothing is walked) and its tryNode that
+        # produced the allocation (latency: placing the ask on the node the walk found).
+        started = perf_counter()
         node = find_node(partition, ask)
         if node is not None:
-            started = perf_counter()
+            placing = perf_counter()
             partition.allocate(ask, node, now)
-            # As YuniKorn's trynode latency: the try on the node that took the ask (the index found it).
-            timings.try_node.observe(perf_counter() - started)
+            ended = perf_counter()
+            timings.try_node.observe(ended - placing)
+            timings.try_node_evaluation.observe(ended - started)
             return True
+        timings.try_node_evaluation.observe(perf_counter() - started)
         alike = cycle.key(partition, ask)
         if alike is not None:
             cycle.no_room.setdefault(alike, "")  # its tally, once one is made (_note_no_room)

@@ -204,7 +204,7 @@ def pykorn_families(gauges: Gauges, metrics: SchedulerMetrics) -> list[str]:
 
 def _submissions(metrics: SchedulerMetrics) -> dict[str, int]:
     """YuniKorn's submission results: new and rejected as placed or refused, accepted as entered."""
-    return {**metrics.app_submissions, "accepted": metrics.apps_entered["accepted"]}
+    return {**metrics.app_submissions, "accepted": metrics.app_counts.entered["accepted"]}
 
 
 def format_metric_name(name: str) -> str:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from core.objects.app_counts import RISING, AppCounts
 from core.objects.queue import Queue
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.preemption.ledger import PreemptionKind
@@ -36,6 +37,7 @@ class Gauges:
     queue_containers: dict[str, dict[str, int]] = field(default_factory=dict)  # leaf -> allocated/released
     queue_resources: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (queue, state, type)
     queue_apps_ended: dict[tuple[str, str], int] = field(default_factory=dict)  # (queue, terminal state)
+    queue_paths: set[str] = field(default_factory=set)  # the queue paths counted so far
     # Per RM and partition: (rmID, partition, queue, state, resource type, quantity).
     partition_queue_resources: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
     preempted: dict[PreemptionKind, int] = field(default_factory=lambda: dict.fromkeys(PreemptionKind, 0))
@@ -51,8 +53,11 @@ class Gauges:
 
 def gauges(context: ClusterContext) -> Gauges:
     found = Gauges(events_made=context.events.highest_id + 1)
+    counts = context.metrics.app_counts
     for ended in _ENDED:  # those that only rise: every application that ever entered the state
-        found.apps[ended] = context.metrics.apps_entered.get(ended, 0)
+        found.apps[ended] = counts.entered.get(ended, 0)
+    counts.forget_queues({queue.full_name for part in context.partitions.values() for queue in part.tree})
+    found.queue_apps_ended = dict(counts.queue_totals)
     for part in context.partitions.values():
         totals = part.usage_totals
         found.queue_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_queue.items())]
@@ -76,24 +81,27 @@ def gauges(context: ClusterContext) -> Gauges:
                 tenth = min(USAGE_BUCKETS - 1, max(0, math.ceil(share * USAGE_BUCKETS) - 1))
                 found.node_usage.setdefault(resource, [0] * USAGE_BUCKETS)[tenth] += 1
         for queue in part.tree:
-            _count_queue(found, part.rm_id, part.name, queue)
+            _count_queue(found, part.rm_id, part.name, queue, counts)
         for kind, n in part.preemption.counts.items():
             found.preempted[kind] += n
     return found
 
 
-def _count_queue(found: Gauges, rm_id: str, partition: str, queue: Queue) -> None:
+def _count_queue(found: Gauges, rm_id: str, partition: str, queue: Queue, app_counts: AppCounts) -> None:
     name = queue.full_name
     # As YuniKorn's yunikorn_queue_app: the applications in each state now, but rejected, completed and
     # failed as counts that only rise; a state once entered here keeps its series, at 0 when empty.
-    counts = dict.fromkeys(queue.app_states_seen, 0)
+    # (The rising counts are per path, for every RM: taken once, by the first RM's partition.)
+    first = name not in found.queue_paths
+    found.queue_paths.add(name)
+    states = app_counts.queue_states.get(name, {}) if first else {}
+    for state, n in states.items():
+        if state != "expired":  # not a state YuniKorn's gauge has: an expired application is just gone
+            found.queue_apps[(name, state)] = found.queue_apps.get((name, state), 0) + n
     for app in queue.applications.values():
         state = app.state.value.lower()
-        counts[state] = counts.get(state, 0) + 1
-    counts.update(queue.apps_ended)
-    counts.pop("expired", None)  # not a state YuniKorn's gauge has: an expired application is just gone
-    for state, n in counts.items():
-        found.queue_apps[(name, state)] = found.queue_apps.get((name, state), 0) + n
+        if state not in RISING:
+            found.queue_apps[(name, state)] = found.queue_apps.get((name, state), 0) + 1
     if queue.is_leaf:
         counts = found.queue_containers.setdefault(name, {"allocated": 0, "released": 0})
         counts["allocated"] += queue.containers_allocated
@@ -102,8 +110,6 @@ def _count_queue(found: Gauges, rm_id: str, partition: str, queue: Queue) -> Non
         key3 = (name, state, resource)
         found.queue_resources[key3] = found.queue_resources.get(key3, 0) + quantity
         found.partition_queue_resources.append((rm_id, partition, name, state, resource, quantity))
-    for state, n in queue.apps_ended.items():
-        found.queue_apps_ended[(name, state)] = found.queue_apps_ended.get((name, state), 0) + n
 
 
 def queue_resources(queue: Queue) -> Iterable[tuple[str, str, int]]:
@@ -115,6 +121,7 @@ def queue_resources(queue: Queue) -> Iterable[tuple[str, str, int]]:
     for state in QUEUE_STATES:
         for resource, quantity in sorted((values[state] or {}).items()):
             yield state, resource, quantity
-    # As YuniKorn's: on every configured queue (0: unlimited), on a dynamic one only once it has a limit.
-    if queue.managed or queue.max_applications:
+    # As YuniKorn's: on every configured queue and every queue made from a child template (0:
+    # unlimited), on another dynamic one only once it has a limit.
+    if queue.managed or queue.templated or queue.max_applications:
         yield "maxRunningApps", "apps", queue.max_applications

@@ -113,7 +113,8 @@ class KubeHTTP:
         # Requests the API server forbade, by (resource, verb): a role that lacks a rule is a cause of
         # the installation's, said loudly (a warning and a metric), never a silent stall.
         self.forbidden: dict[tuple[str, str], int] = {}
-        self.errors: dict[int, int] = {}  # answers that were errors, by status code (the metrics)
+        # Requests that failed, for the metrics: by the answer's status code, or "network" (no answer).
+        self.errors: dict[str, int] = {}
         self._forbidden_logged: dict[tuple[str, str], float] = {}
         self.in_flight_peak = 0
         self._busy = 0
@@ -174,10 +175,14 @@ class KubeHTTP:
                 got = await self._pool.request(
                     method, target, self._header_lines(content_type), data, timeout
                 )
+            except (OSError, EOFError, TimeoutError):
+                self.errors["network"] = self.errors.get("network", 0) + 1
+                raise
             finally:
                 self._busy -= 1
         if got.status >= 400:
-            self.errors[got.status] = self.errors.get(got.status, 0) + 1
+            code = str(got.status)
+            self.errors[code] = self.errors.get(code, 0) + 1
             text = got.body.decode("utf-8", "replace")
             error = ApiError(got.status, _reason(text, got.reason), text)
             if got.status == 403:
@@ -242,7 +247,8 @@ class KubeHTTP:
     async def _raise_for_status(self, method: str, path: str, response: aiohttp.ClientResponse) -> None:
         """ApiError, with the API's Status message, for an answer that is an error."""
         if response.status >= 400:
-            self.errors[response.status] = self.errors.get(response.status, 0) + 1
+            code = str(response.status)
+            self.errors[code] = self.errors.get(code, 0) + 1
             text = await response.text()
             error = ApiError(response.status, _reason(text, response.reason or ""), text)
             if response.status == 403:

@@ -1,10 +1,13 @@
-"""yunikorn_scheduler_application_total as yunikorn-core counts it (pkg/metrics, be3bb487): completed
-and failed only rise (enter_Completed / enter_Failed add one; an application expiring later takes
-nothing away); the other states follow the applications in them."""
+"""Metrics as yunikorn-core means them (pkg/metrics and its call sites, be3bb487), read from the scrape:
+application_total's completed and failed only rise (enter_Completed / enter_Failed add one; an
+application expiring later takes nothing away), the other states follow the applications in them;
+yunikorn_queue_app, submissions and maxRunningApps likewise."""
 
 from __future__ import annotations
 
+from core.config import load_config
 from core.objects.app_lifecycle import COMPLETING_TIMEOUT, TERMINATED_TIMEOUT
+from core.scheduler.commands import RegisterRM
 from core.scheduler.results import Termination
 from core.server.prometheus import render
 from core.views.metrics_view import gauges
@@ -90,3 +93,52 @@ def test_submissions_count_as_yunikorns() -> None:
     c.ask("placed", "t0", MEM)  # its first ask: Accepted
     c.schedule()
     assert _submissions(c) == {"accepted": 1, "new": 1, "rejected": 1}
+
+
+def test_counts_that_only_rise_survive_the_rm_registering_again() -> None:
+    """An RM that registers again (a restarted shim) rebuilds its partitions here; YuniKorn keeps its
+    queues then, and its queue counters never fall (yunikorn_queue_app_total is never unregistered)."""
+    c = cluster()
+    running(c, "app", "t0")
+    release(c, "app", "t0", Termination.STOPPED_BY_RM)
+    c.clock.advance(COMPLETING_TIMEOUT + 1)
+    c.ctx.tick()
+    completed = 'yunikorn_queue_app{queue="root.default",state="completed"} 1'
+    total = 'yunikorn_queue_app_total{queue="root.default",state="completed"} 1'
+    assert {completed, total} <= set(render(gauges(c.ctx), c.ctx.metrics).splitlines())
+    c.ctx.apply(RegisterRM(c.rm_id, load_config(CONFIG).config))
+    scrape = set(render(gauges(c.ctx), c.ctx.metrics).splitlines())
+    assert {completed, total, 'yunikorn_scheduler_application_total{state="completed"} 1'} <= scrape
+
+
+TEMPLATED = """
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+        create: true
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: teams
+            parent: true
+            childtemplate:
+              resources: {max: {memory: 8}}
+          - name: open
+            parent: true
+"""
+
+
+def test_max_running_apps_is_on_queues_made_from_a_template_but_not_on_other_dynamic_ones() -> None:
+    """queue.go applyTemplate sets maxRunningApps (0 when the template has none) on a queue it makes;
+    a dynamic queue without a template gets the series only once it has a limit."""
+    c = Cluster(TEMPLATED)
+    c.app("a", "root.teams.red", user="u")
+    c.app("b", "root.open.blue", user="u")
+    scrape = render(gauges(c.ctx), c.ctx.metrics)
+    assert (
+        'yunikorn_queue_resource{queue="root.teams.red",state="maxRunningApps",resource="apps"} 0' in scrape
+    )
+    assert 'queue="root.open.blue",state="maxRunningApps"' not in scrape
+    assert 'yunikorn_queue_resource{queue="root.open",state="maxRunningApps",resource="apps"} 0' in scrape
