@@ -37,6 +37,18 @@ def rest_url(core_process: CoreProcess) -> str:
 
 
 @pytest.fixture
+async def own_core() -> AsyncIterator[CoreProcess]:
+    """A core of the test's own, for what the shared one cannot show (its metrics from a clean start,
+    its settings, a core idle of other tests' work)."""
+    process = CoreProcess()
+    await process.start()
+    try:
+        yield process
+    finally:
+        await process.stop()
+
+
+@pytest.fixture
 def rm_id(request: pytest.FixtureRequest) -> str:
     return "rm-" + request.node.name.replace("[", "-").replace("]", "")
 

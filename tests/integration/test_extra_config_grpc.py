@@ -5,7 +5,6 @@ every key the core cannot use is named in the answer to UpdateConfiguration and 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import aiohttp
 import grpc
@@ -19,13 +18,8 @@ NODE = {"memory": 10_000, "vcore": 10_000}
 
 
 @pytest.fixture
-async def core() -> AsyncIterator[CoreProcess]:
-    process = CoreProcess()
-    await process.start()
-    try:
-        yield process
-    finally:
-        await process.stop()
+async def core(own_core: CoreProcess) -> CoreProcess:
+    return own_core
 
 
 async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, dict[str, object]]:

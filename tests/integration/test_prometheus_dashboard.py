@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pytest
 from rmclient.core_process import CoreProcess
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.manifests import SCHEDULER_SA, find, render
+from tests.integration.test_k8s_api import _until
 from tests.integration.test_k8s_shim import node, pod
 
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "pykorn-dashboard.json"
@@ -123,19 +124,8 @@ class Prometheus:
 
 
 @pytest.fixture
-async def core() -> AsyncIterator[CoreProcess]:
-    process = CoreProcess()
-    await process.start()
-    try:
-        yield process
-    finally:
-        await process.stop()
-
-
-async def _until(check: Any, what: str, timeout: float = 60) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # noqa: ASYNC110 - the emulation's state, changed by another process
-            await asyncio.sleep(0.1)
+async def core(own_core: CoreProcess) -> CoreProcess:
+    return own_core
 
 
 # Two queues: `low` fills the cluster, `high` (below its guarantee) preempts it.
@@ -230,11 +220,11 @@ async def _workload(api: FakeKubeAPI) -> None:
         await api.put("pods", pod(f"fill-{i}", memory="1Gi", namespace="low"))
     # All but web-2, whose binding failed (asked again by the reconciliation, later): 15 of 16 GiB.
     wanted = {f"web-{i}" for i in (0, 1, 3, 4, 5)} | {f"fill-{i}" for i in range(10)}
-    await _until(lambda: wanted <= {name for name, _ in api.bindings}, "low filling the nodes")
+    await _until(lambda: wanted <= {name for name, _ in api.bindings}, "low filling the nodes", 60)
     await api.put("pods", pod("fill-10", memory="1Gi", namespace="low"))  # the last GiB
-    await _until(lambda: "fill-10" in {name for name, _ in api.bindings}, "the last GiB taken")
+    await _until(lambda: "fill-10" in {name for name, _ in api.bindings}, "the last GiB taken", 60)
     await api.put("pods", pod("urgent", memory="2Gi", namespace="high"))
-    await _until(lambda: "urgent" in {name for name, _ in api.bindings}, "urgent bound after preemption")
+    await _until(lambda: "urgent" in {name for name, _ in api.bindings}, "urgent bound after preemption", 60)
     assert api.evictions, "no pod of low was preempted for urgent"
     for gone in ("web-1", "fill-0", "fill-1", "fill-2"):
         if api.get("pods", gone) is not None:
