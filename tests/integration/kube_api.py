@@ -184,8 +184,9 @@ class FakeKubeAPI:
         """Store `obj`, which is the emulation's own from now on (stored objects are never changed in
         place: a change stores a new object)."""
         key = self._key(obj)
-        self.raw.pop((kind, key), None)  # stored anew: served as stored
-        self._record(kind, "MODIFIED" if key in self.objects[kind] else "ADDED", obj)
+        if self.raw:
+            self.raw.pop((kind, key), None)  # stored anew: served as stored
+        self._record(kind, "MODIFIED" if key in self.objects[kind] else "ADDED", obj, key=key)
 
     def put_locked(self, kind: str, obj: Obj) -> None:
         """Store a changed object while holding `changed`: for the emulation's own controllers
@@ -235,14 +236,14 @@ class FakeKubeAPI:
     def _key(obj: Obj) -> str:
         return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
-    def _record(self, kind: str, event: str, obj: Obj, store: bool = True) -> None:
+    def _record(self, kind: str, event: str, obj: Obj, store: bool = True, key: str = "") -> None:
         """Under `changed`: each change is atomic, as on a real API server (a read, the change and
         its write never interleave with another request's)."""
         self.rv = rv = self.rv + 1
         meta = {**obj["metadata"], "resourceVersion": str(rv)}
         obj = {**obj, "metadata": meta}
         if store:
-            key = self._key(obj)
+            key = key or self._key(obj)
             self.objects[kind][key] = obj
             self.by_name[kind][meta["name"]] = key
         self.history[kind].append((rv, event, obj))
@@ -682,7 +683,18 @@ class FakeKubeAPI:
         volumeClaimTemplates are)."""
         spec = await request.json()
         count, prefix, rate = int(spec["count"]), spec.get("prefix", "pod"), float(spec.get("rate") or 0)
+        namespace, apps, claims = (
+            spec.get("namespace", "bench"),
+            int(spec.get("apps", 10)),
+            spec.get("storageClass"),
+        )
+        # Parts every pod of the batch has alike, shared: stored objects are never changed in place (a
+        # change stores a new object), so sharing them is as safe as copying them, and cheaper.
+        containers = [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]
+        labels = [{"applicationId": f"{prefix}-app-{a}"} for a in range(apps)]
+        scheduler = spec.get("scheduler", "yunikorn")
         start = time.monotonic()
+        made = self.counts.setdefault(prefix, [0, 0])
         for i in range(count):
             if rate:
                 due = start + i / rate
@@ -690,16 +702,14 @@ class FakeKubeAPI:
                     await asyncio.sleep(due - time.monotonic())
             name = f"{prefix}-{i}"
             pod = {
-                "metadata": {"name": name, "namespace": spec.get("namespace", "bench"), "uid": f"uid-{name}",
-                             "labels": {"applicationId": f"{prefix}-app-{i % int(spec.get('apps', 10))}"},
-                             "creationTimestamp": "2026-11-23T10:00:00Z"},
-                "spec": {"schedulerName": spec.get("scheduler", "yunikorn"), "nodeName": "", "containers": [
-                    {"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]},
+                "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                             "labels": labels[i % apps], "creationTimestamp": "2026-11-23T10:00:00Z"},
+                "spec": {"schedulerName": scheduler, "nodeName": "", "containers": containers},
                 "status": {"phase": "Pending"},
             }  # fmt: skip
             async with self.changed:
-                if spec.get("storageClass"):
-                    self._put("persistentvolumeclaims", _bench_claim(pod, spec["storageClass"]))
+                if claims:
+                    self._put("persistentvolumeclaims", _bench_claim(pod, claims))
                     pod["spec"]["volumes"] = [
                         {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{name}"}}
                     ]
@@ -707,7 +717,7 @@ class FakeKubeAPI:
                 self.made_at[name] = time.monotonic()
                 if name not in self.made_of:
                     self.made_of[name] = prefix
-                    self.counts.setdefault(prefix, [0, 0])[0] += 1
+                    made[0] += 1
         return _json_response({"made": count})
 
     async def _times(self, request: Request) -> Response:
