@@ -13,7 +13,7 @@ from typing import TypeVar
 import structlog
 
 from core.config.input_limits import DEFAULT_LIMITS
-from core.config.schema import SchedulerConfig
+from core.config.schema import PartitionConfig, SchedulerConfig
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
 from core.events import EventLog
 from core.log_digest import RejectionDigest, WarningLimiter
@@ -242,6 +242,9 @@ class ClusterContext:
         return rm_id in self.configs
 
     # RMs and configuration ----------------------------------------------------------------------
+    def _new_partition(self, key: PartitionKey, config: PartitionConfig, now: float) -> Partition:
+        return Partition(key, config, now, self.clock, self.metrics.app_counts)  # the counts outlive it
+
     def _drop_rm_state(self, rm_id: str) -> bool:
         """Forget the RM's partitions and results; True when it had any."""
         keys = [k for k in self.partitions if k.rm_id == rm_id]
@@ -266,10 +269,7 @@ class ClusterContext:
         # Registering again starts the RM from scratch (it re-sends its state), but only once the new
         # partitions are built: a configuration they cannot be built from leaves the RM as it was.
         now, parts = self.clock(), cmd.config.partitions
-        built = {
-            (k := PartitionKey(cmd.rm_id, p.name)): Partition(k, p, now, self.clock, self.metrics.app_counts)
-            for p in parts
-        }
+        built = {(k := PartitionKey(cmd.rm_id, p.name)): self._new_partition(k, p, now) for p in parts}
         dropped = self._drop_rm_state(cmd.rm_id)
         self.configs[cmd.rm_id] = cmd.config
         self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
@@ -298,11 +298,7 @@ class ClusterContext:
             return
         # What can fail is built first (new partitions, each existing one's rules), then it is applied.
         now, wanted = self.clock(), {PartitionKey(cmd.rm_id, p.name): p for p in cmd.config.partitions}
-        built = {
-            k: Partition(k, p, now, self.clock, self.metrics.app_counts)
-            for k, p in wanted.items()
-            if k not in self.partitions
-        }
+        built = {k: self._new_partition(k, p, now) for k, p in wanted.items() if k not in self.partitions}
         rules = {k: PlacementManager(p.placement_rules) for k, p in wanted.items() if k in self.partitions}
         for key, manager in rules.items():
             self.partitions[key].apply_config(wanted[key], now, manager)
@@ -401,7 +397,7 @@ class ClusterContext:
             submissions["rejected"] += 1
             return
         # As YuniKorn's: "new" when the application gets its queue (SetQueue), so a refused one is
-        # counted rejected only ("accepted" when it enters Accepted: AppLifecycle.entered).
+        # counted rejected only ("accepted" when it enters Accepted: core.objects.app_counts).
         submissions["new"] += 1
         out.accepted_apps.append(add.app_id)
         for alloc in self.early.take(part.key, add.app_id):  # they came first: added now, in order
