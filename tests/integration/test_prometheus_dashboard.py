@@ -232,13 +232,13 @@ async def _workload(api: FakeKubeAPI) -> None:
 
 
 async def _trickle(api: FakeKubeAPI) -> None:
-    """A small pod every half second, the one before deleted: allocations (and their timings) go on."""
+    """A small pod every 0.3 s, the one before deleted: allocations (and their timings) go on."""
     for i in range(1_000):
         await api.put("pods", pod(f"trickle-{i}", memory="100Mi", namespace="low"))
         before = api.get("pods", f"trickle-{i - 1}")
         if before is not None:
             await api.delete("pods", before)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.3)  # the workload's pace, not a wait for something
 
 
 async def _until_query(
@@ -247,7 +247,7 @@ async def _until_query(
     """Until `expr` answers at least `series` series, none NaN."""
     async with asyncio.timeout(60):
         while len(_values(await prometheus.query(session, expr))) < series:  # noqa: ASYNC110
-            await asyncio.sleep(0.5)  # another process's state, read over HTTP
+            await asyncio.sleep(0.2)  # another process's state, read over HTTP
 
 
 def _values(result: list[dict[str, Any]]) -> list[float]:
@@ -276,7 +276,7 @@ async def _answered(prometheus: Prometheus, session: aiohttp.ClientSession) -> l
         for title, expr in list(pending):
             if _values(await prometheus.query(session, expr)):
                 del pending[(title, expr)]
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.2)  # the next scrapes (every second)
     return [f"{title}: {expr}" for title, expr in pending]
 
 
