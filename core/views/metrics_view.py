@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from core.objects.app_counts import RISING, AppCounts
+from core.objects.app_counts import RISING
 from core.objects.queue import Queue
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.preemption.ledger import PreemptionKind
@@ -37,7 +37,6 @@ class Gauges:
     queue_containers: dict[str, dict[str, int]] = field(default_factory=dict)  # leaf -> allocated/released
     queue_resources: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (queue, state, type)
     queue_apps_ended: dict[tuple[str, str], int] = field(default_factory=dict)  # (queue, terminal state)
-    queue_paths: set[str] = field(default_factory=set)  # the queue paths counted so far
     # Per RM and partition: (rmID, partition, queue, state, resource type, quantity).
     partition_queue_resources: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
     preempted: dict[PreemptionKind, int] = field(default_factory=lambda: dict.fromkeys(PreemptionKind, 0))
@@ -58,6 +57,12 @@ def gauges(context: ClusterContext) -> Gauges:
         found.apps[ended] = counts.entered.get(ended, 0)
     counts.forget_queues({queue.full_name for part in context.partitions.values() for queue in part.tree})
     found.queue_apps_ended = dict(counts.queue_totals)
+    # yunikorn_queue_app: the states entered in each live queue path (kept at 0) and the counts that
+    # only rise, per path for every RM; the applications in each state now are added per queue below.
+    found.queue_apps = {
+        (name, state): n for name, states in counts.queue_states.items() for state, n in states.items()
+        if state != "expired"  # not a state YuniKorn's gauge has: an expired application is just gone
+    }  # fmt: skip
     for part in context.partitions.values():
         totals = part.usage_totals
         found.queue_usage += [(part.rm_id, part.name, *key, n) for key, n in sorted(totals.by_queue.items())]
@@ -81,24 +86,15 @@ def gauges(context: ClusterContext) -> Gauges:
                 tenth = min(USAGE_BUCKETS - 1, max(0, math.ceil(share * USAGE_BUCKETS) - 1))
                 found.node_usage.setdefault(resource, [0] * USAGE_BUCKETS)[tenth] += 1
         for queue in part.tree:
-            _count_queue(found, part.rm_id, part.name, queue, counts)
+            _count_queue(found, part.rm_id, part.name, queue)
         for kind, n in part.preemption.counts.items():
             found.preempted[kind] += n
     return found
 
 
-def _count_queue(found: Gauges, rm_id: str, partition: str, queue: Queue, app_counts: AppCounts) -> None:
+def _count_queue(found: Gauges, rm_id: str, partition: str, queue: Queue) -> None:
     name = queue.full_name
-    # As YuniKorn's yunikorn_queue_app: the applications in each state now, but rejected, completed and
-    # failed as counts that only rise; a state once entered here keeps its series, at 0 when empty.
-    # (The rising counts are per path, for every RM: taken once, by the first RM's partition.)
-    first = name not in found.queue_paths
-    found.queue_paths.add(name)
-    states = app_counts.queue_states.get(name, {}) if first else {}
-    for state, n in states.items():
-        if state != "expired":  # not a state YuniKorn's gauge has: an expired application is just gone
-            found.queue_apps[(name, state)] = found.queue_apps.get((name, state), 0) + n
-    for app in queue.applications.values():
+    for app in queue.applications.values():  # the rising states are the cluster's counts (gauges)
         state = app.state.value.lower()
         if state not in RISING:
             found.queue_apps[(name, state)] = found.queue_apps.get((name, state), 0) + 1

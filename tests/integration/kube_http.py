@@ -88,10 +88,7 @@ class Response:
 
     def encode(self) -> bytes:
         """The response as sent (a constant answer may keep this and send it again: `Encoded`)."""
-        lines = [f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Unknown')}"]
-        lines += [f"{name}: {value}" for name, value in self.headers.items()]
-        lines.append(f"Content-Length: {len(self.body)}\r\n\r\n")
-        return "\r\n".join(lines).encode("latin-1") + self.body
+        return _head(self.status, self.headers, f"Content-Length: {len(self.body)}") + self.body
 
 
 class Encoded(Response):
@@ -107,13 +104,12 @@ class Encoded(Response):
         return self._encoded
 
 
-def json_response(
-    data: object,
-    status: int = 200,
-    headers: dict[str, str] | None = None,
-    dumps: Callable[[object], str] = json.dumps,
-) -> Response:
-    return Response(dumps(data).encode(), status, headers=headers)
+def _head(status: int, headers: dict[str, str], framing: str) -> bytes:
+    """A response's status line and headers, ending with how its body is framed."""
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines.append(f"{framing}\r\n\r\n")
+    return "\r\n".join(lines).encode("latin-1")
 
 
 class StreamResponse:
@@ -128,10 +124,7 @@ class StreamResponse:
         connection = request.connection
         assert connection is not None, "a request being served"
         self._connection = connection
-        lines = [f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Unknown')}"]
-        lines += [f"{name}: {value}" for name, value in self.headers.items()]
-        lines.append("Transfer-Encoding: chunked\r\n\r\n")
-        await connection.send("\r\n".join(lines).encode("latin-1"))
+        await connection.send(_head(self.status, self.headers, "Transfer-Encoding: chunked"))
 
     async def write(self, data: bytes) -> None:
         assert self._connection is not None, "prepare() first"
@@ -151,7 +144,7 @@ Middleware = Callable[[Request, Handler], Awaitable[Response | StreamResponse]]
 def _status(code: int, reason: str, message: str) -> Response:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "details": {}, "code": code}  # fmt: skip
-    return json_response(body, status=code)
+    return Response(json.dumps(body).encode(), code)
 
 
 class Router:
