@@ -1,10 +1,11 @@
-"""The si message of every pending ask an RM sent, kept until the core answers it.
+"""The si message of every pending ask an RM sent, kept (serialized) until the core answers it.
 
 The allocation sent back is the RM's own ask message with its nodeID set, which costs far less than
-building a new one. An ask is held from the moment it arrives until the core allocates or rejects it
-or the RM withdraws it, so an application's entry is its pending asks, and that count is what the
-limit max_pending_asks_per_application bounds. A second ask with a key still held is refused here: the
-core's answer to either would take the held message with it, and the count would go wrong.
+building a new one (core.rm.wire_frames). An ask is held from the moment it arrives until the core
+allocates or rejects it or the RM withdraws it, so an application's entry is its pending asks, and
+that count is what the limit max_pending_asks_per_application bounds. A second ask with a key still
+held is refused here: the core's answer to either would take the held message with it, and the count
+would go wrong.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from si.v1 import si_pb2
 
 class AskCache:
     def __init__(self) -> None:
-        self._by_app: dict[str, dict[str, si_pb2.Allocation]] = {}
+        self._by_app: dict[str, dict[str, bytes]] = {}
 
     def hold(self, ask: si_pb2.Allocation, most_per_app: int) -> None:
-        """Keep a copy of a new ask; BadItem when its key is held already or the application is at
+        """Keep a new ask's bytes; BadItem when its key is held already or the application is at
         its limit of pending asks."""
         app_id, key = ask.applicationID, ask.allocationKey
         self.refuse_held(app_id, key)
@@ -31,10 +32,9 @@ class AskCache:
             )
         if held is None:
             held = self._by_app[app_id] = {}
-        # A copy: under upb a sub-message kept from a message keeps the whole message's memory alive.
-        kept = si_pb2.Allocation()
-        kept.CopyFrom(ask)
-        held[key] = kept
+        # Its bytes: what goes back, and under upb a sub-message kept from a message would keep the
+        # whole message's memory alive.
+        held[key] = ask.SerializeToString()
 
     def refuse_held(self, app_id: str, key: str) -> None:
         """BadItem when an ask with this key is held: another ask, or an allocation the RM reports as
@@ -46,8 +46,9 @@ class AskCache:
                 " as a pending ask (or one the core has not answered yet)"
             )
 
-    def take(self, app_id: str, key: str) -> si_pb2.Allocation | None:
-        """The held message of an ask the core answered (allocated or rejected), no longer held."""
+    def take(self, app_id: str, key: str) -> bytes | None:
+        """The held message (serialized) of an ask the core answered (allocated or rejected), no
+        longer held."""
         held = self._by_app.get(app_id)
         if held is None:
             return None

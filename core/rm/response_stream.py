@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from core.rm.si_outbound import split_response
+from core.rm.wire_frames import FramedResponse
 
 # The largest response sent as one message: gRPC's default receive limit (4 MiB) less room for the
 # framing, so that an RM built with a stock gRPC client reads every answer.
@@ -96,11 +97,12 @@ class ResponseStream:
         if self.closed:
             return
         data = message.SerializeToString()
-        parts = (
-            [data]
-            if len(data) <= MAX_RESPONSE_BYTES
-            else [p.SerializeToString() for p in split_response(message)]
-        )
+        if len(data) <= MAX_RESPONSE_BYTES:
+            parts = [data]
+        elif isinstance(message, FramedResponse):
+            parts = message.split(MAX_RESPONSE_BYTES)
+        else:
+            parts = [p.SerializeToString() for p in split_response(message, MAX_RESPONSE_BYTES)]
         now = self.clock()
         if not self.unread_bytes:
             self._progress = now  # an empty queue is a reader that is keeping up

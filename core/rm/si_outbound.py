@@ -2,7 +2,8 @@
 
 Partitions go out by the name their RM gives them (PartitionKey.name), so each RM sees only its own
 names. An allocation goes back as the RM's own ask message with its nodeID set when that
-message was kept (AskCache), which costs far less than building a new one.
+message was kept (AskCache), which costs far less than building a new one: the allocation response is
+assembled from its items' bytes (core.rm.wire_frames).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from core.objects.allocation import Allocation
 from core.resources import Resource, int64_values
 from core.rm.ask_cache import AskCache
+from core.rm.wire_frames import FramedResponse, framed, tag
 from core.scheduler.results import ResultBatch, Waiting
 from si.v1 import si_pb2
 
@@ -41,15 +43,35 @@ def allocation_to_si(alloc: Allocation) -> si_pb2.Allocation:
     )
 
 
-def allocated_wire(alloc: Allocation, asks: AskCache) -> si_pb2.Allocation:
-    """The ask's own message with its node set; a full translation when it was not kept."""
-    wire = asks.take(alloc.application_id, alloc.key)
-    if wire is None:
-        return allocation_to_si(alloc)
-    wire.nodeID = alloc.node_id
-    if not wire.partitionName:
-        wire.partitionName = alloc.partition.name
-    return wire
+# AllocationResponse's fields, and Allocation's that an answered ask gets, as their wire tags.
+_NEW, _RELEASED, _REJECTED, _STATES = tag(1), tag(2), tag(5), tag(100)
+_NODE_ID, _PARTITION_NAME = tag(8), tag(10)
+
+
+def allocated_wire(alloc: Allocation, asks: AskCache) -> bytes:
+    """The allocation as an item of AllocationResponse.new: the ask's own message with its node and
+    partition set (after its fields: the last value read wins), or a full translation when it was not
+    kept."""
+    held = asks.take(alloc.application_id, alloc.key)
+    if held is None:
+        return framed(_NEW, allocation_to_si(alloc).SerializeToString())
+    return framed(_NEW, held + _placed_fields(alloc.node_id, alloc.partition.name))
+
+
+# The node and partition fields of answered asks, by node and partition: a cluster has a few thousand
+# nodes, and each is encoded once (the map starts again past _PLACED_MOST, nodes come and go).
+_PLACED: dict[tuple[str, str], bytes] = {}
+_PLACED_MOST = 65_536
+
+
+def _placed_fields(node_id: str, partition: str) -> bytes:
+    fields = _PLACED.get((node_id, partition))
+    if fields is None:
+        if len(_PLACED) >= _PLACED_MOST:
+            _PLACED.clear()
+        fields = framed(_NODE_ID, node_id.encode()) + framed(_PARTITION_NAME, partition.encode())
+        _PLACED[node_id, partition] = fields
+    return fields
 
 
 def preview_victim(alloc: Allocation, queue: str) -> si_pb2.PreviewVictim:
@@ -63,35 +85,35 @@ def preview_victim(alloc: Allocation, queue: str) -> si_pb2.PreviewVictim:
     )
 
 
-def allocation_response(batch: ResultBatch, asks: AskCache) -> si_pb2.AllocationResponse:
+def allocation_response(batch: ResultBatch, asks: AskCache) -> FramedResponse:
     for rejected in batch.rejected_allocations:
         asks.forget(rejected.app_id, rejected.key)
-    return si_pb2.AllocationResponse(
-        new=[allocated_wire(a, asks) for a in batch.new_allocations],
-        released=[
-            si_pb2.AllocationRelease(
-                partitionName=r.partition.name,
-                applicationID=r.app_id,
-                allocationKey=r.key,
-                terminationType=r.termination.value,
-                message=r.message,
-            )
-            for r in batch.released
-        ],
-        rejectedAllocations=[
-            si_pb2.RejectedAllocation(allocationKey=r.key, applicationID=r.app_id, reason=r.reason)
-            for r in batch.rejected_allocations
-        ],
-        schedulingStates=[
-            si_pb2.UpdateContainerSchedulingStateRequest(
-                applicationID=s.app_id, allocationKey=s.key, state=_STATES[s.waiting], reason=s.reason
-            )
-            for s in batch.scheduling_states
-        ],
-    )
+    response = FramedResponse()
+    for alloc in batch.new_allocations:
+        response.add(allocated_wire(alloc, asks))
+    for gone in batch.released:
+        release = si_pb2.AllocationRelease(
+            partitionName=gone.partition.name,
+            applicationID=gone.app_id,
+            allocationKey=gone.key,
+            terminationType=gone.termination.value,
+            message=gone.message,
+        )
+        response.add(framed(_RELEASED, release.SerializeToString()))
+    for refused in batch.rejected_allocations:
+        refusal = si_pb2.RejectedAllocation(
+            allocationKey=refused.key, applicationID=refused.app_id, reason=refused.reason
+        )
+        response.add(framed(_REJECTED, refusal.SerializeToString()))
+    for s in batch.scheduling_states:
+        state = si_pb2.UpdateContainerSchedulingStateRequest(
+            applicationID=s.app_id, allocationKey=s.key, state=_WAITING[s.waiting], reason=s.reason
+        )
+        response.add(framed(_STATES, state.SerializeToString()))
+    return response
 
 
-_STATES = {
+_WAITING = {
     Waiting.NO_NODE: si_pb2.UpdateContainerSchedulingStateRequest.FAILED,
     Waiting.HELD: si_pb2.UpdateContainerSchedulingStateRequest.SKIPPED,
 }

@@ -19,9 +19,11 @@ def test_an_answered_ask_comes_back_as_the_message_sent_and_is_no_longer_held() 
     cache = AskCache()
     sent = messages.ask("app-1", "t1", {"memory": 5}, tags={"k": "v"})
     cache.hold(sent, most_per_app=10)
-    sent.allocationTags["k"] = "changed later by the sender"  # the cache holds a copy
+    sent.allocationTags["k"] = "changed later by the sender"  # the cache holds the bytes sent
     taken = cache.take("app-1", "t1")
-    assert taken is not None and taken.allocationKey == "t1" and taken.allocationTags["k"] == "v"
+    assert taken is not None
+    kept = si_pb2.Allocation.FromString(taken)
+    assert kept.allocationKey == "t1" and kept.allocationTags["k"] == "v"
     assert cache.take("app-1", "t1") is None
     assert len(cache) == 0
 
