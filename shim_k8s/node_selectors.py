@@ -8,9 +8,8 @@ StorageClass's `allowedTopologies`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-Obj = Mapping[str, Any]
+from shim_k8s.api.objects import Obj
 
 
 def matches_terms(terms: Sequence[Obj], node: Obj) -> bool:

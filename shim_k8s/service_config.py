@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -36,6 +35,7 @@ from typing import Any
 
 from rmclient.logging_setup import level_number
 from shim_k8s.bad_objects import Refused
+from si.v1.durations import go_duration
 
 CONFIGMAP_NAMES = ("yunikorn-defaults", "yunikorn-configs")  # merged in this order
 LOG_PREFIX = "pykorn."
@@ -267,25 +267,6 @@ def _number(key: str, value: str, name: str, kind: type, values: dict[str, Any],
         warnings.append(f"{key}: {value!r} is out of range; the default is kept")
         return
     values[name] = number
-
-
-_GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def go_duration(text: str) -> float | None:
-    """Seconds from a Go duration as YuniKorn's settings take them ("10m", "1m30s", "500ms"); None for
-    anything else (a bare number included, as Go's time.ParseDuration refuses it, "0" aside)."""
-    if text == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(text):
-        found = _GO_DURATION_PART.match(text, pos)
-        if found is None:
-            return None
-        total += float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
-        pos = found.end()
-    return total if text else None
 
 
 def _duration(key: str, value: str, name: str, values: dict[str, Any], warnings: list[str]) -> None:

@@ -10,13 +10,11 @@ claim's, whatever else is available.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from shim_k8s import quantity
+from shim_k8s.api.objects import Obj
 from shim_k8s.node_selectors import matches_label_selector
-
-Obj = Mapping[str, Any]
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"  # the node a claim is provisioned for
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"  # the PV controller finished binding the claim

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.config.properties import go_duration
+from si.v1.durations import go_duration
 
 # YuniKorn's defaults (pkg/common/configs/configs.go), but the ring's: pykorn's `--event-log-size`.
 DEFAULT_REST_RESPONSE_SIZE = 10_000

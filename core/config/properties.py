@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from si.v1.durations import go_duration
+
 APPLICATION_SORT_POLICY = "application.sort.policy"
 APPLICATION_SORT_PRIORITY = "application.sort.priority"
 PRIORITY_POLICY = "priority.policy"
@@ -249,52 +251,18 @@ def _offset(value: str, report: Warn) -> int:
     return number
 
 
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
 _PLAIN_SECONDS = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-_UNIT_SECONDS = {
-    "ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0
-}  # fmt: skip
 
 
 def parse_duration(text: str) -> float | None:
-    """Seconds from a plain number of seconds or a Go-style duration ("30s", "1m30s", "500ms")."""
+    """Seconds from a plain number of seconds (the command's flags) or a Go duration ("30s", "1m30s")."""
     text = text.strip()
     if not text:
         return None
     # A plain decimal number of seconds; float() alone would also take "nan", "inf", "1e3" and "1_0".
     if _PLAIN_SECONDS.fullmatch(text):
         return float(text)
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text[1:] if text[0] in "+-" else text
-    pos, total = 0, 0.0
-    while pos < len(body):
-        match = _DURATION_PART.match(body, pos)
-        if match is None:
-            return None
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    return sign * total if body else None
-
-
-_GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-
-
-def go_duration(text: str) -> float | None:
-    """Seconds from a duration as Go's time.ParseDuration reads it ("30s", "1m30s", "-1s", "0"): every
-    number needs a unit but a lone 0, and nothing else may stand around it. None when Go refuses it."""
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if body == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(body):
-        match = _GO_DURATION_PART.match(body, pos)
-        if match is None:
-            return None
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if not body:
-        return None
-    return -total if text.startswith("-") else total
+    return go_duration(text)
 
 
 def _delay(value: str, key: str, default: float, report: Warn, allow_zero: bool = False) -> float:

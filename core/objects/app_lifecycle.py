@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from core.events import RawEvent
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.app_counts import AppCounts
 from core.objects.application import TRANSITIONS, AppEvent, Application, AppState
 
@@ -72,7 +72,7 @@ class AppLifecycle:
         elif before is AppState.COMPLETING:
             self.completing.pop(app.app_id, None)
         self.changes.append(AppStateChange(app.app_id, after, now, message or _EVENT_TEXT[event]))
-        self._record(partition_events.app_state_changed(self._rm_id, app.app_id, before, after, message, now))
+        self._record(change_events.app_state_changed(self._rm_id, app.app_id, before, after, message, now))
 
     def complete_if_idle(self, app: Application, now: float) -> None:
         if app.is_idle():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
 from core.scheduler.fit.node_fit import admits_now, find_node
@@ -77,7 +77,7 @@ def _usable_placeholder(
         partition.gangs.release_placeholder(
             ph, f"cancel placeholder: resource incompatible with {ask.key}", now
         )
-        partition.events.append(partition_events.placeholder_too_small(partition.rm_id, ph, ask, now))
+        partition.events.append(change_events.placeholder_too_small(partition.rm_id, ph, ask, now))
     return None
 
 

@@ -15,17 +15,17 @@ from core.config.schema import PartitionConfig
 from core.config.validation import RECOVERY_QUEUE
 from core.constraints.ask import ConstraintError, parse_ask_constraints
 from core.events import ChangeDetail, ChangeType, RawEvent
-from core.objects import app_usage, partition_events, priority, queue_events
+from core.objects import app_usage, change_events, priority, queue_events
 from core.objects.allocation import Allocation
 from core.objects.app_counts import AppCounts
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.app_usage import UsageTotals, instance_type
 from core.objects.application import AppEvent, Application, AppState
+from core.objects.change_events import allocation_ended, allocation_placed
 from core.objects.gang import Gang
 from core.objects.largest_node import LargestNode
 from core.objects.node import Node
 from core.objects.parking import ParkingLot
-from core.objects.partition_events import allocation_ended, allocation_placed
 from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
@@ -103,7 +103,7 @@ class Partition:
         )
         # A restart loads the configuration afresh: every quota timer starts from now.
         self.quota.update_timers({}, now)
-        self.events.extend(partition_events.queue_added(rm_id, q.full_name, now) for q in self.tree)
+        self.events.extend(change_events.queue_added(rm_id, q.full_name, now) for q in self.tree)
         self.events.extend(limit_events(rm_id, {}, self.user_groups.table, self.applications.values(), now))
 
     def _warn_queue(self, queue: str, message: str) -> None:
@@ -200,7 +200,7 @@ class Partition:
             # YuniKorn's root max is what the nodes hold: its QUEUE_MAX follows the nodes only (not
             # other schedulers' pods), with no max once no node is left.
             self._announced_capacity = self.total_capacity
-            self.events.append(partition_events.root_max(self.rm_id, self.total_capacity, self.clock()))
+            self.events.append(change_events.root_max(self.rm_id, self.total_capacity, self.clock()))
         self.root.max = room
 
     # Applications -----------------------------------------------------------------------------
@@ -229,13 +229,11 @@ class Partition:
             self.gangs.apps[app_id] = app
         queue.applications[app_id] = app
         self.lifecycle.counts.entered_state(queue.full_name, "new", counted=False)
-        self.events.append(partition_events.app_added(self.rm_id, app_id, queue.full_name, now))
-        self.events.append(
-            partition_events.queue_app(self.rm_id, queue.full_name, app_id, ChangeType.ADD, now)
-        )
+        self.events.append(change_events.app_added(self.rm_id, app_id, queue.full_name, now))
+        self.events.append(change_events.queue_app(self.rm_id, queue.full_name, app_id, ChangeType.ADD, now))
         for path in self.user_groups.arrived(app):  # a new user: YuniKorn sets the wildcard limits on it
             self.events.append(
-                partition_events.limit_changed(self.rm_id, False, user, path, ChangeType.SET, now)
+                change_events.limit_changed(self.rm_id, False, user, path, ChangeType.SET, now)
             )
         return app
 
@@ -245,9 +243,9 @@ class Partition:
         if keep:
             self.rejected.add(rejected)
         self.events.append(
-            partition_events.app_added(self.rm_id, rejected.app_id, rejected.queue_name, rejected.time)
+            change_events.app_added(self.rm_id, rejected.app_id, rejected.queue_name, rejected.time)
         )
-        self.events.append(partition_events.app_rejected(self.rm_id, rejected))
+        self.events.append(change_events.app_rejected(self.rm_id, rejected))
 
     def application(self, app_id: str) -> Application:
         app = self.applications.get(app_id)
@@ -277,15 +275,13 @@ class Partition:
         if app.queue.applications.pop(app.app_id, None) is not None:
             now = app.state_time
             queue = app.queue.full_name
-            self.events.append(
-                partition_events.queue_app(self.rm_id, queue, app.app_id, ChangeType.REMOVE, now)
-            )
-            self.events.append(partition_events.app_removed(self.rm_id, app.app_id, now))
+            self.events.append(change_events.queue_app(self.rm_id, queue, app.app_id, ChangeType.REMOVE, now))
+            self.events.append(change_events.app_removed(self.rm_id, app.app_id, now))
         app.queue.pending_apps.pop(app.app_id, None)
         removed = self.tree.remove_empty()
         for gone in removed:
             self.events.append(
-                partition_events.queue_removed(self.rm_id, gone.full_name, gone.managed, app.state_time)
+                change_events.queue_removed(self.rm_id, gone.full_name, gone.managed, app.state_time)
             )
         if removed:
             self.usage_totals.forget_queues({q.full_name for q in self.tree})
@@ -300,7 +296,7 @@ class Partition:
             self.retire(app)
         self.lifecycle.expire(now)
         for gone in self.rejected.expire(now - self.lifecycle.terminated_timeout):
-            self.events.append(partition_events.rejection_expired(self.rm_id, gone.app_id, now))
+            self.events.append(change_events.rejection_expired(self.rm_id, gone.app_id, now))
 
     # Asks and allocations ---------------------------------------------------------------------
     def add_ask(self, ask: Allocation, now: float) -> None:
@@ -321,7 +317,7 @@ class Partition:
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
         priority.update_application(app)
-        self.events.append(partition_events.ask_added(self.rm_id, ask, now))
+        self.events.append(change_events.ask_added(self.rm_id, ask, now))
         # An ask starts a New application (-> Accepted) or revives a Completing one (-> Running);
         # an Accepted application becomes Running only with its first allocation.
         if app.state in (AppState.NEW, AppState.COMPLETING):
@@ -341,7 +337,7 @@ class Partition:
             )
         self.foreign[alloc.key] = alloc
         node.add_allocation(alloc)
-        self.events.append(partition_events.node_allocation(self.rm_id, alloc, ChangeType.ADD, self.clock()))
+        self.events.append(change_events.node_allocation(self.rm_id, alloc, ChangeType.ADD, self.clock()))
         self.node_index.update(node)
         self.occupied_total = self.occupied_total + alloc.resource
         self.room_changed()
@@ -405,7 +401,7 @@ class Partition:
         """UG_USER_RESOURCE (and UG_GROUP_RESOURCE, after the UG_APP_LINK) ADD, as YuniKorn's ugm."""
         if user := app.user:  # YuniKorn tracks no usage without a user
             queue = app.queue.full_name
-            self.events.append(partition_events.user_usage(self.rm_id, user, queue, res, ChangeType.ADD, now))
+            self.events.append(change_events.user_usage(self.rm_id, user, queue, res, ChangeType.ADD, now))
         self._group_usage_added(app, res, now)
 
     def _group_usage_added(self, app: Application, res: Resource, now: float) -> None:
@@ -414,23 +410,23 @@ class Partition:
         if group is not None:
             if app.group_link is None:
                 app.group_link = group
-                events.append(partition_events.app_group_link(rm_id, group, app.app_id, True, now))
-            events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.ADD, now))
+                events.append(change_events.app_group_link(rm_id, group, app.app_id, True, now))
+            events.append(change_events.group_usage(rm_id, group, queue, res, ChangeType.ADD, now))
 
     def usage_removed(self, app: Application, res: Resource, now: float, user: bool = True) -> None:
         """The same REMOVE (for the group its ADD named; the user's too unless `user` is False); the group
         let go once the application holds and asks for nothing (YuniKorn's removeApp)."""
         rm_id, events, queue, group = self.rm_id, self.events, app.queue.full_name, app.group_link
         if app.user and user:
-            events.append(partition_events.user_usage(rm_id, app.user, queue, res, ChangeType.REMOVE, now))
+            events.append(change_events.user_usage(rm_id, app.user, queue, res, ChangeType.REMOVE, now))
         if group is not None:
-            events.append(partition_events.group_usage(rm_id, group, queue, res, ChangeType.REMOVE, now))
+            events.append(change_events.group_usage(rm_id, group, queue, res, ChangeType.REMOVE, now))
         if app.group_link is not None and not (app.allocations or app.asks or app.replacing):
             self.unlink_group(app, now)
 
     def unlink_group(self, app: Application, now: float) -> None:
         if (group := app.group_link) is not None:
-            self.events.append(partition_events.app_group_link(self.rm_id, group, app.app_id, False, now))
+            self.events.append(change_events.app_group_link(self.rm_id, group, app.app_id, False, now))
             app.group_link = None
 
     def cancel_ask(self, app: Application, key: str, now: float, timeout: bool = False) -> Allocation | None:
@@ -438,7 +434,7 @@ class Partition:
         ask = self.remove_ask(app, key)
         if ask is not None:
             detail = ChangeDetail.REQUEST_TIMEOUT if timeout else ChangeDetail.REQUEST_CANCEL
-            self.events.append(partition_events.ask_removed(self.rm_id, ask, detail, now))
+            self.events.append(change_events.ask_removed(self.rm_id, ask, detail, now))
         return ask
 
     def remove_ask(self, app: Application, key: str, allocated: bool = False) -> Allocation | None:
@@ -509,4 +505,4 @@ class Partition:
 
     def _reservation_changed(self, ask: Allocation, node_id: str, reserved: bool) -> None:
         change = ChangeType.ADD if reserved else ChangeType.REMOVE
-        self.events.append(partition_events.node_reservation(self.rm_id, node_id, ask, change, self.clock()))
+        self.events.append(change_events.node_reservation(self.rm_id, node_id, ask, change, self.clock()))

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from core.events import ChangeDetail, RawEvent
-from core.objects import partition_events, priority
+from core.objects import change_events, priority
 from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
@@ -135,7 +135,7 @@ class PartitionGangs:
         self.part.unallocate(ph, now, ChangeDetail.ALLOC_REPLACED, replaced=True, message=said)
         # As YuniKorn: the placeholder's ask goes with its release (any but a timeout's).
         self.part.events.append(
-            partition_events.ask_removed(self.part.rm_id, ph, ChangeDetail.REQUEST_CANCEL, now)
+            change_events.ask_removed(self.part.rm_id, ph, ChangeDetail.REQUEST_CANCEL, now)
         )
         if real is None:  # the real task went away meanwhile: the placeholder just goes
             return
@@ -208,7 +208,7 @@ class PartitionGangs:
             # YuniKorn times out every request of the gang, those allocated too (ALLOC_TIMEOUT follows
             # when the RM confirms the release).
             self.part.events.append(
-                partition_events.ask_removed(self.part.rm_id, ph, ChangeDetail.REQUEST_TIMEOUT, now)
+                change_events.ask_removed(self.part.rm_id, ph, ChangeDetail.REQUEST_TIMEOUT, now)
             )
         for ask in [a for a in app.sorted_asks() if a.placeholder or hard]:
             self.part.cancel_ask(app, ask.key, now, timeout=True)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from core.config.validation import RECOVERY_QUEUE
 from core.events import RawEvent
-from core.objects import namespace_limits, partition_events, queue_events
+from core.objects import change_events, namespace_limits, queue_events
 from core.objects.parking import ParkingLot
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
@@ -38,13 +38,13 @@ def leaf_for(part: PlacementHost, request: PlacementRequest, now: float) -> Queu
     queue = part.tree.find(placement.queue_name)
     if queue is None and placement.queue_name == RECOVERY_QUEUE:
         queue = part.tree.create_recovery()
-        part.events.append(partition_events.queue_created(part.rm_id, queue.full_name, app_id, now))
+        part.events.append(change_events.queue_created(part.rm_id, queue.full_name, app_id, now))
         part.log.warning("recovery queue made", applicationID=app_id, queue=queue.full_name)
     elif queue is None and placement.create:
         existing = set(part.tree.queues)
         queue = part.tree.create(placement.queue_name)
         for created in [q for key, q in part.tree.queues.items() if key not in existing]:  # parents too
-            part.events.append(partition_events.queue_created(part.rm_id, created.full_name, app_id, now))
+            part.events.append(change_events.queue_created(part.rm_id, created.full_name, app_id, now))
     assert queue is not None and queue.is_leaf
     if not queue.managed and queue.full_name != RECOVERY_QUEUE:
         _apply_tagged_limits(part, queue, app_id, request.tags, now)

@@ -5,7 +5,7 @@ with it; NODE_ALLOC where its node stays)."""
 from __future__ import annotations
 
 from core.events import ChangeDetail, ChangeType
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.application import AppEvent, Application
 from core.resources import sum_resources
@@ -104,7 +104,7 @@ def release_by_rm(
     elif key in app.replacing:  # the RM ended a real task before its placeholder's release came back
         real = app.replacing[key]
         part.gangs.cancel_replacement(app, real, back_to_pending=False)
-        part.events.append(partition_events.ask_removed(part.rm_id, real, ChangeDetail.REQUEST_CANCEL, now))
+        part.events.append(change_events.ask_removed(part.rm_id, real, ChangeDetail.REQUEST_CANCEL, now))
     elif key in app.asks:
         part.cancel_ask(app, key, now)
     else:
@@ -113,9 +113,7 @@ def release_by_rm(
     for alloc in released:
         part.unallocate(alloc, now, detail, confirmed=termination in _CORE_DECIDED)
         if termination != Termination.TIMEOUT:  # as YuniKorn: its ask goes with it, but on a timeout
-            part.events.append(
-                partition_events.ask_removed(part.rm_id, alloc, ChangeDetail.REQUEST_CANCEL, now)
-            )
+            part.events.append(change_events.ask_removed(part.rm_id, alloc, ChangeDetail.REQUEST_CANCEL, now))
     if app.app_id in part.applications:  # a Hard gang's last placeholder may have failed it
         part.lifecycle.complete_if_idle(app, now)
     return released
@@ -133,12 +131,12 @@ def _release_all(
         part.cancel_ask(app, key, now)
     for real in list(app.replacing.values()):
         part.gangs.cancel_replacement(app, real, back_to_pending=False)
-        part.events.append(partition_events.ask_removed(part.rm_id, real, cancel, now))
+        part.events.append(change_events.ask_removed(part.rm_id, real, cancel, now))
     released = list(app.allocations.values())
     for alloc in released:
         part.unallocate(alloc, now, ChangeDetail.ALLOC_CANCEL, confirmed=confirmed, by_user=False)
         if asks_go:
-            part.events.append(partition_events.ask_removed(part.rm_id, alloc, cancel, now))
+            part.events.append(change_events.ask_removed(part.rm_id, alloc, cancel, now))
     if released:
         part.usage_removed(app, sum_resources(a.resource for a in released), now)
     return released
@@ -151,6 +149,6 @@ def _drop_foreign(part: Partition, alloc: Allocation, now: float) -> None:
     if node is not None:
         node.remove_allocation(alloc.key)
         part.node_index.update(node)
-        part.events.append(partition_events.node_allocation(part.rm_id, alloc, ChangeType.REMOVE, now))
+        part.events.append(change_events.node_allocation(part.rm_id, alloc, ChangeType.REMOVE, now))
     part.occupied_total = part.occupied_total - alloc.resource
     part.room_changed()

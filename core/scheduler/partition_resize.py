@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.partition import Partition
@@ -50,5 +50,5 @@ def resize(part: Partition, alloc: Allocation, now: float) -> bool:
         part.usage_added(app, Resource({k: v for k, v in (after - before).items() if v}), now)
     held.resource = after
     part.parking.everything()
-    part.events.append(partition_events.allocation_resized(part.rm_id, held, before, now))
+    part.events.append(change_events.allocation_resized(part.rm_id, held, before, now))
     return True

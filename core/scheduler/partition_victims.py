@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from core.events import RawEvent
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.parking import ParkingLot
@@ -77,7 +77,7 @@ class PartitionVictims:
     def mark(self, victim: Allocation, why: str, now: float, kind: PreemptionKind, said: str) -> None:
         """`why` goes to the RM with the release; `said` is the victim's event ("Preempted by ...")."""
         self.part.preemption.chosen(victim, why, kind)
-        self.part.events.append(partition_events.victim_chosen(self.part.rm_id, victim, said, now))
+        self.part.events.append(change_events.victim_chosen(self.part.rm_id, victim, said, now))
         self.part.applications[victim.application_id].queue.add_preempting(victim.resource)
         self.part.parking.everything()
 

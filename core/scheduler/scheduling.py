@@ -12,7 +12,7 @@ from __future__ import annotations
 from time import perf_counter
 
 from core.constraints.ask import NO_CONSTRAINTS
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
 from core.objects.node import Node
@@ -52,7 +52,7 @@ def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
             full = next(q for q in app.queue.path_to_root() if 0 < q.max_applications <= q.running_apps)
             why = f"queue {full.full_name} runs its maxapplications ({full.max_applications})"
         partition.events.append(
-            partition_events.app_runnable_in_queue(partition.rm_id, app.app_id, not queue_full, why, now)
+            change_events.app_runnable_in_queue(partition.rm_id, app.app_id, not queue_full, why, now)
         )
     # Both are looked at every time, as YuniKorn's updateRunnableStatus: each says when it changes.
     blocked = partition.user_groups.run_block(app)
@@ -60,7 +60,7 @@ def _may_allocate(partition: Partition, app: Application, now: float) -> bool:
         app.held_by_limit = blocked is not None
         why = blocked.describe() if blocked is not None else ""
         partition.events.append(
-            partition_events.app_runnable(partition.rm_id, app.app_id, blocked is None, why, now)
+            change_events.app_runnable(partition.rm_id, app.app_id, blocked is None, why, now)
         )
     return not queue_full and blocked is None
 
@@ -357,7 +357,7 @@ def _pending(partition: Partition, ask: Allocation, why: str, now: float, waitin
     """Note why the ask waits; when that changes, a REQUEST event and, for its RM, the way it waits
     (the Kubernetes shim shows it on the pod: Unschedulable for the autoscaler, or SchedulingSkipped)."""
     if why != ask.pending_reason:
-        partition.events.append(partition_events.ask_pending(partition.rm_id, ask, why, now))
+        partition.events.append(change_events.ask_pending(partition.rm_id, ask, why, now))
         _waits(partition, ask, why, waiting)
     ask.note_pending(why, now)
 
@@ -385,7 +385,7 @@ def _note_app_limit(partition: Partition, app: Application, cycle: Cycle) -> Non
 def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now: float) -> None:
     why = blocked.describe()
     if why != ask.pending_reason:  # an event per change, not per cycle
-        partition.events.append(partition_events.ask_over_limit(partition.rm_id, ask, why, now))
+        partition.events.append(change_events.ask_over_limit(partition.rm_id, ask, why, now))
         _waits(partition, ask, why, Waiting.HELD)
     ask.note_pending(why, now)
 

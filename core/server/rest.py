@@ -139,7 +139,7 @@ class StateAPI:
 
     def node(self, request: web.Request) -> Any:
         part = self._part(request)
-        return dao.node_info(part, dao.find_node(part, request.match_info["n"]))
+        return dao.node_info(part, dao.node_by_id(part, request.match_info["n"]))
 
     def application(self, request: web.Request) -> Any:
         part = self._part(request)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from core.events import ChangeType, Event
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.application import Application
 from core.ugm.limits import WILDCARD, QueueLimits
 
@@ -42,11 +42,11 @@ def limit_events(
     apps = [app for app in applications if app.user]
     before, after = _named(old, apps), _named(new, apps)
     events = [
-        partition_events.limit_changed(rm_id, group, name, queue, ChangeType.SET, now)
+        change_events.limit_changed(rm_id, group, name, queue, ChangeType.SET, now)
         for group, name, queue in sorted(after)
     ]
     events.extend(
-        partition_events.limit_changed(rm_id, group, name, queue, ChangeType.REMOVE, now)
+        change_events.limit_changed(rm_id, group, name, queue, ChangeType.REMOVE, now)
         for group, name, queue in sorted(before - after)
     )
     return events

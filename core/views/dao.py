@@ -62,7 +62,7 @@ def abs_used(capacity: Resource | None, used: Resource | None) -> dict[str, int]
     return out
 
 
-def go_duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     """A duration as Go's time.Duration prints it ("0s", "500ms", "30s", "1m30s", "1h0m0s")."""
     if seconds == 0:
         return "0s"
@@ -169,8 +169,8 @@ def queue_info(part: Partition, queue: Queue, recurse: bool = False) -> Json:
         "prioritySorting": props.sort_priority_enabled,
         "preemptionEnabled": props.preemption_policy != PREEMPTION_DISABLED,
         "isPreemptionFence": props.preemption_policy == PREEMPTION_FENCE,
-        "preemptionDelay": go_duration(props.preemption_delay),
-        "quotaPreemptionDelay": go_duration(props.quota_preemption_delay),
+        "preemptionDelay": duration_text(props.preemption_delay),
+        "quotaPreemptionDelay": duration_text(props.quota_preemption_delay),
         "isPriorityFence": props.is_priority_fence,
         "priorityOffset": props.priority_offset,
         "pykorn": {"quotaPreemption": _quota_state(part, queue)},
@@ -218,7 +218,7 @@ def nodes(part: Partition) -> list[Json]:
     return [node_info(part, node) for _, node in sorted(part.nodes.items())]
 
 
-def find_node(part: Partition, node_id: str) -> Node:
+def node_by_id(part: Partition, node_id: str) -> Node:
     node = part.nodes.get(node_id)
     if node is None:
         raise NotFound(f"node {node_id!r} not found in partition {part.name!r}")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from core.config.extra_config import CoreSettings, read_extra_config
-from core.config.properties import go_duration
 from core.events import ChangeDetail, ChangeType, Event, EventLog, EventType
+from si.v1.durations import go_duration
 
 
 def test_nothing_sent_is_every_default() -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from core.config.properties import PREEMPTION_DISABLED, PREEMPTION_FENCE
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.objects.queue import Queue
@@ -302,7 +302,7 @@ def _reservations_give_way(partition: Partition, node: Node, ask: Allocation) ->
 def _no_plan(partition: Partition, ask: Allocation, now: float, why: str) -> bool:
     reason = f"preemption tried, none possible: {why}"
     if ask.note_no_preemption(reason, now):
-        partition.events.append(partition_events.no_preemption(partition.rm_id, ask, reason, now))
+        partition.events.append(change_events.no_preemption(partition.rm_id, ask, reason, now))
     return False
 
 

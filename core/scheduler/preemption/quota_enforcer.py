@@ -14,7 +14,7 @@ from collections.abc import Callable
 import structlog
 
 from core.events import RawEvent
-from core.objects import partition_events
+from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.queue import Queue, QuotaOutcome
 from core.objects.queue_events import QueueShape
@@ -118,7 +118,7 @@ class QuotaEnforcer:
         if not complete:
             summary += f"; short of the target because {reason}"
         limit = queue.max if queue.max is not None else Resource()  # YuniKorn's event carries the max
-        self._record(partition_events.quota_preemption(self._rm_id, queue.full_name, summary, limit, now))
+        self._record(change_events.quota_preemption(self._rm_id, queue.full_name, summary, limit, now))
         log_event = self._log.info if complete else self._log.warning
         log_event(
             "quota preemption" if complete else "quota preemption fell short",

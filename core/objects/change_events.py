@@ -1,5 +1,6 @@
-"""The events a partition records as it changes (si EventRecord shape), one constructor per kind, so
-the partition's methods say what happened and this module says how it reads in the event log."""
+"""The events the objects' changes are recorded as (si EventRecord shape: applications, their asks and
+allocations, nodes, queues' applications, users' and groups' usage), one constructor per kind, so the
+code making a change says what happened and this module says how it reads in the event log."""
 
 from __future__ import annotations
 
