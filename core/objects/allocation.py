@@ -54,7 +54,7 @@ class Allocation:
     reason_count: int = 0
     # Its namespace and labels (from the tags), once the pod rules first needed them.
     identity: tuple[str, dict[str, str], dict[str, str]] | None = None
-    # Why no node takes it, node by node (node_fit.why_no_node), and when that was last worked out.
+    # Why no node takes it, node by node (node_search.why_no_node), and when that was last worked out.
     no_node_tally: str = ""
     tallied_at: float = float("-inf")
     # Why preemption, tried for this ask, found no plan: the latest reason, when, and how often.

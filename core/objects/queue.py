@@ -77,8 +77,8 @@ class Queue:
         # (the applications' states it saw are the cluster's: core.objects.app_counts).
         self.containers_allocated = 0
         self.containers_released = 0
-        # Quota enforcement (core.scheduler.preemption.quota): when the timer started, the victims of a run in
-        # progress, and the last run's outcome (for the REST API).
+        # Quota enforcement (core.scheduler.partition.quota_plan): when the timer started, the victims
+        # of a run in progress, and the last run's outcome (for the REST API).
         self.quota_timer: float | None = None
         self.quota_running: set[tuple[str, str]] = set()
         self.quota_outcome: QuotaOutcome | None = None

@@ -38,18 +38,18 @@ from core.scheduler.commands import (
     UpdateConfig,
     UpdateNodes,
 )
+from core.scheduler.cycle.scheduling import allocate
 from core.scheduler.early_asks import EarlyAsks
 from core.scheduler.history import History
 from core.scheduler.metrics import SchedulerMetrics
 from core.scheduler.node_events import node_events, node_state
 from core.scheduler.partition import Partition
-from core.scheduler.partition_removal import release_by_rm, remove_application, remove_node
-from core.scheduler.partition_resize import resize
+from core.scheduler.partition.removal import release_by_rm, remove_application, remove_node
+from core.scheduler.partition.resize import resize
 from core.scheduler.preemption import dry_run
 from core.scheduler.preemption.dry_run import QuotaPreview
 from core.scheduler.rejection import Rejection, unknown_application
 from core.scheduler.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
-from core.scheduler.scheduling import allocate
 
 _Item = TypeVar("_Item", NodeChange, AppAdd, AppRemove, Allocation, ReleaseRequest)  # of an RM's request
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from core.objects.app_counts import RISING
 from core.objects.queue import Queue
 from core.scheduler.cluster import ClusterContext
-from core.scheduler.preemption.ledger import PreemptionKind
+from core.scheduler.partition.preemption_ledger import PreemptionKind
 from core.scheduler.results import Waiting
 
 QUEUE_STATES = ("guaranteed", "max", "allocated", "pending", "preempting")

@@ -20,7 +20,7 @@ from core.objects.node import Node
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, NodeChange, UpdateAllocations, UpdateNodes
 from core.scheduler.fit.checks import UNSCHEDULABLE, UNTOLERATED_TAINTS
-from core.scheduler.fit.node_fit import own_checks, why_no_node
+from core.scheduler.node_search import own_checks, why_no_node
 from core.scheduler.results import ResultBatch
 from si.v1.tags import ATTR_TAINTS, LABEL_PREFIX, TAG_NODE_SELECTOR, TAG_REQUIRED_NODE, TAG_TOLERATIONS
 from tests.unit.domain_helpers import Cluster

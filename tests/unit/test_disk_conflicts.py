@@ -13,7 +13,7 @@ from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.commands import UpdateAllocations
 from core.scheduler.fit.checks import DISK_CONFLICT, DiskConflict
-from core.scheduler.fit.node_fit import why_no_node
+from core.scheduler.node_search import why_no_node
 from si.v1.tags import TAG_DISKS, TAG_FOREIGN, TAG_REQUIRED_NODE
 from tests.unit.domain_helpers import Cluster
 

@@ -11,7 +11,7 @@ from core.objects.allocation import Allocation
 from core.objects.app_lifecycle import TERMINATED_TIMEOUT
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, UpdateAllocations
-from core.scheduler.parking_policy import RESERVATION_DELAY
+from core.scheduler.cycle.parking import RESERVATION_DELAY
 from core.scheduler.results import Termination
 from tests.unit.domain_helpers import Cluster, drained
 from tests.unit.event_facts import (

@@ -35,7 +35,22 @@ CONFIG = GROUND | {"core.config"}
 CONSTRAINTS = CONFIG | {"core.constraints"}
 OBJECTS = CONSTRAINTS | {"core.objects"}
 SERVICES = OBJECTS | {"core.placement", "core.policies", "core.ugm"}
-SCHEDULER = SERVICES | {"core.scheduler"}
+# The scheduler's inner floors, bottom to top: its vocabulary (commands in, results out, refusals, the
+# counters it keeps); the node checks (fit); a partition and what it owns; the search for a node; the
+# preemptors; the cycle; at the top the cluster context and the engine (core.scheduler's own modules).
+SCHEDULER_WORDS = SERVICES | {
+    "core.scheduler.commands",
+    "core.scheduler.results",
+    "core.scheduler.rejection",
+    "core.scheduler.metrics",
+    "core.scheduler.history",
+}
+FIT = SCHEDULER_WORDS | {"core.scheduler.fit"}
+PARTITION = FIT | {"core.scheduler.partition"}
+SEARCH = PARTITION | {"core.scheduler.node_search"}
+PREEMPTORS = SEARCH | {"core.scheduler.preemption"}
+CYCLE = PREEMPTORS | {"core.scheduler.cycle"}
+SCHEDULER = CYCLE | {"core.scheduler"}
 ADAPTERS = SCHEDULER | {"core.rm", "core.views"}
 CORE = ADAPTERS | {"core.server"}
 FLOORS: dict[str, frozenset[str]] = {
@@ -52,7 +67,13 @@ FLOORS: dict[str, frozenset[str]] = {
     "core.placement": OBJECTS,
     "core.policies": OBJECTS,
     "core.ugm": OBJECTS,
-    "core.scheduler": SERVICES,
+    **dict.fromkeys(SCHEDULER_WORDS - SERVICES, SCHEDULER_WORDS),  # one row: they name each other's types
+    "core.scheduler.fit": SCHEDULER_WORDS,
+    "core.scheduler.partition": FIT,
+    "core.scheduler.node_search": PARTITION,
+    "core.scheduler.preemption": SEARCH,
+    "core.scheduler.cycle": PREEMPTORS,
+    "core.scheduler": CYCLE,
     "core.rm": SCHEDULER,
     "core.views": SCHEDULER,
     "core.server": ADAPTERS,

@@ -12,9 +12,10 @@ import pytest
 
 from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.scheduler import cluster, scheduling
+from core.scheduler import cluster
 from core.scheduler.commands import NodeAction, UpdateAllocations
-from core.scheduler.parking_policy import first_time_after
+from core.scheduler.cycle import scheduling
+from core.scheduler.cycle.parking import first_time_after
 from core.scheduler.partition import Partition
 from core.views.dao import ask_info
 from si.v1.tags import TAG_NAMESPACE, TAG_POD_ANTI_AFFINITY, TAG_REQUIRED_NODE

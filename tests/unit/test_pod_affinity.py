@@ -263,7 +263,7 @@ def test_a_placed_pods_affinity_draws_the_pods_it_selects_into_its_domain() -> N
 
 
 def test_a_scored_search_looks_at_as_many_feasible_nodes_as_kube_scheduler() -> None:
-    from core.scheduler.fit.node_fit import nodes_to_score
+    from core.scheduler.node_search import nodes_to_score
 
     assert nodes_to_score(50) == 100  # small clusters: every node
     assert nodes_to_score(1_000) == 420  # 50 % - 8 %

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.resources import Resource
-from core.scheduler.preemption import quota
+from core.scheduler.partition import quota_plan as quota
 from tests.unit.quota_helpers import (
     CPU,
     G,

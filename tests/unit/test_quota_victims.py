@@ -10,7 +10,7 @@ from core.objects.allocation import Allocation
 from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.resources import Resource
-from core.scheduler.preemption import quota
+from core.scheduler.partition import quota_plan as quota
 from tests.unit.quota_helpers import (
     CPU,
     G,

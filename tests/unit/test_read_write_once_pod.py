@@ -12,7 +12,7 @@ from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.commands import ReleaseRequest, UpdateAllocations
 from core.scheduler.fit.checks import RWOP_CONFLICT, ReadWriteOncePod
-from core.scheduler.fit.node_fit import why_no_node
+from core.scheduler.node_search import why_no_node
 from si.v1.tags import TAG_FOREIGN, TAG_RWOP_CLAIMS
 from tests.unit.domain_helpers import Cluster
 

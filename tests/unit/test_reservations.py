@@ -9,7 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.commands import AppRemove, NodeAction, UpdateAllocations, UpdateApplications
-from core.scheduler.parking_policy import RESERVATION_DELAY
+from core.scheduler.cycle.parking import RESERVATION_DELAY
 from si.v1.tags import TAG_REQUIRED_NODE
 from tests.unit.domain_helpers import Cluster
 

@@ -8,7 +8,7 @@ import pytest
 
 from core.config import load_config
 from core.config.properties import DEFAULT_UNSCHED_BACKOFF_DELAY, UINT64_MAX
-from core.scheduler import scheduling
+from core.scheduler.cycle import scheduling
 from tests.unit.domain_helpers import Cluster
 
 CONFIG = """

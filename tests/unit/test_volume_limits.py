@@ -12,7 +12,7 @@ from core.constraints.volume_limits import VolumesInUse, parse_csi_limits, parse
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
-from core.scheduler.fit.node_fit import why_no_node
+from core.scheduler.node_search import why_no_node
 from si.v1.tags import ATTR_CSI_VOLUME_LIMITS, TAG_CSI_VOLUMES, TAG_FOREIGN
 from tests.unit.domain_helpers import Cluster
 

@@ -1,10 +1,9 @@
 """What applying a configuration now would preempt to enforce lowered maxes, changing nothing.
 
-The plan uses the same functions as the real run (core.scheduler.preemption.quota), against the usage of now
-and the new configuration's limits. Queues are planned in the order their timers would fire (shorter
-delay first, then leaf before parent); what an earlier queue would take is marked as being released
-while the later ones are planned, exactly as in the real run, and unmarked afterwards.
-"""
+The plan uses the same functions as the real run (core.scheduler.partition.quota_plan), against the usage
+of now and the new configuration's limits. Queues are planned in the order their timers would fire
+(shorter delay first, then leaf before parent); what an earlier queue would take is marked as being
+released while the later ones are planned, exactly as in the real run, and unmarked afterwards."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ from core.config.schema import PartitionConfig, QueueConfig
 from core.objects.allocation import Allocation
 from core.objects.queue import Queue
 from core.resources import Resource
-from core.scheduler.partition import Partition
-from core.scheduler.preemption import quota
+from core.scheduler.partition import Partition, quota_plan
 
 
 @dataclass(frozen=True)
@@ -62,7 +60,7 @@ def preview(partition: Partition, config: PartitionConfig) -> list[QuotaPreview]
     try:
         for queue in queues:
             _, new_max = limits(queue)
-            target = quota.preemptable(quota.usage_of(queue), new_max)
+            target = quota_plan.preemptable(quota_plan.usage_of(queue), new_max)
             if target.is_zero():
                 continue
             delay = configured[queue.full_name.lower()][1]
@@ -78,7 +76,7 @@ def preview(partition: Partition, config: PartitionConfig) -> list[QuotaPreview]
                 continue
             # A queue planned earlier with victims is running its own quota preemption by now, as in
             # the real run, where its victims are still being released: later plans leave it alone.
-            plans = quota.plan(
+            plans = quota_plan.plan(
                 queue, target, limits, busy=lambda q: bool(q.quota_running) or q.full_name in busy
             )
             victims = tuple((v, p.queue) for p in plans for v in p.victims)

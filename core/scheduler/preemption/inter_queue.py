@@ -30,10 +30,10 @@ from core.objects.node import Node
 from core.objects.queue import Queue
 from core.resources import Resource
 from core.scheduler.fit.checks import WhatIfCheck
-from core.scheduler.fit.node_fit import AskFit, find_node, fit_for
+from core.scheduler.node_search import AskFit, find_node, fit_for
 from core.scheduler.partition import Partition
-from core.scheduler.preemption.ledger import PreemptionKind
-from core.scheduler.preemption.victims import VictimKey, may_be_victim, victim_order
+from core.scheduler.partition.preemption_ledger import PreemptionKind
+from core.scheduler.partition.victim_order import VictimKey, may_be_victim, victim_order
 from core.ugm.tracker import Key as LimitKey
 
 BlockKey = str | LimitKey  # a queue on the ask's path (its max), or a user's or group's limit there

@@ -10,8 +10,8 @@ from __future__ import annotations
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 from core.scheduler.partition import Partition
-from core.scheduler.preemption.ledger import PreemptionKind
-from core.scheduler.preemption.victims import fewest_that_fit, may_be_victim, victim_order
+from core.scheduler.partition.preemption_ledger import PreemptionKind
+from core.scheduler.partition.victim_order import fewest_that_fit, may_be_victim, victim_order
 
 
 def choose_victims(node: Node, ask: Allocation) -> list[Allocation] | None:

@@ -1,5 +1,5 @@
 """Quota enforcement of one partition: each queue's timer after its max was lowered, and the run that
-takes victims when the timer fires (the planning is core.scheduler.preemption.quota's).
+takes victims when the timer fires (the planning is core.scheduler.partition.quota_plan's).
 
 Follows ../shared/design/quota-enforcement-preemption.txt: a lowered max (or a changed delay) starts the
 queue's timer; a raise that brings the max back above usage cancels it; a queue whose run is in
@@ -20,8 +20,8 @@ from core.objects.queue import Queue, QuotaOutcome
 from core.objects.queue_events import QueueShape
 from core.objects.queue_tree import QueueTree
 from core.resources import Resource
-from core.scheduler.preemption import quota
-from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
+from core.scheduler.partition import quota_plan
+from core.scheduler.partition.preemption_ledger import PreemptionKind, PreemptionLedger, Ref
 
 # Marks an allocation as a victim (why, for its RM; when; of which kind of preemption; what its event
 # says), as the partition does.
@@ -67,7 +67,7 @@ class QuotaEnforcer:
                 queue.quota_timer = now
             elif (
                 queue.quota_timer is not None
-                and quota.preemptable(quota.usage_of(queue), queue.max).is_zero()
+                and quota_plan.preemptable(quota_plan.usage_of(queue), queue.max).is_zero()
             ):
                 queue.quota_timer = None
 
@@ -87,13 +87,13 @@ class QuotaEnforcer:
                 self.enforce(queue, now)
 
     def enforce(self, queue: Queue, now: float) -> None:
-        target = quota.preemptable(quota.usage_of(queue), queue.max)
+        target = quota_plan.preemptable(quota_plan.usage_of(queue), queue.max)
         if target.is_zero():
             queue.quota_outcome = QuotaOutcome(
                 time=now, target={}, achieved={}, victims=0, complete=True, reason=""
             )
             return
-        plans = quota.plan(queue, target, busy=lambda q: bool(q.quota_running))
+        plans = quota_plan.plan(queue, target, busy=lambda q: bool(q.quota_running))
         achieved = Resource()
         for leaf_plan in plans:
             for victim in leaf_plan.victims:

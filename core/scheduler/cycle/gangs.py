@@ -15,7 +15,7 @@ from collections import defaultdict
 from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
-from core.scheduler.fit.node_fit import admits_now, find_node
+from core.scheduler.node_search import admits_now, find_node
 from core.scheduler.partition import Partition
 
 _NOT_STARTED = (AppState.NEW, AppState.ACCEPTED)

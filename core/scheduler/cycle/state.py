@@ -1,4 +1,4 @@
-"""What one scheduling cycle keeps while it runs (core.scheduler.scheduling): the applications it has
+"""What one scheduling cycle keeps while it runs (core.scheduler.cycle.scheduling): the applications it has
 tried, each leaf's applications in order, and what it learned about room."""
 
 from __future__ import annotations

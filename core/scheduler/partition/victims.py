@@ -7,34 +7,21 @@ the headroom the victims free until it is placed or gone, so another ask cannot 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
-from core.events import RawEvent
 from core.objects import change_events
 from core.objects.allocation import Allocation
-from core.objects.application import Application
-from core.objects.parking import ParkingLot
-from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger, Ref
-from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
+from core.scheduler.partition.preemption_ledger import PreemptionKind, Ref
 
-
-class VictimsHost(Protocol):
-    """What of its partition the victims' bookkeeping reads and changes."""
-
-    rm_id: str
-    applications: dict[str, Application]
-    preemption: PreemptionLedger
-    quota: QuotaEnforcer
-    events: list[RawEvent]
-    parking: ParkingLot
-    log: Any  # structlog's bound logger
+if TYPE_CHECKING:  # the partition owns this part and hands itself in
+    from core.scheduler.partition.partition import Partition
 
 
 UNCONFIRMED_KEPT = 10_000
 
 
 class PartitionVictims:
-    def __init__(self, part: VictimsHost) -> None:
+    def __init__(self, part: Partition) -> None:
         self.part = part
         self._gone_unconfirmed: dict[Ref, bool] = {}  # core-released allocations gone before the RM said so
 

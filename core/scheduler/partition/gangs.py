@@ -22,54 +22,18 @@ Kubernetes shim, so every RM gets the same all-or-nothing start.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-from core.events import ChangeDetail, RawEvent
+from core.events import ChangeDetail
 from core.objects import change_events, priority
 from core.objects.allocation import Allocation
-from core.objects.app_lifecycle import AppLifecycle
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.gang import Gang, GangStyle
-from core.objects.node import Node
-from core.objects.partition_key import PartitionKey
-from core.policies.node_sort import NodeIndex
 from core.resources import Resource
 from core.scheduler.results import Released, Termination
 
-
-class GangHost(Protocol):
-    """What of its partition the gang steps read and call: its bookkeeping of asks, allocations and
-    applications, which keeps every usage count right."""
-
-    key: PartitionKey
-    rm_id: str
-    nodes: dict[str, Node]
-    node_index: NodeIndex
-    lifecycle: AppLifecycle
-    events: list[RawEvent]
-
-    def place_on(self, app: Application, alloc: Allocation, node: Node, now: float) -> None: ...
-
-    def remove_ask(self, app: Application, key: str) -> Allocation | None: ...
-
-    def cancel_ask(
-        self, app: Application, key: str, now: float, timeout: bool = False
-    ) -> Allocation | None: ...
-
-    def unallocate(
-        self,
-        alloc: Allocation,
-        now: float,
-        detail: ChangeDetail,
-        replaced: bool = False,
-        confirmed: bool = False,
-        on_node: bool = True,
-        message: str = "",
-    ) -> None: ...
-
-    def forget_app(self, app: Application) -> None: ...
-
-    def retire(self, app: Application) -> None: ...
+if TYPE_CHECKING:  # the partition owns this part and hands itself in
+    from core.scheduler.partition.partition import Partition
 
 
 TIMEOUT_REASON = "ResourceReservationTimeout"  # the message YuniKorn sends with Resuming and Failing
@@ -78,7 +42,7 @@ TIMEOUT_REASON = "ResourceReservationTimeout"  # the message YuniKorn sends with
 class PartitionGangs:
     """The gang steps of one partition, using the partition's own bookkeeping helpers."""
 
-    def __init__(self, part: GangHost) -> None:
+    def __init__(self, part: Partition) -> None:
         self.part = part
         self.apps: dict[str, Application] = {}  # applications with task groups
         # What gang scheduling tells the RM outside a scheduling cycle's allocations: placeholders to

@@ -19,12 +19,12 @@ from core.objects.node import Node
 from core.objects.parking import Why
 from core.objects.queue import Queue
 from core.policies.queue_sort import sorted_children
-from core.scheduler.cycle_state import Cycle
+from core.scheduler.cycle.gangs import held_reason, replace_placeholders
+from core.scheduler.cycle.parking import RESERVATION_DELAY, park
+from core.scheduler.cycle.state import Cycle
 from core.scheduler.fit.checks import insufficient
-from core.scheduler.fit.node_fit import admits_now, find_node, fit_for, why_no_node
-from core.scheduler.gang_scheduling import held_reason, replace_placeholders
 from core.scheduler.metrics import SchedulingTimings
-from core.scheduler.parking_policy import RESERVATION_DELAY, park
+from core.scheduler.node_search import admits_now, find_node, fit_for, why_no_node
 from core.scheduler.partition import Partition
 from core.scheduler.preemption import inter_queue, required_node
 from core.scheduler.results import SchedulingState, Waiting

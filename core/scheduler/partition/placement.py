@@ -4,31 +4,20 @@ dynamic queue takes from the application's tags (a Kubernetes namespace's annota
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from core.config.validation import RECOVERY_QUEUE
-from core.events import RawEvent
 from core.objects import change_events, namespace_limits, queue_events
-from core.objects.parking import ParkingLot
 from core.objects.queue import Queue
-from core.objects.queue_tree import QueueTree
-from core.placement.manager import PlacementManager, PlacementRefused
+from core.placement.manager import PlacementRefused
 from core.placement.rules import PlacementRequest
 from core.scheduler.rejection import Rejection
 
-
-class PlacementHost(Protocol):
-    """What of its partition placing an application reads and changes."""
-
-    rm_id: str
-    placement: PlacementManager
-    tree: QueueTree
-    events: list[RawEvent]
-    parking: ParkingLot
-    log: Any  # structlog's bound logger
+if TYPE_CHECKING:  # the partition owns this part and hands itself in
+    from core.scheduler.partition.partition import Partition
 
 
-def leaf_for(part: PlacementHost, request: PlacementRequest, now: float) -> Queue:
+def leaf_for(part: Partition, request: PlacementRequest, now: float) -> Queue:
     """The leaf queue the application goes to; Rejection when no rule places it."""
     app_id = request.app_id
     try:
@@ -52,7 +41,7 @@ def leaf_for(part: PlacementHost, request: PlacementRequest, now: float) -> Queu
 
 
 def _apply_tagged_limits(
-    part: PlacementHost, queue: Queue, app_id: str, tags: dict[str, str], now: float
+    part: Partition, queue: Queue, app_id: str, tags: dict[str, str], now: float
 ) -> None:
     """A dynamic queue takes the max, guaranteed and maxapplications its newest application's tags
     carry (a Kubernetes namespace's annotations); a tag that cannot be read is reported, not used."""

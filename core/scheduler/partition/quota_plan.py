@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from core.objects.allocation import Allocation
 from core.objects.queue import Queue
 from core.resources import ZERO, Resource
-from core.scheduler.preemption.victims import may_be_victim
+from core.scheduler.partition.victim_order import may_be_victim
 
 # (guaranteed, max) of a queue: the live ones, or those of a configuration not yet applied (dry run)
 Limits = Callable[[Queue], tuple[Resource | None, Resource | None]]

@@ -36,11 +36,11 @@ from core.placement.rules import PlacementRequest
 from core.policies.node_sort import NodeIndex
 from core.resources import ZERO, Resource
 from core.scheduler.fit.pod_rules import PodRules
-from core.scheduler.partition_gang import PartitionGangs
-from core.scheduler.partition_placement import leaf_for
-from core.scheduler.partition_victims import PartitionVictims
-from core.scheduler.preemption.ledger import PreemptionKind, PreemptionLedger
-from core.scheduler.preemption.quota_enforcer import QuotaEnforcer
+from core.scheduler.partition.gangs import PartitionGangs
+from core.scheduler.partition.placement import leaf_for
+from core.scheduler.partition.preemption_ledger import PreemptionKind, PreemptionLedger
+from core.scheduler.partition.quota_enforcer import QuotaEnforcer
+from core.scheduler.partition.victims import PartitionVictims
 from core.scheduler.rejection import Rejection, ask_constraints, node_traits, unknown_application
 from core.scheduler.results import SchedulingState
 from core.ugm.limit_events import limit_events
