@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from core.config import ConfigError, LoadedConfig, SchedulerConfig
+from core.config import ConfigError
 from core.config.input_limits import DEFAULT_LIMITS, Limits
 from core.log_digest import WarningLimiter
 from core.objects.allocation import Allocation
 from core.rm.ask_cache import AskCache
-from core.rm.config_reading import BIG_CONFIG_BYTES, read_config
+from core.rm.config_reading import RMConfigTexts
 from core.rm.intake import BLANK, REJECTIONS, Intake, allocation_ids, application_ids, idents, node_ids
 from core.rm.response_stream import HARD_FACTOR, Backlogs, ResponseStream, StreamKind
 from core.rm.route import RMRoute
@@ -43,7 +43,6 @@ from core.rm.si_outbound import (
     node_response,
     preview_response,
 )
-from core.rm.token_bucket import TokenBucket
 from core.scheduler.commands import (
     AppRemove,
     Command,
@@ -86,24 +85,20 @@ class RMProxy:
         clock: Callable[[], float] = time.monotonic,
         metrics: SchedulerMetrics | None = None,
     ) -> None:
-        self._default_config_text = default_config_text
         self.limits = limits
+        self.configs = RMConfigTexts(default_config_text, limits.max_config_bytes)
         self._metrics = metrics or SchedulerMetrics()  # the core's, when it has one (cut streams)
         self.warnings = WarningLimiter()  # warnings about what an RM sends: a few lines a second at most
         self._clock = clock  # for the rate limit only
         self._submit = submit
         self._routes: dict[str, RMRoute] = {}
         self._streams: set[ResponseStream] = set()
-        # Called after a large configuration (BIG_CONFIG_BYTES) was refused: reading it made garbage
-        # that the daemon gives back to the system there (core.server.memory).
-        self.on_config_refused: Callable[[str], None] | None = None
         self.backlogs = Backlogs(limits.max_unread_response_bytes_total)  # unread, over every stream
         # An RM whose last stream closed keeps its state this long (a network blip, a shim restarting
         # its streams); if none of its streams is back by then, its partitions are removed.
         self.grace_period = grace_period
         self._grace_timers: dict[str, asyncio.TimerHandle] = {}
         self._registering: dict[str, int] = {}  # RMs with a registration under way (how many)
-        self._config_locks: dict[str, asyncio.Lock] = {}  # registrations and reloads, in order per RM
         self._stopping = False
 
     def bind_engine(self, submit: Callable[[Command], None]) -> None:
@@ -133,8 +128,11 @@ class RMProxy:
         self._cancel_grace(rm_id)
         self._registering[rm_id] = self._registering.get(rm_id, 0) + 1
         try:
-            async with self._config_lock(rm_id):
-                config = await self._parse_config(request.config)
+            async with self.configs.lock(rm_id):
+                try:
+                    config = await self.configs.registration(request.config)
+                except ValueError as exc:
+                    raise InvalidRequest(str(exc)) from None
                 build = tuple(
                     (self.limits.clip(k), self.limits.clip(v)) for k, v in sorted(request.buildInfo.items())
                 )
@@ -174,14 +172,12 @@ class RMProxy:
             )
         # One at a time per RM: configurations are read in worker threads, and two sent one after the
         # other must be applied in that order, whichever finishes reading first.
-        async with self._config_lock(rm_id):
+        async with self.configs.lock(rm_id):
             try:
-                loaded = await self._load_config(request.config or self._default_config_text)
+                loaded = await self.configs.load(request.config)
             except ConfigError as exc:
                 problems = [str(p) for p in exc.problems]
                 log.warning("configuration rejected", rmID=rm_id, errors=problems)
-                exc.__traceback__ = None  # its frames hold what was read: let it all go now
-                self._config_refused(request.config)
                 return si_pb2.UpdateConfigurationResponse(accepted=False, errors=problems)
             try:
                 await self._await_engine(lambda reply: UpdateConfig(rm_id, loaded.config, reply))
@@ -190,16 +186,6 @@ class RMProxy:
         for warning in loaded.warnings:
             log.warning("configuration warning", rmID=rm_id, detail=str(warning))
         return si_pb2.UpdateConfigurationResponse(accepted=True, warnings=[str(w) for w in loaded.warnings])
-
-    def _config_refused(self, text: str) -> None:
-        if len(text) >= BIG_CONFIG_BYTES and self.on_config_refused is not None:
-            self.on_config_refused("a large configuration refused")
-
-    def _config_lock(self, rm_id: str) -> asyncio.Lock:
-        lock = self._config_locks.get(rm_id)
-        if lock is None:
-            lock = self._config_locks[rm_id] = asyncio.Lock()
-        return lock
 
     async def dry_run_configuration(
         self, request: si_pb2.UpdateConfigurationRequest
@@ -211,32 +197,15 @@ class RMProxy:
             reason = "rmID is missing" if not rm_id else f"resource manager {shown} is not registered"
             return si_pb2.DryRunConfigurationResponse(valid=False, errors=[reason])
         try:
-            loaded = await self._load_config(request.config)
+            loaded = await self.configs.load(request.config, default=False)
         except ConfigError as exc:
-            problems = [str(p) for p in exc.problems]
-            exc.__traceback__ = None
-            self._config_refused(request.config)
-            return si_pb2.DryRunConfigurationResponse(valid=False, errors=problems)
+            return si_pb2.DryRunConfigurationResponse(valid=False, errors=[str(p) for p in exc.problems])
         future: asyncio.Future[list[QuotaPreview] | Exception] = asyncio.get_running_loop().create_future()
         self._send_command(PreviewConfig(rm_id, loaded.config, future.set_result))
         result = await future
         if isinstance(result, Exception):
             return si_pb2.DryRunConfigurationResponse(valid=False, errors=[repr(result)])
         return preview_response(result)
-
-    async def _load_config(self, text: str) -> LoadedConfig:
-        return await read_config(text, self.limits.max_config_bytes)
-
-    async def _parse_config(self, text: str) -> SchedulerConfig:
-        try:
-            loaded = await self._load_config(text or self._default_config_text)
-        except ConfigError as exc:
-            exc.__traceback__ = None
-            self._config_refused(text)
-            raise InvalidRequest(str(exc)) from None
-        for warning in loaded.warnings:
-            log.warning("configuration warning", detail=str(warning))
-        return loaded.config
 
     async def _await_engine(self, build: Callable[[Callable[[Exception | None], None]], Command]) -> None:
         if self._stopping:  # the engine takes no more commands: say so rather than never answer
@@ -303,9 +272,7 @@ class RMProxy:
             return
         del self._routes[rm_id]
         self.warnings.forget(rm_id)
-        lock = self._config_locks.get(rm_id)
-        if lock is not None and not lock.locked():
-            del self._config_locks[rm_id]
+        self.configs.forget(rm_id)
         self._send_command(UnregisterRM(rm_id))
         log.warning(
             "resource manager stayed away past the grace period; its state is removed",
@@ -428,32 +395,12 @@ class RMProxy:
                                reason=refusal)  # fmt: skip
             return Intake(stream, rm_id, RMRoute(), 0, refusal, self.limits.clip, self.warnings)
         route = self._routes[rm_id]
-        admitted, rate_reason = self._admit(route, rm_id, stream.kind, items)
+        admitted, rate_reason = route.admit(rm_id, stream.kind, items, self.limits, self._clock())
+        if rate_reason:
+            self.warnings.warn(
+                log, "rate limit exceeded", rm_id, stream=stream.kind.value, items=items, admitted=admitted
+            )
         return Intake(stream, rm_id, route, admitted, rate_reason, self.limits.clip, self.warnings)
-
-    def _admit(self, route: RMRoute, rm_id: str, kind: StreamKind, items: int) -> tuple[int, str]:
-        """How many of a message's items (the first ones) the rate limit lets in now, and the reason
-        given for the others."""
-        limits = self.limits
-        if limits.rate_items_per_second <= 0:
-            return items, ""
-        now = self._clock()
-        bucket = route.rates.get(kind)
-        if bucket is None:
-            bucket = route.rates[kind] = TokenBucket(limits.rate_items_per_second, limits.rate_burst, now)
-        admitted = bucket.take(items, now)
-        if admitted == items:
-            return items, ""
-        wait = bucket.wait_for(items - admitted)
-        self.warnings.warn(
-            log, "rate limit exceeded", rm_id, stream=kind.value, items=items, admitted=admitted
-        )
-        return admitted, (
-            f"rate limit exceeded: resource manager {rm_id} may send {limits.rate_items_per_second:g} "
-            f"items a second on its {kind.value} stream, in bursts of up to {limits.rate_burst:,} "
-            f"(rate_items_per_second, rate_burst); this item was not processed: retry it in "
-            f"{max(wait, 0.001):.3f}s or later"
-        )
 
     def _reject(self, stream: ResponseStream, idents: list[tuple[str, ...]], reason: str) -> None:
         """Answer items (by their ids, as the stream's rejections name them) with one reason."""

@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.config.input_limits import Limits
 from core.rm.ask_cache import AskCache
 from core.rm.response_stream import ResponseStream, StreamKind
 from core.rm.token_bucket import TokenBucket
@@ -46,6 +47,25 @@ class RMRoute:
             self.backlog_bytes[kind] -= backlog.popleft()[1]
             dropped += 1
         return dropped
+
+    def admit(self, rm_id: str, kind: StreamKind, items: int, limits: Limits, now: float) -> tuple[int, str]:
+        """How many of a message's items (the first ones) its rate limit lets in now, and the reason
+        given for the others ("" when all are in)."""
+        if limits.rate_items_per_second <= 0:
+            return items, ""
+        bucket = self.rates.get(kind)
+        if bucket is None:
+            bucket = self.rates[kind] = TokenBucket(limits.rate_items_per_second, limits.rate_burst, now)
+        admitted = bucket.take(items, now)
+        if admitted == items:
+            return items, ""
+        wait = bucket.wait_for(items - admitted)
+        return admitted, (
+            f"rate limit exceeded: resource manager {rm_id} may send {limits.rate_items_per_second:g} "
+            f"items a second on its {kind.value} stream, in bursts of up to {limits.rate_burst:,} "
+            f"(rate_items_per_second, rate_burst); this item was not processed: retry it in "
+            f"{max(wait, 0.001):.3f}s or later"
+        )
 
     def forget_backlog(self) -> None:
         for backlog in self.backlog.values():

@@ -21,7 +21,7 @@ from core.objects.allocation import Allocation
 from core.objects.application import AppState
 from core.objects.partition_key import PartitionKey
 from core.objects.rejected_apps import RejectedApplication
-from core.placement.manager import PlacementManager
+from core.scheduler import rm_configs
 from core.scheduler.app_gang import gang_of
 from core.scheduler.commands import (
     AppAdd,
@@ -43,10 +43,9 @@ from core.scheduler.early_asks import EarlyAsks
 from core.scheduler.history import History
 from core.scheduler.metrics import SchedulerMetrics
 from core.scheduler.node_events import node_events, node_state
-from core.scheduler.partition import Partition
+from core.scheduler.partition import Partition, applications
 from core.scheduler.partition.removal import release_by_rm, remove_application, remove_node
 from core.scheduler.partition.resize import resize
-from core.scheduler.preemption import dry_run
 from core.scheduler.preemption.dry_run import QuotaPreview
 from core.scheduler.rejection import Rejection, unknown_application
 from core.scheduler.results import AppUpdate, RejectedItem, Released, ResultBatch, Termination
@@ -142,11 +141,11 @@ class ClusterContext:
     def apply(self, command: Command) -> None:
         match command:
             case RegisterRM():
-                self._register(command)
+                rm_configs.register(self, command)
             case UnregisterRM():
-                self._unregister(command.rm_id)
+                rm_configs.unregister(self, command.rm_id)
             case UpdateConfig():
-                self._update_config(command)
+                rm_configs.update_config(self, command)
             case PreviewConfig():
                 command.reply(self.preview_config(command.rm_id, command.config))
             case UpdateNodes():
@@ -242,10 +241,10 @@ class ClusterContext:
         return rm_id in self.configs
 
     # RMs and configuration ----------------------------------------------------------------------
-    def _new_partition(self, key: PartitionKey, config: PartitionConfig, now: float) -> Partition:
+    def new_partition(self, key: PartitionKey, config: PartitionConfig, now: float) -> Partition:
         return Partition(key, config, now, self.clock, self.metrics.app_counts)  # the counts outlive it
 
-    def _drop_rm_state(self, rm_id: str) -> bool:
+    def drop_rm_state(self, rm_id: str) -> bool:
         """Forget the RM's partitions and results; True when it had any."""
         keys = [k for k in self.partitions if k.rm_id == rm_id]
         self.early.forget_rm(rm_id)
@@ -254,73 +253,8 @@ class ClusterContext:
         self._results.pop(rm_id, None)
         return bool(keys)
 
-    def _unregister(self, rm_id: str) -> None:
-        self._drop_rm_state(rm_id)
-        self.configs.pop(rm_id, None)
-        self.rm_build.pop(rm_id, None)
-        self.warnings.forget(rm_id)
-        log.info("rm removed", rmID=rm_id)
-        if self.on_state_dropped is not None:
-            self.on_state_dropped(
-                "no resource manager left" if not self.configs else "resource manager removed"
-            )
-
-    def _register(self, cmd: RegisterRM) -> None:
-        # Registering again starts the RM from scratch (it re-sends its state), but only once the new
-        # partitions are built: a configuration they cannot be built from leaves the RM as it was.
-        now, parts = self.clock(), cmd.config.partitions
-        built = {(k := PartitionKey(cmd.rm_id, p.name)): self._new_partition(k, p, now) for p in parts}
-        dropped = self._drop_rm_state(cmd.rm_id)
-        self.configs[cmd.rm_id] = cmd.config
-        self.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
-        self.partitions.update(built)
-        log.info("rm registered", rmID=cmd.rm_id, partitions=[p.name for p in cmd.config.partitions])
-        if dropped and self.on_state_dropped is not None:
-            self.on_state_dropped("resource manager registered again")
-        if cmd.reply:
-            cmd.reply(None)
-
-    def _update_config(self, cmd: UpdateConfig) -> None:
-        if cmd.rm_id not in self.configs:
-            if cmd.reply:
-                cmd.reply(Rejection(f"resource manager {cmd.rm_id} is not registered"))
-            return
-        conflicts = [
-            f"partition {part_cfg.name}: {problem}"
-            for part_cfg in cmd.config.partitions
-            if (existing := self.partitions.get(PartitionKey(cmd.rm_id, part_cfg.name))) is not None
-            for problem in existing.tree.conflicts(part_cfg.root)
-        ]
-        if conflicts:
-            # All or nothing: a configuration that cannot apply everywhere applies nowhere.
-            if cmd.reply:
-                cmd.reply(Rejection("; ".join(conflicts)))
-            return
-        # What can fail is built first (new partitions, each existing one's rules), then it is applied.
-        now, wanted = self.clock(), {PartitionKey(cmd.rm_id, p.name): p for p in cmd.config.partitions}
-        built = {k: self._new_partition(k, p, now) for k, p in wanted.items() if k not in self.partitions}
-        rules = {k: PlacementManager(p.placement_rules) for k, p in wanted.items() if k in self.partitions}
-        for key, manager in rules.items():
-            self.partitions[key].apply_config(wanted[key], now, manager)
-        self.partitions.update(built)
-        for key, part in self.partitions.items():
-            if part.rm_id == cmd.rm_id and key not in wanted:
-                # Like a removed queue: what runs there keeps running; nothing new is accepted.
-                if not part.draining:
-                    part.state_time = self.clock()
-                part.draining = True
-        self.configs[cmd.rm_id] = cmd.config  # what /ws/v1/config shows: the configuration in force
-        log.info("configuration updated", rmID=cmd.rm_id)
-        if cmd.reply:
-            cmd.reply(None)
-
     def preview_config(self, rm_id: str, config: SchedulerConfig) -> list[QuotaPreview]:
-        out: list[QuotaPreview] = []
-        for part_cfg in config.partitions:
-            part = self.partitions.get(PartitionKey(rm_id, part_cfg.name))
-            if part is not None:
-                out.extend(dry_run.preview(part, part_cfg))
-        return out
+        return rm_configs.preview(self, rm_id, config)
 
     def _partition(self, rm_id: str, key: PartitionKey) -> Partition:
         part = self.partitions.get(key)
@@ -379,7 +313,9 @@ class ClusterContext:
         submissions = self.metrics.app_submissions
         try:
             gang = gang_of(add, now, lambda what: self._warn_app(rm_id, add.app_id, what))
-            app = part.add_application(add.app_id, add.queue, add.user, add.groups, add.tags, now, gang)
+            app = applications.add_application(
+                part, add.app_id, add.queue, add.user, add.groups, add.tags, now, gang
+            )
         except Rejection as exc:
             out.rejected_apps.append(RejectedItem("", add.app_id, str(exc)))
             self._rejections.add((add.app_id,), str(exc), "applications")
@@ -390,7 +326,7 @@ class ClusterContext:
                 refused = RejectedApplication(
                     add.app_id, add.queue, add.user, add.groups, dict(add.tags), str(exc), now
                 )
-                part.record_rejection(refused, keep=not duplicate)
+                applications.record_rejection(part, refused, keep=not duplicate)
                 asked = part.find_queue(add.queue) if add.queue and not duplicate else None
                 if asked is not None:  # refused by the queue it asked for (its ACL, its state)
                     self.metrics.app_counts.rejected(asked.full_name)

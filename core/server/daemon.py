@@ -97,7 +97,7 @@ class CoreDaemon:
             limits=options.limits,
             metrics=self.context.metrics,
         )
-        self.rmproxy.on_config_refused = self.releaser.request
+        self.rmproxy.configs.on_refused = self.releaser.request
         self.engine = Engine(self.context, self.rmproxy.deliver)
         self.rmproxy.bind_engine(self.engine.submit)
         self.server = grpc.aio.server(

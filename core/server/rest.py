@@ -38,7 +38,7 @@ from core.server.process_metrics import process_families
 from core.server.prometheus import render as render_metrics
 from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
-from core.views import dao, health_view, metrics_view, usage_views
+from core.views import app_views, dao, health_view, metrics_view, usage_views
 
 log = structlog.get_logger("pykorn.rest")
 
@@ -132,7 +132,7 @@ class StateAPI:
 
     def queue_applications(self, request: web.Request) -> Any:
         part = self._part(request)
-        return dao.queue_applications(part, dao.find_queue(part, request.match_info["q"]))
+        return app_views.queue_applications(part, dao.find_queue(part, request.match_info["q"]))
 
     def nodes(self, request: web.Request) -> Any:
         return dao.nodes(self._part(request))
@@ -143,11 +143,11 @@ class StateAPI:
 
     def application(self, request: web.Request) -> Any:
         part = self._part(request)
-        return dao.application_view(part, request.match_info["a"])
+        return app_views.application_view(part, request.match_info["a"])
 
     def applications(self, request: web.Request) -> Any:
         status = request.query.get("status", "")
-        return dao.applications_in_state(self._part(request), request.match_info["s"], status)
+        return app_views.applications_in_state(self._part(request), request.match_info["s"], status)
 
     def usage_users(self, request: web.Request) -> Any:
         return usage_views.users(self._part(request))

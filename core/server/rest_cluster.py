@@ -13,7 +13,7 @@ from aiohttp import web
 from core.config.as_json import config_json
 from core.scheduler.cluster import ClusterContext
 from core.server.event_json import event_record
-from core.views import cluster_views, dao
+from core.views import app_views, cluster_views, dao
 
 Handler = Callable[[web.Request], Any]
 JSON_DUMPS_INDENT = 2
@@ -55,13 +55,13 @@ class ClusterAPI:
     def queue_application(self, request: web.Request) -> Any:
         part = self._part(request)
         queue = dao.find_queue(part, request.match_info["q"])
-        return dao.queue_application(part, queue, request.match_info["a"])
+        return app_views.queue_application(part, queue, request.match_info["a"])
 
     def queue_applications_in_state(self, request: web.Request) -> Any:
         part = self._part(request)
         queue = dao.find_queue(part, request.match_info["q"])
         status = request.query.get("status", "")
-        return dao.queue_applications_in_state(part, queue, request.match_info["s"], status)
+        return app_views.queue_applications_in_state(part, queue, request.match_info["s"], status)
 
     def node_utilization(self, request: web.Request) -> Any:
         """Deprecated upstream: the default partition's nodes bucketed by its dominant resource."""

@@ -18,7 +18,7 @@ from core.placement.rules import Rule, RuleFilter
 from core.resources import INT64_MAX, Resource
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.partition import Partition
-from core.views import dao
+from core.views import app_views, dao
 
 Json = dict[str, Any]
 CLUSTER_NAME = "kubernetes"  # what YuniKorn reports for every partition's cluster
@@ -193,7 +193,7 @@ def full_state_dump(
         "timestamp": _nanos(now),
         "partitions": [dao.partition_info(p) for p in parts],
         "applications": [
-            dao.application_info(p, a) for p in parts for _, a in sorted(p.applications.items())
+            app_views.application_info(p, a) for p in parts for _, a in sorted(p.applications.items())
         ],
         "appHistory": application_history(context),
         "nodes": [{"partitionName": p.name, "nodesInfo": dao.nodes(p)} for p in parts],

@@ -24,7 +24,7 @@ from core.scheduler.commands import (
 )
 from core.scheduler.results import Termination
 from core.server.prometheus import render
-from core.views import dao, metrics_view
+from core.views import app_views, metrics_view
 from tests.unit.domain_helpers import ONE_LEAF, Cluster
 
 
@@ -50,7 +50,7 @@ def test_ended_allocations_count_their_resource_times_whole_seconds_by_instance_
     c.release("app-1", "a")  # 10 whole seconds
     c.clock.advance(5.0)
     c.release("app-1", "b")  # 15.9 s: 15
-    history = dao.application_info(c.partition, app)["resourceHistory"]
+    history = app_views.application_info(c.partition, app)["resourceHistory"]
     assert history == {
         USED: {"m5.large": {"memory": 600, "vcore": 20}, "UNKNOWN": {"memory": 450}}
     }  # preempted and placeholder omitted while empty, as YuniKorn's omitempty
@@ -109,7 +109,7 @@ def test_the_summary_is_logged_once_when_the_application_ends_with_yunikorns_tex
     assert line["log_level"] == "info" and line["applicationID"] == "app-1"
     # Logged, the usage goes (YuniKorn's cleanupTrackedResource): the completed application shows none.
     [done] = c.partition.lifecycle.completed
-    assert dao.application_info(c.partition, done)["resourceHistory"] == {}
+    assert app_views.application_info(c.partition, done)["resourceHistory"] == {}
 
 
 def test_an_application_that_never_ran_logs_no_summary() -> None:

@@ -11,7 +11,7 @@ from core.resources import Resource, sum_resources
 from core.scheduler.commands import AppAdd, NodeAction, ReleaseRequest, UpdateAllocations, UpdateApplications
 from core.scheduler.preemption.required_node import choose_victims
 from core.scheduler.results import ResultBatch, Termination
-from core.views.dao import application_view
+from core.views.app_views import application_view
 from tests.unit.domain_helpers import Cluster
 
 MEM = {"memory": 2}

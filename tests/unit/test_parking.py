@@ -17,7 +17,7 @@ from core.scheduler.commands import NodeAction, UpdateAllocations
 from core.scheduler.cycle import scheduling
 from core.scheduler.cycle.parking import first_time_after
 from core.scheduler.partition import Partition
-from core.views.dao import ask_info
+from core.views.app_views import ask_info
 from si.v1.tags import TAG_NAMESPACE, TAG_POD_ANTI_AFFINITY, TAG_REQUIRED_NODE
 from tests.unit.domain_helpers import Cluster
 

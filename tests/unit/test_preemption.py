@@ -8,7 +8,7 @@ from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.commands import NodeAction, NodeChange, ReleaseRequest, UpdateAllocations, UpdateNodes
 from core.scheduler.results import Termination
-from core.views.dao import ask_info
+from core.views.app_views import ask_info
 from si.v1.tags import (
     LABEL_PREFIX,
     TAG_NAMESPACE,

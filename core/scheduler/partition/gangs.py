@@ -30,6 +30,7 @@ from core.objects.allocation import Allocation
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.gang import Gang, GangStyle
 from core.resources import Resource
+from core.scheduler.partition import applications
 from core.scheduler.results import Released, Termination
 
 if TYPE_CHECKING:  # the partition owns this part and hands itself in
@@ -195,7 +196,7 @@ class PartitionGangs:
             )
         elif app.state == AppState.FAILING:
             self.part.lifecycle.transition(app, AppEvent.FAIL, now, TIMEOUT_REASON)
-            self.part.retire(app)
+            applications.retire(self.part, app)
 
 
 def _held_placeholders(app: Application) -> list[Allocation]:

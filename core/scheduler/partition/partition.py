@@ -15,37 +15,34 @@ from core.config.schema import PartitionConfig
 from core.config.validation import RECOVERY_QUEUE
 from core.constraints.ask import ConstraintError, parse_ask_constraints
 from core.events import ChangeDetail, ChangeType, RawEvent
-from core.objects import app_usage, change_events, priority, queue_events
+from core.objects import change_events, priority, queue_events
 from core.objects.allocation import Allocation
 from core.objects.app_counts import AppCounts
 from core.objects.app_lifecycle import TERMINAL, AppLifecycle
 from core.objects.app_usage import UsageTotals, instance_type
 from core.objects.application import AppEvent, Application, AppState
 from core.objects.change_events import allocation_ended, allocation_placed
-from core.objects.gang import Gang
 from core.objects.largest_node import LargestNode
 from core.objects.node import Node
 from core.objects.parking import ParkingLot
 from core.objects.partition_key import PartitionKey
 from core.objects.queue import Queue
 from core.objects.queue_tree import QueueTree
-from core.objects.rejected_apps import RejectedApplication, RejectedApplications
+from core.objects.rejected_apps import RejectedApplications
 from core.objects.reservations import Reservations
 from core.placement.manager import PlacementManager
-from core.placement.rules import PlacementRequest
 from core.policies.node_sort import NodeIndex
 from core.resources import ZERO, Resource
 from core.scheduler.fit.pod_rules import PodRules
+from core.scheduler.partition import applications
 from core.scheduler.partition.gangs import PartitionGangs
-from core.scheduler.partition.placement import leaf_for
 from core.scheduler.partition.preemption_ledger import PreemptionKind, PreemptionLedger
 from core.scheduler.partition.quota_enforcer import QuotaEnforcer
 from core.scheduler.partition.victims import PartitionVictims
-from core.scheduler.rejection import Rejection, ask_constraints, node_traits, unknown_application
+from core.scheduler.rejection import Rejection, ask_constraints, node_traits
 from core.scheduler.results import SchedulingState
 from core.ugm.limit_events import limit_events
 from core.ugm.limits import limit_table
-from core.ugm.resolver import resolve_groups
 from core.ugm.tracker import UserGroupTracker
 from si.v1.tags import TAG_REQUIRED_NODE
 
@@ -203,89 +200,6 @@ class Partition:
             self.events.append(change_events.root_max(self.rm_id, self.total_capacity, self.clock()))
         self.root.max = room
 
-    # Applications -----------------------------------------------------------------------------
-    def add_application(
-        self,
-        app_id: str,
-        queue_name: str,
-        user: str,
-        groups: tuple[str, ...],
-        tags: dict[str, str],
-        now: float,
-        gang: Gang | None = None,
-    ) -> Application:
-        if not app_id:
-            raise Rejection("application ID is empty")
-        if app_id in self.applications:
-            raise Rejection(f"application {app_id} already exists in partition {self.name}")
-        if self.draining:
-            raise Rejection(f"partition {self.name} was removed from the configuration; no new applications")
-        groups = resolve_groups(self.config.user_group_resolver, user, groups)  # none sent: look them up
-        queue = leaf_for(self, PlacementRequest(app_id, queue_name, user, groups, tags), now)
-        app = Application(app_id, self.key, queue, user=user, groups=groups, tags=tags, now=now)
-        self.applications[app_id] = app
-        if gang is not None:
-            app.gang = gang
-            self.gangs.apps[app_id] = app
-        queue.applications[app_id] = app
-        self.lifecycle.counts.entered_state(queue.full_name, "new", counted=False)
-        self.events.append(change_events.app_added(self.rm_id, app_id, queue.full_name, now))
-        self.events.append(change_events.queue_app(self.rm_id, queue.full_name, app_id, ChangeType.ADD, now))
-        for path in self.user_groups.arrived(app):  # a new user: YuniKorn sets the wildcard limits on it
-            self.events.append(
-                change_events.limit_changed(self.rm_id, False, user, path, ChangeType.SET, now)
-            )
-        return app
-
-    def record_rejection(self, rejected: RejectedApplication, keep: bool = True) -> None:
-        """Record APP_NEW and APP_REJECT (as YuniKorn, for any refusal, a duplicate ID's too), and keep
-        why it was refused (the newest ones) unless `keep` is False."""
-        if keep:
-            self.rejected.add(rejected)
-        self.events.append(
-            change_events.app_added(self.rm_id, rejected.app_id, rejected.queue_name, rejected.time)
-        )
-        self.events.append(change_events.app_rejected(self.rm_id, rejected))
-
-    def application(self, app_id: str) -> Application:
-        app = self.applications.get(app_id)
-        if app is None:
-            raise Rejection(unknown_application(app_id, self.name))
-        return app
-
-    def retire(self, app: Application) -> None:
-        """An application that ended: out of its queue, listed as completed until it expires (as upstream),
-        and, if it ever ran, its usage logged as YuniKorn's YK_APP_SUMMARY."""
-        self.forget_app(app)
-        self.lifecycle.completed.append(app)
-        if app.start_time is not None:
-            when = {"submissionTime": app.submission_time, "startTime": app.start_time,
-                    "finishTime": app.finished_time, "user": app.user, "queue": app.queue.full_name,
-                    "state": app.state.value}  # fmt: skip
-            text, fields = app_usage.summary(self.rm_id, app.app_id, when, app.usage)
-            self.log.info(text, **fields)
-        app.usage = None  # logged: a completed application keeps no usage, as YuniKorn cleans it up
-
-    def forget_app(self, app: Application) -> None:
-        self.gangs.apps.pop(app.app_id, None)
-        priority.remove_application(app)
-        self.user_groups.forget(app)
-        self.applications.pop(app.app_id, None)
-        self.unlink_group(app, app.state_time)
-        if app.queue.applications.pop(app.app_id, None) is not None:
-            now = app.state_time
-            queue = app.queue.full_name
-            self.events.append(change_events.queue_app(self.rm_id, queue, app.app_id, ChangeType.REMOVE, now))
-            self.events.append(change_events.app_removed(self.rm_id, app.app_id, now))
-        app.queue.pending_apps.pop(app.app_id, None)
-        removed = self.tree.remove_empty()
-        for gone in removed:
-            self.events.append(
-                change_events.queue_removed(self.rm_id, gone.full_name, gone.managed, app.state_time)
-            )
-        if removed:
-            self.usage_totals.forget_queues({q.full_name for q in self.tree})
-
     def tick(self, now: float) -> None:
         """Time-driven state: quota timers; placeholder timers; application states Completing ->
         Completed -> Expired."""
@@ -293,14 +207,14 @@ class Partition:
         if self.gangs.apps:
             self.gangs.tick(now)
         for app in self.lifecycle.completing_over(self.applications, now):
-            self.retire(app)
+            applications.retire(self, app)
         self.lifecycle.expire(now)
         for gone in self.rejected.expire(now - self.lifecycle.terminated_timeout):
             self.events.append(change_events.rejection_expired(self.rm_id, gone.app_id, now))
 
     # Asks and allocations ---------------------------------------------------------------------
     def add_ask(self, ask: Allocation, now: float) -> None:
-        app = self.application(ask.application_id)
+        app = applications.application(self, ask.application_id)
         if app.state in TERMINAL or app.state == AppState.FAILING:
             raise Rejection(f"application {app.app_id} is {app.state.value} and takes no new asks")
         if app.queue.full_name == RECOVERY_QUEUE:
@@ -344,7 +258,7 @@ class Partition:
 
     def add_existing(self, alloc: Allocation, now: float) -> None:
         """An allocation the RM already runs (recovery): it must fit the node and the queue limits."""
-        app = self.application(alloc.application_id)
+        app = applications.application(self, alloc.application_id)
         if app.knows_key(alloc.key):
             raise Rejection(f"allocation key {alloc.key} already exists in application {app.app_id}")
         node = self.node(alloc.node_id)

@@ -9,7 +9,7 @@ from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.application import AppEvent, Application
 from core.resources import sum_resources
-from core.scheduler.partition import Partition
+from core.scheduler.partition import Partition, applications
 from core.scheduler.rejection import Rejection
 from core.scheduler.results import Termination
 
@@ -60,13 +60,13 @@ def remove_node(part: Partition, node_id: str, now: float = 0.0) -> list[Allocat
 
 def remove_application(part: Partition, app_id: str, now: float) -> list[Allocation]:
     """The RM removes an application: its asks go, its allocations are released, it completes."""
-    app = part.application(app_id)
+    app = applications.application(part, app_id)
     released = _release_all(part, app, now, asks_go=True)
     # The application is gone for good: take it through Completing to Completed at once.
     part.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
     part.lifecycle.transition(app, AppEvent.COMPLETE, now, "removed by the resource manager")
     app.removed_by_rm = True
-    part.retire(app)
+    applications.retire(part, app)
     return released
 
 
@@ -87,7 +87,7 @@ def release_by_rm(
         # node was removed, its application failed): done already, nothing to refuse.
         part.log.debug("release confirmed after the allocation went", applicationID=app_id, allocationKey=key)
         return []
-    app = part.application(app_id)
+    app = applications.application(part, app_id)
     released: list[Allocation] = []
     if not key:
         confirmed = termination in _CORE_DECIDED
