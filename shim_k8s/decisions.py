@@ -20,14 +20,14 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
-from shim_k8s import translate
 from shim_k8s.api.kube import BindError
 from shim_k8s.api.objects import Obj, key_of
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
-from shim_k8s.service_config import ServiceConfig
+from shim_k8s.readers import translate
+from shim_k8s.readers.service_config import ServiceConfig
 from shim_k8s.shim_state import ShimBase, finished, node_of
-from shim_k8s.volume_binding import NothingToBindHere, PodGone, VolumeBinder, VolumeBindError
+from shim_k8s.volumes.binding import NothingToBindHere, PodGone, VolumeBinder, VolumeBindError
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
@@ -250,7 +250,7 @@ class Decisions:
 
     async def _bind_volumes(self, alloc: si_pb2.Allocation, pod: Obj) -> bool:
         """kube-scheduler's PreBind: the pod's WaitForFirstConsumer claims bound on the chosen node
-        (shim_k8s.volume_binding). False when the pod is not to be bound: its allocation is given back,
+        (shim_k8s.volumes.binding). False when the pod is not to be bound: its allocation is given back,
         and the pod waits for its volumes to change (nothing could be done on that node) or is asked
         again (its binding failed or timed out; a claim provisioned for the node keeps it there)."""
         shim = self.shim

@@ -10,8 +10,8 @@ from typing import Protocol
 
 import structlog
 
-from shim_k8s import pod_identity, service_config, task_groups, translate
 from shim_k8s.api.objects import Obj
+from shim_k8s.readers import pod_identity, service_config, task_groups, translate
 from shim_k8s.shim_state import AppGang, ShimBase
 
 log = structlog.get_logger("pykorn.k8s")

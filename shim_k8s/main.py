@@ -33,11 +33,11 @@ from shim_k8s.api.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.api.objects import Obj, WatchEvent, name_of
 from shim_k8s.api.own_pod import LEADER_LABEL, OwnPod
 from shim_k8s.api.startup import ListenError, StartupError, described, list_at_start
-from shim_k8s.configmaps import CONFIGMAP_NAME
-from shim_k8s.service_config import CONFIGMAP_NAMES
+from shim_k8s.readers.configmaps import CONFIGMAP_NAME
+from shim_k8s.readers.service_config import CONFIGMAP_NAMES
+from shim_k8s.readers.task_groups import DEFAULT_PLACEHOLDER_IMAGE
 from shim_k8s.shim import K8sShim
-from shim_k8s.task_groups import DEFAULT_PLACEHOLDER_IMAGE
-from shim_k8s.volumes import VOLUME_KINDS
+from shim_k8s.volumes.cache import VOLUME_KINDS
 
 log = structlog.get_logger("pykorn.k8s")
 

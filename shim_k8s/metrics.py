@@ -3,7 +3,7 @@
 - `/metrics`, Prometheus' text format: reconciliation repairs by kind, requests to the API, its error
   answers by code and those it forbade (RBAC) by resource and verb, bindings by result, whether this
   shim leads, events dropped, informer re-lists, decisions under way, objects refused or given a
-  fallback (shim_k8s.bad_objects) by kind and reason, and the process's own (process_*, python_*).
+  fallback (shim_k8s.readers.bad_objects) by kind and reason, and the process's own (process_*, python_*).
   The core's scheduling metrics are the core's (its /ws/v1/metrics).
 - `/healthz` (liveness): answered while the process's event loop runs, in every state.
 - `/readyz` (readiness): 200 once the shim is synced with the core and following the API, or is a

@@ -20,17 +20,18 @@ from typing import Any, Protocol
 import structlog
 
 from rmclient.client import SchedulerClient
-from shim_k8s import app_answers, namespaces, pod_identity, task_groups, translate
+from shim_k8s import app_answers
 from shim_k8s.api import object_shapes
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
-from shim_k8s.bad_objects import BadObjects, Refused
-from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.decisions import SKIPPED
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
-from shim_k8s.priority import PodPriority, PriorityResolver, UnknownPriorityClass
+from shim_k8s.readers import namespaces, pod_identity, task_groups, translate
+from shim_k8s.readers.bad_objects import BadObjects, Refused
+from shim_k8s.readers.configmaps import ConfigMaps
+from shim_k8s.readers.priority import PodPriority, PriorityResolver, UnknownPriorityClass
 from shim_k8s.shim_state import ShimBase, began_terminating, finished, is_bound, node_of, readings, sizing
-from shim_k8s.volumes import Volumes
+from shim_k8s.volumes.cache import Volumes
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
@@ -198,7 +199,7 @@ class Pods:
 
     async def on_namespace(self, event: str, namespace: Obj) -> None:
         """Namespaces' labels go on their pods' asks (pod affinity terms' namespaceSelector matches
-        them), their annotations' limits on their applications (see shim_k8s.namespaces). A pod or
+        them), their annotations' limits on their applications (see shim_k8s.readers.namespaces). A pod or
         application already sent keeps what it was sent with. Annotations that cannot be used are
         reported on the namespace, once per change of them."""
         name = (namespace.get("metadata") or {}).get("name", "")

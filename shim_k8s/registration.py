@@ -1,11 +1,11 @@
 """Registering with the core, with the queue configuration the ConfigMaps make, and keeping it current.
 
-`load` takes the settings of `yunikorn-configs` over `yunikorn-defaults` (see shim_k8s.configmaps) at a
-start or a re-sync; a registration goes with their queue configuration, and one the core refuses gives
-way to the last one it took, so a bad ConfigMap never keeps the shim from scheduling. A change of a
-ConfigMap while running is sent to the core as it happens (unless service.enableConfigHotRefresh is
-false). What cannot be used as written is said on the ConfigMap, once.
-"""
+`load` takes the settings of `yunikorn-configs` over `yunikorn-defaults` (see
+shim_k8s.readers.configmaps) at a start or a re-sync; a registration goes with their queue
+configuration, and one the core refuses gives way to the last one it took, so a bad ConfigMap never
+keeps the shim from scheduling. A change of a ConfigMap while running is sent to the core as it
+happens (unless service.enableConfigHotRefresh is false). What cannot be used as written is said on
+the ConfigMap, once."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import structlog
 
 from rmclient.client import SEND_ERRORS, SchedulerClient
 from rmclient.reconnect import is_refusal
-from shim_k8s import service_config
 from shim_k8s.api.kube import KubeActions
 from shim_k8s.api.objects import Obj, WatchEvent, name_of
-from shim_k8s.bad_objects import Refused
-from shim_k8s.configmaps import ConfigMaps
+from shim_k8s.readers import service_config
+from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.configmaps import ConfigMaps
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -92,7 +92,7 @@ class Registration:
         self._report(warnings)
 
     async def on_configmap(self, event: str, configmap: Obj) -> None:
-        """A change to yunikorn-configs or yunikorn-defaults (see shim_k8s.configmaps): the queue
+        """A change to yunikorn-configs or yunikorn-defaults (see shim_k8s.readers.configmaps): the queue
         configuration goes to the core unless service.enableConfigHotRefresh is false."""
         settings = self.shim.settings
         name = (configmap.get("metadata") or {}).get("name", "")

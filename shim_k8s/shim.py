@@ -28,21 +28,21 @@ from typing import Any
 import structlog
 
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
-from shim_k8s import service_config, task_groups
 from shim_k8s.api import object_shapes
 from shim_k8s.api.kube import KubeActions
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
-from shim_k8s.bad_objects import INTERNAL, BadObjects, Refused
-from shim_k8s.configmaps import ConfigMaps
 from shim_k8s.decisions import Decisions
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
 from shim_k8s.pods import Pods
+from shim_k8s.readers import service_config, task_groups
+from shim_k8s.readers.bad_objects import INTERNAL, BadObjects, Refused
+from shim_k8s.readers.configmaps import ConfigMaps
 from shim_k8s.reconcile import Reconciler
 from shim_k8s.registration import Registration
 from shim_k8s.shim_state import ShimState
-from shim_k8s.volume_binding import VolumeBinder
-from shim_k8s.volumes import VOLUME_KINDS
+from shim_k8s.volumes.binding import VolumeBinder
+from shim_k8s.volumes.cache import VOLUME_KINDS
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
@@ -115,7 +115,7 @@ class K8sShim(ResponseHandler):
     # Informer events --------------------------------------------------------------------------
     async def handle(self, kind: str, event: str, obj: Obj) -> None:
         """An informer's event, handed to its handler; an object that cannot be used is refused (see
-        shim_k8s.bad_objects) and everything else goes on."""
+        shim_k8s.readers.bad_objects) and everything else goes on."""
         handler = self._handlers.get(kind)
         if handler is None:
             return

@@ -8,9 +8,9 @@ from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shim_k8s import task_groups
 from shim_k8s.api.kube import KubeActions
 from shim_k8s.api.objects import Obj
+from shim_k8s.readers import task_groups
 
 
 @dataclass
@@ -34,7 +34,7 @@ class ShimState:
     foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
     waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
-    # The pods waiting for volumes, by what would let them go (shim_k8s.volumes.Volumes.wait_keys): a
+    # The pods waiting for volumes, by what would let them go (shim_k8s.volumes.cache.Volumes.wait_keys): a
     # claim, a volume or a class -> pod UIDs. Only they are looked at again when it changes.
     waiting_on: dict[str, set[str]] = field(default_factory=dict)
     # The node selector terms a pod's volumes gave when it was asked for (JSON): a binding that fails

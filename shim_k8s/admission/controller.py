@@ -37,9 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shim_k8s import namespaces, service_config
 from shim_k8s.api.objects import Obj
-from shim_k8s.pod_identity import (
+from shim_k8s.readers import namespaces, service_config
+from shim_k8s.readers.pod_identity import (
     APP_ID_KEY,
     APP_ID_LABEL,
     QUEUE_KEY,
@@ -49,7 +49,7 @@ from shim_k8s.pod_identity import (
     generated_application_id,
     user_info_problem,
 )
-from shim_k8s.service_config import CONFIGMAP_NAMES
+from shim_k8s.readers.service_config import CONFIGMAP_NAMES
 
 SCHEDULER_NAME = "yunikorn"
 ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"

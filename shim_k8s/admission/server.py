@@ -31,7 +31,6 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from shim_k8s import service_config
 from shim_k8s.admission import controller as admission
 from shim_k8s.admission.webhook_setup import SECRET_NAME, SetupError, WebhookManager, utc_now
 from shim_k8s.api import object_shapes
@@ -40,8 +39,9 @@ from shim_k8s.api.kube_http import TRANSPORT_ERRORS, ApiError, KubeHTTP
 from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.api.startup import ListenError, list_at_start
-from shim_k8s.bad_objects import Refused
-from shim_k8s.service_config import CONFIGMAP_NAMES
+from shim_k8s.readers import service_config
+from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.service_config import CONFIGMAP_NAMES
 
 log = structlog.get_logger("pykorn.admission")
 

@@ -42,7 +42,6 @@ from typing import Any
 
 import structlog
 
-from shim_k8s import namespaces
 from shim_k8s.admission.certificates import (
     CA_RENEW_BEFORE,
     SERVING_RENEW_BEFORE,
@@ -54,6 +53,7 @@ from shim_k8s.admission.certificates import (
 )
 from shim_k8s.admission.controller import AdmissionConfig, Cluster
 from shim_k8s.api.kube_http import ApiError, KubeHTTP
+from shim_k8s.readers import namespaces
 
 log = structlog.get_logger("pykorn.admission.setup")
 

@@ -2,7 +2,7 @@
 shim asks of the API (bindings, evictions, placeholder pods, status conditions, events); and `Kube`,
 which does it over `KubeHTTP` (the shim's tests do it in memory).
 
-Objects read stay plain dicts (what the API serves), which is what shim_k8s.translate reads; what the
+Objects read stay plain dicts (what the API serves), which is what shim_k8s.readers.translate reads; what the
 shim writes is the API's own JSON (core/v1 Binding, policy/v1 Eviction, core/v1 Event).
 
 Events never wait in front of a binding: `record_event` queues them, and a few senders of their own

@@ -3,7 +3,7 @@
 a value of it as text), which never fail, whatever the object holds.
 
 Objects stay plain decoded JSON: reading them as dicts is what the hot path can afford, and what
-shim_k8s.translate reads. `Obj` is a Mapping because the shim and the controller only read objects
+shim_k8s.readers.translate reads. `Obj` is a Mapping because the shim and the controller only read objects
 (whatever mapping holds one will do); what decodes or builds one (kube_http, the informers, the
 webhook configurations) says `dict[str, Any]`."""
 

@@ -15,7 +15,7 @@ import pytest
 
 from rmclient.core_process import CoreProcess
 from shim_k8s.main import run_shim
-from shim_k8s.task_groups import SCHEDULING_POLICY, TASK_GROUPS
+from shim_k8s.readers.task_groups import SCHEDULING_POLICY, TASK_GROUPS
 from si.v1 import si_pb2
 from tests.integration.kube_api import FakeKubeAPI, condition
 from tests.integration.manifests import SCHEDULER_SA

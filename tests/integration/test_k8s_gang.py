@@ -13,9 +13,9 @@ from typing import Any
 
 import aiohttp
 
+from shim_k8s.readers.task_groups import SCHEDULING_POLICY, TASK_GROUPS
+from shim_k8s.readers.translate import PLACEHOLDER, TASK_GROUP_NAME
 from shim_k8s.shim import K8sShim
-from shim_k8s.task_groups import SCHEDULING_POLICY, TASK_GROUPS
-from shim_k8s.translate import PLACEHOLDER, TASK_GROUP_NAME
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.rest_helpers import get_json, partition_url
 from tests.integration.test_k8s_api import _until, shim_running

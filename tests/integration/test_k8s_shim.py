@@ -15,9 +15,9 @@ import pytest
 
 from rmclient.logging_setup import LIVE, set_live_levels
 from shim_k8s.api.kube import BindError
+from shim_k8s.readers.task_groups import TASK_GROUPS
+from shim_k8s.readers.translate import TASK_GROUP_NAME
 from shim_k8s.shim import K8sShim
-from shim_k8s.task_groups import TASK_GROUPS
-from shim_k8s.translate import TASK_GROUP_NAME
 from tests.recording_client import RecordingClient, recorded
 
 GI = 2**30

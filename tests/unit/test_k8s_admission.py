@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from shim_k8s import service_config
 from shim_k8s.admission import controller as admission
+from shim_k8s.readers import service_config
 
 DATA = Path(__file__).parent.parent / "data" / "admission"
 USER_INFO = "yunikorn.apache.org/user.info"

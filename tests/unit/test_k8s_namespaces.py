@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shim_k8s import namespaces as ns
+from shim_k8s.readers import namespaces as ns
 from si.v1 import tags as wire
 
 

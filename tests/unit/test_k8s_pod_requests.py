@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from shim_k8s import quantity
-from shim_k8s.pod_resources import PodResourceError, pod_requests, request_nanos
+from shim_k8s.readers import quantity
+from shim_k8s.readers.pod_resources import PodResourceError, pod_requests, request_nanos
 
 FACTS: dict[str, Any] = json.loads(
     (Path(__file__).parent.parent / "data" / "k8s_pod_requests_facts.json").read_text()

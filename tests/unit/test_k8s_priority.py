@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shim_k8s.priority import (
+from shim_k8s.readers.priority import (
     SYSTEM_CLUSTER_CRITICAL,
     SYSTEM_NODE_CRITICAL,
     PriorityResolver,

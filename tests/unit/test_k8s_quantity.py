@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shim_k8s import quantity as q
-from shim_k8s.pod_resources import PodResourceError, from_json
+from shim_k8s.readers import quantity as q
+from shim_k8s.readers.pod_resources import PodResourceError, from_json
 
 FACTS: dict[str, Any] = json.loads(
     (Path(__file__).parent.parent / "data" / "k8s_quantity_facts.json").read_text()

@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from rmclient.logging_setup import LiveLevels
-from shim_k8s import service_config as sc
-from shim_k8s.bad_objects import Refused
-from shim_k8s.configmaps import ConfigMaps
+from shim_k8s.readers import service_config as sc
+from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.configmaps import ConfigMaps
 from si.v1.durations import go_duration
 
 

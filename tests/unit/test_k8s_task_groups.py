@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from shim_k8s import translate
-from shim_k8s.priority import PodPriority
-from shim_k8s.task_groups import (
+from shim_k8s.readers import translate
+from shim_k8s.readers.priority import PodPriority
+from shim_k8s.readers.task_groups import (
     SCHEDULING_POLICY,
     TASK_GROUPS,
     TaskGroupError,
@@ -18,7 +18,7 @@ from shim_k8s.task_groups import (
     placeholder_pod,
     task_groups,
 )
-from shim_k8s.translate import TASK_GROUP_NAME
+from shim_k8s.readers.translate import TASK_GROUP_NAME
 
 GI = 2**30
 

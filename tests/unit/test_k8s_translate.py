@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from shim_k8s import pod_identity as who
-from shim_k8s import translate as t
-from shim_k8s.bad_objects import Refused
-from shim_k8s.priority import PodPriority
+from shim_k8s.readers import pod_identity as who
+from shim_k8s.readers import translate as t
+from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.priority import PodPriority
 from si.v1 import si_pb2
 from si.v1 import tags as wire
 

@@ -1,4 +1,4 @@
-"""Binding a pod's WaitForFirstConsumer claims on the chosen node (shim_k8s.volume_binding), against
+"""Binding a pod's WaitForFirstConsumer claims on the chosen node (shim_k8s.volumes.binding), against
 an in-memory API: what is written, what is chosen after a conflict, and when the binding gives up.
 The whole flow against the API emulation and its controllers: test_k8s_volume_binding.py (integration)."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from shim_k8s.api.kube import Conflict
-from shim_k8s.volume_binding import NothingToBindHere, PodGone, VolumeBinder, VolumeBindError
-from shim_k8s.volume_matching import BIND_COMPLETED, SELECTED_NODE
-from shim_k8s.volumes import Volumes
+from shim_k8s.volumes.binding import NothingToBindHere, PodGone, VolumeBinder, VolumeBindError
+from shim_k8s.volumes.cache import Volumes
+from shim_k8s.volumes.matching import BIND_COMPLETED, SELECTED_NODE
 
 Obj = dict[str, Any]
 POD: Obj = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from core.constraints.node_affinity import parse_node_affinity
-from shim_k8s.volume_kinds import disks
-from shim_k8s.volume_terms import compact, with_volume_terms
-from shim_k8s.volumes import Volumes
+from shim_k8s.readers.volume_terms import compact, with_volume_terms
+from shim_k8s.volumes.cache import Volumes
+from shim_k8s.volumes.kinds import disks
 
 ZONE_B: list[dict[str, Any]] = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
 

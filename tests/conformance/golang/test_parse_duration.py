@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from core.config.properties import DEFAULT_QUOTA_PREEMPTION_DELAY, parse
-from shim_k8s import service_config
+from shim_k8s.readers import service_config
 from si.v1.durations import go_duration, go_duration_nanos
 
 GO_COMMIT = "f7396aaea0297a2e95b502a4075b0aed6efda89f"  # golang/go, src/time/time_test.go as read

@@ -4,7 +4,7 @@ the core over gRPC; whether the pod was placed, and where, out.
 A kube-scheduler plugin test hands a Filter a pod and a node (with the pods already on it) and reads
 pass or fail. Here the same objects are written as the API serves them (apiVersion, kind, metadata,
 spec, status), checked against the shapes the shim reads (shim_k8s.api.object_shapes), and turned into
-scheduler-interface messages by the shim's own functions (shim_k8s.translate), exactly as
+scheduler-interface messages by the shim's own functions (shim_k8s.readers.translate), exactly as
 shim_k8s.pods sends them:
 
 - a node: `node_info`, action CREATE, or CREATE_DRAIN for a cordoned one (`spec.unschedulable`);
@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shim_k8s import pod_identity, translate
 from shim_k8s.api import object_shapes
-from shim_k8s.priority import PodPriority, PriorityResolver
+from shim_k8s.readers import pod_identity, translate
+from shim_k8s.readers.priority import PodPriority, PriorityResolver
 from si.v1 import si_pb2
 from tests.conformance.core_probe import CoreProbe
 

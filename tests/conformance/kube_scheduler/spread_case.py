@@ -7,8 +7,8 @@ for it: every node is registered (so every domain and every pod counts as upstre
 others full on their `pods` slots, so resources decide nothing on the node under test and keep the pod off
 the rest.
 
-Everything sent is what the shim sends, made with its own functions (shim_k8s.translate, and
-shim_k8s.volumes.Volumes for the volume tags and for whether the shim asks for the pod at all): nodes as
+Everything sent is what the shim sends, made with its own functions (shim_k8s.readers.translate, and
+shim_k8s.volumes.cache.Volumes for the volume tags and for whether the shim asks for the pod at all): nodes as
 node_info, pods of another scheduler already on a node as foreign allocations (bound_pod_allocation), the
 incoming pod's application (application_request) and ask (pod_ask). The core is driven over gRPC with the
 probe's client and read back with `client.barrier()`.
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from shim_k8s import pod_identity, translate
 from shim_k8s.api.objects import WatchEvent
-from shim_k8s.priority import PodPriority, PriorityResolver
-from shim_k8s.volume_matching import BIND_COMPLETED
-from shim_k8s.volumes import Volumes
+from shim_k8s.readers import pod_identity, translate
+from shim_k8s.readers.priority import PodPriority, PriorityResolver
+from shim_k8s.volumes.cache import Volumes
+from shim_k8s.volumes.matching import BIND_COMPLETED
 from si.v1 import si_pb2
 from tests.conformance.core_probe import CoreProbe
 from tests.recording_client import Observed

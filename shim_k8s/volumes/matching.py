@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shim_k8s import quantity
 from shim_k8s.api.objects import Obj
-from shim_k8s.node_selectors import matches_label_selector
+from shim_k8s.readers import quantity
+from shim_k8s.readers.node_selectors import matches_label_selector
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"  # the node a claim is provisioned for
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"  # the PV controller finished binding the claim

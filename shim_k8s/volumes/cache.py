@@ -5,11 +5,11 @@ The shim follows PersistentVolumeClaims, PersistentVolumes and StorageClasses. F
   node affinity (ANDed with the pod's own terms), so the core places the pod only where the volume is;
 - a claim that is unbound in a StorageClass with `volumeBindingMode: WaitForFirstConsumer`: the nodes
   where it can be satisfied join the pod's node affinity the same way: the node affinity of each
-  available volume that fits it (shim_k8s.volume_matching), or, when its class provisions volumes, the
+  available volume that fits it (shim_k8s.volumes.matching), or, when its class provisions volumes, the
   class's `allowedTopologies` (any node when it has none), ORed. A volume whose claimRef names the claim
   already (a binding under way, perhaps before a restart) is its only choice; a claim annotated
   `volume.kubernetes.io/selected-node` is provisioned for that node only. Once the core has picked a
-  node, shim_k8s.volume_binding binds the volumes there before the pod;
+  node, shim_k8s.volumes.binding binds the volumes there before the pod;
 - a claim that is missing, being deleted, or not bound yet in an Immediate class (the volume
   controller binds it), or an unbound WaitForFirstConsumer claim nothing can satisfy: the pod waits,
   with the reason, and is never placed blindly; it is looked at again when volumes change;
@@ -28,11 +28,11 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from shim_k8s import volume_matching as match
 from shim_k8s.api.objects import Obj, WatchEvent
-from shim_k8s.node_selectors import topology_as_node_terms
-from shim_k8s.volume_kinds import NEUTRAL_KINDS, disks, migrated
-from shim_k8s.volume_terms import compact, zone_terms
+from shim_k8s.readers.node_selectors import topology_as_node_terms
+from shim_k8s.readers.volume_terms import compact, zone_terms
+from shim_k8s.volumes import matching as match
+from shim_k8s.volumes.kinds import NEUTRAL_KINDS, disks, migrated
 from si.v1.tags import TAG_CSI_VOLUMES, TAG_DISKS, TAG_RWOP_CLAIMS
 
 VOLUME_KINDS = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes", "csidrivers")

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shim_k8s.bad_objects import Refused
-from shim_k8s.translate import TranslationError, quantities
+from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.translate import TranslationError, quantities
 from si.v1.tags import TAG_GUARANTEED, TAG_MAX_APPS, TAG_PARENT_QUEUE, TAG_QUOTA
 
 DOMAIN = "yunikorn.apache.org/"

@@ -14,7 +14,7 @@ For each such claim, on the chosen node:
 Then it waits until every claim is bound (the PV controller and the provisioner do the rest), for
 `service.volumeBindTimeout` at most. A write the API refuses as a conflict is read again: one that
 landed already (its answer was lost) counts; another volume is tried in place of one taken meanwhile.
-While a binding is under way the volumes it chose are reserved (shim_k8s.volumes.Volumes.reserved): no
+While a binding is under way the volumes it chose are reserved (shim_k8s.volumes.cache.Volumes.reserved): no
 other pod gets them.
 """
 
@@ -25,11 +25,11 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shim_k8s import volume_matching as match
 from shim_k8s.api.kube import BindError, Conflict, KubeActions
 from shim_k8s.api.objects import Obj
-from shim_k8s.node_selectors import matches_terms, matches_topology
-from shim_k8s.volumes import NO_VOLUME_TO_BIND, DelayedClaim, Volumes
+from shim_k8s.readers.node_selectors import matches_terms, matches_topology
+from shim_k8s.volumes import matching as match
+from shim_k8s.volumes.cache import NO_VOLUME_TO_BIND, DelayedClaim, Volumes
 
 WRITE_TRIES = 3  # writes of one claim's binding that meet a conflict, before giving up on the node
 

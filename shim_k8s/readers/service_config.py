@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from rmclient.logging_setup import level_number
-from shim_k8s.bad_objects import Refused
+from shim_k8s.readers.bad_objects import Refused
 from si.v1.durations import go_duration
 
 CONFIGMAP_NAMES = ("yunikorn-defaults", "yunikorn-configs")  # merged in this order

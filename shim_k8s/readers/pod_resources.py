@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from shim_k8s import quantity
 from shim_k8s.api.objects import clip
-from shim_k8s.bad_objects import Refused
+from shim_k8s.readers import quantity
+from shim_k8s.readers.bad_objects import Refused
 
 Nanos = dict[str, int]  # resource name (Kubernetes') -> nano-units
 RESOURCE_NAMES = {"cpu": "vcore", "memory": "memory"}  # Kubernetes name -> the core's

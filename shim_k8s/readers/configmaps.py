@@ -5,8 +5,8 @@ the queue configuration and reports the warnings this returns."""
 from __future__ import annotations
 
 from rmclient.logging_setup import set_live_levels
-from shim_k8s import service_config
 from shim_k8s.api.objects import Obj
+from shim_k8s.readers import service_config
 
 CONFIGMAP_NAME = "yunikorn-configs"
 DEFAULTS_NAME = service_config.CONFIGMAP_NAMES[0]

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shim_k8s.api.objects import Obj
-from shim_k8s.bad_objects import Refused
-from shim_k8s.translate import PLACEHOLDER, TASK_GROUP_NAME, quantities
+from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.translate import PLACEHOLDER, TASK_GROUP_NAME, quantities
 
 TASK_GROUPS = "yunikorn.apache.org/task-groups"
 SCHEDULING_POLICY = "yunikorn.apache.org/schedulingPolicyParameters"

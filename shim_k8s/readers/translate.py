@@ -1,7 +1,7 @@
 """Kubernetes objects (as the API serves them, JSON) into scheduler-interface messages.
 
 The conventions are YuniKorn's k8s shim's, so its users' pods work unchanged: application ID, queue, user
-and groups as shim_k8s.pod_identity reads them; pod labels as `kubernetes.io/label/*` tags and the
+and groups as shim_k8s.readers.pod_identity reads them; pod labels as `kubernetes.io/label/*` tags and the
 namespace and pod name as `kubernetes.io/meta/*` tags; a DaemonSet pod's node as its required node.
 """
 
@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from shim_k8s import pod_resources
-from shim_k8s.bad_objects import Refused
-from shim_k8s.pod_identity import UserInfo, application_id, queue_name, user_info
-from shim_k8s.priority import PodPriority
-from shim_k8s.volume_terms import with_volume_terms
+from shim_k8s.readers import pod_resources
+from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.pod_identity import UserInfo, application_id, queue_name, user_info
+from shim_k8s.readers.priority import PodPriority
+from shim_k8s.readers.volume_terms import with_volume_terms
 from si.v1 import si_pb2
 from si.v1.tags import (
     ATTR_CSI_VOLUME_LIMITS,
@@ -74,12 +74,13 @@ def _first(*values: str | None) -> str:
 
 def quantities(values: Mapping[str, Any] | None, where: str = "resources") -> dict[str, int]:
     """Kubernetes quantities as si resources: cpu in milli-cores as vcore, memory in bytes, others as
-    counted; each rounded up as Kubernetes rounds (shim_k8s.quantity)."""
+    counted; each rounded up as Kubernetes rounds (shim_k8s.readers.quantity)."""
     return pod_resources.quantities(values, where)
 
 
 def pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
-    """What a pod needs, as kube-scheduler counts it (shim_k8s.pod_resources), plus one `pods` slot."""
+    """What a pod needs, as kube-scheduler counts it (shim_k8s.readers.pod_resources), plus one `pods`
+    slot."""
     return pod_resources.pod_requests(pod)
 
 
@@ -140,7 +141,7 @@ def pod_tags(
     namespace_labels: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The ask's tags; `volume_terms`: the required node selector terms of the pod's bound volumes
-    (shim_k8s.volumes), ANDed into its node affinity; `namespace_labels`: its namespace's labels, which
+    (shim_k8s.volumes.cache), ANDed into its node affinity; `namespace_labels`: its namespace's labels, which
     pod (anti-)affinity terms' namespaceSelector match."""
     meta, spec = _meta(pod), pod.get("spec") or {}
     tags = {TAG_NAMESPACE: meta.get("namespace", "default"), TAG_POD_NAME: meta.get("name", "")}
