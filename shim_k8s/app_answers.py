@@ -18,7 +18,7 @@ from shim_k8s.shim_state import AppGang, ShimBase
 log = structlog.get_logger("pykorn.k8s")
 
 
-class Shim(ShimBase, Protocol):
+class ShimForAppAnswers(ShimBase, Protocol):
     """What of the shim an answer's handling uses."""
 
     @property
@@ -27,7 +27,7 @@ class Shim(ShimBase, Protocol):
 
 
 def on_answer(
-    shim: Shim,
+    shim: ShimForAppAnswers,
     pod: Obj,
     app_id: str,
     gang: AppGang | None,

@@ -58,7 +58,7 @@ _WAITING_EVENT = {
 }
 
 
-class Shim(ShimBase, Protocol):
+class ShimForDecisions(ShimBase, Protocol):
     """What of the shim carrying out a decision reads and calls."""
 
     @property
@@ -87,7 +87,7 @@ def _lacks_application(reason: str) -> bool:
 
 
 class Decisions:
-    def __init__(self, shim: Shim, wake: Callable[[], None] | None = None) -> None:
+    def __init__(self, shim: ShimForDecisions, wake: Callable[[], None] | None = None) -> None:
         """`wake`: called when telling the core failed (it went away), so the main loop reconnects."""
         self.shim = shim
         self._wake = wake
@@ -100,13 +100,13 @@ class Decisions:
     def arrived(self, response: si_pb2.AllocationResponse) -> bool:
         """Note what the core now holds for us, and queue what it decided; whether there is anything to
         carry out. How asks wait goes first: it was so before the allocations of the same answer."""
-        placed = self.shim.state.placed
+        ledger = self.shim.state.ledger
         # Releases first: a pod given back and asked again at once (its volumes' binding failed) may
         # have its release confirmed in the same answer as its new allocation.
         for release in response.released:
-            placed.pop(release.allocationKey, None)
+            ledger.core_released(release.allocationKey)
         for alloc in response.new:
-            placed[alloc.allocationKey] = (alloc.applicationID, alloc.nodeID)
+            ledger.core_placed(alloc.allocationKey, alloc.applicationID, alloc.nodeID)
         self.queue.extend(response.schedulingStates)
         self.queue.extend(response.new)
         self.queue.extend(r for r in response.released if r.terminationType in CORE_RELEASES)
@@ -146,7 +146,7 @@ class Decisions:
                 task.add_done_callback(self._bound)
 
     def _plain_binding(self, alloc: si_pb2.Allocation) -> bool:
-        pod = self.shim.state.pods.get(alloc.allocationKey)
+        pod = self.shim.state.ledger.pod(alloc.allocationKey)
         try:
             return pod is None or not self.shim.volume_binder.volumes.delayed_claims(pod)
         except Exception:  # an odd pod: its binding says what is wrong with it; here it just counts
@@ -198,7 +198,7 @@ class Decisions:
         shim = self.shim
         state = shim.state
         uid = rejected.allocationKey
-        pod = state.pods.get(uid)
+        pod = state.ledger.pod(uid)
         if pod is None:
             return
         node = node_of(pod)
@@ -207,17 +207,18 @@ class Decisions:
             # sent again once the node is added.
             state.orphans.setdefault(node, set()).add(uid)
         app_id = rejected.applicationID
-        if app_id not in state.apps and uid in state.asked and not node and app_id not in shim.outbox.refused:
+        asked = state.ledger.is_asked(uid)
+        if app_id not in state.apps and asked and not node and app_id not in shim.outbox.refused:
             # Its application completed in the core while the ask was on its way: add both again. (Not
             # one the core rejected: its asks come back refused with it, and its pods fail.)
-            state.asked.pop(uid, None)
+            state.ledger.unasked(uid)
             await shim.add_pod(pod)
             await shim.outbox.flush()
             return
-        if app_id in state.apps and uid in state.asked and not node and _lacks_application(rejected.reason):
+        if app_id in state.apps and asked and not node and _lacks_application(rejected.reason):
             # The application is live here, and the core read the ask before it (and could not hold
             # it), or knew only an older rejection of the ID: asked again once the core accepts it.
-            state.asked.pop(uid, None)
+            state.ledger.unasked(uid)
             if shim.outbox.awaiting(app_id):
                 state.reask.setdefault(app_id, set()).add(uid)
             else:
@@ -230,13 +231,13 @@ class Decisions:
         shim = self.shim
         state = shim.state
         uid = alloc.allocationKey
-        pod = state.pods.get(uid)
-        if pod is None or uid in state.bound_by_us or node_of(pod):
+        pod = state.ledger.pod(uid)
+        if pod is None or state.ledger.bound_by_us(uid) or node_of(pod):
             return  # a confirmation of a pod already running there: never bind twice
         if shim.volume_binder.volumes.delayed_claims(pod) and not await self._bind_volumes(alloc, pod):
             self.bindings["failed"] += 1  # its volumes could not be bound: the pod was not
             return
-        state.bound_by_us.add(uid)  # before the API answers: its echo must not look like a stranger's
+        state.ledger.binding(uid)  # before the API answers: its echo must not look like a stranger's
         try:
             await shim.kube.bind(pod, alloc.nodeID)
         except BindError as exc:
@@ -245,7 +246,7 @@ class Decisions:
             await self._not_bound(alloc, pod, f"binding to {alloc.nodeID} failed: {exc}")
             return
         self.bindings["bound"] += 1
-        state.asked.pop(uid, None)
+        state.ledger.bound(uid)
         await shim.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
 
     async def _bind_volumes(self, alloc: si_pb2.Allocation, pod: Obj) -> bool:
@@ -261,7 +262,7 @@ class Decisions:
         state = shim.state
 
         def still_wanted() -> bool:  # the pod still there, and the core that placed it
-            return uid in state.pods and shim.client.lost is None
+            return state.ledger.pod(uid) is not None and shim.client.lost is None
 
         try:
             if node is None:
@@ -277,23 +278,21 @@ class Decisions:
                     "binding volumes failed", pod=uid, applicationID=alloc.applicationID, error=repr(exc)
                 )
             await self._not_bound(alloc, pod, why)
-            current = shim.state.pods.get(uid)
+            current = shim.state.ledger.pod(uid)
             if current is not None:
                 await shim.volume_binding_failed(current, why, isinstance(exc, NothingToBindHere))
             return False
 
     async def _not_bound(self, alloc: si_pb2.Allocation, pod: Obj, reason: str) -> None:
         """The pod did not get to its node: the core must not count it there."""
-        state, uid = self.shim.state, alloc.allocationKey
-        state.bound_by_us.discard(uid)
-        state.asked.pop(uid, None)
-        state.placed.pop(uid, None)
+        self.shim.state.ledger.not_bound(alloc.allocationKey)
+        uid = alloc.allocationKey
         await self.shim.outbox.release(alloc.applicationID, uid, message=reason)
         await self.shim.kube.record_event(pod, "BindingFailed", reason, True)
 
     async def _evict(self, release: si_pb2.AllocationRelease) -> None:
         shim = self.shim
-        pod = shim.state.pods.get(release.allocationKey)
+        pod = shim.state.ledger.pod(release.allocationKey)
         if pod is None:
             return
         await shim.kube.record_event(pod, "Preempted", release.message, warning=True)
@@ -305,19 +304,17 @@ class Decisions:
         shim = self.shim
         state = shim.state
         uid = release.allocationKey
-        pod = state.pods.get(uid)
+        pod = state.ledger.pod(uid)
         if pod is None:
             return
         if translate.is_placeholder(pod):
-            held_room = uid in state.bound_by_us
-            state.asked.pop(uid, None)
-            # Still ours (not bound_by_us dropped: the echo of its binding may come yet, and must not
-            # look like another scheduler's pod); its DELETED event then sends nothing more.
-            state.deleting.add(uid)
+            # Still ours (bound by us: the echo of its binding may come yet, and must not look like
+            # another scheduler's pod); its DELETED event then sends nothing more.
+            held_room = state.ledger.placeholder_deleting(uid)
             try:
                 await shim.kube.delete_pod(pod)
             except BaseException:
-                state.deleting.discard(uid)  # still there: the reconciliation may see to it
+                state.ledger.deletion_failed(uid)  # still there: the reconciliation may see to it
                 raise
             if held_room:
                 await shim.outbox.release_many([(release.applicationID, uid)], release.terminationType)
@@ -351,13 +348,14 @@ class Decisions:
         """The core will not schedule the application: each pending pod of it fails, as YuniKorn's shim
         fails them (phase Failed with the reason and message, an ApplicationFailed event)."""
         shim = self.shim
-        for uid, pod in list(shim.state.pods.items()):
-            if uid in shim.state.given_up or node_of(pod) or finished(pod) or translate.is_placeholder(pod):
+        ledger = shim.state.ledger
+        for uid, pod in ledger.pods():
+            if ledger.given_up(uid) or node_of(pod) or finished(pod) or translate.is_placeholder(pod):
                 continue
             if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name:
                 continue
             try:
-                of = shim.state.asked.get(uid) or shim.app_id(pod)
+                of = ledger.asked_as(uid) or shim.app_id(pod)
             except Exception:
                 continue
             if of == app_id:
@@ -367,13 +365,10 @@ class Decisions:
         """One pod the core will not schedule: failed (once), and nothing asked for it again."""
         state = self.shim.state
         uid = key_of(pod)
-        if uid in state.given_up:
+        if not state.ledger.gave_up(uid, f"{reason}:{message}"):
             return
-        state.given_up.add(uid)
-        state.asked.pop(uid, None)
         state.waiting_for_class.pop(uid, None)
         state.waiting_for_volumes.pop(uid, None)
-        state.unschedulable[uid] = f"{reason}:{message}"
         why = f"Application {app_id} scheduling failed, reason: {message}"
         await self.shim.kube.record_event(pod, "ApplicationFailed", why, warning=True)
         try:
@@ -388,12 +383,12 @@ class Decisions:
         holds it (a queue's max, maxapplications, a limit, its gang's placeholders, its required
         node): more nodes would not help. A PodUnschedulable event when the kind changes. The API
         server sets the condition to True when the pod is bound."""
-        state = self.shim.state
-        pod = state.pods.get(uid)
-        if pod is None or uid not in state.asked or uid in state.bound_by_us or node_of(pod):
+        ledger = self.shim.state.ledger
+        pod = ledger.pod(uid)
+        if pod is None or not ledger.is_asked(uid) or ledger.bound_by_us(uid) or node_of(pod):
             return
         condition = SKIPPED if skipped else UNSCHEDULABLE
-        before = state.unschedulable.get(uid, "")
+        before = ledger.condition(uid)
         if self.pod_scheduled_false(pod, uid, condition, reason) and not before.startswith(f"{condition}:"):
             name = (pod.get("metadata") or {}).get("name", uid)
             message = _WAITING_EVENT[condition] % name
@@ -402,10 +397,7 @@ class Decisions:
     def pod_scheduled_false(self, pod: Obj, uid: str, reason: str, message: str) -> bool:
         """The pod's PodScheduled=False condition with this reason and message, patched once per change
         (True: patched now)."""
-        said = f"{reason}:{message}"
-        unschedulable = self.shim.state.unschedulable
-        if unschedulable.get(uid) == said:
+        if not self.shim.state.ledger.said_condition(uid, f"{reason}:{message}"):
             return False
-        unschedulable[uid] = said
         self.in_background(self.shim.kube.set_unschedulable(pod, message, reason))
         return True

@@ -17,7 +17,7 @@ from shim_k8s.shim_state import AppGang, ShimBase
 log = structlog.get_logger("pykorn.k8s")
 
 
-class Shim(ShimBase, Protocol):
+class ShimForGangs(ShimBase, Protocol):
     """What of the shim the gang side reads and calls."""
 
     @property
@@ -29,7 +29,7 @@ class Shim(ShimBase, Protocol):
 
 
 class Gangs:
-    def __init__(self, shim: Shim) -> None:
+    def __init__(self, shim: ShimForGangs) -> None:
         self.shim = shim
 
     def progress(self, app_id: str, gang: AppGang, state: str) -> None:

@@ -39,7 +39,7 @@ log = structlog.get_logger("pykorn.k8s")
 _FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
 
 
-class Shim(ShimBase, Protocol):
+class ShimForPods(ShimBase, Protocol):
     """What of the shim the informer side reads and calls."""
 
     @property
@@ -63,7 +63,7 @@ class Shim(ShimBase, Protocol):
 
 
 class Pods:
-    def __init__(self, shim: Shim) -> None:
+    def __init__(self, shim: ShimForPods) -> None:
         self.shim = shim
         self.priorities = PriorityResolver()
         self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
@@ -163,22 +163,23 @@ class Pods:
         if event == WatchEvent.DELETED:
             await self._pod_gone(pod)
             return
-        known = state.pods.get(uid)
-        state.pods[uid] = pod
-        bound_elsewhere = bool(node_of(pod)) and uid not in state.bound_by_us
-        if uid in state.refused:
-            if readings(pod) == state.refused[uid]:
+        ledger = state.ledger
+        known = ledger.seen(pod)
+        bound_elsewhere = bool(node_of(pod)) and not ledger.bound_by_us(uid)
+        refused = ledger.refused_reading(uid)
+        if refused is not None:
+            if readings(pod) == refused:
                 if finished(pod):
                     await self._pod_gone(pod)
                 return  # a change of its status (our own condition, say): still unreadable, said so
-            del state.refused[uid]  # corrected, perhaps: looked at afresh
+            ledger.corrected(uid)  # corrected, perhaps: looked at afresh
             shim.bad.forget(uid)
             known = None
         if known is None and bound_elsewhere:
             await self._add_foreign(pod)  # arrived already on a node: we did not place it
         elif known is None:
             await self.add_pod(pod)
-        elif uid in state.sizes and node_of(pod) and node_of(known) and not finished(pod):
+        elif ledger.size(uid) is not None and node_of(pod) and node_of(known) and not finished(pod):
             if sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
                 await self._resized(pod)
         elif uid in state.waiting_for_volumes and not node_of(pod):
@@ -187,12 +188,11 @@ class Pods:
             await self.add_pod(pod)
         elif not node_of(known) and bound_elsewhere:
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
-            if uid in state.asked:
-                app_id = state.asked.pop(uid)
-                state.placed.pop(uid, None)
+            app_id = ledger.taken_by_another(uid)
+            if app_id is not None:
                 await shim.outbox.release(app_id, uid, message="bound by another scheduler")
             await self._add_foreign(pod)
-        if known is not None and uid in state.sizes and began_terminating(pod, known):
+        if known is not None and ledger.size(uid) is not None and began_terminating(pod, known):
             await self._resized(pod, again=True)  # spread stops counting it at once
         if finished(pod):
             await self._pod_gone(pod)
@@ -251,7 +251,8 @@ class Pods:
         anything is sent or remembered, so a pod that cannot be read is refused whole (K8sShim.guarded)."""
         shim = self.shim
         uid = key_of(pod)
-        shim.state.pods[uid] = pod
+        ledger = shim.state.ledger
+        ledger.seen(pod)
         if finished(pod):
             return
         if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name:
@@ -273,7 +274,7 @@ class Pods:
                 pod, priority, ours=True, task_group="", namespace_labels=labels, app_id=app_id,
                 request=request,
             ))  # fmt: skip
-        elif uid not in shim.state.asked:
+        elif not ledger.is_asked(uid):
             wait, volume_terms = self._why_wait(pod)
             if wait is None:
                 if volume_terms or self.volumes.delayed_claims(pod):  # remembered for a failed binding
@@ -293,12 +294,10 @@ class Pods:
                 await self._wait(pod, *wait)
             return
         ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
-        shim.state.sizes[uid] = request
         if node:
-            shim.state.bound_by_us.add(uid)
-            shim.state.placed[uid] = (app_id, node)
+            ledger.sent_running(uid, app_id, node, request)
         else:
-            shim.state.asked[uid] = app_id
+            ledger.asked(uid, app_id, request)
             said = pod_identity.identity_conflicts(pod)  # said once, when it is first asked for
             if ignored:
                 said.append(("PlacementConstraintsIgnored", f"not honoured by pykorn yet, the pod is placed "
@@ -315,13 +314,13 @@ class Pods:
         means for it."""
         state = self.shim.state
         uid = key_of(pod)
-        state.refused[uid] = readings(pod)
+        state.ledger.refused(uid, readings(pod))
         spec = pod.get("spec")
         if not isinstance(spec, Mapping) or spec.get("schedulerName") != self.shim.scheduler_name:
             return "it is not counted on its node"
-        if uid in state.bound_by_us:
+        if state.ledger.bound_by_us(uid):
             return "the core keeps what it knew of it"
-        if uid not in state.asked:
+        if not state.ledger.is_asked(uid):
             why = "pykorn cannot read this pod: see its Refused event"
             self.shim.pod_scheduled_false(pod, uid, "SchedulerError", why)
             return "it is not scheduled until this is corrected"
@@ -397,44 +396,34 @@ class Pods:
         """Pods whose ask the core refused before it knew their application, which it now accepted."""
         state = self.shim.state
         for uid in sorted(uids):
-            pod = state.pods.get(uid)
-            if pod is not None and uid not in state.asked and uid not in state.given_up:
+            pod = state.ledger.pod(uid)
+            if pod is not None and not state.ledger.is_asked(uid) and not state.ledger.given_up(uid):
                 await self.shim.guarded("pods", pod, self.add_pod(pod))
         await self.shim.outbox.flush()
 
     async def _pod_gone(self, pod: Obj) -> None:
         shim = self.shim
         uid = key_of(pod)
-        shim.state.pods.pop(uid, None)
-        shim.state.unschedulable.pop(uid, None)
+        shim.state.ledger.gone(uid)
         shim.state.waiting_for_class.pop(uid, None)
         shim.state.stop_waiting(uid, self.volumes.wait_keys(pod))
-        shim.state.sizes.pop(uid, None)
         shim.state.volume_terms.pop(uid, None)
-        shim.state.refused.pop(uid, None)
         shim.bad.forget(uid)
         self.volumes.notify(f"pod/{uid}")  # a binding of its volumes under way stops
         await shim.outbox.flush()  # its ask, if it waits in the batch, goes before its release
-        if uid in shim.state.deleting:  # a placeholder the core released: it knows
-            shim.state.deleting.discard(uid)
-            shim.state.bound_by_us.discard(uid)
-        elif uid in shim.state.foreign:
-            shim.state.foreign.discard(uid)
+        told = shim.state.ledger.forgotten(uid)
+        if told.foreign:
             await shim.outbox.release("", uid)
-        elif uid in shim.state.asked or uid in shim.state.bound_by_us:
-            asked_as = shim.state.asked.pop(uid, "")
-            shim.state.bound_by_us.discard(uid)
-            app_id, _ = shim.state.placed.pop(uid, (asked_as, ""))
-            await shim.outbox.release(app_id or asked_as or self.app_id(pod), uid)
-        shim.state.given_up.discard(uid)
+        elif told.release:
+            await shim.outbox.release(told.app_id or self.app_id(pod), uid)
 
     # Pods on nodes: other schedulers', orphans, resized -------------------------------------------
     async def _add_foreign(self, pod: Obj) -> None:
         uid = key_of(pod)
-        if uid in self.shim.state.foreign or finished(pod):
+        if self.shim.state.ledger.is_foreign(uid) or finished(pod):
             return
         await self.shim.outbox.ask(self._foreign_allocation(pod))
-        self.shim.state.foreign.add(uid)
+        self.shim.state.ledger.counted_foreign(uid)
 
     def _foreign_allocation(self, pod: Obj) -> si_pb2.Allocation:
         """Another scheduler's pod on its node: it occupies room there, no queue's; the size sent is
@@ -444,7 +433,7 @@ class Pods:
         alloc = translate.bound_pod_allocation(
             pod, _FOREIGN_PRIORITY, ours=False, namespace_labels=labels, request=request
         )
-        self.shim.state.sizes[key_of(pod)] = request
+        self.shim.state.ledger.sized(key_of(pod), request)
         return self._with_volumes(pod, alloc)
 
     async def _adopt_orphans(self, name: str, answered: int) -> None:
@@ -456,10 +445,10 @@ class Pods:
             return
         await shim.outbox.until_answered(lambda: self._nodes_answered > answered, f"node {name}")
         for uid in orphans:
-            pod = shim.state.pods.get(uid)
+            pod = shim.state.ledger.pod(uid)
             if pod is None or node_of(pod) != name:
                 continue
-            if uid in shim.state.foreign:
+            if shim.state.ledger.is_foreign(uid):
                 await shim.guarded("pods", pod, shim.outbox.ask(self._foreign_allocation(pod)))
             else:
                 await shim.guarded("pods", pod, self.add_pod(pod))
@@ -467,20 +456,21 @@ class Pods:
     async def _resized(self, pod: Obj, again: bool = False) -> None:
         """A running pod sent again: resized in place (the core updates its node's, queue's, application's
         and user's usage), or `again` at its size when its deletion began (the allocation says so)."""
-        state, uid, request = self.shim.state, key_of(pod), translate.pod_request(pod)
-        if request == state.sizes.get(uid) and not again:
+        ledger, uid, request = self.shim.state.ledger, key_of(pod), translate.pod_request(pod)
+        if request == ledger.size(uid) and not again:
             return
-        if uid in state.foreign:
+        placed = ledger.placed(uid)
+        if ledger.is_foreign(uid):
             alloc = self._foreign_allocation(pod)
-        elif uid not in state.placed or uid in state.deleting:
+        elif placed is None or ledger.deleting(uid):
             return  # the core holds nothing of it (any more): nothing to resize
         else:
-            app_id, _ = state.placed[uid]
+            app_id, _ = placed
             alloc = self._with_volumes(pod, translate.bound_pod_allocation(
                 pod, self.priorities.resolve(pod), ours=True, app_id=app_id, request=request,
                 namespace_labels=self._namespace_labels(pod),
             ))  # fmt: skip
-            state.sizes[uid] = request
+            ledger.sized(uid, request)
         log.info("pod resized in place", pod=uid, applicationID=alloc.applicationID, size=request)
         await self.shim.outbox.ask(alloc)
 

@@ -31,7 +31,7 @@ GONE, NOT_BOUND, UNKNOWN, NOT_ASKED = "allocated-gone", "allocated-not-bound", "
 ASKED_UNKNOWN_APP = "asked-unknown-application"
 
 
-class Shim(ShimBase, Protocol):
+class ShimForReconciling(ShimBase, Protocol):
     """What of the shim the reconciliation reads and calls."""
 
     @property
@@ -45,7 +45,7 @@ class Shim(ShimBase, Protocol):
 
 
 class Reconciler:
-    def __init__(self, shim: Shim) -> None:
+    def __init__(self, shim: ShimForReconciling) -> None:
         self.shim = shim
         self.repairs: Counter[str] = Counter()  # by kind: the metric
         self._suspects: dict[str, str] = {}  # mismatches seen once: repaired when seen again
@@ -62,8 +62,8 @@ class Reconciler:
 
     def mismatches(self, listed: Mapping[str, Obj]) -> dict[str, str]:
         shim = self.shim
-        state, busy, out = shim.state, shim.busy, {}
-        for uid in state.placed:
+        ledger, busy, out = shim.state.ledger, shim.busy, {}
+        for uid in ledger.placed_uids():
             pod = listed.get(uid)
             if uid in busy or (pod is not None and terminating(pod)):
                 continue
@@ -72,9 +72,14 @@ class Reconciler:
             elif not node_of(pod):
                 out[uid] = NOT_BOUND
         for uid, pod in listed.items():
-            if uid in state.placed or uid in busy or uid in state.foreign or uid in state.given_up:
+            if (
+                ledger.placed(uid) is not None
+                or uid in busy
+                or ledger.is_foreign(uid)
+                or ledger.given_up(uid)
+            ):
                 continue
-            if uid in state.deleting or uid in state.refused:  # on its way out; or unreadable, and said so
+            if ledger.deleting(uid) or ledger.is_refused(uid):  # on its way out; or unreadable, and said so
                 continue
             try:
                 kind = self._unheld(uid, pod)
@@ -93,27 +98,26 @@ class Reconciler:
             return ""
         if node_of(pod):
             return UNKNOWN
-        if uid in state.asked:
-            return "" if state.asked[uid] in state.apps else ASKED_UNKNOWN_APP
+        asked_as = state.ledger.asked_as(uid)
+        if asked_as is not None:
+            return "" if asked_as in state.apps else ASKED_UNKNOWN_APP
         return NOT_ASKED
 
     async def _repair(self, uid: str, kind: str, pod: Obj | None) -> None:
         shim = self.shim
         state = shim.state
         self.repairs[kind] += 1
-        app_id, node = state.placed.pop(uid, ("", ""))
+        app_id, node = state.ledger.repaired(uid)
         log.warning("reconciliation repaired a mismatch", kind=kind, allocationKey=uid, applicationID=app_id)
         if kind in (GONE, NOT_BOUND, ASKED_UNKNOWN_APP):
-            state.asked.pop(uid, None)
-            state.bound_by_us.discard(uid)
+            state.ledger.withdrawn(uid)
             await shim.outbox.flush()
             why = "gone from the API" if pod is None else f"not bound to {node} in the API"
             if kind != ASKED_UNKNOWN_APP:  # the core holds nothing of it to release
                 await shim.outbox.release(app_id, uid, message=f"reconciled: {why}")
+        state.ledger.relisted(uid, pod)
         if pod is None:
-            state.pods.pop(uid, None)
             return
-        state.pods[uid] = pod
         # Bound: sent as an existing allocation (as on a re-sync); else asked. Unreadable: refused.
         await shim.guarded("pods", pod, shim.add_pod(pod))
         await shim.outbox.flush()

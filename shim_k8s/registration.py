@@ -26,7 +26,7 @@ from shim_k8s.readers.configmaps import ConfigMaps
 log = structlog.get_logger("pykorn.k8s")
 
 
-class Shim(Protocol):
+class ShimForRegistration(Protocol):
     """What of the shim the registration reads, calls and sets."""
 
     placeholder_image: str  # service.placeholderImage, over --placeholder-image
@@ -43,7 +43,7 @@ class Shim(Protocol):
 
 
 class Registration:
-    def __init__(self, shim: Shim) -> None:
+    def __init__(self, shim: ShimForRegistration) -> None:
         self.shim = shim
         self._core_said: list[str] = []  # the core's warnings at the last configuration update
 

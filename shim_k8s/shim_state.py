@@ -1,5 +1,6 @@
 """What the Kubernetes shim remembers between informer events (rebuilt on every re-sync with the
-core), what every part of the shim reads of the whole (`ShimBase`), and small reads of a pod object:
+core): its pods' records (shim_k8s.pod_ledger) and what is not a pod's; what every part of the shim
+reads of the whole (`ShimBase`), and small reads of a pod object:
 where it runs, whether it is done, and what of it is compared from one event to the next."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any, Protocol
 
 from shim_k8s.api.kube import KubeActions
 from shim_k8s.api.objects import Obj
+from shim_k8s.pod_ledger import PodLedger
 from shim_k8s.readers import task_groups
 
 
@@ -26,38 +28,21 @@ class AppGang:
 
 @dataclass
 class ShimState:
+    """What the shim remembers besides its pods' records (the ledger): the nodes, the applications, the
+    gangs, and the pods waiting for something outside them."""
+
+    ledger: PodLedger = field(default_factory=PodLedger)  # one record per pod (shim_k8s.pod_ledger)
     nodes: dict[str, Obj] = field(default_factory=dict)
-    pods: dict[str, Obj] = field(default_factory=dict)  # by UID
     apps: set[str] = field(default_factory=set)  # applications the core accepted or was told about
-    asked: dict[str, str] = field(default_factory=dict)  # pod UID sent as an ask -> its application
-    bound_by_us: set[str] = field(default_factory=set)
-    foreign: set[str] = field(default_factory=set)
     waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
     waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
-    # The pods waiting for volumes, by what would let them go (shim_k8s.volumes.cache.Volumes.wait_keys): a
-    # claim, a volume or a class -> pod UIDs. Only they are looked at again when it changes.
+    # The pods waiting for volumes, by what would let them go (shim_k8s.volumes.cache.Volumes.wait_keys):
+    # a claim, a volume or a class -> pod UIDs. Only they are looked at again when it changes.
     waiting_on: dict[str, set[str]] = field(default_factory=dict)
     # The node selector terms a pod's volumes gave when it was asked for (JSON): a binding that fails
     # with the same terms still in force waits for a change instead of asking again.
     volume_terms: dict[str, str] = field(default_factory=dict)
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
-    # pod UID -> the PodScheduled=False condition last patched, as "<reason>:<message>"
-    unschedulable: dict[str, str] = field(default_factory=dict)
-    # What the core holds for us, as it told us (its allocations less its and our releases), or as we
-    # told it (bound pods sent on a re-sync): pod UID -> (application ID, node). Reconciliation
-    # compares it with the API's pods.
-    placed: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # Pods failed because the core will not schedule them (their application rejected or failed):
-    # their phase is being set to Failed; nothing is asked for them again.
-    given_up: set[str] = field(default_factory=set)
-    # Placeholders the core released and we delete: their late watch events (the echo of their own
-    # binding) are still ours, and their deletion tells the core nothing more.
-    deleting: set[str] = field(default_factory=set)
-    # What the core was told each of our pods and each foreign pod holds (their requests, in the
-    # core's units): an in-place resize is a change of it.
-    sizes: dict[str, dict[str, int]] = field(default_factory=dict)
-    # Pods that could not be read (bad_objects), with what was read of them: looked at again when it changes.
-    refused: dict[str, tuple[object, object]] = field(default_factory=dict)
     # Running pods the core refused because it did not know their node: node -> pod UIDs, sent again
     # when the node is added.
     orphans: dict[str, set[str]] = field(default_factory=dict)

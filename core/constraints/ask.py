@@ -28,6 +28,7 @@ from typing import TypeVar
 from core.constraints.host_ports import HostPort, HostPortError, parse_host_ports
 from core.constraints.node_affinity import AffinityError, NodeAffinity, parse_node_affinity
 from core.constraints.pod_affinity import PodAffinity, PodAffinityError, parse_pod_affinity, pod_identity
+from core.constraints.rule_facts import NODE_LEVEL
 from core.constraints.topology_spread import SpreadConstraint, SpreadError, parse_spread
 from core.constraints.volume_limits import (
     CsiLimits,
@@ -102,15 +103,7 @@ class AskConstraints:
     is_empty: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        empty = not (
-            self.required_node
-            or self.node_selector
-            or self.tolerations
-            or self.node_affinity
-            or self.host_ports
-            or self.csi_volumes
-            or self.disks
-        )
+        empty = not any(getattr(self, rule) for rule in NODE_LEVEL)  # core.constraints.rule_facts
         object.__setattr__(self, "is_empty", empty)
 
 

@@ -6,6 +6,7 @@ from typing import Protocol
 
 from core.constraints.ask import NO_CONSTRAINTS, NO_TRAITS, NodeTraits
 from core.constraints.host_ports import PortsInUse
+from core.constraints.rule_facts import NODE_INDEXES
 from core.constraints.volume_limits import VolumesInUse
 from core.constraints.volume_restrictions import DisksInUse
 from core.objects.allocation import Allocation
@@ -114,12 +115,10 @@ class Node:
             available[name] = available.get(name, 0) - value
         constraints = alloc.constraints
         if constraints is not NO_CONSTRAINTS:
-            if constraints.host_ports:
-                self.ports.add(constraints.host_ports)
-            if constraints.csi_volumes:
-                self.volumes.add(constraints.csi_volumes)
-            if constraints.disks:
-                self.disks.add(constraints.disks)
+            for rule, index in NODE_INDEXES:  # what its rules hold here, counted (rule_facts)
+                held = getattr(constraints, rule)
+                if held:
+                    getattr(self, index).add(held)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.placed(alloc, self)
@@ -134,12 +133,10 @@ class Node:
         self._available.add_in_place(alloc.resource)
         constraints = alloc.constraints
         if constraints is not NO_CONSTRAINTS:
-            if constraints.host_ports:
-                self.ports.remove(constraints.host_ports)
-            if constraints.csi_volumes:
-                self.volumes.remove(constraints.csi_volumes)
-            if constraints.disks:
-                self.disks.remove(constraints.disks)
+            for rule, index in NODE_INDEXES:
+                held = getattr(constraints, rule)
+                if held:
+                    getattr(self, index).remove(held)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.removed(alloc, self)

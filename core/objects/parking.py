@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Protocol
 
 from core.constraints.ask import NO_CONSTRAINTS
+from core.constraints.rule_facts import frees_everywhere
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 
@@ -133,7 +134,7 @@ class ParkingLot:
         self.version += 1
         self._grown[node.node_id] = node
         constraints = alloc.constraints
-        if constraints is not NO_CONSTRAINTS and (constraints.pod_anti_affinity or constraints.rwop_claims):
+        if constraints is not NO_CONSTRAINTS and frees_everywhere(constraints):  # rule_facts
             self._everything = True
 
     def placed(self) -> None:

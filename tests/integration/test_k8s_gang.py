@@ -194,7 +194,7 @@ async def test_a_placeholders_late_binding_echo_is_not_taken_for_another_schedul
         assert [name for name in kube.deleted if name.startswith("tg-")] == [
             kube.created[0]["metadata"]["name"]
         ]
-        assert not shim.state.foreign
+        assert not shim.state.ledger.any_foreign()
         nodes = await get_json(session, f"{partition_url(rest_url, rm_id)}/nodes")
         (n1,) = nodes
         assert n1["allocated"].get("memory") == 1024**3  # the driver's; not its placeholder's as well

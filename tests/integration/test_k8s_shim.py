@@ -295,7 +295,7 @@ async def test_a_shim_restart_rebuilds_the_core_without_binding_twice(core_addre
             await shim.on_pod("ADDED", pod(name))
         await settle(shim, lambda: len(kube.bindings) == 2, "two pods to be bound")
         assert len(kube.bindings) == 2
-        world = [copy.deepcopy(p) for p in shim.state.pods.values()]
+        world = [copy.deepcopy(p) for _, p in shim.state.ledger.pods()]
         for p in world:
             p["spec"]["nodeName"] = dict(kube.bindings).get(p["metadata"]["name"], "")
     # A new shim process: it lists what exists and registers again.
@@ -501,7 +501,8 @@ async def test_a_pod_asked_for_an_application_the_core_no_longer_holds_is_asked_
     waiting = pod("waiting", memory="2Gi")  # no node has room: it stays pending, asked
     await shim.on_pod("ADDED", waiting)
     await shim.flush()
-    app_id = shim.state.asked["uid-waiting"]
+    app_id = shim.state.ledger.asked_as("uid-waiting")
+    assert app_id is not None
     # The core forgets the application (as when it completes or fails with the ask on its way), and
     # the shim is not told: what it is left with then.
     client = shim.client
@@ -513,7 +514,7 @@ async def test_a_pod_asked_for_an_application_the_core_no_longer_holds_is_asked_
         await settle(shim)  # as the main loop: what the core sent is carried out between rounds
         await shim.reconcile([waiting])
     assert shim.reconciler.repairs["asked-unknown-application"] == 1
-    assert app_id in shim.state.apps and "uid-waiting" in shim.state.asked
+    assert app_id in shim.state.apps and shim.state.ledger.is_asked("uid-waiting")
     await settle(shim)
     assert ("waiting", "Reconciled") in [(name, reason) for name, reason, _ in kube.events]
 

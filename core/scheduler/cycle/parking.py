@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from core.constraints.rule_facts import waits_on_peers
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.parking import Why
@@ -36,9 +37,7 @@ def park(
     lot = partition.parking
     if not lot.enabled or ask.required_node or ask.preempting or ask.ref in partition.reservations:
         return False
-    constraints = ask.constraints
-    affinity = constraints.pod_affinity is not None or constraints.pod_anti_affinity is not None
-    pod_rules = affinity or bool(constraints.spread)
+    pod_rules = waits_on_peers(ask.constraints)  # core.constraints.rule_facts
     wake_at = math.inf
     # Waiting longer may help, unless it is bigger than every node (`timers` off): it may reserve a
     # node once it has waited strictly longer than the delay, and look for victims after its queue's.

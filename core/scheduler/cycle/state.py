@@ -11,6 +11,7 @@ from time import perf_counter
 from typing import cast
 
 from core.constraints.ask import NO_CONSTRAINTS
+from core.constraints.rule_facts import shares_search
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.queue import Queue
@@ -54,9 +55,7 @@ class Cycle:
             return None
         if constraints is NO_CONSTRAINTS:
             return ask.resource
-        if constraints.pod_affinity or constraints.pod_anti_affinity or constraints.spread:
-            return None
-        if constraints.rwop_claims or constraints.required_node:
+        if not shares_search(constraints):  # core.constraints.rule_facts
             return None
         return (ask.resource, constraints)
 

@@ -38,6 +38,7 @@ class Preferences:
     """What an ask prefers, as a score per node (higher is better; see score)."""
 
     __slots__ = ("best", "disliked", "liked", "uneven")
+    rules = ("pod_affinity", "pod_anti_affinity", "spread")
 
     def __init__(
         self,
@@ -79,6 +80,7 @@ class AskPodRules:
         "_by_domain", "_nodes", "first_of_group", "forbidden", "needed", "needed_selectors", "preferences",
         "repellers", "spread", "spread_sources",
     )  # fmt: skip
+    rules = ("pod_affinity", "pod_anti_affinity", "spread")
 
     def __init__(
         self,

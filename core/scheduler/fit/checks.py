@@ -74,6 +74,7 @@ class RequiredNode:
     """NodeName: a DaemonSet pod's ask runs on its one node."""
 
     __slots__ = ("node_id",)
+    rules = ("required_node",)
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
@@ -86,6 +87,7 @@ class NodeSelector:
     """NodeAffinity's nodeSelector half: every label of the selector, with its value."""
 
     __slots__ = ("selector",)
+    rules = ("node_selector",)
 
     def __init__(self, selector: tuple[tuple[str, str], ...]) -> None:
         self.selector = selector
@@ -98,6 +100,7 @@ class RequiredAffinity:
     """NodeAffinity's required terms (ORed; each term's requirements ANDed)."""
 
     __slots__ = ("affinity",)
+    rules = ("node_affinity",)
 
     def __init__(self, affinity: NodeAffinity) -> None:
         self.affinity = affinity
@@ -110,6 +113,7 @@ class PreferredAffinity:
     """NodeAffinity's preferred terms: the sum of the weights of the terms a node matches."""
 
     __slots__ = ("affinity", "best")
+    rules = ("node_affinity",)
 
     def __init__(self, affinity: NodeAffinity) -> None:
         self.affinity = affinity
@@ -124,6 +128,7 @@ class Tolerations:
     them. Every ask is held to it (one without tolerations too); an untainted node passes at once."""
 
     __slots__ = ("tolerations",)
+    rules = ("tolerations",)
 
     def __init__(self, tolerations: tuple[Toleration, ...]) -> None:
         self.tolerations = tolerations
@@ -140,6 +145,7 @@ class HostPorts:
     foreign) against the ask's."""
 
     __slots__ = ("ports",)
+    rules = ("host_ports",)
 
     def __init__(self, ports: tuple[HostPort, ...]) -> None:
         self.ports = ports
@@ -153,6 +159,7 @@ class VolumeLimits:
     foreign) and the ask's new ones stay within the node's attach limit."""
 
     __slots__ = ("volumes",)
+    rules = ("csi_volumes",)
 
     def __init__(self, volumes: CsiVolumes) -> None:
         self.volumes = volumes
@@ -170,6 +177,7 @@ class ReadWriteOncePod:
     they run: only there does the ask then fit."""
 
     __slots__ = ("claims", "ref", "users")
+    rules = ("rwop_claims",)
 
     def __init__(
         self, claims: tuple[str, ...], users: Mapping[str, Mapping[tuple[str, str], Allocation]], ref: Ref
@@ -204,6 +212,7 @@ class DiskConflict:
     conflict, as kube-scheduler's may."""
 
     __slots__ = ("disks",)
+    rules = ("disks",)
 
     def __init__(self, disks: Disks) -> None:
         self.disks = disks
