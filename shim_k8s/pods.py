@@ -13,7 +13,6 @@ it; what the core decides in answer is shim_k8s.decisions'.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -26,17 +25,16 @@ from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.decisions import SKIPPED
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
+from shim_k8s.pod_reading import PodReader, terms_key
 from shim_k8s.readers import namespaces, pod_identity, task_groups, translate
 from shim_k8s.readers.bad_objects import BadObjects, Refused
 from shim_k8s.readers.configmaps import ConfigMaps
-from shim_k8s.readers.priority import PodPriority, PriorityResolver, UnknownPriorityClass
+from shim_k8s.readers.priority import PriorityResolver, UnknownPriorityClass
 from shim_k8s.shim_state import ShimBase, began_terminating, finished, is_bound, node_of, readings, sizing
 from shim_k8s.volumes.cache import Volumes
 from si.v1 import si_pb2
 
 log = structlog.get_logger("pykorn.k8s")
-
-_FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
 
 
 class ShimForPods(ShimBase, Protocol):
@@ -68,6 +66,7 @@ class Pods:
         self.priorities = PriorityResolver()
         self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
         self.namespaces: dict[str, Obj] = {}  # by name, from the namespace informer; kept the same way
+        self.reader = PodReader(self.priorities, self.volumes, self.namespaces, self.app_id)
         self._nodes_answered = 0
 
     # The core's answers to what was sent ------------------------------------------------------
@@ -260,49 +259,28 @@ class Pods:
                 await self._add_foreign(pod)  # never ours to place or move: its priority does not count
             return
         try:
-            priority = self.priorities.resolve(pod)
+            reading = self.reader.read(pod, asked=ledger.is_asked(uid))
         except UnknownPriorityClass as exc:
             shim.state.waiting_for_class[uid] = pod
             await shim.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
             return
-        app_id, node = self.app_id(pod), node_of(pod)
-        labels = self._namespace_labels(pod)
-        ask, wait, request, ignored = None, None, {}, []
-        if node:  # recovered: it already runs where it was bound
-            request = translate.pod_request(pod)
-            ask = self._with_volumes(pod, translate.bound_pod_allocation(
-                pod, priority, ours=True, task_group="", namespace_labels=labels, app_id=app_id,
-                request=request,
-            ))  # fmt: skip
-        elif not ledger.is_asked(uid):
-            wait, volume_terms = self._why_wait(pod)
-            if wait is None:
-                if volume_terms or self.volumes.delayed_claims(pod):  # remembered for a failed binding
-                    shim.state.volume_terms[uid] = _terms_key(volume_terms)
-                request = translate.pod_request(pod)
-                ignored = translate.ignored_placement(pod) + self.volumes.not_honoured(pod)
-                ask = self._with_volumes(pod, translate.pod_ask(
-                    pod, priority, app_id, task_group="", volume_terms=volume_terms, namespace_labels=labels,
-                    request=request,
-                ))  # fmt: skip
+        app_id, ask = reading.app_id, reading.message
+        if reading.volume_terms:
+            shim.state.volume_terms[uid] = reading.volume_terms
         if app_id not in shim.state.apps and not await self._add_application(
             pod, app_id, app_id in (with_placeholders or ())
         ):
             return
         if ask is None:
-            if wait is not None:
-                await self._wait(pod, *wait)
+            if reading.wait is not None:
+                await self._wait(pod, *reading.wait)
             return
         ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
-        if node:
-            ledger.sent_running(uid, app_id, node, request)
+        if reading.node:
+            ledger.sent_running(uid, app_id, reading.node, reading.request)
         else:
-            ledger.asked(uid, app_id, request)
-            said = pod_identity.identity_conflicts(pod)  # said once, when it is first asked for
-            if ignored:
-                said.append(("PlacementConstraintsIgnored", f"not honoured by pykorn yet, the pod is placed "
-                             f"without them: {'; '.join(ignored)}"))  # fmt: skip
-            for reason, message in said:
+            ledger.asked(uid, app_id, reading.request)
+            for reason, message in reading.notes:  # said once, when it is first asked for
                 await shim.kube.record_event(pod, reason, message, warning=True)
         await shim.outbox.ask(ask)
 
@@ -326,18 +304,6 @@ class Pods:
             return "it is not scheduled until this is corrected"
         return "the core keeps what it was asked before"
 
-    def _why_wait(self, pod: Obj) -> tuple[tuple[str, str] | None, list[list[Any]]]:
-        """Whether the pod may be asked for yet: ((event reason, why) it waits, or None) and, when it
-        may, the node selector terms of its bound volumes."""
-        gates = [g.get("name", "") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
-        if gates:  # Kubernetes: a gated pod is not scheduled until every gate is removed
-            return (
-                "SchedulingGated",
-                f"waiting for its scheduling gates to be removed: {', '.join(gates)}",
-            ), []
-        why, volume_terms = self.volumes.placement(pod)
-        return (("VolumesNotReady", why) if why else None), volume_terms
-
     async def volume_binding_failed(self, pod: Obj, why: str, nothing_there: bool) -> None:
         """Its volumes could not be bound where the core placed it (its allocation given back): asked
         again, where its volumes let it go now. When nothing could be bound on that node and its
@@ -345,7 +311,7 @@ class Pods:
         instead, and is looked at again when a claim, volume or class it depends on changes."""
         if nothing_there:
             wait, terms = self.volumes.placement(pod)
-            if not wait and _terms_key(terms) == self.shim.state.volume_terms.get(key_of(pod)):
+            if not wait and terms_key(terms) == self.shim.state.volume_terms.get(key_of(pod)):
                 await self._wait(pod, "VolumesNotReady", why)
                 return
         await self.add_pod(pod)
@@ -379,7 +345,7 @@ class Pods:
                 gang_style=gang.policy.style, placeholder_timeout_seconds=gang.policy.timeout_seconds,
                 user=user,
             )  # fmt: skip
-        namespace_tags = namespaces.application_tags(self._namespace_of(pod)).tags
+        namespace_tags = namespaces.application_tags(self.reader.namespace_of(pod)).tags
         if namespace_tags:
             request.tags.update(namespace_tags)
         shim.state.apps.add(app_id)
@@ -426,15 +392,9 @@ class Pods:
         self.shim.state.ledger.counted_foreign(uid)
 
     def _foreign_allocation(self, pod: Obj) -> si_pb2.Allocation:
-        """Another scheduler's pod on its node: it occupies room there, no queue's; the size sent is
-        remembered, so that an in-place resize is seen."""
-        request = translate.pod_request(pod)
-        labels = self._namespace_labels(pod)
-        alloc = translate.bound_pod_allocation(
-            pod, _FOREIGN_PRIORITY, ours=False, namespace_labels=labels, request=request
-        )
+        alloc, request = self.reader.foreign(pod)
         self.shim.state.ledger.sized(key_of(pod), request)
-        return self._with_volumes(pod, alloc)
+        return alloc
 
     async def _adopt_orphans(self, name: str, answered: int) -> None:
         """The pods the core refused because it did not know their node: sent again now it does (once
@@ -466,27 +426,7 @@ class Pods:
             return  # the core holds nothing of it (any more): nothing to resize
         else:
             app_id, _ = placed
-            alloc = self._with_volumes(pod, translate.bound_pod_allocation(
-                pod, self.priorities.resolve(pod), ours=True, app_id=app_id, request=request,
-                namespace_labels=self._namespace_labels(pod),
-            ))  # fmt: skip
+            alloc = self.reader.resized(pod, app_id, request)
             ledger.sized(uid, request)
         log.info("pod resized in place", pod=uid, applicationID=alloc.applicationID, size=request)
         await self.shim.outbox.ask(alloc)
-
-    def _with_volumes(self, pod: Obj, alloc: si_pb2.Allocation) -> si_pb2.Allocation:
-        """The allocation with its pod's volume tags (Volumes.tags)."""
-        tags = self.volumes.tags(pod)
-        if tags:  # (a protobuf map's update is Python's MutableMapping.update: slow even when empty)
-            alloc.allocationTags.update(tags)
-        return alloc
-
-    def _namespace_of(self, pod: Obj) -> Obj | None:
-        return self.namespaces.get((pod.get("metadata") or {}).get("namespace", "default"))
-
-    def _namespace_labels(self, pod: Obj) -> Mapping[str, str]:
-        return ((self._namespace_of(pod) or {}).get("metadata") or {}).get("labels") or {}
-
-
-def _terms_key(terms: list[list[Any]]) -> str:
-    return json.dumps(terms, sort_keys=True)
