@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from shim_k8s.api.objects import Obj, key_of
@@ -22,6 +22,7 @@ from shim_k8s.shim_state import node_of
 from shim_k8s.volumes.cache import Volumes
 from si.v1 import si_pb2
 
+_NOTHING_SENT: dict[str, int] = {}  # the request of a reading that sends nothing (never changed)
 FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
 
 
@@ -31,11 +32,11 @@ class PodReading:
     app_id: str
     node: str  # where it runs; "" while pending
     priority: PodPriority
-    request: dict[str, int] = field(default_factory=dict)  # in the core's units; {} when nothing is sent
+    request: dict[str, int]  # in the core's units; empty when nothing is sent
     message: si_pb2.Allocation | None = None  # what the core is sent: its ask, or its running allocation
     wait: tuple[str, str] | None = None  # (event reason, why) it may not be asked for yet
     volume_terms: str = ""  # its volumes' node terms when asked (JSON), for a binding that fails
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (reason, message) said once when asked
+    notes: tuple[tuple[str, str], ...] = ()  # (reason, message) said once when it is first asked for
 
 
 class PodReader:
@@ -55,7 +56,7 @@ class PodReader:
         """A pod of ours. `asked`: its ask was sent already, so no new one is read for it (a pending
         pod's reading then carries its application only)."""
         priority = self.priorities.resolve(pod)
-        reading = PodReading(key_of(pod), self.app_id(pod), node_of(pod), priority)
+        reading = PodReading(key_of(pod), self.app_id(pod), node_of(pod), priority, _NOTHING_SENT)
         labels = self.namespace_labels(pod)
         if reading.node:  # recovered: it already runs where it was bound
             reading.request = translate.pod_request(pod)
@@ -74,10 +75,11 @@ class PodReader:
                     pod, priority, reading.app_id, task_group="", volume_terms=volume_terms,
                     namespace_labels=labels, request=reading.request,
                 ))  # fmt: skip
-                reading.notes = pod_identity.identity_conflicts(pod)
+                notes = pod_identity.identity_conflicts(pod)
                 if ignored:
-                    reading.notes.append(("PlacementConstraintsIgnored", "not honoured by pykorn yet, the "
-                                          f"pod is placed without them: {'; '.join(ignored)}"))  # fmt: skip
+                    notes.append(("PlacementConstraintsIgnored", "not honoured by pykorn yet, the pod is "
+                                  f"placed without them: {'; '.join(ignored)}"))  # fmt: skip
+                reading.notes = tuple(notes)
         return reading
 
     def foreign(self, pod: Obj) -> tuple[si_pb2.Allocation, dict[str, int]]:

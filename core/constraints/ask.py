@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from core.constraints import rule_facts
 from core.constraints.host_ports import HostPort, HostPortError, parse_host_ports
 from core.constraints.node_affinity import AffinityError, NodeAffinity, parse_node_affinity
 from core.constraints.pod_affinity import PodAffinity, PodAffinityError, parse_pod_affinity, pod_identity
-from core.constraints.rule_facts import NODE_LEVEL
 from core.constraints.topology_spread import SpreadConstraint, SpreadError, parse_spread
 from core.constraints.volume_limits import (
     CsiLimits,
@@ -98,13 +98,24 @@ class AskConstraints:
     csi_volumes: CsiVolumes = ()  # the CSI volumes it attaches, against the nodes' attach limits
     rwop_claims: tuple[str, ...] = ()  # its ReadWriteOncePod claims: no other pod may use one meanwhile
     disks: Disks = ()  # the in-tree disks it mounts directly: shared on a node only read-only
-    # No constraint the node's own traits and ports decide (pod rules are checked beside them); set
-    # once, as it is read for every node an ask is tried on.
+    # What its rules' declared facts (core.constraints.rule_facts) say of the whole ask, worked out
+    # once, as they are read on every node tried, every allocation placed and every search shared:
+    # no constraint the node's own traits and ports decide (pod rules are checked beside them);
     is_empty: bool = field(init=False, compare=False, repr=False)
+    # other pods decide where it may go; its allocation going may free asks on any node; asks alike
+    # may share a failed search; what the node it runs on counts of it (index attribute, what it holds).
+    waits_on_peers: bool = field(init=False, compare=False, repr=False)
+    frees_everywhere: bool = field(init=False, compare=False, repr=False)
+    shares_search: bool = field(init=False, compare=False, repr=False)
+    node_held: tuple[tuple[str, Any], ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        empty = not any(getattr(self, rule) for rule in NODE_LEVEL)  # core.constraints.rule_facts
-        object.__setattr__(self, "is_empty", empty)
+        facts = rule_facts.of(self)
+        object.__setattr__(self, "is_empty", not facts.node_level)
+        object.__setattr__(self, "waits_on_peers", facts.waits_on_peers)
+        object.__setattr__(self, "frees_everywhere", facts.frees_everywhere)
+        object.__setattr__(self, "shares_search", facts.shares_search)
+        object.__setattr__(self, "node_held", facts.node_held)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ events that may change their verdict (EventsToRegister, QueueingHint):
   a cycle only when no rule of theirs depends on more than their size and the nodes (`shares_search`).
 
 Every field of AskConstraints has its entry (tests/unit/test_rule_facts.py fails on one left out), and
-every check names the field it checks (`rule`).
+every check names the fields it checks (`rules`). An AskConstraints works its answers out once, when it
+is made (`of`), and the places read them off it.
 """
 
 from __future__ import annotations
@@ -50,22 +51,37 @@ RULE_FACTS: dict[str, RuleFacts] = {
     "disks": RuleFacts(node_level=True, node_index="disks"),
 }
 
-NODE_LEVEL = tuple(f for f, facts in RULE_FACTS.items() if facts.node_level)
-NODE_INDEXES = tuple((f, facts.node_index) for f, facts in RULE_FACTS.items() if facts.node_index)
+_NODE_LEVEL = tuple(f for f, facts in RULE_FACTS.items() if facts.node_level)
+_NODE_INDEXES = tuple((f, facts.node_index) for f, facts in RULE_FACTS.items() if facts.node_index)
 _WAITS_ON_PEERS = tuple(f for f, facts in RULE_FACTS.items() if facts.waits_on_peers)
 _FREES_EVERYWHERE = tuple(f for f, facts in RULE_FACTS.items() if facts.frees_everywhere)
 _UNSHARED = tuple(f for f, facts in RULE_FACTS.items() if not facts.shares_search)
 
 
-# The answers for one ask's constraints (an AskConstraints: read by field name, so this floor knows
-# only the names; each is asked off the hot path, where an ask has constraints at all).
-def waits_on_peers(constraints: Any) -> bool:
-    return any(getattr(constraints, f) for f in _WAITS_ON_PEERS)
+@dataclass(frozen=True)
+class AskFacts:
+    """What the declared facts of an ask's rules say of the ask as a whole."""
+
+    node_level: bool  # some rule of it is decided by the node alone
+    waits_on_peers: bool
+    frees_everywhere: bool
+    shares_search: bool
+    node_held: tuple[tuple[str, Any], ...]  # (Node index attribute, what the ask holds of it)
 
 
-def frees_everywhere(constraints: Any) -> bool:
-    return any(getattr(constraints, f) for f in _FREES_EVERYWHERE)
+def of(constraints: Any) -> AskFacts:
+    """The answers for one ask's constraints (an AskConstraints, read by field name: this module knows
+    only the names). AskConstraints keeps them, worked out once when it is made."""
 
+    def present(rules: tuple[str, ...]) -> bool:
+        return any(getattr(constraints, rule) for rule in rules)
 
-def shares_search(constraints: Any) -> bool:
-    return not any(getattr(constraints, f) for f in _UNSHARED)
+    return AskFacts(
+        node_level=present(_NODE_LEVEL),
+        waits_on_peers=present(_WAITS_ON_PEERS),
+        frees_everywhere=present(_FREES_EVERYWHERE),
+        shares_search=not present(_UNSHARED),
+        node_held=tuple(
+            (index, held) for rule, index in _NODE_INDEXES if (held := getattr(constraints, rule))
+        ),
+    )

@@ -6,7 +6,6 @@ from typing import Protocol
 
 from core.constraints.ask import NO_CONSTRAINTS, NO_TRAITS, NodeTraits
 from core.constraints.host_ports import PortsInUse
-from core.constraints.rule_facts import NODE_INDEXES
 from core.constraints.volume_limits import VolumesInUse
 from core.constraints.volume_restrictions import DisksInUse
 from core.objects.allocation import Allocation
@@ -115,10 +114,8 @@ class Node:
             available[name] = available.get(name, 0) - value
         constraints = alloc.constraints
         if constraints is not NO_CONSTRAINTS:
-            for rule, index in NODE_INDEXES:  # what its rules hold here, counted (rule_facts)
-                held = getattr(constraints, rule)
-                if held:
-                    getattr(self, index).add(held)
+            for index, held in constraints.node_held:  # what its rules hold here, counted (rule_facts)
+                getattr(self, index).add(held)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.placed(alloc, self)
@@ -133,10 +130,8 @@ class Node:
         self._available.add_in_place(alloc.resource)
         constraints = alloc.constraints
         if constraints is not NO_CONSTRAINTS:
-            for rule, index in NODE_INDEXES:
-                held = getattr(constraints, rule)
-                if held:
-                    getattr(self, index).remove(held)
+            for index, held in constraints.node_held:
+                getattr(self, index).remove(held)
         watcher = self.watcher
         if watcher is not None and (constraints is not NO_CONSTRAINTS or watcher.counting):
             watcher.removed(alloc, self)

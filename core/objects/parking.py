@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Protocol
 
-from core.constraints.ask import NO_CONSTRAINTS
-from core.constraints.rule_facts import frees_everywhere
 from core.objects.allocation import Allocation
 from core.objects.node import Node
 
@@ -134,7 +132,7 @@ class ParkingLot:
         self.version += 1
         self._grown[node.node_id] = node
         constraints = alloc.constraints
-        if constraints is not NO_CONSTRAINTS and frees_everywhere(constraints):  # rule_facts
+        if constraints.frees_everywhere:  # core.constraints.rule_facts
             self._everything = True
 
     def placed(self) -> None:

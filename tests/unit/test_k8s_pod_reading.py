@@ -58,11 +58,11 @@ def test_a_gated_pod_reads_why_it_waits_and_nothing_to_send() -> None:
 def test_unhonoured_rules_are_noted_to_be_said_once_when_it_is_asked() -> None:
     reading = _reader().read(_pod(resourceClaims=[{"name": "gpu"}]), asked=False)
     assert reading.message is not None
-    assert reading.notes == [(
+    assert reading.notes == ((
         "PlacementConstraintsIgnored",
         "not honoured by pykorn yet, the pod is placed without them: dynamic resource claims "
         "(spec.resourceClaims: gpu)",
-    )]  # fmt: skip
+    ),)  # fmt: skip
 
 
 def test_a_pod_that_cannot_be_read_raises_and_an_unknown_class_says_so() -> None:

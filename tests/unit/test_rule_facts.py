@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.constraints.ask import AskConstraints
-from core.constraints.rule_facts import RULE_FACTS, frees_everywhere, shares_search, waits_on_peers
+from core.constraints.rule_facts import RULE_FACTS
 from core.objects.node import Node
 from core.resources import Resource
 from core.scheduler.fit import ask_pod_rules, checks
@@ -59,9 +59,10 @@ def test_the_answers_for_an_ask_are_its_rules_declared_facts(rule: str) -> None:
     present: dict[str, Any] = {rule: ("something",)}  # only whether the rule is there counts
     constraints = AskConstraints(**present)
     assert constraints.is_empty is not facts.node_level
-    assert waits_on_peers(constraints) is facts.waits_on_peers
-    assert frees_everywhere(constraints) is facts.frees_everywhere
-    assert shares_search(constraints) is facts.shares_search
+    assert constraints.waits_on_peers is facts.waits_on_peers
+    assert constraints.frees_everywhere is facts.frees_everywhere
+    assert constraints.shares_search is facts.shares_search
+    assert constraints.node_held == (((facts.node_index, ("something",)),) if facts.node_index else ())
     nothing = AskConstraints()
-    assert nothing.is_empty and not waits_on_peers(nothing) and not frees_everywhere(nothing)
-    assert shares_search(nothing)
+    assert nothing.is_empty and not nothing.waits_on_peers and not nothing.frees_everywhere
+    assert nothing.shares_search and nothing.node_held == ()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-from core.constraints.rule_facts import waits_on_peers
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.parking import Why
@@ -37,7 +36,7 @@ def park(
     lot = partition.parking
     if not lot.enabled or ask.required_node or ask.preempting or ask.ref in partition.reservations:
         return False
-    pod_rules = waits_on_peers(ask.constraints)  # core.constraints.rule_facts
+    pod_rules = ask.constraints.waits_on_peers  # core.constraints.rule_facts
     wake_at = math.inf
     # Waiting longer may help, unless it is bigger than every node (`timers` off): it may reserve a
     # node once it has waited strictly longer than the delay, and look for victims after its queue's.

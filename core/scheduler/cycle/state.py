@@ -11,7 +11,6 @@ from time import perf_counter
 from typing import cast
 
 from core.constraints.ask import NO_CONSTRAINTS
-from core.constraints.rule_facts import shares_search
 from core.objects.allocation import Allocation
 from core.objects.application import Application
 from core.objects.queue import Queue
@@ -55,7 +54,7 @@ class Cycle:
             return None
         if constraints is NO_CONSTRAINTS:
             return ask.resource
-        if not shares_search(constraints):  # core.constraints.rule_facts
+        if not constraints.shares_search:  # core.constraints.rule_facts
             return None
         return (ask.resource, constraints)
 
