@@ -36,7 +36,7 @@ def on_answer(
     """The handler of the core's answer to `app_id`, sent for its first pod `pod`."""
 
     def answered(refused: str | None) -> Coroutine[Any, Any, None] | None:
-        reask = shim.state.reask.pop(app_id, None)  # asks it refused before it knew the application
+        reask = shim.state.ledger.answered(app_id)  # asks it refused before it knew the application
         if refused is not None:
             # The application is forgotten, so that a later pod of the same ID is a new submission.
             shim.state.apps.discard(app_id)

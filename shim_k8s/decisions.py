@@ -205,7 +205,7 @@ class Decisions:
         if node and node not in state.nodes:
             # Running on a node the core does not know (yet: its event comes later, or it was refused):
             # sent again once the node is added.
-            state.orphans.setdefault(node, set()).add(uid)
+            state.ledger.orphaned(uid, node)
         app_id = rejected.applicationID
         asked = state.ledger.is_asked(uid)
         if app_id not in state.apps and asked and not node and app_id not in shim.outbox.refused:
@@ -220,7 +220,7 @@ class Decisions:
             # it), or knew only an older rejection of the ID: asked again once the core accepts it.
             state.ledger.unasked(uid)
             if shim.outbox.awaiting(app_id):
-                state.reask.setdefault(app_id, set()).add(uid)
+                state.ledger.ask_again_when_accepted(app_id, uid)
             else:
                 await shim.add_pod(pod)
                 await shim.outbox.flush()
@@ -367,8 +367,6 @@ class Decisions:
         uid = key_of(pod)
         if not state.ledger.gave_up(uid, f"{reason}:{message}"):
             return
-        state.waiting_for_class.pop(uid, None)
-        state.waiting_for_volumes.pop(uid, None)
         why = f"Application {app_id} scheduling failed, reason: {message}"
         await self.shim.kube.record_event(pod, "ApplicationFailed", why, warning=True)
         try:

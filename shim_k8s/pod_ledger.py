@@ -3,7 +3,9 @@
 A pod's record says what the shim last saw of it and where it stands with the core: asked for (and for
 which application), placed by the core (or sent as running), being bound by us, another scheduler's,
 given up (its application failed), a placeholder being deleted, its size as the core was told it, the
-PodScheduled condition last said, or refused as unreadable. The parts of the shim (pods in, decisions
+PodScheduled condition last said, refused as unreadable, or waiting to be asked for (a PriorityClass,
+its gates, its volumes), orphaned on a node the core does not know, or to be asked again once its
+application is accepted. The parts of the shim (pods in, decisions
 out, reconciliation) change a record only through the ledger's transitions, each named for what
 happened; they read it through its questions and never touch its collections.
 
@@ -14,7 +16,7 @@ per fact (what the shim looks up per event is one fact of one pod), and only her
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from shim_k8s.api.objects import Obj, key_of
@@ -45,6 +47,19 @@ class PodLedger:
         self._sizes: dict[str, dict[str, int]] = {}  # what the core was told it holds, in its units
         self._conditions: dict[str, str] = {}  # PodScheduled=False last patched, "<reason>:<message>"
         self._refused: dict[str, tuple[object, object]] = {}  # unreadable: what was read of it
+        # Pods not asked for yet, and what would let them go: a PriorityClass not known yet; their
+        # scheduling gates or volumes, by what they wait on (Volumes.wait_keys: a claim, a volume or a
+        # class -> pod UIDs), so only they are looked at again when it changes.
+        self._waiting_class: dict[str, Obj] = {}
+        self._waiting_volumes: dict[str, Obj] = {}
+        self._waiting_on: dict[str, set[str]] = {}
+        # The node terms its volumes gave when it was asked for (JSON): a binding that fails with the
+        # same terms still in force waits for a change instead of asking again.
+        self._volume_terms: dict[str, str] = {}
+        # Running pods the core refused because it did not know their node: node -> pod UIDs.
+        self._orphans: dict[str, set[str]] = {}
+        # Asks the core refused because it did not hold their application yet: application -> UIDs.
+        self._reask: dict[str, set[str]] = {}
 
     # Questions -----------------------------------------------------------------------------------
     def pod(self, uid: str) -> Obj | None:
@@ -95,6 +110,20 @@ class PodLedger:
     def is_refused(self, uid: str) -> bool:
         return uid in self._refused
 
+    def is_waiting(self, uid: str) -> bool:
+        """Not asked for yet: its PriorityClass, its gates or its volumes hold it."""
+        return uid in self._waiting_class or uid in self._waiting_volumes
+
+    def waits_for_volumes(self, uid: str) -> bool:
+        return uid in self._waiting_volumes
+
+    def volume_terms(self, uid: str) -> str | None:
+        return self._volume_terms.get(uid)
+
+    def awaiting_reasks(self) -> bool:
+        """Some asks wait for their application's answer to be sent again."""
+        return bool(self._reask)
+
     # Transitions: what the informers say ---------------------------------------------------------
     def seen(self, pod: Obj) -> Obj | None:
         """The pod as its latest event has it; what was seen of it before (None: new to the shim)."""
@@ -111,6 +140,54 @@ class PodLedger:
         """A refused pod changed: looked at afresh."""
         self._refused.pop(uid, None)
 
+    def waits_for_class(self, uid: str, pod: Obj) -> None:
+        """Its PriorityClass is not known yet: looked at again when one is added."""
+        self._waiting_class[uid] = pod
+
+    def class_arrived(self) -> list[Obj]:
+        """A PriorityClass was added: the pods that waited for one, no longer waiting."""
+        woken, self._waiting_class = list(self._waiting_class.values()), {}
+        return woken
+
+    def waits(self, uid: str, pod: Obj, keys: Iterable[str]) -> None:
+        """It waits (gated, or for its volumes), to be looked at again when one of `keys` changes
+        (Volumes.wait_keys), or when it changes itself."""
+        self._waiting_volumes[uid] = pod
+        for key in keys:
+            self._waiting_on.setdefault(key, set()).add(uid)
+
+    def changed_while_waiting(self, uid: str) -> bool:
+        """The pod itself changed: no longer waiting (looked at again); whether it was."""
+        return self._waiting_volumes.pop(uid, None) is not None
+
+    def woken_by(self, keys: Iterable[str]) -> list[Obj]:
+        """The waiting pods that any of `keys` concerns, no longer waiting (to be looked at again)."""
+        woken: set[str] = set()
+        for key in keys:
+            woken |= self._waiting_on.pop(key, set())
+        pods = self._waiting_volumes
+        return [pod for uid in sorted(woken) if (pod := pods.pop(uid, None)) is not None]
+
+    def asked_with_terms(self, uid: str, terms: str) -> None:
+        """The node terms its volumes gave when it was asked for (a failed binding compares them)."""
+        self._volume_terms[uid] = terms
+
+    def orphaned(self, uid: str, node: str) -> None:
+        """Running on a node the core does not know (yet): sent again once the node is added."""
+        self._orphans.setdefault(node, set()).add(uid)
+
+    def adopted(self, node: str) -> set[str]:
+        """The node is added: its orphans, to be sent again."""
+        return self._orphans.pop(node, set())
+
+    def ask_again_when_accepted(self, app_id: str, uid: str) -> None:
+        """Its ask was refused before the core held its application: asked again once it accepts it."""
+        self._reask.setdefault(app_id, set()).add(uid)
+
+    def answered(self, app_id: str) -> set[str] | None:
+        """The core answered the application: the asks to send again for it, if any."""
+        return self._reask.pop(app_id, None)
+
     def taken_by_another(self, uid: str) -> str | None:
         """Bound by another scheduler while we asked for it: the application whose ask is withdrawn
         (None when it was not asked for)."""
@@ -119,13 +196,19 @@ class PodLedger:
             self._placed.pop(uid, None)
         return app_id
 
-    def gone(self, uid: str) -> None:
-        """The pod is gone (deleted, or finished): what was seen and said of it goes; what it stands
-        for with the core stays until `forgotten` says what the core is to be told."""
+    def gone(self, uid: str, wait_keys: Iterable[str] = ()) -> None:
+        """The pod is gone (deleted, or finished): what was seen and said of it goes, and its waiting
+        (on `wait_keys`, what its volumes waited on); what it stands for with the core stays until
+        `forgotten` says what the core is to be told."""
         self._pods.pop(uid, None)
         self._conditions.pop(uid, None)
         self._sizes.pop(uid, None)
         self._refused.pop(uid, None)
+        self._waiting_class.pop(uid, None)
+        self._volume_terms.pop(uid, None)
+        if self._waiting_volumes.pop(uid, None) is not None:
+            for key in wait_keys:
+                self._waiting_on.get(key, set()).discard(uid)
 
     def forgotten(self, uid: str) -> Forgotten:
         """After `gone`: what the core is to be told of the pod, and the record let go of it."""
@@ -208,6 +291,8 @@ class PodLedger:
             return False
         self._given_up.add(uid)
         self._asked.pop(uid, None)
+        self._waiting_class.pop(uid, None)
+        self._waiting_volumes.pop(uid, None)
         self._conditions[uid] = condition
         return True
 

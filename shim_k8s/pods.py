@@ -181,9 +181,9 @@ class Pods:
         elif ledger.size(uid) is not None and node_of(pod) and node_of(known) and not finished(pod):
             if sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
                 await self._resized(pod)
-        elif uid in state.waiting_for_volumes and not node_of(pod):
+        elif ledger.waits_for_volumes(uid) and not node_of(pod):
             # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
-            state.waiting_for_volumes.pop(uid, None)
+            ledger.changed_while_waiting(uid)
             await self.add_pod(pod)
         elif not node_of(known) and bound_elsewhere:
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
@@ -220,8 +220,7 @@ class Pods:
             self.priorities.remove(pc["metadata"]["name"])
             return
         self.priorities.upsert(pc)
-        for pod in list(self.shim.state.waiting_for_class.values()):  # a class that was missing now exists
-            self.shim.state.waiting_for_class.pop(key_of(pod), None)
+        for pod in self.shim.state.ledger.class_arrived():  # a class that was missing now exists
             await self.shim.guarded("pods", pod, self.add_pod(pod))
 
     def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
@@ -240,7 +239,7 @@ class Pods:
             if node is not None:
                 await self.shim.client.add_nodes(self._node_info(node, create=False))
             return
-        for pod in self.shim.state.woken_by(self.volumes.changed_keys(kind, obj)):
+        for pod in self.shim.state.ledger.woken_by(self.volumes.changed_keys(kind, obj)):
             await self.shim.guarded("pods", pod, self.add_pod(pod))
 
     # Pods -------------------------------------------------------------------------------------
@@ -261,12 +260,12 @@ class Pods:
         try:
             reading = self.reader.read(pod, asked=ledger.is_asked(uid))
         except UnknownPriorityClass as exc:
-            shim.state.waiting_for_class[uid] = pod
+            ledger.waits_for_class(uid, pod)
             await shim.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
             return
         app_id, ask = reading.app_id, reading.message
         if reading.volume_terms:
-            shim.state.volume_terms[uid] = reading.volume_terms
+            ledger.asked_with_terms(uid, reading.volume_terms)
         if app_id not in shim.state.apps and not await self._add_application(
             pod, app_id, app_id in (with_placeholders or ())
         ):
@@ -311,7 +310,7 @@ class Pods:
         instead, and is looked at again when a claim, volume or class it depends on changes."""
         if nothing_there:
             wait, terms = self.volumes.placement(pod)
-            if not wait and terms_key(terms) == self.shim.state.volume_terms.get(key_of(pod)):
+            if not wait and terms_key(terms) == self.shim.state.ledger.volume_terms(key_of(pod)):
                 await self._wait(pod, "VolumesNotReady", why)
                 return
         await self.add_pod(pod)
@@ -324,7 +323,7 @@ class Pods:
         uid = key_of(pod)
         # Looked at again when it changes (gates), or what its volumes wait on changes.
         keys = () if event_reason == "SchedulingGated" else self.volumes.wait_keys(pod)
-        self.shim.state.wait(uid, pod, keys)
+        self.shim.state.ledger.waits(uid, pod, keys)
         condition = "SchedulingGated" if event_reason == "SchedulingGated" else SKIPPED
         if self.shim.pod_scheduled_false(pod, uid, condition, why):
             await self.shim.kube.record_event(pod, event_reason, why, warning=True)
@@ -370,10 +369,7 @@ class Pods:
     async def _pod_gone(self, pod: Obj) -> None:
         shim = self.shim
         uid = key_of(pod)
-        shim.state.ledger.gone(uid)
-        shim.state.waiting_for_class.pop(uid, None)
-        shim.state.stop_waiting(uid, self.volumes.wait_keys(pod))
-        shim.state.volume_terms.pop(uid, None)
+        shim.state.ledger.gone(uid, self.volumes.wait_keys(pod))
         shim.bad.forget(uid)
         self.volumes.notify(f"pod/{uid}")  # a binding of its volumes under way stops
         await shim.outbox.flush()  # its ask, if it waits in the batch, goes before its release
@@ -400,7 +396,7 @@ class Pods:
         """The pods the core refused because it did not know their node: sent again now it does (once
         the core answered the node, counted from `answered`)."""
         shim = self.shim
-        orphans = shim.state.orphans.pop(name, set())
+        orphans = shim.state.ledger.adopted(name)
         if not orphans:
             return
         await shim.outbox.until_answered(lambda: self._nodes_answered > answered, f"node {name}")

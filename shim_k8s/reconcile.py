@@ -94,7 +94,7 @@ class Reconciler:
         state = self.shim.state
         if (pod.get("spec") or {}).get("schedulerName") != self.shim.scheduler_name or finished(pod):
             return ""
-        if terminating(pod) or uid in state.waiting_for_class or uid in state.waiting_for_volumes:
+        if terminating(pod) or state.ledger.is_waiting(uid):
             return ""
         if node_of(pod):
             return UNKNOWN

@@ -5,7 +5,7 @@ where it runs, whether it is done, and what of it is compared from one event to 
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,47 +28,13 @@ class AppGang:
 
 @dataclass
 class ShimState:
-    """What the shim remembers besides its pods' records (the ledger): the nodes, the applications, the
-    gangs, and the pods waiting for something outside them."""
+    """What the shim remembers besides its pods' records (the ledger): the nodes, the applications and
+    the gangs."""
 
     ledger: PodLedger = field(default_factory=PodLedger)  # one record per pod (shim_k8s.pod_ledger)
     nodes: dict[str, Obj] = field(default_factory=dict)
     apps: set[str] = field(default_factory=set)  # applications the core accepted or was told about
-    waiting_for_class: dict[str, Obj] = field(default_factory=dict)  # pods with an unknown class
-    waiting_for_volumes: dict[str, Obj] = field(default_factory=dict)  # gated, or volumes not ready
-    # The pods waiting for volumes, by what would let them go (shim_k8s.volumes.cache.Volumes.wait_keys):
-    # a claim, a volume or a class -> pod UIDs. Only they are looked at again when it changes.
-    waiting_on: dict[str, set[str]] = field(default_factory=dict)
-    # The node selector terms a pod's volumes gave when it was asked for (JSON): a binding that fails
-    # with the same terms still in force waits for a change instead of asking again.
-    volume_terms: dict[str, str] = field(default_factory=dict)
     gangs: dict[str, AppGang] = field(default_factory=dict)  # gang-scheduled applications, by app ID
-    # Running pods the core refused because it did not know their node: node -> pod UIDs, sent again
-    # when the node is added.
-    orphans: dict[str, set[str]] = field(default_factory=dict)
-    # Pods whose ask the core refused because it did not hold their application yet (it read the ask
-    # first and could not hold it, or knew only an older rejection of the ID): application -> pod UIDs,
-    # asked again once the core accepts it.
-    reask: dict[str, set[str]] = field(default_factory=dict)
-
-    def wait(self, uid: str, pod: Obj, keys: Iterable[str]) -> None:
-        """The pod waits (gated, or for its volumes), to be looked at again when one of `keys` changes
-        (Volumes.wait_keys)."""
-        self.waiting_for_volumes[uid] = pod
-        for key in keys:
-            self.waiting_on.setdefault(key, set()).add(uid)
-
-    def stop_waiting(self, uid: str, keys: Iterable[str]) -> None:
-        if self.waiting_for_volumes.pop(uid, None) is not None:
-            for key in keys:
-                self.waiting_on.get(key, set()).discard(uid)
-
-    def woken_by(self, keys: Iterable[str]) -> list[Obj]:
-        """The waiting pods that any of `keys` concerns, no longer waiting (to be looked at again)."""
-        woken: set[str] = set()
-        for key in keys:
-            woken |= self.waiting_on.pop(key, set())
-        return [pod for uid in sorted(woken) if (pod := self.waiting_for_volumes.pop(uid, None)) is not None]
 
 
 class ShimBase(Protocol):

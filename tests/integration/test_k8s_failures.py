@@ -259,7 +259,7 @@ async def test_asks_the_core_refused_before_it_knew_their_application_are_asked_
             assert sorted(name for name, _ in kube.bindings) == ["p0", "p1", "p2"]
             refused = client.seen.rejected_allocations
             assert len(refused) == 3 and all("is not known in partition" in r.reason for r in refused)
-            assert not kube.failed and not shim.state.reask
+            assert not kube.failed and not shim.state.ledger.awaiting_reasks()
             await asyncio.gather(*late)
     finally:
         await core.stop()

@@ -83,3 +83,37 @@ def test_bound_by_another_scheduler_withdraws_the_ask() -> None:
     ledger.core_placed("p1", "app-1", "n2")
     assert ledger.taken_by_another("p1") == "app-1"
     assert not ledger.is_asked("p1") and ledger.placed("p1") is None
+
+
+def test_waiting_pods_are_woken_by_what_they_wait_on_and_forgotten_when_gone() -> None:
+    ledger = PodLedger()
+    gated, claimed, classless = _pod("g"), _pod("c"), _pod("k")
+    ledger.waits("g", gated, ())  # gates: looked at again when it changes itself
+    ledger.waits("c", claimed, ["claim/a", "class/fast"])
+    ledger.waits_for_class("k", classless)
+    assert ledger.is_waiting("g") and ledger.is_waiting("k") and ledger.waits_for_volumes("c")
+    assert ledger.woken_by(["claim/b"]) == []
+    assert ledger.woken_by(["claim/a"]) == [claimed] and not ledger.is_waiting("c")
+    assert ledger.woken_by(["class/fast"]) == []  # woken once, by the first change
+    assert ledger.changed_while_waiting("g") and not ledger.changed_while_waiting("g")
+    assert ledger.class_arrived() == [classless] and ledger.class_arrived() == []
+    ledger.waits("c", claimed, ["claim/a"])
+    ledger.gone("c", ["claim/a"])
+    assert ledger.woken_by(["claim/a"]) == []
+
+
+def test_orphans_wait_for_their_node_and_reasks_for_their_application() -> None:
+    ledger = PodLedger()
+    ledger.orphaned("p1", "n9")
+    ledger.orphaned("p2", "n9")
+    assert ledger.adopted("n9") == {"p1", "p2"} and ledger.adopted("n9") == set()
+    ledger.ask_again_when_accepted("app-1", "p3")
+    assert ledger.awaiting_reasks()
+    assert ledger.answered("app-1") == {"p3"} and ledger.answered("app-1") is None
+    assert not ledger.awaiting_reasks()
+
+
+def test_a_given_up_pod_stops_waiting() -> None:
+    ledger = PodLedger()
+    ledger.waits_for_class("p", _pod("p"))
+    assert ledger.gave_up("p", "ApplicationFailed:x") and not ledger.is_waiting("p")
