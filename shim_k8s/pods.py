@@ -178,10 +178,10 @@ class Pods:
             await self._add_foreign(pod)  # arrived already on a node: we did not place it
         elif known is None:
             await self.add_pod(pod)
-        elif ledger.size(uid) is not None and node_of(pod) and node_of(known) and not finished(pod):
+        elif node_of(pod) and node_of(known) and not finished(pod) and ledger.size(uid) is not None:
             if sizing(pod) != sizing(known):  # its resources were resized in place, perhaps
                 await self._resized(pod)
-        elif ledger.waits_for_volumes(uid) and not node_of(pod):
+        elif not node_of(pod) and ledger.waits_for_volumes(uid):
             # A pod that waits (for its volumes, or its scheduling gates) changed: look again.
             ledger.changed_while_waiting(uid)
             await self.add_pod(pod)
@@ -191,7 +191,7 @@ class Pods:
             if app_id is not None:
                 await shim.outbox.release(app_id, uid, message="bound by another scheduler")
             await self._add_foreign(pod)
-        if known is not None and ledger.size(uid) is not None and began_terminating(pod, known):
+        if known is not None and began_terminating(pod, known) and ledger.size(uid) is not None:
             await self._resized(pod, again=True)  # spread stops counting it at once
         if finished(pod):
             await self._pod_gone(pod)
