@@ -395,7 +395,7 @@ class RMProxy:
                                reason=refusal)  # fmt: skip
             return Intake(stream, rm_id, RMRoute(), 0, refusal, self.limits.clip, self.warnings)
         route = self._routes[rm_id]
-        admitted, rate_reason = route.admit(rm_id, stream.kind, items, self.limits, self._clock())
+        admitted, rate_reason = route.admit(rm_id, stream.kind, items, self.limits, self._clock)
         if rate_reason:
             self.warnings.warn(
                 log, "rate limit exceeded", rm_id, stream=stream.kind.value, items=items, admitted=admitted

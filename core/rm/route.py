@@ -4,6 +4,7 @@ answered on, its rate buckets, and the responses held while a stream of a kind i
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,11 +49,14 @@ class RMRoute:
             dropped += 1
         return dropped
 
-    def admit(self, rm_id: str, kind: StreamKind, items: int, limits: Limits, now: float) -> tuple[int, str]:
+    def admit(
+        self, rm_id: str, kind: StreamKind, items: int, limits: Limits, clock: Callable[[], float]
+    ) -> tuple[int, str]:
         """How many of a message's items (the first ones) its rate limit lets in now, and the reason
         given for the others ("" when all are in)."""
         if limits.rate_items_per_second <= 0:
-            return items, ""
+            return items, ""  # no limit: not even the clock is read
+        now = clock()
         bucket = self.rates.get(kind)
         if bucket is None:
             bucket = self.rates[kind] = TokenBucket(limits.rate_items_per_second, limits.rate_burst, now)
