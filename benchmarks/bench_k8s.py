@@ -11,11 +11,15 @@ core, each in its own process (emulation, core, shim), timed by the emulation's 
   WaitForFirstConsumer StorageClass (as a StatefulSet's), with the emulation's PV controller and
   provisioner stand-in running: pods/s from the first made to the last bound, and the share of the
   pods' made-to-bound time spent between the claim's selected-node annotation and its binding (the
-  provisioner and the PV controller at work; the shim waits meanwhile).
+  provisioner and the PV controller at work; the shim waits meanwhile);
+- gangs: gangs of 8 pods made at once on 500 nodes, each its own application, through Kubernetes'
+  Workload API (a Workload each, placed whole by the core) and through YuniKorn's task-group
+  annotations (placeholders made, bound and replaced): pods/s from the first made to the last bound.
 
     python -m benchmarks.bench_k8s                    # all of it
     python -m benchmarks.bench_k8s --pods 2000 --skip-latency
     python -m benchmarks.bench_k8s --only-volumes --pods 5000
+    python -m benchmarks.bench_k8s --only-gangs --gangs 250   # only the gang rows
     python -m benchmarks.bench_k8s --pods 5000 --nodes 500 --apps 10 5000 --skip-ceiling \
         --skip-latency --skip-volumes             # one application per pod against ten
     python -m benchmarks.bench_k8s --pods 5000 --nodes 500 --apps 10 5000 --rounds 5 --skip-ceiling \
@@ -241,6 +245,15 @@ async def burst(
     return pods / (max(done for _, done in bound) - min(made for made, _ in bound)), spent
 
 
+async def gang_burst(nodes: int, gangs: int, size: int, kind: str) -> tuple[float, dict[str, float]]:
+    """Pods/s of `gangs` gangs of `size` pods made at once, each its own application: Kubernetes
+    Workload API gangs (`kind` "workload": a Workload each, placed whole by the core) or YuniKorn's
+    task-group annotations ("taskgroups": placeholders made, bound, then replaced); CPU µs per pod."""
+    pods = {"count": gangs * size, "prefix": f"gang-{kind}", "gang": {"size": size, "kind": kind}}
+    bound, spent, _ = await _scheduled(nodes, pods)
+    return gangs * size / (max(done for _, done in bound) - min(made for made, _ in bound)), spent
+
+
 @dataclass
 class VolumeRun:
     rate: float  # pods/s, first made to last bound
@@ -287,6 +300,9 @@ async def main_async(args: argparse.Namespace) -> None:
     if args.only_volumes:
         await _volumes(out, pods)
         return
+    if args.only_gangs:
+        await _gangs(out, args.gangs)
+        return
     top = 0.0
     if not args.skip_ceiling:
         top, spent = await ceiling(pods)
@@ -304,6 +320,17 @@ async def main_async(args: argparse.Namespace) -> None:
                   f"   p99 {p99:6.0f} ms   ({achieved:,.0f} pods/s)\n")  # fmt: skip
     if not args.skip_volumes:
         await _volumes(out, pods)
+    if not args.skip_gangs:
+        await _gangs(out, args.gangs)
+
+
+async def _gangs(out: TextIO, gangs: int, size: int = 8, nodes: int = 500) -> None:
+    """Gangs of 8 through Kubernetes' Workload API next to YuniKorn-annotation gangs of 8."""
+    for kind, label in (("workload", "Workload API"), ("taskgroups", "YuniKorn task groups")):
+        rate, spent = await gang_burst(nodes, gangs, size, kind)
+        row = f"{gangs:,} gangs of {size} ({label}), {nodes} nodes"
+        out.write(f"{row:52} {rate:10,.0f} pods/s   CPU µs per pod: {_cpu(spent)}\n")
+        out.flush()
 
 
 async def _bursts(out: TextIO, args: argparse.Namespace, top: float, runs: Runs) -> None:
@@ -377,6 +404,9 @@ def main() -> None:
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-volumes", action="store_true")
     parser.add_argument("--only-volumes", action="store_true", help="only the WaitForFirstConsumer row")
+    parser.add_argument("--skip-gangs", action="store_true")
+    parser.add_argument("--only-gangs", action="store_true", help="only the gang rows")
+    parser.add_argument("--gangs", type=int, default=250, help="gangs of 8 in the gang rows")
     asyncio.run(main_async(parser.parse_args()))
 
 

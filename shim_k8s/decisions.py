@@ -24,6 +24,7 @@ from shim_k8s.api.kube import BindError
 from shim_k8s.api.objects import Obj, key_of
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
+from shim_k8s.pod_groups import PodGroups
 from shim_k8s.readers import translate
 from shim_k8s.readers.service_config import ServiceConfig
 from shim_k8s.shim_state import ShimBase, finished, node_of
@@ -67,6 +68,8 @@ class ShimForDecisions(ShimBase, Protocol):
     def outbox(self) -> Outbox: ...
     @property
     def gangs(self) -> Gangs: ...
+    @property
+    def pod_groups(self) -> PodGroups: ...
     @property
     def scheduler_name(self) -> str: ...
     def app_id(self, pod: Obj) -> str: ...
@@ -247,6 +250,7 @@ class Decisions:
             return
         self.bindings["bound"] += 1
         state.ledger.bound(uid)
+        shim.pod_groups.bound(pod)  # a v1alpha2 PodGroup's status, once its minimum is bound
         await shim.kube.record_event(pod, "Scheduled", f"bound to {alloc.nodeID} by pykorn")
 
     async def _bind_volumes(self, alloc: si_pb2.Allocation, pod: Obj) -> bool:
@@ -386,6 +390,8 @@ class Decisions:
         if pod is None or not ledger.is_asked(uid) or ledger.bound_by_us(uid) or node_of(pod):
             return
         condition = SKIPPED if skipped else UNSCHEDULABLE
+        if not skipped:
+            self.shim.pod_groups.waits(pod, reason)  # its PodGroup's status says so too
         before = ledger.condition(uid)
         if self.pod_scheduled_false(pod, uid, condition, reason) and not before.startswith(f"{condition}:"):
             name = (pod.get("metadata") or {}).get("name", uid)

@@ -36,6 +36,7 @@ from shim_k8s.api.startup import ListenError, StartupError, described, list_at_s
 from shim_k8s.readers.configmaps import CONFIGMAP_NAME
 from shim_k8s.readers.service_config import CONFIGMAP_NAMES
 from shim_k8s.readers.task_groups import DEFAULT_PLACEHOLDER_IMAGE
+from shim_k8s.readers.workload_ref import PODGROUPS, WORKLOADS
 from shim_k8s.shim import K8sShim
 from shim_k8s.volumes.cache import VOLUME_KINDS
 
@@ -253,8 +254,8 @@ async def _run_leading(
         _apply_api_settings(shim, kube, http)
         # Before the pods: whether a pod may be asked for depends on its volumes, and its namespace's
         # labels go on its ask.
-        for kind in (*VOLUME_KINDS, "namespaces"):
-            for obj in lists[kind][0]:
+        for kind in (*VOLUME_KINDS, "namespaces", WORKLOADS, PODGROUPS):
+            for obj in lists.get(kind, ([], ""))[0]:
                 await shim.handle(kind, WatchEvent.ADDED, obj)
         await shim.register()
         await shim.resend(lists["nodes"][0], lists["pods"][0])
@@ -265,6 +266,7 @@ async def _run_leading(
                 kind, path, http, lambda k, e, o: items.put_nowait(InformerEvent(k, e, o)), room=backlog.room
             )
             for kind, path in kube.paths.items()
+            if kind in lists  # a kind the cluster does not serve is not followed (api.startup.OPTIONAL)
         )
         for informer in informers:
             informer.start(*lists[informer.kind])

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from shim_k8s.api.objects import Obj, key_of
+from shim_k8s.pod_groups import Admission
 from shim_k8s.readers import pod_identity, translate
 from shim_k8s.readers.priority import PodPriority, PriorityResolver
 from shim_k8s.shim_state import node_of
@@ -24,6 +25,26 @@ from si.v1 import si_pb2
 
 _NOTHING_SENT: dict[str, int] = {}  # the request of a reading that sends nothing (never changed)
 FOREIGN_PRIORITY = PodPriority(0, allow_preempt_other=False, allow_preempt_self=False)  # never ours to move
+
+
+class GroupGate(Protocol):
+    """Whether a pod of a Workload API group may be asked for (shim_k8s.pod_groups.PodGroups)."""
+
+    def admit(self, pod: Obj, app_id: str) -> Admission: ...
+    def running_tags(self, pod: Obj) -> dict[str, str]: ...
+
+
+class _NoGroups:
+    """No pod names a group (a reader on its own, in tests)."""
+
+    def admit(self, pod: Obj, app_id: str) -> Admission:
+        return _ADMITTED
+
+    def running_tags(self, pod: Obj) -> dict[str, str]:
+        return {}
+
+
+_ADMITTED = Admission()
 
 
 @dataclass(slots=True)
@@ -37,6 +58,7 @@ class PodReading:
     wait: tuple[str, str] | None = None  # (event reason, why) it may not be asked for yet
     volume_terms: str = ""  # its volumes' node terms when asked (JSON), for a binding that fails
     notes: tuple[tuple[str, str], ...] = ()  # (reason, message) said once when it is first asked for
+    wait_keys: tuple[str, ...] | None = None  # what its wait is on, when not its gates or volumes
 
 
 class PodReader:
@@ -46,11 +68,14 @@ class PodReader:
         volumes: Volumes,
         namespaces: Mapping[str, Obj],
         app_id: Callable[[Obj], str],
+        groups: GroupGate | None = None,
     ) -> None:
         self.priorities = priorities
         self.volumes = volumes
         self.namespaces = namespaces
         self.app_id = app_id
+        # Kubernetes Workload API groups (shim_k8s.pod_groups): when a member may be asked for.
+        self.groups: GroupGate = groups or _NoGroups()
 
     def read(self, pod: Obj, asked: bool) -> PodReading:
         """A pod of ours. `asked`: its ask was sent already, so no new one is read for it (a pending
@@ -64,9 +89,14 @@ class PodReader:
                 pod, priority, ours=True, task_group="", namespace_labels=labels, app_id=reading.app_id,
                 request=reading.request,
             ))  # fmt: skip
+            if tags := self.groups.running_tags(pod):  # counted in its group, at a restart
+                reading.message.allocationTags.update(tags)
         elif not asked:
             reading.wait, volume_terms = self.why_wait(pod)
-            if reading.wait is None:
+            admission = self.groups.admit(pod, reading.app_id)
+            if reading.wait is None and admission.wait is not None:
+                reading.wait, reading.wait_keys = admission.wait, admission.wait_keys
+            elif reading.wait is None:
                 if volume_terms or self.volumes.delayed_claims(pod):  # remembered for a failed binding
                     reading.volume_terms = terms_key(volume_terms)
                 reading.request = translate.pod_request(pod)
@@ -75,7 +105,9 @@ class PodReader:
                     pod, priority, reading.app_id, task_group="", volume_terms=volume_terms,
                     namespace_labels=labels, request=reading.request,
                 ))  # fmt: skip
-                notes = pod_identity.identity_conflicts(pod)
+                if admission.tags:
+                    reading.message.allocationTags.update(admission.tags)
+                notes = pod_identity.identity_conflicts(pod) + list(admission.notes)
                 if ignored:
                     notes.append(("PlacementConstraintsIgnored", "not honoured by pykorn yet, the pod is "
                                   f"placed without them: {'; '.join(ignored)}"))  # fmt: skip

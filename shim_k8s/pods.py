@@ -25,6 +25,7 @@ from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.decisions import SKIPPED
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
+from shim_k8s.pod_groups import PodGroups
 from shim_k8s.pod_reading import PodReader, terms_key
 from shim_k8s.readers import namespaces, pod_identity, task_groups, translate
 from shim_k8s.readers.bad_objects import BadObjects, Refused
@@ -53,6 +54,8 @@ class ShimForPods(ShimBase, Protocol):
     @property
     def gangs(self) -> Gangs: ...
     @property
+    def pod_groups(self) -> PodGroups: ...
+    @property
     def bad(self) -> BadObjects: ...
     async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None: ...
     async def refuse(self, kind: str, obj: Obj, exc: Exception) -> None: ...
@@ -66,7 +69,7 @@ class Pods:
         self.priorities = PriorityResolver()
         self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
         self.namespaces: dict[str, Obj] = {}  # by name, from the namespace informer; kept the same way
-        self.reader = PodReader(self.priorities, self.volumes, self.namespaces, self.app_id)
+        self.reader = PodReader(self.priorities, self.volumes, self.namespaces, self.app_id, shim.pod_groups)
         self._nodes_answered = 0
 
     # The core's answers to what was sent ------------------------------------------------------
@@ -257,6 +260,7 @@ class Pods:
             if node_of(pod):
                 await self._add_foreign(pod)  # never ours to place or move: its priority does not count
             return
+        completes = shim.pod_groups.seen(pod)  # one more member of its Workload API group, perhaps
         try:
             reading = self.reader.read(pod, asked=ledger.is_asked(uid))
         except UnknownPriorityClass as exc:
@@ -272,7 +276,8 @@ class Pods:
             return
         if ask is None:
             if reading.wait is not None:
-                await self._wait(pod, *reading.wait)
+                await self._wait(pod, *reading.wait, keys=reading.wait_keys)
+            await self.wake(completes)
             return
         ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
         if reading.node:
@@ -282,6 +287,17 @@ class Pods:
             for reason, message in reading.notes:  # said once, when it is first asked for
                 await shim.kube.record_event(pod, reason, message, warning=True)
         await shim.outbox.ask(ask)
+        await self.wake(completes)
+
+    async def wake(self, keys: Iterable[str]) -> None:
+        """The pods waiting on any of `keys` (shim_k8s.pod_groups' and volumes' wait keys) look again."""
+        if keys:
+            for pod in self.shim.state.ledger.woken_by(keys):
+                await self.shim.guarded("pods", pod, self.add_pod(pod))
+
+    async def on_pod_group_object(self, kind: str, event: str, obj: Obj) -> None:
+        """A Workload or PodGroup changed: the pods waiting for it look again."""
+        await self.wake(self.shim.pod_groups.on_object(kind, event, obj))
 
     def app_id(self, pod: Obj) -> str:
         return pod_identity.application_id(pod, self.shim.unique_app_ids)
@@ -315,14 +331,15 @@ class Pods:
                 return
         await self.add_pod(pod)
 
-    async def _wait(self, pod: Obj, event_reason: str, why: str) -> None:
+    async def _wait(self, pod: Obj, event_reason: str, why: str, keys: Iterable[str] | None = None) -> None:
         """Not asked for (gated, or its volumes not ready: placed blindly, it could land where its
         volume cannot be). Says why, once per reason: an event, and the PodScheduled condition:
         `SchedulingGated` as kube-scheduler's for gates, `SchedulingSkipped` for volumes (more nodes
         would not help; the cluster autoscaler must not add any for it)."""
         uid = key_of(pod)
         # Looked at again when it changes (gates), or what its volumes wait on changes.
-        keys = () if event_reason == "SchedulingGated" else self.volumes.wait_keys(pod)
+        if keys is None:
+            keys = () if event_reason == "SchedulingGated" else self.volumes.wait_keys(pod)
         self.shim.state.ledger.waits(uid, pod, keys)
         condition = "SchedulingGated" if event_reason == "SchedulingGated" else SKIPPED
         if self.shim.pod_scheduled_false(pod, uid, condition, why):
@@ -370,6 +387,7 @@ class Pods:
         shim = self.shim
         uid = key_of(pod)
         shim.state.ledger.gone(uid, self.volumes.wait_keys(pod))
+        shim.pod_groups.gone(uid)
         shim.bad.forget(uid)
         self.volumes.notify(f"pod/{uid}")  # a binding of its volumes under way stops
         await shim.outbox.flush()  # its ask, if it waits in the batch, goes before its release

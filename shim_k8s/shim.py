@@ -34,10 +34,12 @@ from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.decisions import Decisions
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
+from shim_k8s.pod_groups import PodGroups
 from shim_k8s.pods import Pods
 from shim_k8s.readers import service_config, task_groups
 from shim_k8s.readers.bad_objects import INTERNAL, BadObjects, Refused
 from shim_k8s.readers.configmaps import ConfigMaps
+from shim_k8s.readers.workload_ref import PODGROUPS, WORKLOADS
 from shim_k8s.reconcile import Reconciler
 from shim_k8s.registration import Registration
 from shim_k8s.shim_state import ShimState
@@ -81,6 +83,7 @@ class K8sShim(ResponseHandler):
         self.outbox = Outbox(client, self.in_background)  # asks and releases on their way to the core
         self.decisions = Decisions(self, wake)  # what the core decided, carried out
         self.gangs = Gangs(self)  # task groups, placeholder pods, gang progress events
+        self.pod_groups = PodGroups(self)  # Kubernetes Workload API groups: when their pods may go
         self.pods = Pods(self)  # the cluster's objects in, the core told
         self.volume_binder = VolumeBinder(self.pods.volumes, kube)  # volumes bound before their pods
         self.registration = Registration(self)
@@ -92,6 +95,8 @@ class K8sShim(ResponseHandler):
             "priorityclasses": self.pods.on_priority_class,
             "configmaps": self.registration.on_configmap,
             "namespaces": self.pods.on_namespace,
+            WORKLOADS: partial(self.pods.on_pod_group_object, WORKLOADS),
+            PODGROUPS: partial(self.pods.on_pod_group_object, PODGROUPS),
             **{kind: partial(self.pods.on_volume_object, kind) for kind in VOLUME_KINDS},
         }
 

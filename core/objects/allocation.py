@@ -26,6 +26,7 @@ class Allocation:
     tags: dict[str, str] = field(default_factory=dict)
     node_id: str = ""  # empty while pending
     task_group: str = ""
+    pod_group: str = ""  # the group of its application it starts with (core.objects.pod_group)
     placeholder: bool = False
     originator: bool = False
     allow_preempt_self: bool = False

@@ -16,6 +16,7 @@ from core.objects.allocation import Allocation
 from core.objects.app_usage import AppUsage
 from core.objects.gang import Gang
 from core.objects.partition_key import PartitionKey
+from core.objects.pod_group import PodGroup
 from core.objects.priority_range import MIN_PRIORITY
 from core.resources import Resource
 
@@ -101,6 +102,7 @@ class Application:
         "parked",
         "partition",
         "pending",
+        "pod_groups",
         "queue",
         "removed_by_rm",
         "replacing",
@@ -154,6 +156,7 @@ class Application:
         # Not tried before this time: its queue's application.unschedasks.backoff took effect.
         self.backoff_until = 0.0
         self.gang: Gang | None = None  # task groups and placeholders, for a gang-scheduled application
+        self.pod_groups: dict[str, PodGroup] = {}  # asks that start together, by group name
         # Real tasks placed in a placeholder's stead, waiting for the RM to confirm its release.
         self.replacing: dict[str, Allocation] = {}
         # Pending asks in scheduling order, kept sorted as asks come and go (no re-sort per cycle):
@@ -199,6 +202,8 @@ class Application:
             self.submission_time = ask.create_time
         counts = self._asks_by_priority
         counts[ask.priority] = counts.get(ask.priority, 0) + 1
+        if ask.pod_group:
+            self.pod_groups[ask.pod_group].pending += 1
         if ask.priority > self.ask_max_priority:
             self.ask_max_priority = ask.priority  # O(1): a new ask can only raise the maximum
 
@@ -213,6 +218,8 @@ class Application:
                 else:
                     asks.remove(ask)
             self._ask_priority_gone(ask.priority)
+            if ask.pod_group:
+                self._pod_group_left(ask.pod_group, pending=True)
         if not self._sorted_asks:
             self.queue.pending_apps.pop(self.app_id, None)
         return ask
@@ -251,6 +258,8 @@ class Application:
                 most[name] = total
         if alloc.create_time < self.submission_time:
             self.submission_time = alloc.create_time
+        if alloc.pod_group:
+            self.pod_groups[alloc.pod_group].allocated += 1
 
     def resize_allocation(self, key: str, resource: Resource) -> None:
         """One of its allocations runs at a new size (the caller then sets the allocation's own)."""
@@ -275,7 +284,36 @@ class Application:
         alloc = self.allocations.pop(key, None)
         if alloc is not None:
             self.allocated.sub_in_place(alloc.resource)
+            if alloc.pod_group:
+                self._pod_group_left(alloc.pod_group, pending=False)
         return alloc
+
+    def join_pod_group(self, name: str, min_count: int) -> PodGroup:
+        """The group an ask or a running allocation names, made with its first member."""
+        group = self.pod_groups.get(name)
+        if group is None:
+            group = self.pod_groups[name] = PodGroup(name, min_count)
+        return group
+
+    def _pod_group_left(self, name: str, pending: bool) -> None:
+        """A member left pending (placed, or withdrawn) or left its node. The group goes with its last
+        allocation here, and with its last ask by `forget_pod_group` (an ask leaving to be placed keeps
+        it: its allocation is counted next)."""
+        group = self.pod_groups.get(name)
+        if group is None:
+            return
+        if pending:
+            group.pending -= 1
+            return
+        group.allocated -= 1
+        if group.empty:
+            del self.pod_groups[name]
+
+    def forget_pod_group(self, name: str) -> None:
+        """The group, once it holds and asks for nothing (its last ask withdrawn)."""
+        group = self.pod_groups.get(name)
+        if group is not None and group.empty:
+            del self.pod_groups[name]
 
     def ready_asks(self) -> Sequence[Allocation]:
         """The pending asks a cycle may try (not parked), highest priority first, then oldest first:

@@ -11,6 +11,7 @@ from core.constraints.ask import (
     parse_node_traits,
 )
 from core.objects.allocation import Allocation
+from core.objects.pod_group import PodGroupError, read_pod_group
 from si.v1.tags import TAG_REQUIRED_NODE
 
 
@@ -34,3 +35,18 @@ def node_traits(node_id: str, attributes: dict[str, str]) -> NodeTraits:
         return parse_node_traits(attributes)
     except ConstraintError as exc:
         raise Rejection(f"node {node_id}: {exc}") from None
+
+
+def pod_group_of(alloc: Allocation) -> tuple[str, int] | None:
+    """The pod group (name, minimum) the ask's tags name, if any; a malformed one refuses the ask, and
+    so does a group named together with a task group (a YuniKorn gang's member or placeholder)."""
+    try:
+        found = read_pod_group(alloc.tags)
+    except PodGroupError as exc:
+        raise Rejection(f"allocation {alloc.key}: {exc}") from None
+    if found is not None and (alloc.task_group or alloc.placeholder):
+        raise Rejection(
+            f"allocation {alloc.key}: names pod group {found[0]!r} and task group {alloc.task_group!r}: "
+            "a pod starts with one gang, a pod group's or its application's task group"
+        )
+    return found

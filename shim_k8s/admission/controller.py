@@ -48,6 +48,7 @@ from shim_k8s.readers.pod_identity import (
     USER_INFO,
     generated_application_id,
     user_info_problem,
+    workload_application_id,
 )
 from shim_k8s.readers.service_config import CONFIGMAP_NAMES
 
@@ -252,7 +253,7 @@ class Controller:
         named = labels.get(APP_ID_KEY) or labels.get(SPARK_APP_ID) or labels.get(APP_ID_LABEL)
         if not named and not notes.get(APP_ID_KEY):
             uid = str(meta.get("uid") or "")
-            generated = generated_application_id(
+            generated = workload_application_id(pod, namespace) or generated_application_id(
                 namespace, uid if self.config.generate_unique_app_ids else None
             )
             labels[APP_ID_KEY] = labels[APP_ID_LABEL] = generated

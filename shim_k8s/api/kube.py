@@ -42,6 +42,9 @@ CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PriorityClass", "PersistentVol
 EVICTION_PAUSE_MAX = 30.0  # seconds between attempts at an eviction a disruption budget refuses
 
 
+_WRITE_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSPORT_ERRORS)
+
+
 class BindError(RuntimeError):
     pass
 
@@ -81,6 +84,9 @@ class KubeActions(Protocol):
 
     async def replace_object(self, kind: str, obj: Obj) -> Obj: ...  # the object as stored
 
+    # A v1alpha2 PodGroup's status condition (PodGroupScheduled), the others it has kept; best effort.
+    async def set_podgroup_condition(self, podgroup: Obj, condition: Obj) -> None: ...
+
 
 def collection_paths(namespace: str) -> dict[str, str]:
     """What the shim lists and watches, by kind."""
@@ -95,6 +101,10 @@ def collection_paths(namespace: str) -> dict[str, str]:
         "csinodes": "/apis/storage.k8s.io/v1/csinodes",
         "csidrivers": "/apis/storage.k8s.io/v1/csidrivers",
         "namespaces": "/api/v1/namespaces",
+        # Kubernetes' Workload API (alpha, behind GenericWorkload): v1alpha1 in 1.35, v1alpha2 in 1.36.
+        # Served or not by the cluster: one it does not serve is not followed (api.startup.OPTIONAL).
+        "workloads": "/apis/scheduling.k8s.io/v1alpha1/workloads",
+        "podgroups": "/apis/scheduling.k8s.io/v1alpha2/podgroups",
     }
 
 
@@ -261,6 +271,22 @@ class Kube:
                 "PATCH", _pod_path(pod, "status"), {"status": {"conditions": [condition]}},
                 content_type="application/strategic-merge-patch+json",
             )  # fmt: skip
+
+    async def set_podgroup_condition(self, podgroup: Obj, condition: Obj) -> None:
+        """A JSON merge patch of the PodGroup's status subresource: its conditions, this one replacing
+        the one of its type (a merge patch replaces a list whole, so the others are sent as read)."""
+        meta = podgroup.get("metadata") or {}
+        kept = [c for c in (podgroup.get("status") or {}).get("conditions") or []
+                if isinstance(c, dict) and c.get("type") != condition["type"]]  # fmt: skip
+        path = (f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{_segment(meta.get('namespace') or 'default')}"
+                f"/podgroups/{_segment(meta.get('name', ''))}/status")  # fmt: skip
+        try:
+            await self.http.request(
+                "PATCH", path, {"status": {"conditions": [*kept, condition]}},
+                content_type="application/merge-patch+json",
+            )  # fmt: skip
+        except _WRITE_ERRORS as exc:
+            log.warning("pod group status not written", podgroup=meta.get("name"), error=repr(exc))
 
     async def fail_pod(self, pod: Obj, reason: str, message: str) -> None:
         """Phase Failed, with the reason and message, through the status subresource (a strategic

@@ -18,6 +18,12 @@ log = structlog.get_logger("pykorn.k8s.startup")
 START_ATTEMPTS = 8  # lists of everything tried at start before giving up (about 16 s with START_BACKOFF)
 START_BACKOFF = Backoff(first=0.2, most=5.0)
 LIST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSPORT_ERRORS)
+# Kinds a cluster may not serve (alpha APIs behind a feature gate): a 404 for one is not an error, the
+# kind is left out of the lists (and so not followed), and the log says so once.
+OPTIONAL = {
+    "workloads": "the Workload API v1alpha1 (Kubernetes 1.35, feature gate GenericWorkload)",
+    "podgroups": "the Workload API v1alpha2 PodGroups (Kubernetes 1.36, feature gate GenericWorkload)",
+}
 
 
 class StartupError(RuntimeError):
@@ -27,6 +33,18 @@ class StartupError(RuntimeError):
 
 class ListenError(StartupError):
     """An address of its own it cannot listen on (in use, not local)."""
+
+
+async def _list(http: KubeHTTP, kind: str, path: str) -> tuple[list[dict[str, Any]], str] | None:
+    """A kind's list; None for an optional kind the API server does not serve."""
+    try:
+        return await http.list(path)
+    except ApiError as exc:
+        if exc.status != 404 or kind not in OPTIONAL:
+            raise
+        log.info("not served by this cluster; its pods' references are not followed", kind=kind,
+                 api=OPTIONAL[kind])  # fmt: skip
+        return None
 
 
 def described(exc: BaseException) -> str:
@@ -44,8 +62,8 @@ async def list_at_start(
     delay = START_BACKOFF.first
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
-            listed = await asyncio.gather(*(http.list(path) for path in paths.values()))
-            return dict(zip(paths, listed, strict=True))
+            listed = await asyncio.gather(*(_list(http, kind, path) for kind, path in paths.items()))
+            return {kind: found for kind, found in zip(paths, listed, strict=True) if found is not None}
         except LIST_ERRORS as exc:
             if stop.is_set():
                 return None

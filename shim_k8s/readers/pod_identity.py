@@ -2,7 +2,8 @@
 runs as, from the labels and annotations YuniKorn's users set.
 
 The application ID comes from the `yunikorn.apache.org/app-id` label or annotation, the `applicationId`
-or `spark-app-selector` label, or is generated; the queue from the `yunikorn.apache.org/queue` label or
+or `spark-app-selector` label, or is generated (a Workload API group's pods: their Workload's or
+PodGroup's); the queue from the `yunikorn.apache.org/queue` label or
 annotation or the `queue` label; the user and groups from the `yunikorn.apache.org/user.info`
 annotation (the admission controller stamps it). Where one of them is given in more than one place with
 different values, YuniKorn's precedence decides and the pod is told (identity_conflicts).
@@ -60,7 +61,27 @@ def application_id(pod: Mapping[str, Any], unique: bool = False) -> str:
         found = f"{found.removesuffix(UNIQUE_AUTOGEN_SUFFIX)}-{uid}"
     if found:
         return found
-    return generated_application_id(meta.get("namespace") or "default", uid if unique else None)
+    namespace = meta.get("namespace") or "default"
+    return workload_application_id(pod, namespace) or generated_application_id(
+        namespace, uid if unique else None
+    )
+
+
+def workload_application_id(pod: Mapping[str, Any], namespace: str) -> str:
+    """The application of a pod that names a Kubernetes Workload API group and no application ID:
+    its Workload's (`workload-<namespace>-<name>`, v1alpha1 spec.workloadRef) or its PodGroup's
+    (`podgroup-<namespace>-<name>`, v1alpha2 spec.schedulingGroup), so that a job's groups are one
+    application and a group is never split (not the namespace's shared one, nor one per pod with
+    generateUniqueAppId); "" for any other pod."""
+    spec = pod.get("spec") or {}
+    ref, group = spec.get("workloadRef"), spec.get("schedulingGroup")
+    if ref is None and group is None:
+        return ""
+    if isinstance(ref, Mapping) and isinstance(ref.get("name"), str) and ref["name"]:
+        return f"workload-{namespace}-{ref['name']}"[:63]
+    if isinstance(group, Mapping) and isinstance(group.get("podGroupName"), str) and group["podGroupName"]:
+        return f"podgroup-{namespace}-{group['podGroupName']}"[:63]
+    return ""
 
 
 def generated_application_id(namespace: str, uid: str | None) -> str:

@@ -5,6 +5,8 @@ is the key `<service.policyGroup>.yaml` (`queues.yaml` by default). What each ot
 
 - applied: `service.policyGroup`, `service.placeholderImage`, `service.placeholderRunAsUser`,
   `service.placeholderRunAsGroup`, `service.placeholderFsGroup`, `service.disableGangScheduling`,
+  `service.disableWorkloadAPI` (pykorn's: true schedules pods of Kubernetes Workload API groups pod by
+  pod, each told so by an event; see docs/gang-scheduling.md),
   `service.enableConfigHotRefresh`, `service.eventChannelCapacity` (the queue of events waiting to go
   to the API), `service.volumeBindTimeout` (a Go duration: how long a pod's volumes may take to bind
   before its allocation is given back, 10m by default), `service.instanceTypeNodeLabelKey` (the node
@@ -73,6 +75,7 @@ class ServiceConfig:
     placeholder_run_as_group: int | None = None
     placeholder_fs_group: int | None = None
     disable_gang_scheduling: bool = False
+    disable_workload_api: bool = False  # pykorn's: pods' Workload API groups not used for gangs
     enable_config_hot_refresh: bool = True
     event_channel_capacity: int | None = None
     kube_qps: float | None = None  # None: --kube-qps
@@ -242,6 +245,7 @@ _INTS = {
 }
 _BOOLS = {
     "service.disableGangScheduling": "disable_gang_scheduling",
+    "service.disableWorkloadAPI": "disable_workload_api",
     "service.enableConfigHotRefresh": "enable_config_hot_refresh",
 }
 

@@ -73,6 +73,12 @@ def task_group_name(pod: Obj) -> str:
     return _annotations(pod).get(TASK_GROUP_NAME, "")
 
 
+def in_yunikorn_gang(pod: Obj) -> bool:
+    """Whether the pod carries YuniKorn's gang annotations: a member's task group or the groups."""
+    annotations = _annotations(pod)
+    return TASK_GROUP_NAME in annotations or TASK_GROUPS in annotations
+
+
 def task_groups(pod: Obj) -> list[TaskGroup]:
     """The pod's task groups; [] without the annotation; TaskGroupError when it cannot be used."""
     raw = _annotations(pod).get(TASK_GROUPS)

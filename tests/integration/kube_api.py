@@ -57,6 +57,8 @@ KINDS = {
     "csinodes": "CSINodeList",
     "csidrivers": "CSIDriverList",
     "namespaces": "NamespaceList",
+    "workloads": "WorkloadList",
+    "podgroups": "PodGroupList",
     "leases": "LeaseList",
     "secrets": "SecretList",
     "mutatingwebhookconfigurations": "MutatingWebhookConfigurationList",
@@ -72,6 +74,9 @@ STORED = {
     # A scheduler binding volumes writes these (a PV's claimRef, a claim's selected-node annotation).
     "persistentvolumes": "/api/v1/persistentvolumes",
     "persistentvolumeclaims": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    # Kubernetes' Workload API (scheduling.k8s.io, alpha): 1.35's Workloads, 1.36's PodGroups.
+    "workloads": "/apis/scheduling.k8s.io/v1alpha1/namespaces/{ns}/workloads",
+    "podgroups": "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups",
     "mutatingwebhookconfigurations": WEBHOOKS + "mutatingwebhookconfigurations",
     "validatingwebhookconfigurations": WEBHOOKS + "validatingwebhookconfigurations",
 }
@@ -130,6 +135,7 @@ class FakeKubeAPI:
         self.writes: list[tuple[str, str, str]] = []  # (verb, kind, name) of the stored kinds, in order
         self._files: tempfile.TemporaryDirectory[str] | None = None  # the kubeconfigs written
         self.rv = 0
+        self.unserved: set[str] = set()  # kinds answered 404, as an API server without their API
         self.objects: dict[str, dict[str, Obj]] = {k: {} for k in KINDS}
         self.by_name: dict[str, dict[str, str]] = {k: {} for k in KINDS}  # name -> key in objects
         self.history: dict[str, list[tuple[int, str, Obj]]] = {k: [] for k in KINDS}
@@ -394,6 +400,9 @@ class FakeKubeAPI:
         app.router.add("GET", "/apis/storage.k8s.io/v1/storageclasses", self._list_or_watch("storageclasses"))
         app.router.add("GET", "/apis/storage.k8s.io/v1/csinodes", self._list_or_watch("csinodes"))
         app.router.add("GET", "/apis/storage.k8s.io/v1/csidrivers", self._list_or_watch("csidrivers"))
+        app.router.add("GET", "/apis/scheduling.k8s.io/v1alpha1/workloads", self._list_or_watch("workloads"))
+        app.router.add("GET", "/apis/scheduling.k8s.io/v1alpha2/podgroups", self._list_or_watch("podgroups"))
+        app.router.add("PATCH", STORED["podgroups"] + "/{name}/status", self._patch_podgroup_status)
         app.router.add("POST", "/api/v1/namespaces/{ns}/pods/{name}/eviction", self._evict)
         app.router.add("POST", "/api/v1/namespaces/{ns}/pods", self._create_pod)
         app.router.add("GET", "/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
@@ -423,13 +432,15 @@ class FakeKubeAPI:
 
     def _list_or_watch(self, kind: str) -> Callable[[Request], Awaitable[Response | StreamResponse]]:
         async def handler(request: Request) -> Response | StreamResponse:
+            if kind in self.unserved:  # an alpha API this cluster's feature gates leave off
+                return _status(404, "NotFound", "the server could not find the requested resource", kind, "")
             if request.query.get("watch") in ("true", "1"):
                 return await self._watch(kind, request)
             items = list(self.objects[kind].values())
             if kind == "configmaps":
                 items = [o for o in items if o["metadata"].get("namespace") == request.match_info["ns"]]
-            body = {"kind": KINDS[kind], "apiVersion": "v1", "metadata": {"resourceVersion": str(self.rv)},
-                    "items": items}  # fmt: skip
+            body = {"kind": KINDS[kind], "apiVersion": _API_VERSIONS.get(kind, "v1"),
+                    "metadata": {"resourceVersion": str(self.rv)}, "items": items}  # fmt: skip
             if not self.raw:
                 return _json_response(body)
             texts = [self.raw.get((kind, self._key(o))) or json.dumps(o) for o in items]
@@ -656,6 +667,35 @@ class FakeKubeAPI:
             self._put("pods", pod)
         return _json_response(pod, status=200)
 
+    async def _patch_podgroup_status(self, request: Request) -> Response:
+        """The PodGroup's status subresource, as the API server serves it: a JSON merge patch of
+        `status` only (what else the patch says is left alone), the spec kept, the resourceVersion
+        moved on; 404 for a PodGroup that does not exist, 415 for another patch type."""
+        name = request.match_info["name"]
+        if request.headers.get("Content-Type", "").split(";")[0].strip() != "application/merge-patch+json":
+            why = "the body of the request was in an unknown format - accepted media types include: "
+            return _status(
+                415, "UnsupportedMediaType", why + "application/merge-patch+json", "podgroups", name
+            )
+        patch = await _small_body(request)
+        async with self.changed:
+            stored = self.objects["podgroups"].get(self._stored_key(request, name))
+            if stored is None:
+                return _status(
+                    404, "NotFound", f'podgroups.scheduling.k8s.io "{name}" not found', "podgroups", name
+                )
+            invalid = _podgroup_conditions_invalid((patch.get("status") or {}).get("conditions"))
+            if invalid:
+                message = f'PodGroup.scheduling.k8s.io "{name}" is invalid: {invalid}'
+                return _status(422, "Invalid", message, "podgroups", name)
+            updated = {
+                **stored,
+                "status": _merge_patch(dict(stored.get("status") or {}), patch.get("status") or {}),
+            }
+            self._put("podgroups", updated)
+            self.writes.append(("patch-status", "podgroups", name))
+            return _json_response(self.objects["podgroups"][self._stored_key(request, name)])
+
     async def _event(self, request: Request) -> Response:
         event = await _small_body(request)
         self.events.append(event)
@@ -692,6 +732,12 @@ class FakeKubeAPI:
         # change stores a new object), so sharing them is as safe as copying them, and cheaper.
         containers = [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]
         labels = [{"applicationId": f"{prefix}-app-{a}"} for a in range(apps)]
+        # Gangs of `gang.size` pods, one application each: a Workload per gang (`gang.kind` "workload")
+        # or YuniKorn's task-group annotations (its first pod declares them, "taskgroups").
+        gang = spec.get("gang") or {}
+        size, gang_kind = int(gang.get("size", 0)), gang.get("kind", "")
+        if size:
+            labels = [{"applicationId": f"{prefix}-gang-{g}"} for g in range(-(-count // size))]
         scheduler = spec.get("scheduler", "yunikorn")
         start = time.monotonic()
         made = self.counts.setdefault(prefix, [0, 0])
@@ -708,6 +754,9 @@ class FakeKubeAPI:
                 "status": {"phase": "Pending"},
             }  # fmt: skip
             async with self.changed:
+                if size:
+                    pod["metadata"]["labels"] = labels[i // size]
+                    self._gang_member(pod, f"{prefix}-gang-{i // size}", i % size == 0, size, gang_kind)
                 if claims:
                     self._put("persistentvolumeclaims", _bench_claim(pod, claims))
                     pod["spec"]["volumes"] = [
@@ -719,6 +768,26 @@ class FakeKubeAPI:
                     self.made_of[name] = prefix
                     made[0] += 1
         return _json_response({"made": count})
+
+    def _gang_member(self, pod: Obj, gang: str, first: bool, size: int, kind: str) -> None:
+        """The pod made a member of its gang (its Workload stored with its first member)."""
+        if kind == "workload":
+            if first:
+                namespace = pod["metadata"]["namespace"]
+                policy = {"gang": {"minCount": size}}
+                self._put("workloads", {
+                    "apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+                    "metadata": {"name": gang, "namespace": namespace, "uid": f"uid-{gang}"},
+                    "spec": {"podGroups": [{"name": "workers", "policy": policy}]},
+                })  # fmt: skip
+            pod["spec"] = {**pod["spec"], "workloadRef": {"name": gang, "podGroup": "workers"}}
+            return
+        annotations = {"yunikorn.apache.org/task-group-name": "workers"}
+        if first:
+            groups = [{"name": "workers", "minMember": size,
+                       "minResource": {"cpu": "100m", "memory": "100Mi"}}]  # fmt: skip
+            annotations["yunikorn.apache.org/task-groups"] = json.dumps(groups)
+        pod["metadata"]["annotations"] = annotations
 
     async def _times(self, request: Request) -> Response:
         """For the pods made by /emulator/pods with `prefix`: how many are bound; with `full`, per pod
@@ -756,10 +825,60 @@ def _bench_claim(pod: Obj, storage_class: str) -> Obj:
     }  # fmt: skip
 
 
+_API_VERSIONS = {
+    "workloads": "scheduling.k8s.io/v1alpha1", "podgroups": "scheduling.k8s.io/v1alpha2",
+    "priorityclasses": "scheduling.k8s.io/v1", "storageclasses": "storage.k8s.io/v1",
+    "csinodes": "storage.k8s.io/v1", "csidrivers": "storage.k8s.io/v1",
+}  # fmt: skip
+
+
+def _policy_invalid(policy: Any, where: str) -> str:
+    """A pod group policy as the API server validates it: exactly one of basic and gang, minCount > 0."""
+    if not isinstance(policy, dict) or (policy.get("basic") is None) == (policy.get("gang") is None):
+        return f"{where}: Invalid value: exactly one of `basic`, `gang` is required"
+    gang = policy.get("gang")
+    if gang is not None and not (isinstance(gang.get("minCount"), int) and gang["minCount"] > 0):
+        return f"{where}.gang.minCount: Invalid value: {gang.get('minCount')}: must be greater than zero"
+    return ""
+
+
+def _workload_invalid(kind: str, obj: Obj) -> str:
+    """scheduling.k8s.io validation of a Workload (v1alpha1) or PodGroup (v1alpha2)."""
+    spec = obj.get("spec") or {}
+    if kind == "podgroups":
+        return _policy_invalid(spec.get("schedulingPolicy"), "spec.schedulingPolicy")
+    groups = spec.get("podGroups")
+    if not groups:
+        return "spec.podGroups: Required value: must have at least one item"
+    if len(groups) > 8:
+        return f"spec.podGroups: Too many: {len(groups)}: must have at most 8 items"
+    names = [g.get("name") for g in groups]
+    for i, group in enumerate(groups):
+        if names.count(group.get("name")) > 1:
+            return f'spec.podGroups[{i}]: Duplicate value: {{"name":"{group.get("name")}"}}'
+        invalid = _policy_invalid(group.get("policy"), f"spec.podGroups[{i}].policy")
+        if invalid:
+            return invalid
+    return ""
+
+
+def _podgroup_conditions_invalid(conditions: Any) -> str:
+    """metav1.Condition's required fields, as the API server checks a status write."""
+    for i, condition in enumerate(conditions or []):
+        for required in ("type", "status", "reason", "lastTransitionTime"):
+            if not condition.get(required):
+                return f"status.conditions[{i}].{required}: Required value"
+        if condition["status"] not in ("True", "False", "Unknown"):
+            return f'status.conditions[{i}].status: Unsupported value: "{condition["status"]}"'
+    return ""
+
+
 def _default_and_validate(kind: str, obj: Obj) -> str:
     """As the API server does for admissionregistration.k8s.io/v1 webhook configurations: the defaults
     filled in (so a client that compares what it reads with what it wants must give them itself), and
     the checks a client may trip over refused with the field at fault ("" when valid)."""
+    if kind in ("workloads", "podgroups"):
+        return _workload_invalid(kind, obj)
     if not kind.endswith("webhookconfigurations"):
         return ""
     for i, hook in enumerate(obj.get("webhooks") or []):

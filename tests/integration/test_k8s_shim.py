@@ -44,6 +44,7 @@ class MemoryKube:
     def __init__(self) -> None:
         self.shim: K8sShim | None = None
         self.bindings: list[tuple[str, str]] = []  # (pod name, node)
+        self.podgroup_conditions: list[tuple[str, dict[str, Any]]] = []  # (PodGroup, condition)
         self.evictions: list[str] = []
         self.events: list[tuple[str, str, str]] = []  # (object name, reason, message)
         self.fail_binding: set[str] = set()
@@ -92,6 +93,9 @@ class MemoryKube:
         self, obj: Mapping[str, Any], reason: str, message: str, warning: bool = False
     ) -> None:
         self.events.append((obj["metadata"]["name"], reason, message))
+
+    async def set_podgroup_condition(self, podgroup: Mapping[str, Any], condition: Mapping[str, Any]) -> None:
+        self.podgroup_conditions.append((podgroup["metadata"]["name"], dict(condition)))
 
     async def read_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return None  # the volume binding's writes are exercised against the HTTP emulation

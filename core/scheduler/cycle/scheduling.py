@@ -19,6 +19,7 @@ from core.objects.node import Node
 from core.objects.parking import Why
 from core.objects.queue import Queue
 from core.policies.queue_sort import sorted_children
+from core.scheduler.cycle import pod_groups
 from core.scheduler.cycle.gangs import held_reason, replace_placeholders
 from core.scheduler.cycle.parking import RESERVATION_DELAY, park
 from core.scheduler.cycle.state import Cycle
@@ -103,6 +104,12 @@ def _serve_reservations(partition: Partition, now: float, budget: int, cycle: Cy
         ask = app.asks.get(ref[1]) if app is not None else None
         if app is None or ask is None:
             partition.reservations.release(ref)
+            continue
+        if ask.pod_group and app.pod_groups[ask.pod_group].waits_together:
+            # A gang member's room is taken with its group's, never alone (cycle.pod_groups): once its
+            # victims are gone the node goes back to the group's plan, which passes reserved nodes by.
+            if partition.nodes[node_id].fits(ask.resource):
+                partition.reservations.release(ref)
             continue
         if (
             not _may_allocate(partition, app, now)
@@ -232,6 +239,16 @@ def allocate(
         if found is None:
             break
         leaf, app, ask = found
+        if ask.pod_group and app.pod_groups[ask.pod_group].waits_together:
+            together, looked = _pod_group_turn(
+                partition, leaf, app, ask, cycle, preemption_attempts > 0, timings
+            )
+            preemption_attempts -= looked
+            if together:
+                made.extend(together)
+                cycle.allocated(leaf, app)
+            tries += 1
+            continue
         if ask.task_group and _waits_for_placeholder(app, ask):
             _pending(partition, ask, held_reason(app, ask), now, Waiting.HELD)
             cycle.tried(app)
@@ -296,6 +313,51 @@ def _preempt(
     started = perf_counter()
     inter_queue.preempt_for(partition, leaf, ask, now)
     timings.try_preemption.observe(perf_counter() - started)
+
+
+def _pod_group_turn(
+    partition: Partition,
+    leaf: Queue,
+    app: Application,
+    ask: Allocation,
+    cycle: Cycle,
+    may_look: bool,
+    timings: SchedulingTimings,
+) -> tuple[list[Allocation], bool]:
+    """The ask's pod group tried as one (cycle.pod_groups): (its members placed, whether it used one of
+    the cycle's attempts to look for victims). A group is tried once per cycle; its members that wait
+    are parked until a change may let them all start."""
+    now = cycle.now
+    ref = (app.app_id, ask.pod_group)
+    if ref in cycle.pod_groups_tried:
+        cycle.tried(app)
+        return [], False
+    cycle.pod_groups_tried.add(ref)
+    looked = False
+
+    def look_for_victims(member: Allocation) -> bool:
+        """Room for one more member, as for any ask (one of the cycle's attempts at most)."""
+        nonlocal looked
+        if looked or not may_look or not _may_preempt(partition, leaf, member, now):
+            return False
+        looked = True
+        _preempt(partition, leaf, member, now, timings)
+        return True
+
+    group = app.pod_groups[ask.pod_group]
+    attempt = pod_groups.start_together(partition, leaf, app, group, now, look_for_victims)
+    if attempt.placed:
+        return attempt.placed, looked
+    waiting = Waiting.HELD if attempt.held_by is Why.LIMIT else Waiting.NO_NODE
+    for member in attempt.waiting:
+        _pending(partition, member, attempt.why, now, waiting)
+    picked_parked = False
+    for member in attempt.waiting:
+        if park(partition, leaf, app, member, attempt.held_by, now):
+            picked_parked = picked_parked or member is ask
+    if not picked_parked:
+        cycle.tried(app)
+    return [], looked
 
 
 _UNTIMED = SchedulingTimings()  # observed and never read: callers without metrics (tests, dry runs)

@@ -32,6 +32,7 @@ class Cycle:
         self.now = now
         self.cursor: dict[str, int] = {}
         self.exhausted: set[str] = set()  # queue full names
+        self.pod_groups_tried: set[tuple[str, str]] = set()  # (application, group): tried as one
         self.unschedulable: dict[str, int] = {}  # per application: asks no node took this cycle
         # Each leaf's applications in order, sorted once per cycle: within a cycle only an allocation
         # changes the order, and only for its application, which `allocated` moves to its new place.

@@ -34,7 +34,7 @@ from core.placement.manager import PlacementManager
 from core.policies.node_sort import NodeIndex
 from core.resources import ZERO, Resource
 from core.scheduler.fit.pod_rules import PodRules
-from core.scheduler.partition import applications
+from core.scheduler.partition import applications, pod_groups
 from core.scheduler.partition.gangs import PartitionGangs
 from core.scheduler.partition.preemption_ledger import PreemptionKind, PreemptionLedger
 from core.scheduler.partition.quota_enforcer import QuotaEnforcer
@@ -44,7 +44,7 @@ from core.scheduler.results import SchedulingState
 from core.ugm.limit_events import limit_events
 from core.ugm.limits import limit_table
 from core.ugm.tracker import UserGroupTracker
-from si.v1.tags import TAG_REQUIRED_NODE
+from si.v1.tags import TAG_POD_GROUP, TAG_POD_GROUP_MIN_COUNT, TAG_REQUIRED_NODE
 
 log = structlog.get_logger("pykorn.partition")
 
@@ -228,6 +228,8 @@ class Partition:
         ask.create_time = ask.create_time or now
         if ask.task_group:
             self.gangs.ask_added(app, ask)
+        if TAG_POD_GROUP in ask.tags or TAG_POD_GROUP_MIN_COUNT in ask.tags:
+            pod_groups.join(self, app, ask)
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
         priority.update_application(app)
@@ -270,6 +272,8 @@ class Partition:
         alloc.constraints = ask_constraints(alloc)
         alloc.create_time = alloc.create_time or now
         alloc.allocated_time = alloc.allocated_time or now
+        if TAG_POD_GROUP in alloc.tags:
+            pod_groups.recover(self, app, alloc)
         self.place_on(app, alloc, node, now)
         if alloc.placeholder:  # recovery: a placeholder the RM runs counts as asked and allocated
             gang = self.gangs.gang_of(app)
@@ -363,6 +367,8 @@ class Partition:
                 app.queue.pending_allocated(ask.resource)
             else:
                 app.queue.remove_pending(ask.resource)
+                if ask.pod_group:
+                    app.forget_pod_group(ask.pod_group)
             self.reservations.release(ask.ref)
             if ask.held:
                 self.drop_hold(ask)

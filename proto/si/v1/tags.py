@@ -45,6 +45,13 @@ TAG_RWOP_CLAIMS = "pykorn.io/read-write-once-pod-claims"
 # allocation tag): two pods on one node may share a disk only when both mount it read-only.
 TAG_DISKS = "pykorn.io/disks"
 
+# ---- Allocation (ask) tags: pods that start together ----------------------------------------------
+# The pod group an ask belongs to within its application (Kubernetes' Workload API: a Workload's pod
+# group, or a PodGroup, with its replica key), and how many of the group's pods must be placed at once
+# before any is (a whole number, at least 1; absent or 1: placed pod by pod, grouped for observability).
+TAG_POD_GROUP = "pykorn.io/pod-group"
+TAG_POD_GROUP_MIN_COUNT = "pykorn.io/pod-group-min-count"
+
 # ---- Allocation tags: what the pod is ----------------------------------------------------------------
 TAG_NAMESPACE = "kubernetes.io/meta/namespace"
 TAG_POD_NAME = "kubernetes.io/meta/podName"
