@@ -260,34 +260,38 @@ class Pods:
             if node_of(pod):
                 await self._add_foreign(pod)  # never ours to place or move: its priority does not count
             return
-        completes = shim.pod_groups.seen(pod)  # one more member of its Workload API group, perhaps
+        # One more member of its Workload API group, perhaps the one its waiting members lack: they
+        # look again after it, whatever becomes of this one (unreadable, its class unknown: it counts).
+        completes = shim.pod_groups.seen(pod)
         try:
-            reading = self.reader.read(pod, asked=ledger.is_asked(uid))
-        except UnknownPriorityClass as exc:
-            ledger.waits_for_class(uid, pod)
-            await shim.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
-            return
-        app_id, ask = reading.app_id, reading.message
-        if reading.volume_terms:
-            ledger.asked_with_terms(uid, reading.volume_terms)
-        if app_id not in shim.state.apps and not await self._add_application(
-            pod, app_id, app_id in (with_placeholders or ())
-        ):
-            return
-        if ask is None:
-            if reading.wait is not None:
-                await self._wait(pod, *reading.wait, keys=reading.wait_keys)
-            await self.wake(completes)
-            return
-        ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
-        if reading.node:
-            ledger.sent_running(uid, app_id, reading.node, reading.request)
-        else:
-            ledger.asked(uid, app_id, reading.request)
-            for reason, message in reading.notes:  # said once, when it is first asked for
-                await shim.kube.record_event(pod, reason, message, warning=True)
-        await shim.outbox.ask(ask)
-        await self.wake(completes)
+            try:
+                reading = self.reader.read(pod, asked=ledger.is_asked(uid))
+            except UnknownPriorityClass as exc:
+                ledger.waits_for_class(uid, pod)
+                await shim.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
+                return
+            app_id, ask = reading.app_id, reading.message
+            if reading.volume_terms:
+                ledger.asked_with_terms(uid, reading.volume_terms)
+            if app_id not in shim.state.apps and not await self._add_application(
+                pod, app_id, app_id in (with_placeholders or ())
+            ):
+                return
+            if ask is None:
+                if reading.wait is not None:
+                    await self._wait(pod, *reading.wait, keys=reading.wait_keys)
+                return
+            ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
+            if reading.node:
+                ledger.sent_running(uid, app_id, reading.node, reading.request)
+            else:
+                ledger.asked(uid, app_id, reading.request)
+                for reason, message in reading.notes:  # said once, when it is first asked for
+                    await shim.kube.record_event(pod, reason, message, warning=True)
+            await shim.outbox.ask(ask)
+        finally:
+            if completes:
+                await self.wake(completes)
 
     async def wake(self, keys: Iterable[str]) -> None:
         """The pods waiting on any of `keys` (shim_k8s.pod_groups' and volumes' wait keys) look again."""

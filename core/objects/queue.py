@@ -138,10 +138,17 @@ class Queue:
         return self.headroom_shortfall(resource, include_root, own_hold) is None
 
     def headroom_shortfall(
-        self, resource: Resource, include_root: bool = True, own_hold: bool = False
+        self,
+        resource: Resource,
+        include_root: bool = True,
+        own_hold: bool = False,
+        held_by_asking: Resource | None = None,
     ) -> tuple[Queue, dict[str, int]] | None:
         """The nearest queue on the path whose max the ask would exceed, and the ask's quantities of
-        the types that do not fit there; None when it fits everywhere (see fits_headroom)."""
+        the types that do not fit there; None when it fits everywhere (see fits_headroom).
+        `held_by_asking`: the holds of the asks asking together (a pod group's members), instead of
+        the one ask's own (`own_hold`)."""
+        own = held_by_asking if held_by_asking is not None else (resource if own_hold else None)
         for queue in self.path_to_root():
             if queue.parent is None and not include_root:
                 break
@@ -149,7 +156,7 @@ class Queue:
                 continue
             limit = queue.max._values  # the dicts themselves: asked for every allocation
             held = queue.held._values
-            counted = queue.committed(resource if own_hold else None) if held else queue.allocated
+            counted = queue.committed(own) if held else queue.allocated
             used = counted._values
             for name, want in resource._values.items():
                 if want > 0 and name in limit and used.get(name, 0) + want > limit[name]:

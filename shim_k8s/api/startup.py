@@ -40,10 +40,15 @@ async def _list(http: KubeHTTP, kind: str, path: str) -> tuple[list[dict[str, An
     try:
         return await http.list(path)
     except ApiError as exc:
-        if exc.status != 404 or kind not in OPTIONAL:
+        if exc.status not in (403, 404) or kind not in OPTIONAL:
             raise
-        log.info("not served by this cluster; its pods' references are not followed", kind=kind,
-                 api=OPTIONAL[kind])  # fmt: skip
+        if exc.status == 404:
+            log.info("not served by this cluster; its pods' references are not followed", kind=kind,
+                     api=OPTIONAL[kind])  # fmt: skip
+        else:  # roles from before this kind was followed: the rest of the shim works without it
+            log.warning("listing is forbidden: the scheduler's role lacks get, list and watch on it (see "
+                        "deploy/kubernetes); its pods' references are not followed", kind=kind,
+                        api=OPTIONAL[kind])  # fmt: skip
         return None
 
 

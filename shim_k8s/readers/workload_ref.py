@@ -41,11 +41,12 @@ class GroupRef:
 
     @property
     def key(self) -> str:
-        """The gang: the pods counted together and the core's pod group name."""
+        """The gang: the pods counted together and the core's pod group name (its namespace in it, as
+        two namespaces may each have a Workload of the name)."""
         if self.kind == PODGROUPS:
-            return f"podgroup/{self.name}"
+            return f"podgroup/{self.namespace}/{self.name}"
         replica = f"/{self.replica_key}" if self.replica_key else ""
-        return f"workload/{self.name}/{self.pod_group}{replica}"
+        return f"workload/{self.namespace}/{self.name}/{self.pod_group}{replica}"
 
     def describe(self) -> str:
         if self.kind == PODGROUPS:

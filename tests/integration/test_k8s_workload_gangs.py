@@ -84,7 +84,7 @@ async def test_a_gang_of_four_on_room_for_three_binds_nothing_and_on_room_for_fo
     for i in range(4):
         await api.put("pods", member(f"w{i}"))
     async with shim_running(api, core_address, rm_id):
-        why = "pod group workload/train/workers: 3 of the 4 pods that must start together can be placed now"
+        why = "pod group workload/shop/train/workers: 3 of the 4 pods that must start together can be placed"
         await _until(
             lambda: all(why in scheduled_message(api, f"w{i}") for i in range(4)), "each pod says why"
         )
@@ -247,3 +247,40 @@ async def test_a_cluster_without_the_workload_api_is_served_as_before(
     await api.put("pods", pod("plain", memory="1Gi", namespace=NS))
     async with shim_running(api, core_address, rm_id):
         await _until(lambda: bound(api) == {"plain"}, "an ordinary pod bound")
+
+
+async def test_workloads_of_one_name_in_two_namespaces_are_two_gangs(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    await nodes(api, 4)
+    for namespace in ("shop", "lab"):
+        await api.put("workloads", {**workload("train", {"workers": 2}), "metadata": {
+            "name": "train", "namespace": namespace, "uid": f"uid-{namespace}-train"}})  # fmt: skip
+        for i in range(2):
+            made = member(f"{namespace}-{i}")
+            made["metadata"]["namespace"] = namespace
+            await api.put("pods", made)
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: len(api.bindings) == 4, "both gangs bound")
+
+
+async def test_the_member_that_completes_a_gang_wakes_the_others_even_if_it_must_wait_itself(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    """The third of a gang of three names a PriorityClass not made yet: it waits for it, and the two
+    waiting for the gang are asked for all the same; the class made, all three bind together."""
+    await nodes(api, 3)
+    await api.put("workloads", workload("train", {"workers": 3}))
+    await api.put("pods", member("w0"))
+    await api.put("pods", member("w1"))
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: said(api, "w1", "WaitingForGang") != "", "the first two wait for the gang")
+        late = member("w2")
+        late["spec"]["priorityClassName"] = "training"
+        await api.put("pods", late)
+        await _until(lambda: said(api, "w2", "PriorityClassNotFound") != "", "the third waits for its class")
+        await _until(
+            lambda: "2 of the 3 pods it starts with" in scheduled_message(api, "w0"), "the two asked"
+        )
+        await api.put("priorityclasses", {"metadata": {"name": "training"}, "value": 100})
+        await _until(lambda: bound(api) == {"w0", "w1", "w2"}, "all three bound")

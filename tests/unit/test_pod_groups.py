@@ -272,3 +272,63 @@ def test_a_gang_below_its_guarantee_preempts_room_for_all_of_it_then_starts_whol
         raise AssertionError(f"the gang never started; preempted {preempted}")
     assert len(preempted) == 6  # 60 freed: exactly the gang's room
     assert sum(n.allocated.get("memory") for n in c.partition.nodes.values()) == 100
+
+
+def test_members_parked_apart_by_their_own_timers_are_parked_again_together() -> None:
+    """Members made half a second apart are parked with their own reservation-delay timers; the first
+    timer wakes one while the other stays parked, and the group's next attempt parks both afresh
+    (review of a97b825: parking a parked member crashed the cycle)."""
+    c = _cluster(nodes=1)
+    _send(c, _member(c, "m0", min_count=2))
+    c.schedule()
+    drained(c)
+    c.clock.advance(0.5)
+    _send(c, _member(c, "m1", min_count=2))
+    c.schedule()
+    drained(c)
+    app = c.partition.applications["job"]
+    for _ in range(6):
+        c.clock.advance(0.5)
+        assert _placed(c) == {}  # room for one of two: never placed, and the cycle runs
+    c.node("n1", {"memory": 2})
+    assert sorted(_placed(c)) == ["m0", "m1"]
+    assert not app.parked
+
+
+def test_a_member_holding_headroom_after_preemption_does_not_count_twice() -> None:
+    """A member keeps headroom on its queue after looking for victims (its hold); planning the group
+    counts each member's hold once, so two free nodes take the gang of two (review of a97b825)."""
+    tenants = ONE_LEAF.replace(
+        """          - name: default
+            resources:
+              max: {memory: 100, vcore: 100}""",
+        """          - name: a
+            resources: {guaranteed: {memory: 4}}
+            properties: {preemption.delay: 1s}
+          - name: c""",
+    )
+    c = Cluster(tenants)
+    c.node("n0", {"memory": 2})
+    c.node("n1", {"memory": 2})
+    c.app("fill", "root.c")
+    c.app("job", "root.a")
+    for i in range(2):
+        ask = Allocation(f"c{i}", "fill", c.pname(), Resource({"memory": 2}), allow_preempt_self=True)
+        c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
+    c.schedule()
+    drained(c)
+    members = [_member(c, f"g{i}", min_count=2) for i in range(2)]
+    for member in members:
+        member.allow_preempt_other = True
+    _send(c, *members)
+    c.clock.advance(2)
+    c.schedule()
+    drained(c)
+    c.release("fill", "c0")  # both fillers go: one a victim, the other finished on its own
+    c.release("fill", "c1")
+    for _ in range(5):
+        c.clock.advance(2)
+        placed = _placed(c)
+        if placed:
+            break
+    assert sorted(placed) == ["g0", "g1"]

@@ -81,6 +81,7 @@ def _plan(
     (the plan, why the first member left out was, whether a member found no room)."""
     plan: list[tuple[Allocation, Node]] = []
     total = Resource()
+    held = Resource()  # what of `total` its members' own holds cover (headroom kept after preemption)
     refusal = ""
     no_room = False
     looked = False
@@ -91,7 +92,8 @@ def _plan(
             if blocked is not None:
                 refusal = refusal or blocked.describe()
                 continue
-            over = leaf.headroom_shortfall(after, True, ask.held)
+            holds = held + ask.resource if ask.held else held
+            over = leaf.headroom_shortfall(after, True, held_by_asking=holds)
             if over is not None:
                 queue = over[0]
                 if queue.is_root:  # the nodes' room: more nodes (or victims) would help
@@ -109,7 +111,7 @@ def _plan(
                 continue
             _hold(partition, ask, node)
             plan.append((ask, node))
-            total = after
+            total, held = after, holds
     finally:
         for ask, node in reversed(plan):
             _let_go(partition, ask, node)

@@ -248,6 +248,8 @@ def allocate(
                 made.extend(together)
                 cycle.allocated(leaf, app)
             tries += 1
+            if _out_of_time(partition, cycle, tries, cycle_started):
+                break
             continue
         if ask.task_group and _waits_for_placeholder(app, ask):
             _pending(partition, ask, held_reason(app, ask), now, Waiting.HELD)
@@ -300,11 +302,19 @@ def allocate(
         ):
             cycle.tried(app)  # parked, it left the application's ready asks: the cursor stays
         tries += 1
-        if not tries % CHECK_TIME_EVERY and perf_counter() - cycle_started > MAX_CYCLE_SECONDS:
-            partition.unfinished = True  # the rest in the next slice, after the event loop had a turn
-            partition.open_cycle = cycle
+        if _out_of_time(partition, cycle, tries, cycle_started):
             break
     return made
+
+
+def _out_of_time(partition: Partition, cycle: Cycle, tries: int, started: float) -> bool:
+    """Whether the cycle has run its time (looked at every CHECK_TIME_EVERY tries): the rest then goes
+    in the next slice, after the event loop had a turn."""
+    if tries % CHECK_TIME_EVERY or perf_counter() - started <= MAX_CYCLE_SECONDS:
+        return False
+    partition.unfinished = True
+    partition.open_cycle = cycle
+    return True
 
 
 def _preempt(
@@ -353,6 +363,9 @@ def _pod_group_turn(
         _pending(partition, member, attempt.why, now, waiting)
     picked_parked = False
     for member in attempt.waiting:
+        if member.key in app.parked:  # parked on its own earlier (its own timer, size, turn): afresh
+            partition.parking.discard(member)
+            app.unpark(member)
         if park(partition, leaf, app, member, attempt.held_by, now):
             picked_parked = picked_parked or member is ask
     if not picked_parked:

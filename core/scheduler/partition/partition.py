@@ -226,10 +226,10 @@ class Partition:
             raise Rejection(f"allocation key {ask.key} already exists in application {app.app_id}")
         ask.constraints = ask_constraints(ask)
         ask.create_time = ask.create_time or now
+        if TAG_POD_GROUP in ask.tags or TAG_POD_GROUP_MIN_COUNT in ask.tags:
+            pod_groups.join(self, app, ask)  # before anything is counted: it may refuse the ask
         if ask.task_group:
             self.gangs.ask_added(app, ask)
-        if TAG_POD_GROUP in ask.tags or TAG_POD_GROUP_MIN_COUNT in ask.tags:
-            pod_groups.join(self, app, ask)
         app.add_ask(ask)
         app.queue.add_pending(ask.resource)
         priority.update_application(app)
