@@ -228,28 +228,38 @@ def test_a_group_runs_its_minimum_or_nothing(nodes: list[int], groups: list[tupl
         assert set(node.allocations) == {k for k, n in placed.items() if n == node.node_id}
 
 
-def test_a_gang_below_its_guarantee_preempts_room_for_all_of_it_then_starts_whole() -> None:
-    """Queue a, guaranteed 60 of the node's 100, asks a gang of three of 20 while queue c fills the
-    node: victims are chosen member by member, each beside the room of the members before it, and the
-    gang starts whole once the victims are gone; no member starts alone meanwhile."""
+def _tenants(guaranteed: int, nodes: dict[str, int], fillers: int, filler_memory: int) -> Cluster:
+    """Queue a (guaranteed `guaranteed` memory, preemption after 1 s) for application job; queue c,
+    with nothing guaranteed, whose application fill runs `fillers` allocations of `filler_memory`."""
     tenants = ONE_LEAF.replace(
         """          - name: default
             resources:
               max: {memory: 100, vcore: 100}""",
-        """          - name: a
-            resources: {guaranteed: {memory: 60}}
-            properties: {preemption.delay: 1s}
+        f"""          - name: a
+            resources: {{guaranteed: {{memory: {guaranteed}}}}}
+            properties: {{preemption.delay: 1s}}
           - name: c""",
     )
     c = Cluster(tenants)
-    c.node("n1", {"memory": 100})
+    for name, memory in nodes.items():
+        c.node(name, {"memory": memory})
     c.app("fill", "root.c")
     c.app("job", "root.a")
-    for i in range(10):
-        ask = Allocation(f"c{i}", "fill", c.pname(), Resource({"memory": 10}), allow_preempt_self=True)
+    for i in range(fillers):
+        ask = Allocation(
+            f"c{i}", "fill", c.pname(), Resource({"memory": filler_memory}), allow_preempt_self=True
+        )
         c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
     c.schedule()
     drained(c)
+    return c
+
+
+def test_a_gang_below_its_guarantee_preempts_room_for_all_of_it_then_starts_whole() -> None:
+    """Queue a, guaranteed 60 of the node's 100, asks a gang of three of 20 while queue c fills the
+    node: victims are chosen member by member, each beside the room of the members before it, and the
+    gang starts whole once the victims are gone; no member starts alone meanwhile."""
+    c = _tenants(60, {"n1": 100}, fillers=10, filler_memory=10)
     members = [_member(c, f"g{i}", min_count=3) for i in range(3)]
     for member in members:
         member.resource = Resource({"memory": 20})
@@ -298,25 +308,7 @@ def test_members_parked_apart_by_their_own_timers_are_parked_again_together() ->
 def test_a_member_holding_headroom_after_preemption_does_not_count_twice() -> None:
     """A member keeps headroom on its queue after looking for victims (its hold); planning the group
     counts each member's hold once, so two free nodes take the gang of two (review of a97b825)."""
-    tenants = ONE_LEAF.replace(
-        """          - name: default
-            resources:
-              max: {memory: 100, vcore: 100}""",
-        """          - name: a
-            resources: {guaranteed: {memory: 4}}
-            properties: {preemption.delay: 1s}
-          - name: c""",
-    )
-    c = Cluster(tenants)
-    c.node("n0", {"memory": 2})
-    c.node("n1", {"memory": 2})
-    c.app("fill", "root.c")
-    c.app("job", "root.a")
-    for i in range(2):
-        ask = Allocation(f"c{i}", "fill", c.pname(), Resource({"memory": 2}), allow_preempt_self=True)
-        c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(ask,)))
-    c.schedule()
-    drained(c)
+    c = _tenants(4, {"n0": 2, "n1": 2}, fillers=2, filler_memory=2)
     members = [_member(c, f"g{i}", min_count=2) for i in range(2)]
     for member in members:
         member.allow_preempt_other = True
