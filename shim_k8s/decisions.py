@@ -107,7 +107,7 @@ class Decisions:
         # Releases first: a pod given back and asked again at once (its volumes' binding failed) may
         # have its release confirmed in the same answer as its new allocation.
         for release in response.released:
-            ledger.core_released(release.allocationKey)
+            ledger.core_released(release.allocationKey, release.partitionName)
         for alloc in response.new:
             ledger.core_placed(alloc.allocationKey, alloc.applicationID, alloc.nodeID)
         self.queue.extend(response.schedulingStates)
@@ -291,7 +291,9 @@ class Decisions:
         """The pod did not get to its node: the core must not count it there."""
         self.shim.state.ledger.not_bound(alloc.allocationKey)
         uid = alloc.allocationKey
-        await self.shim.outbox.release(alloc.applicationID, uid, message=reason)
+        await self.shim.outbox.release(
+            alloc.applicationID, uid, message=reason, partition=alloc.partitionName
+        )
         await self.shim.kube.record_event(pod, "BindingFailed", reason, True)
 
     async def _evict(self, release: si_pb2.AllocationRelease) -> None:
@@ -321,7 +323,9 @@ class Decisions:
                 state.ledger.deletion_failed(uid)  # still there: the reconciliation may see to it
                 raise
             if held_room:
-                await shim.outbox.release_many([(release.applicationID, uid)], release.terminationType)
+                await shim.outbox.release_many(
+                    [(release.applicationID, uid)], release.terminationType, release.partitionName
+                )
             return
         # A Hard gang failed: the core dropped this pod's ask; the pod fails, as YuniKorn's do.
         await self.fail_pod(

@@ -112,17 +112,19 @@ class Outbox:
         if not self._batching or len(self._asks) >= ASK_BATCH:
             await self.flush()
 
-    async def release(self, app_id: str, uid: str, message: str = "") -> None:
-        """Release a pod's ask or allocation, after the asks gathered before it (its own among them)."""
+    async def release(self, app_id: str, uid: str, message: str = "", partition: str = "") -> None:
+        """Release a pod's ask or allocation (in `partition`, "" the default one), after the asks
+        gathered before it (its own among them)."""
         await self.flush()
-        await self.client.release(app_id, uid, message=message)
+        await self.client.release(app_id, uid, partition, message=message)
 
     async def release_many(
-        self, items: Iterable[tuple[str, str]], termination: si_pb2.TerminationType
+        self, items: Iterable[tuple[str, str]], termination: si_pb2.TerminationType, partition: str = ""
     ) -> None:
-        """Release (application, pod) pairs in one request, after the asks gathered before them."""
+        """Release (application, pod) pairs of one partition in one request, after the asks gathered
+        before them."""
         await self.flush()
-        await self.client.release_many(items, termination=termination)
+        await self.client.release_many(items, partition, termination=termination)
 
     def clear(self) -> None:
         """Drop what is gathered, and the answers awaited: the core it was for is gone, and the re-sync

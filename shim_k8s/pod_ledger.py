@@ -30,6 +30,7 @@ class Forgotten:
     release: bool
     app_id: str = ""
     foreign: bool = False
+    partition: str = ""  # where it was sent ("" for default)
 
 
 class PodLedger:
@@ -44,6 +45,8 @@ class PodLedger:
         self._foreign: set[str] = set()  # another scheduler's pod on a node, counted there
         self._given_up: set[str] = set()  # failed because the core will not schedule it
         self._deleting: set[str] = set()  # a placeholder the core released, being deleted by us
+        # The partition it was sent to, when not `default` (shim_k8s.partition_map): its release goes there.
+        self._partition: dict[str, str] = {}
         self._sizes: dict[str, dict[str, int]] = {}  # what the core was told it holds, in its units
         self._conditions: dict[str, str] = {}  # PodScheduled=False last patched, "<reason>:<message>"
         self._refused: dict[str, tuple[object, object]] = {}  # unreadable: what was read of it
@@ -227,6 +230,9 @@ class PodLedger:
         else:
             told = Forgotten(False)
         self._given_up.discard(uid)
+        partition = self._partition.pop(uid, "")
+        if partition and told.release:
+            told = Forgotten(told.release, told.app_id, told.foreign, partition)
         return told
 
     # Transitions: what the shim sends the core ---------------------------------------------------
@@ -244,6 +250,32 @@ class PodLedger:
         """Another scheduler's pod, sent to be counted on its node."""
         self._foreign.add(uid)
 
+    def sent_to(self, uid: str, partition: str) -> None:
+        """What is sent of it goes to this partition ("" or `default`: the default one)."""
+        if partition and partition != "default":
+            self._partition[uid] = partition
+        else:
+            self._partition.pop(uid, None)
+
+    def partition(self, uid: str) -> str:
+        """The partition what was sent of it is in ("": the default one)."""
+        return self._partition.get(uid, "")
+
+    def moved_away(self, uid: str) -> None:
+        """A pod of ours whose node moved to a partition its application is not in: it no longer counts
+        in its queue (it is then counted on its node as another scheduler's pod would)."""
+        self._asked.pop(uid, None)
+        self._placed.pop(uid, None)
+        self._bound_by_us.discard(uid)
+
+    def no_longer_foreign(self, uid: str) -> None:
+        """Counted on its node no more (its node moved: it is counted again in the new partition)."""
+        self._foreign.discard(uid)
+
+    def on_node(self, node: str) -> list[Obj]:
+        """The pods seen on the node (a walk of every pod: for a node that moves, not per event)."""
+        return [pod for pod in self._pods.values() if (pod.get("spec") or {}).get("nodeName") == node]
+
     def sized(self, uid: str, size: dict[str, int]) -> None:
         """What the core was told the pod holds (a foreign pod, or a resize)."""
         self._sizes[uid] = size
@@ -256,7 +288,11 @@ class PodLedger:
     def core_placed(self, uid: str, app_id: str, node: str) -> None:
         self._placed[uid] = (app_id, node)
 
-    def core_released(self, uid: str) -> None:
+    def core_released(self, uid: str, partition: str = "") -> None:
+        """The core let go of what it held for the pod, in `partition` ("" the default): a release
+        from a partition the pod was since sent away from (its node moved) is not about it now."""
+        if (partition or "default") != (self._partition.get(uid) or "default"):
+            return
         self._placed.pop(uid, None)
 
     def binding(self, uid: str) -> None:

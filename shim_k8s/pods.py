@@ -14,19 +14,20 @@ it; what the core decides in answer is shim_k8s.decisions'.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from rmclient.client import SchedulerClient
-from shim_k8s import app_answers
+from shim_k8s import app_answers, partition_map
 from shim_k8s.api import object_shapes
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.decisions import SKIPPED
 from shim_k8s.gangs import Gangs
 from shim_k8s.outbox import Outbox
+from shim_k8s.partition_map import PartitionMap
 from shim_k8s.pod_groups import PodGroups
-from shim_k8s.pod_reading import PodReader, terms_key
+from shim_k8s.pod_reading import PodReader, PodReading, terms_key
 from shim_k8s.readers import namespaces, pod_identity, task_groups, translate
 from shim_k8s.readers.bad_objects import BadObjects, Refused
 from shim_k8s.readers.configmaps import ConfigMaps
@@ -34,6 +35,9 @@ from shim_k8s.readers.priority import PriorityResolver, UnknownPriorityClass
 from shim_k8s.shim_state import ShimBase, began_terminating, finished, is_bound, node_of, readings, sizing
 from shim_k8s.volumes.cache import Volumes
 from si.v1 import si_pb2
+
+if TYPE_CHECKING:
+    from shim_k8s.nodes import Nodes
 
 log = structlog.get_logger("pykorn.k8s")
 
@@ -56,6 +60,10 @@ class ShimForPods(ShimBase, Protocol):
     @property
     def pod_groups(self) -> PodGroups: ...
     @property
+    def partitions(self) -> PartitionMap: ...
+    @property
+    def nodes(self) -> Nodes: ...
+    @property
     def bad(self) -> BadObjects: ...
     async def guarded(self, kind: str, obj: Obj, work: Coroutine[Any, Any, None]) -> None: ...
     async def refuse(self, kind: str, obj: Obj, exc: Exception) -> None: ...
@@ -70,11 +78,6 @@ class Pods:
         self.volumes = Volumes()  # claims, volumes and storage classes, kept across core restarts
         self.namespaces: dict[str, Obj] = {}  # by name, from the namespace informer; kept the same way
         self.reader = PodReader(self.priorities, self.volumes, self.namespaces, self.app_id, shim.pod_groups)
-        self._nodes_answered = 0
-
-    # The core's answers to what was sent ------------------------------------------------------
-    def nodes_answered(self, response: si_pb2.NodeResponse) -> None:
-        self._nodes_answered += len(response.accepted) + len(response.rejected)
 
     # Start and restart ------------------------------------------------------------------------
     def take_priority_classes(self, priority_classes: Iterable[Obj]) -> None:
@@ -88,26 +91,10 @@ class Pods:
             except Exception as exc:
                 self.shim.in_background(self.shim.refuse("priorityclasses", pc, exc))
 
-    async def resend(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
-        """Tell a core that knows nothing of this RM every node and pod: nodes first (answered before
-        any pod is sent), then running pods, then pending ones in one batch."""
+    async def resend(self, pods: Iterable[Obj]) -> None:
+        """Tell a core that knows nothing of this RM every pod, once it has the nodes
+        (shim_k8s.nodes): running pods first, then pending ones in one batch."""
         shim = self.shim
-        infos = []
-        for node in nodes:
-            try:
-                found = object_shapes.diagnose("nodes", node)
-                if found:
-                    raise Refused(found)
-                infos.append(self._node_info(node, create=True))
-                shim.state.nodes[node["metadata"]["name"]] = node
-            except Exception as exc:
-                await shim.refuse("nodes", node, exc)
-        if infos:
-            answered = self._nodes_answered
-            await shim.client.add_nodes(*infos)
-            await shim.outbox.until_answered(
-                lambda: self._nodes_answered >= answered + len(infos), "the nodes"
-            )
         pod_list = list(pods)
         # Gangs that were reserved before (placeholders exist) or already run (a pod of theirs is
         # bound): no new placeholders for them, as YuniKorn's shim skips reserving on recovery.
@@ -136,28 +123,6 @@ class Pods:
         return ""
 
     # Informer events --------------------------------------------------------------------------
-    async def on_node(self, event: str, node: Obj) -> None:
-        shim = self.shim
-        await shim.outbox.flush()  # pods sent already on this node must not arrive after it is gone
-        name = node["metadata"]["name"]
-        known = shim.state.nodes.get(name)
-        if event == WatchEvent.DELETED:
-            if shim.state.nodes.pop(name, None) is not None:
-                await shim.client.node_action(name, si_pb2.NodeInfo.DECOMISSION)
-            shim.bad.forget(key_of(node))
-            return
-        info = self._node_info(node, create=known is None)  # read before anything changes
-        shim.state.nodes[name] = node
-        answered = self._nodes_answered
-        await shim.client.add_nodes(info)
-        if known is None:
-            await self._adopt_orphans(name, answered)
-            return
-        was, now = translate.node_is_cordoned(known), translate.node_is_cordoned(node)
-        if was != now:  # cordon drains; uncordon makes it schedulable again
-            action = si_pb2.NodeInfo.DRAIN_NODE if now else si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE
-            await shim.client.node_action(name, action)
-
     async def on_pod(self, event: str, pod: Obj) -> None:
         shim = self.shim
         state = shim.state
@@ -178,7 +143,7 @@ class Pods:
             shim.bad.forget(uid)
             known = None
         if known is None and bound_elsewhere:
-            await self._add_foreign(pod)  # arrived already on a node: we did not place it
+            await self.add_foreign(pod)  # arrived already on a node: we did not place it
         elif known is None:
             await self.add_pod(pod)
         elif node_of(pod) and node_of(known) and not finished(pod) and ledger.size(uid) is not None:
@@ -192,8 +157,10 @@ class Pods:
             # Bound by someone else while we were asking for it: withdraw the ask; it occupies its node.
             app_id = ledger.taken_by_another(uid)
             if app_id is not None:
-                await shim.outbox.release(app_id, uid, message="bound by another scheduler")
-            await self._add_foreign(pod)
+                await shim.outbox.release(
+                    app_id, uid, message="bound by another scheduler", partition=ledger.partition(uid)
+                )
+            await self.add_foreign(pod)
         if known is not None and began_terminating(pod, known) and ledger.size(uid) is not None:
             await self._resized(pod, again=True)  # spread stops counting it at once
         if finished(pod):
@@ -226,13 +193,6 @@ class Pods:
         for pod in self.shim.state.ledger.class_arrived():  # a class that was missing now exists
             await self.shim.guarded("pods", pod, self.add_pod(pod))
 
-    def _node_info(self, node: Obj, create: bool) -> si_pb2.NodeInfo:
-        """The node as the core sees it, with its CSINode's attach limits."""
-        limits = self.volumes.csi_limits(node["metadata"]["name"])
-        action = si_pb2.NodeInfo.CREATE_DRAIN if translate.node_is_cordoned(node) else si_pb2.NodeInfo.CREATE
-        action = action if create else si_pb2.NodeInfo.UPDATE
-        return translate.node_info(node, action, limits, self.shim.settings.service.instance_type_label)
-
     async def on_volume_object(self, kind: str, event: str, obj: Obj) -> None:
         """A claim, volume or storage class changed: the pods that waited for it look again.
         A CSINode changed: its node's attach limits go to the core."""
@@ -240,7 +200,7 @@ class Pods:
         if kind == "csinodes":
             node = self.shim.state.nodes.get(obj["metadata"]["name"])
             if node is not None:
-                await self.shim.client.add_nodes(self._node_info(node, create=False))
+                await self.shim.client.add_nodes(self.shim.nodes.node_info(node, create=False))
             return
         for pod in self.shim.state.ledger.woken_by(self.volumes.changed_keys(kind, obj)):
             await self.shim.guarded("pods", pod, self.add_pod(pod))
@@ -258,7 +218,7 @@ class Pods:
             return
         if (pod.get("spec") or {}).get("schedulerName") != shim.scheduler_name:
             if node_of(pod):
-                await self._add_foreign(pod)  # never ours to place or move: its priority does not count
+                await self.add_foreign(pod)  # never ours to place or move: its priority does not count
             return
         # One more member of its Workload API group, perhaps the one its waiting members lack: they
         # look again after it, whatever becomes of this one (unreadable, its class unknown: it counts).
@@ -271,10 +231,17 @@ class Pods:
                 await shim.kube.record_event(pod, "PriorityClassNotFound", str(exc), warning=True)
                 return
             app_id, ask = reading.app_id, reading.message
+            partition, held = self._partition_of(pod, reading)
+            if held is not None:
+                await self._wait(pod, *held)
+                return
+            if partition is None:  # running where its application is not: it occupies its node there
+                await self.add_foreign(pod, shim.partitions.node_was(reading.node))
+                return
             if reading.volume_terms:
                 ledger.asked_with_terms(uid, reading.volume_terms)
             if app_id not in shim.state.apps and not await self._add_application(
-                pod, app_id, app_id in (with_placeholders or ())
+                pod, app_id, app_id in (with_placeholders or ()), partition
             ):
                 return
             if ask is None:
@@ -282,6 +249,9 @@ class Pods:
                     await self._wait(pod, *reading.wait, keys=reading.wait_keys)
                 return
             ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
+            if partition != partition_map.DEFAULT:
+                ask.partitionName = partition
+                ledger.sent_to(uid, partition)
             if reading.node:
                 ledger.sent_running(uid, app_id, reading.node, reading.request)
             else:
@@ -305,6 +275,23 @@ class Pods:
 
     def app_id(self, pod: Obj) -> str:
         return pod_identity.application_id(pod, self.shim.unique_app_ids)
+
+    def _partition_of(
+        self, pod: Obj, reading: PodReading
+    ) -> tuple[str | None, tuple[str, str, tuple[str, ...]] | None]:
+        """Where what is sent of the pod goes: (its partition, or None for a running pod that only
+        occupies its node; (event reason, why, wait keys) when a pending pod waits for its partition)."""
+        partitions, namespace = self.shim.partitions, self.reader.namespace_of(pod)
+        if reading.node:
+            where, counts = partitions.for_running(pod, namespace, reading.app_id, reading.node)
+            return (where if counts else None), None
+        where, wait = partitions.for_pending(pod, namespace, reading.app_id)
+        if reading.message is None:
+            return where, None  # asked for already, or waiting for something else: nothing to place
+        if wait is None:
+            return where, None
+        keys = (partition_map.CONFIGURED,) if wait[0] == "PartitionNotFound" else ()
+        return where, (*wait, keys)
 
     def refused_pod(self, pod: Obj) -> str:
         """Keep a pod that cannot be read out of what the shim asks for and repairs, and say what that
@@ -349,7 +336,9 @@ class Pods:
         if self.shim.pod_scheduled_false(pod, uid, condition, why):
             await self.shim.kube.record_event(pod, event_reason, why, warning=True)
 
-    async def _add_application(self, pod: Obj, app_id: str, placeholders_exist: bool) -> bool:
+    async def _add_application(
+        self, pod: Obj, app_id: str, placeholders_exist: bool, partition: str = partition_map.DEFAULT
+    ) -> bool:
         """The application of its first pod: its user (YuniKorn's fallbacks reported on the pod), its
         gang, its namespace's limits; sent with the outbox's batch, its asks right after it, and its
         answer acted on when it comes (shim_k8s.outbox): when the core rejects it its pending pods fail.
@@ -368,6 +357,9 @@ class Pods:
         namespace_tags = namespaces.application_tags(self.reader.namespace_of(pod)).tags
         if namespace_tags:
             request.tags.update(namespace_tags)
+        if partition != partition_map.DEFAULT:
+            request.partitionName = partition
+        shim.partitions.app_is(app_id, partition)
         shim.state.apps.add(app_id)
         if gang is not None:
             shim.state.gangs[app_id] = gang
@@ -397,39 +389,28 @@ class Pods:
         await shim.outbox.flush()  # its ask, if it waits in the batch, goes before its release
         told = shim.state.ledger.forgotten(uid)
         if told.foreign:
-            await shim.outbox.release("", uid)
+            await shim.outbox.release("", uid, partition=told.partition)
         elif told.release:
-            await shim.outbox.release(told.app_id or self.app_id(pod), uid)
+            await shim.outbox.release(told.app_id or self.app_id(pod), uid, partition=told.partition)
 
     # Pods on nodes: other schedulers', orphans, resized -------------------------------------------
-    async def _add_foreign(self, pod: Obj) -> None:
+    async def add_foreign(self, pod: Obj, partition: str | None = None) -> None:
+        """A pod on a node that belongs to no queue here (another scheduler's, or ours whose
+        application is in another partition than its node): it occupies its node's room."""
         uid = key_of(pod)
-        if self.shim.state.ledger.is_foreign(uid) or finished(pod):
+        ledger = self.shim.state.ledger
+        if ledger.is_foreign(uid) or finished(pod):
             return
-        await self.shim.outbox.ask(self._foreign_allocation(pod))
-        self.shim.state.ledger.counted_foreign(uid)
+        ledger.sent_to(uid, self.shim.partitions.node_was(node_of(pod)) if partition is None else partition)
+        await self.shim.outbox.ask(self.foreign_allocation(pod))
+        ledger.counted_foreign(uid)
 
-    def _foreign_allocation(self, pod: Obj) -> si_pb2.Allocation:
+    def foreign_allocation(self, pod: Obj) -> si_pb2.Allocation:
         alloc, request = self.reader.foreign(pod)
-        self.shim.state.ledger.sized(key_of(pod), request)
+        ledger, uid = self.shim.state.ledger, key_of(pod)
+        ledger.sized(uid, request)
+        alloc.partitionName = ledger.partition(uid)  # its node's ("" the default)
         return alloc
-
-    async def _adopt_orphans(self, name: str, answered: int) -> None:
-        """The pods the core refused because it did not know their node: sent again now it does (once
-        the core answered the node, counted from `answered`)."""
-        shim = self.shim
-        orphans = shim.state.ledger.adopted(name)
-        if not orphans:
-            return
-        await shim.outbox.until_answered(lambda: self._nodes_answered > answered, f"node {name}")
-        for uid in orphans:
-            pod = shim.state.ledger.pod(uid)
-            if pod is None or node_of(pod) != name:
-                continue
-            if shim.state.ledger.is_foreign(uid):
-                await shim.guarded("pods", pod, shim.outbox.ask(self._foreign_allocation(pod)))
-            else:
-                await shim.guarded("pods", pod, self.add_pod(pod))
 
     async def _resized(self, pod: Obj, again: bool = False) -> None:
         """A running pod sent again: resized in place (the core updates its node's, queue's, application's
@@ -439,12 +420,13 @@ class Pods:
             return
         placed = ledger.placed(uid)
         if ledger.is_foreign(uid):
-            alloc = self._foreign_allocation(pod)
+            alloc = self.foreign_allocation(pod)
         elif placed is None or ledger.deleting(uid):
             return  # the core holds nothing of it (any more): nothing to resize
         else:
             app_id, _ = placed
             alloc = self.reader.resized(pod, app_id, request)
+            alloc.partitionName = ledger.partition(uid)
             ledger.sized(uid, request)
         log.info("pod resized in place", pod=uid, applicationID=alloc.applicationID, size=request)
         await self.shim.outbox.ask(alloc)

@@ -107,6 +107,7 @@ class Reconciler:
         shim = self.shim
         state = shim.state
         self.repairs[kind] += 1
+        partition = state.ledger.partition(uid)
         app_id, node = state.ledger.repaired(uid)
         log.warning("reconciliation repaired a mismatch", kind=kind, allocationKey=uid, applicationID=app_id)
         if kind in (GONE, NOT_BOUND, ASKED_UNKNOWN_APP):
@@ -114,7 +115,7 @@ class Reconciler:
             await shim.outbox.flush()
             why = "gone from the API" if pod is None else f"not bound to {node} in the API"
             if kind != ASKED_UNKNOWN_APP:  # the core holds nothing of it to release
-                await shim.outbox.release(app_id, uid, message=f"reconciled: {why}")
+                await shim.outbox.release(app_id, uid, message=f"reconciled: {why}", partition=partition)
         state.ledger.relisted(uid, pod)
         if pod is None:
             return

@@ -40,6 +40,7 @@ class ShimForRegistration(Protocol):
     def kube(self) -> KubeActions: ...
     def in_background(self, work: Coroutine[Any, Any, None]) -> None: ...
     async def refuse(self, kind: str, obj: Obj, exc: Exception) -> None: ...
+    async def configuration_taken(self) -> None: ...  # the core took a new queue configuration
 
 
 class Registration:
@@ -109,6 +110,7 @@ class Registration:
         if response.accepted:
             settings.queues = settings.accepted = text
             log.info("queue configuration updated from the configmap")
+            await self.shim.configuration_taken()
         else:
             message = "queue configuration refused, the previous one stays: " + "; ".join(response.errors)
             shown = {**configmap, "kind": "ConfigMap"}

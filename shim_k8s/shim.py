@@ -28,12 +28,15 @@ from typing import Any
 import structlog
 
 from rmclient.client import SEND_ERRORS, ResponseHandler, SchedulerClient
+from shim_k8s import partition_map
 from shim_k8s.api import object_shapes
 from shim_k8s.api.kube import KubeActions
 from shim_k8s.api.objects import Obj, WatchEvent, key_of
 from shim_k8s.decisions import Decisions
 from shim_k8s.gangs import Gangs
+from shim_k8s.nodes import Nodes
 from shim_k8s.outbox import Outbox
+from shim_k8s.partition_map import PartitionMap
 from shim_k8s.pod_groups import PodGroups
 from shim_k8s.pods import Pods
 from shim_k8s.readers import service_config, task_groups
@@ -84,13 +87,15 @@ class K8sShim(ResponseHandler):
         self.decisions = Decisions(self, wake)  # what the core decided, carried out
         self.gangs = Gangs(self)  # task groups, placeholder pods, gang progress events
         self.pod_groups = PodGroups(self)  # Kubernetes Workload API groups: when their pods may go
+        self.partitions = PartitionMap(self)  # the partition of each node, application and pod
         self.pods = Pods(self)  # the cluster's objects in, the core told
+        self.nodes = Nodes(self, self.pods)  # the nodes, each in its partition
         self.volume_binder = VolumeBinder(self.pods.volumes, kube)  # volumes bound before their pods
         self.registration = Registration(self)
         self.reconciler = Reconciler(self)
         self.bad = BadObjects(kube)  # objects refused or given a fallback: events, metrics, logs
         self._handlers: dict[str, Callable[[str, Obj], Coroutine[Any, Any, None]]] = {
-            "nodes": self.pods.on_node,
+            "nodes": self.nodes.on_node,
             "pods": self.pods.on_pod,
             "priorityclasses": self.pods.on_priority_class,
             "configmaps": self.registration.on_configmap,
@@ -111,7 +116,7 @@ class K8sShim(ResponseHandler):
             self.decisions.application_changed(update)
 
     def on_nodes(self, response: si_pb2.NodeResponse) -> None:
-        self.pods.nodes_answered(response)
+        self.nodes.answered(response)
 
     def on_stream_closed(self, stream: str, error: str | None) -> None:
         if self._wake is not None:
@@ -139,7 +144,7 @@ class K8sShim(ResponseHandler):
             await self.refuse(kind, obj, exc)
 
     async def on_node(self, event: str, node: Obj) -> None:
-        await self.pods.on_node(event, node)
+        await self.nodes.on_node(event, node)
 
     async def on_pod(self, event: str, pod: Obj) -> None:
         await self.pods.on_pod(event, pod)
@@ -222,9 +227,19 @@ class K8sShim(ResponseHandler):
     async def resend(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
         """After registering: tell a core that knows nothing of this RM everything that exists."""
         self.state = ShimState()
+        self.partitions.clear()
         self.decisions.queue.clear()  # decisions of a core that is gone; the new one decides afresh
         self.outbox.clear()
-        await self.pods.resend(nodes, pods)
+        await self.nodes.send_all(nodes)
+        await self.pods.resend(pods)
+
+    async def configuration_taken(self) -> None:
+        """The core took a new queue configuration: pods waiting for a partition it may declare now
+        look again."""
+        for node in list(self.partitions.waiting_nodes.values()):  # nodes of a partition declared now
+            if self.partitions.of_node(node) in self.partitions.declared():
+                await self.guarded("nodes", node, self.nodes.on_node(WatchEvent.ADDED, node))
+        await self.pods.wake([partition_map.CONFIGURED])
 
     # What the parts share -----------------------------------------------------------------------
     def batch(self) -> contextlib.AbstractAsyncContextManager[None]:

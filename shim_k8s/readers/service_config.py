@@ -10,7 +10,9 @@ is the key `<service.policyGroup>.yaml` (`queues.yaml` by default). What each ot
   `service.enableConfigHotRefresh`, `service.eventChannelCapacity` (the queue of events waiting to go
   to the API), `service.volumeBindTimeout` (a Go duration: how long a pod's volumes may take to bind
   before its allocation is given back, 10m by default), `service.instanceTypeNodeLabelKey` (the node
-  label sent as the node's instance type), `kubernetes.qps` and `kubernetes.burst` (over
+  label sent as the node's instance type), `service.partitionNodeLabelKey` (pykorn's: the node label
+  whose value is the node's partition; see docs/kubernetes.md, "Partitions"), `kubernetes.qps` and
+  `kubernetes.burst` (over
   the `--kube-qps`/`--kube-burst` flags),
   `admissionController.filtering.generateUniqueAppId`; `log.level` and `log.<subsystem>.level`
   (subsystems are pykorn's logger names without `pykorn.`: `k8s`, `k8s.informer`, `k8s.http`,
@@ -85,6 +87,8 @@ class ServiceConfig:
     # The node label whose value is the node's instance type (si/instance-type): the core tracks an
     # application's usage by it.
     instance_type_label: str = "node.kubernetes.io/instance-type"
+    # pykorn's: the node label whose value is the node's partition ("": every node in `default`).
+    partition_node_label_key: str = ""
     log_level: int | None = None  # None: --log-level
     log_levels: dict[str, int] = field(default_factory=dict)  # by logger name
 
@@ -236,6 +240,7 @@ _TEXT = {
     "service.placeholderImage": "placeholder_image",
     "service.instanceTypeNodeLabelKey": "instance_type_label",  # as YuniKorn's documentation spells it
     "service.nodeInstanceTypeNodeLabelKey": "instance_type_label",  # as YuniKorn's shim reads it
+    "service.partitionNodeLabelKey": "partition_node_label_key",  # pykorn's
 }
 _INTS = {
     "service.placeholderRunAsUser": "placeholder_run_as_user",
