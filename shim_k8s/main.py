@@ -356,6 +356,8 @@ async def _resync_after_core_loss(shim: K8sShim, informers: list[Informer], stop
         await shim.carry_out()  # what the old core decided before it went, as far as it goes
 
     async def resend() -> None:
+        # Registered with it: the partitions it declares are what nodes and pods are judged by now.
+        shim.settings.accepted = shim.config
         current = {i.kind: list(i.known.values()) for i in informers}
         await shim.resend(current["nodes"], current["pods"])
 

@@ -49,9 +49,16 @@ class Nodes:
         self.shim = shim
         self.pods = pods  # the pods on a node: adopted, or moved with it
         self.seen = 0  # nodes the core answered (accepted or refused), counted
+        self._answers: dict[str, int] = {}  # answers about each node that joins or moves, counted
+        self.rejoining: set[str] = set()  # nodes coming back from a partition not declared
 
     def answered(self, response: si_pb2.NodeResponse) -> None:
         self.seen += len(response.accepted) + len(response.rejected)
+        answers = self._answers
+        if answers:  # a node joining or moving waits for the core's word on it
+            for node_id in [a.nodeID for a in response.accepted] + [r.nodeID for r in response.rejected]:
+                if node_id in answers:
+                    answers[node_id] += 1
 
     async def send_all(self, nodes: Iterable[Obj]) -> None:
         """Every node, to a core that knows nothing of this RM, answered before any pod is sent; one
@@ -66,6 +73,7 @@ class Nodes:
                 partition = shim.partitions.of_node(node)
                 shim.partitions.node_is(node["metadata"]["name"], partition)
                 if shim.partitions.node_waits(node, partition):
+                    self.rejoining.add(node["metadata"]["name"])
                     continue
                 infos.append(self.node_info(node, create=True))
                 shim.state.nodes[node["metadata"]["name"]] = node
@@ -85,6 +93,7 @@ class Nodes:
         known = shim.state.nodes.get(name)
         if event == WatchEvent.DELETED:
             shim.partitions.waiting_nodes.pop(name, None)
+            self.rejoining.discard(name)
             if shim.state.nodes.pop(name, None) is not None:
                 await shim.client.add_nodes(self.node_action(name, si_pb2.NodeInfo.DECOMISSION))
                 shim.partitions.node_is(name, partition_map.DEFAULT)
@@ -97,6 +106,11 @@ class Nodes:
         if known is None:
             shim.partitions.node_is(name, partition)
             if shim.partitions.node_waits(node, partition):
+                self.rejoining.add(name)
+                return
+            if name in self.rejoining:  # back from a partition not declared: with its pods
+                self.rejoining.discard(name)
+                await self._join(node, answers_before=0)
                 return
         info = self.node_info(node, create=known is None)  # read before anything changes
         shim.state.nodes[name] = node
@@ -141,47 +155,63 @@ class Nodes:
             pod = shim.state.ledger.pod(uid)
             if pod is None or node_of(pod) != name:
                 continue
-            if shim.state.ledger.is_foreign(uid):
-                await shim.guarded("pods", pod, shim.outbox.ask(self.pods.foreign_allocation(pod)))
-            else:
-                await shim.guarded("pods", pod, self.pods.add_pod(pod))
+            shim.state.ledger.no_longer_foreign(uid)  # sent afresh, to its node's partition
+            await shim.guarded("pods", pod, self.pods.add_pod(pod))
 
     async def _move(self, node: Obj, new: str) -> None:
         """The node was relabelled into partition `new`: it leaves its old partition (the core
-        releases what ran on it there) and joins the new one, and the pods running on it are sent
-        there: ours in their queue when their application is in `new`, every other one as occupying
-        the node. Into a partition not declared, it waits out of scheduling."""
+        releases what ran on it there) and joins the new one with the pods running on it (_join).
+        Into a partition not declared, it waits out of scheduling until one declares it."""
         shim = self.shim
         name = node["metadata"]["name"]
         old = shim.partitions.node_was(name)
         await shim.outbox.flush()  # what was sent for it goes first
-        answered = self.seen
+        self._answers[name] = 0
         await shim.client.add_nodes(self.node_action(name, si_pb2.NodeInfo.DECOMISSION))
         shim.partitions.node_is(name, new)
-        if shim.partitions.node_waits(node, new):
-            shim.state.nodes.pop(name, None)
-            return
-        shim.state.nodes[name] = node
-        await shim.client.add_nodes(self.node_info(node, create=True))
-        await shim.outbox.until_answered(lambda: self.seen >= answered + 2, "the node's move")
+        ledger = shim.state.ledger
+        for pod in ledger.on_node(name):  # the old partition's counts of them are going
+            uid = key_of(pod)
+            ledger.left(uid, old)
+            ledger.no_longer_foreign(uid)
+            ledger.moved_away(uid)
         log.info("node moved to another partition", node=name, before=old, now=new)
         message = f"node moved from partition {old} to partition {new} (its partition label changed)"
         shim.in_background(shim.kube.record_event({**node, "kind": "Node"}, "NodePartitionChanged", message))
+        if shim.partitions.node_waits(node, new):
+            shim.state.nodes.pop(name, None)
+            self._answers.pop(name, None)
+            self.rejoining.add(name)
+            return
+        await self._join(node, answers_before=1)
+
+    async def _join(self, node: Obj, answers_before: int) -> None:
+        """The node joins its partition with the pods running on it: closed to new work until they
+        are counted there (so nothing is placed in room they hold), then open unless cordoned. Each
+        pod is sent afresh: ours in its queue when its application is in this partition, every other
+        one as occupying the node. `answers_before`: the core's answers about the node still awaited
+        from before (a move's removal)."""
+        shim = self.shim
+        name = node["metadata"]["name"]
+        shim.state.nodes[name] = node
+        self._answers.setdefault(name, 0)
+        info = self.node_info(node, create=True)
+        info.action = si_pb2.NodeInfo.CREATE_DRAIN
+        await shim.client.add_nodes(info)
+        try:
+            await shim.outbox.until_answered(
+                lambda: self._answers[name] >= answers_before + 1, f"node {name} joining its partition"
+            )
+        finally:
+            self._answers.pop(name, None)
         ledger = shim.state.ledger
         for pod in ledger.on_node(name):
-            uid = key_of(pod)
             if finished(pod):
                 continue
-            ledger.sent_to(uid, new)  # before anything is sent: the old partition's releases are not its
-            if ledger.is_foreign(uid):
-                ledger.no_longer_foreign(uid)
-                await self.pods.add_foreign(pod, new)
-            elif ledger.bound_by_us(uid):
-                placed = ledger.placed(uid)
-                app_id = placed[0] if placed is not None else self.pods.app_id(pod)
-                if shim.partitions.app_partition(app_id) == new:
-                    await self.pods.add_pod(pod)  # sent as running, in its queue there
-                else:
-                    ledger.moved_away(uid)
-                    await self.pods.add_foreign(pod, new)
+            uid = key_of(pod)
+            ledger.no_longer_foreign(uid)
+            ledger.moved_away(uid)
+            await shim.guarded("pods", pod, self.pods.add_pod(pod))
         await shim.outbox.flush()
+        if not translate.node_is_cordoned(node):
+            await shim.client.add_nodes(self.node_action(name, si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE))

@@ -111,7 +111,8 @@ class PartitionMap:
             return wanted, ("PartitionNotFound", why)
         if app_id in self.shim.state.apps and self.app_partition(app_id) != wanted:
             why = (f"application {app_id} is in partition {self.app_partition(app_id)!r}, this pod asks "
-                   f"for {wanted!r}: an application's pods are in one partition")  # fmt: skip
+                   f"for {wanted!r}: an application's pods are in one partition (give this pod its own "
+                   "applicationId)")  # fmt: skip
             return wanted, ("PartitionMismatch", why)
         return wanted, None
 
@@ -119,6 +120,8 @@ class PartitionMap:
         """The partition a running pod of ours counts in (its node's), and whether it counts in its
         queue there (its application is, or will be, in that partition) or only occupies its node."""
         here = self.node_was(node)
+        if here not in self.declared():  # its node waits for its partition: nothing counts there yet
+            return here, False
         if app_id in self.shim.state.apps:
             return here, self.app_partition(app_id) == here
         return here, partitions.pod_partition(pod, namespace) == here

@@ -45,8 +45,10 @@ class PodLedger:
         self._foreign: set[str] = set()  # another scheduler's pod on a node, counted there
         self._given_up: set[str] = set()  # failed because the core will not schedule it
         self._deleting: set[str] = set()  # a placeholder the core released, being deleted by us
-        # The partition it was sent to, when not `default` (shim_k8s.partition_map): its release goes there.
+        # The partition it was sent to, when not `default` (shim_k8s.partition_map): its release goes there;
+        # and the one it left when its node moved: that partition's releases of it are not about it now.
         self._partition: dict[str, str] = {}
+        self._left: dict[str, str] = {}
         self._sizes: dict[str, dict[str, int]] = {}  # what the core was told it holds, in its units
         self._conditions: dict[str, str] = {}  # PodScheduled=False last patched, "<reason>:<message>"
         self._refused: dict[str, tuple[object, object]] = {}  # unreadable: what was read of it
@@ -230,6 +232,7 @@ class PodLedger:
         else:
             told = Forgotten(False)
         self._given_up.discard(uid)
+        self._left.pop(uid, None)
         partition = self._partition.pop(uid, "")
         if partition and told.release:
             told = Forgotten(told.release, told.app_id, told.foreign, partition)
@@ -256,6 +259,10 @@ class PodLedger:
             self._partition[uid] = partition
         else:
             self._partition.pop(uid, None)
+
+    def left(self, uid: str, partition: str) -> None:
+        """Its node moved out of `partition` (`default` or a name)."""
+        self._left[uid] = partition
 
     def partition(self, uid: str) -> str:
         """The partition what was sent of it is in ("": the default one)."""
@@ -290,8 +297,8 @@ class PodLedger:
 
     def core_released(self, uid: str, partition: str = "") -> None:
         """The core let go of what it held for the pod, in `partition` ("" the default): a release
-        from a partition the pod was since sent away from (its node moved) is not about it now."""
-        if (partition or "default") != (self._partition.get(uid) or "default"):
+        from the partition its node moved out of is not about it now."""
+        if self._left and (partition or "default") == self._left.get(uid):
             return
         self._placed.pop(uid, None)
 

@@ -28,7 +28,7 @@ from shim_k8s.outbox import Outbox
 from shim_k8s.partition_map import PartitionMap
 from shim_k8s.pod_groups import PodGroups
 from shim_k8s.pod_reading import PodReader, PodReading, terms_key
-from shim_k8s.readers import namespaces, pod_identity, task_groups, translate
+from shim_k8s.readers import namespaces, partitions, pod_identity, task_groups, translate
 from shim_k8s.readers.bad_objects import BadObjects, Refused
 from shim_k8s.readers.configmaps import ConfigMaps
 from shim_k8s.readers.priority import PriorityResolver, UnknownPriorityClass
@@ -175,8 +175,11 @@ class Pods:
         if event == WatchEvent.DELETED:
             self.namespaces.pop(name, None)
             return
-        before = namespaces.annotations_of(self.namespaces.get(name))
+        old = self.namespaces.get(name)
+        before = namespaces.annotations_of(old)
         self.namespaces[name] = namespace
+        if partitions.pod_partition({}, old) != partitions.pod_partition({}, namespace):
+            await self.wake([f"namespace/{name}"])  # its pods waiting for a partition look again
         if namespaces.annotations_of(namespace) == before:
             return
         for warning in namespaces.application_tags(namespace).warnings:
@@ -251,7 +254,7 @@ class Pods:
             ask.taskGroupName = await shim.gangs.task_group_of(pod, app_id)
             if partition != partition_map.DEFAULT:
                 ask.partitionName = partition
-                ledger.sent_to(uid, partition)
+            ledger.sent_to(uid, partition)
             if reading.node:
                 ledger.sent_running(uid, app_id, reading.node, reading.request)
             else:
@@ -286,11 +289,11 @@ class Pods:
             where, counts = partitions.for_running(pod, namespace, reading.app_id, reading.node)
             return (where if counts else None), None
         where, wait = partitions.for_pending(pod, namespace, reading.app_id)
-        if reading.message is None:
-            return where, None  # asked for already, or waiting for something else: nothing to place
-        if wait is None:
-            return where, None
-        keys = (partition_map.CONFIGURED,) if wait[0] == "PartitionNotFound" else ()
+        if (reading.message is None and reading.wait is None) or wait is None:
+            return where, None  # asked for already; or its partition is fine (it may wait otherwise)
+        # Its partition first, whatever else it waits on: its application must not be sent there.
+        space = (pod.get("metadata") or {}).get("namespace") or "default"
+        keys = (partition_map.CONFIGURED, f"namespace/{space}")
         return where, (*wait, keys)
 
     def refused_pod(self, pod: Obj) -> str:

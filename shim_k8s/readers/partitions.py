@@ -48,8 +48,8 @@ def declared(queues_yaml: str) -> frozenset[str]:
     except yaml.YAMLError:
         return frozenset({DEFAULT})
     names = {
-        str(p.get("name"))
+        str(p.get("name") or DEFAULT)  # a partition without a name is the core's `default`
         for p in ((doc or {}).get("partitions") or [] if isinstance(doc, dict) else [])
-        if isinstance(p, dict) and p.get("name")
+        if isinstance(p, dict)
     }
     return frozenset(names or {DEFAULT})

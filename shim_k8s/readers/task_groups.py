@@ -22,6 +22,7 @@ from typing import Any
 
 from shim_k8s.api.objects import Obj
 from shim_k8s.readers.bad_objects import Refused
+from shim_k8s.readers.partitions import PARTITION_KEY
 from shim_k8s.readers.translate import PLACEHOLDER, TASK_GROUP_NAME, quantities
 
 TASK_GROUPS = "yunikorn.apache.org/task-groups"
@@ -200,6 +201,9 @@ def placeholder_pod(
     labels = {**group.labels, "applicationId": app_id}
     if queue:
         labels["queue"] = queue
+    partition = (meta.get("labels") or {}).get(PARTITION_KEY)
+    if partition:  # its originator's partition, when the originator names one itself
+        labels[PARTITION_KEY] = partition
     owner = {
         "apiVersion": "v1", "kind": "Pod", "name": meta.get("name", ""), "uid": meta.get("uid", ""),
         "controller": False, "blockOwnerDeletion": True,

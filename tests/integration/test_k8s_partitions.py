@@ -169,3 +169,70 @@ async def test_a_node_relabelled_moves_with_its_running_pods_counted_there(
         await _until(lambda: all(f"web-{i}" in placed(api) for i in range(3)), "the three webs bound")
         assert Counter(placed(api)[f"web-{i}"] for i in range(3)) == {"cpu-0": 2, where: 1}
         assert len(api.bindings) == len(set(api.bindings))
+
+
+async def test_a_node_moving_with_a_running_pod_takes_no_work_into_the_room_that_pod_holds(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    """gpu-0 (2Gi) runs a 1Gi pod and is relabelled into default, where a 2Gi pod waits: the node joins
+    closed until its pod is counted there, so only the 1Gi that is free is ever given out."""
+    await _cluster(api)
+    await api.put("pods", pod("train-0", memory="1Gi", namespace="ml"))
+    await api.put("pods", pod("fill", memory="2Gi", namespace="shop"))  # cpu-0, default's only node, full
+    async with shim_running(api, core_address, rm_id):
+        await _until(lambda: {"train-0", "fill"} <= set(placed(api)), "both bound")
+        await api.put("pods", pod("big", memory="2Gi", namespace="shop"))  # waits: no room in default
+        await _until(lambda: condition(api.get("pods", "big"), "PodScheduled") is not None, "big waits")
+        where = placed(api)["train-0"]
+        await api.put("nodes", pool_node(where))  # into default
+        await _until(lambda: any(e["reason"] == "NodePartitionChanged" for e in api.events), "the move")
+        await api.put("pods", pod("small", memory="1Gi", namespace="shop"))
+        await _until(lambda: placed(api).get("small") == where, "the free 1Gi taken by a pod that fits it")
+        assert "big" not in placed(api)
+
+
+async def test_a_node_moved_away_and_back_counts_its_pod_in_its_queue_again(
+    api: FakeKubeAPI, core_address: str, rest_url: str, rm_id: str
+) -> None:
+    await _cluster(api)
+    await api.put("pods", pod("train-0", memory="1Gi", namespace="ml"))
+    async with shim_running(api, core_address, rm_id), aiohttp.ClientSession() as session:
+        await _until(lambda: "train-0" in placed(api), "bound in gpu")
+        where = placed(api)["train-0"]
+        ml = f"{partition_url(rest_url, rm_id, 'gpu')}/queue/root.ml"
+
+        def counted(memory: int) -> Any:
+            return lambda body: (body.get("allocatedResource") or {}).get("memory", 0) == memory
+
+        await rest_until(session, ml, counted(1024**3), "root.ml counts the pod")
+        await api.put("nodes", pool_node(where))  # into default: root.ml no longer has it
+        await rest_until(session, ml, counted(0), "root.ml without it")
+        await api.put("nodes", pool_node(where, "fpga"))  # into a partition not declared: out of all
+        await _until(lambda: said(api, where, "PartitionNotFound") != "", "the node says why it waits")
+        await api.put("nodes", pool_node(where, "gpu"))  # back: its pod in its queue again
+        await rest_until(session, ml, counted(1024**3), "root.ml counts it again")
+        nodes = await get_json(session, f"{partition_url(rest_url, rm_id, 'gpu')}/nodes")
+        assert where in {n["nodeID"] for n in nodes}
+
+
+async def test_a_pod_waiting_for_its_partition_fails_nothing_and_a_fixed_namespace_wakes_it(
+    api: FakeKubeAPI, core_address: str, rm_id: str
+) -> None:
+    """A gated pod and its sibling of a partition not declared (a typo in the namespace's annotation):
+    both wait for the partition, their application is not sent (so not refused, and nothing fails);
+    the annotation corrected, the sibling is bound in gpu."""
+    await _cluster(api)
+    await api.put("namespaces", namespace("lab", "gpuu"))
+    gated = pod("gated", memory="1Gi", namespace="lab", schedulingGates=[{"name": "example.com/hold"}])
+    await api.put("pods", gated)
+    await api.put("pods", pod("sibling", memory="1Gi", namespace="lab"))
+    async with shim_running(api, core_address, rm_id):
+
+        def waits(name: str) -> bool:
+            return "'gpuu'" in said(api, name, "PartitionNotFound")
+
+        await _until(lambda: waits("gated") and waits("sibling"), "both wait for their partition")
+        assert not [e for e in api.events if e["reason"] in ("ApplicationFailed", "SchedulingRejected")]
+        await api.put("namespaces", namespace("lab", "gpu"))
+        await _until(lambda: placed(api).get("sibling", "").startswith("gpu-"), "bound in gpu")
+        assert "gated" not in placed(api)  # still gated
