@@ -23,9 +23,11 @@ run: $(STAMP)
 	$(BIN)/pykorn fake run examples/demo.yaml --report out/demo-report.json --plot out/demo.png
 
 ## test: the whole suite (unit, property, integration over real gRPC on loopback); Debian's prometheus
-## package first when missing (the dashboard test runs a real Prometheus).
+## and postgresql packages first when missing (the dashboard test runs a real Prometheus, the history
+## tests a real PostgreSQL).
 test: $(STAMP)
 	tools/install_prometheus.sh
+	tools/install_postgresql.sh
 	$(BIN)/python -m pytest -q
 
 ## test-nightly: the long profiles of the property tests that drive the whole Kubernetes shim with

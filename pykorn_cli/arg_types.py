@@ -43,6 +43,34 @@ def duration(text: str) -> float:
     return seconds
 
 
+def retention(text: str) -> float:
+    """A retention: days, hours or minutes ("30d", "12h", "90m"); 0 keeps everything."""
+    units = {"d": 86400.0, "h": 3600.0, "m": 60.0}
+    if text == "0":
+        return 0.0
+    number, unit = text[:-1], text[-1:]
+    try:
+        seconds = float(number) * units[unit]
+    except (ValueError, KeyError):
+        why = "is not a retention (examples: 30d, 12h, 90m; 0: keep all)"
+        raise argparse.ArgumentTypeError(f"{text!r} {why}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than zero (0: keep all)")
+    return seconds
+
+
+def history_url(text: str) -> str:
+    """A history database: sqlite:///path/history.db or postgresql://user:password@host:port/db; ""
+    (the default) for none."""
+    if text and not text.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a history database URL (sqlite:///path/history.db or postgresql://...)"
+        )
+    if text.startswith("postgresql://"):  # the driver pykorn installs: psycopg 3
+        text = "postgresql+psycopg://" + text.removeprefix("postgresql://")
+    return text
+
+
 def listen_address(text: str) -> str:
     try:
         split_host_port(text)

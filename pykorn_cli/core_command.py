@@ -49,6 +49,8 @@ def run_core_command(args: argparse.Namespace) -> int:
         rest_listen=args.rest_listen,
         rm_grace_period=args.rm_grace_period,
         event_log_size=args.event_log_size,
+        history_url=args.history,
+        history_retention=args.history_retention,
         rest_port_file=args.rest_port_file,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,

@@ -191,6 +191,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a resource manager with no stream open keeps its state before it is removed (60)",
     )
     core.add_argument(
+        "--history",
+        type=arg_types.history_url,
+        default="",
+        help="record applications, allocations, queue usage and events in this database: "
+        "sqlite:///path/history.db or postgresql://user:password@host:port/db "
+        "(default: off; docs/history.md)",
+    )
+    core.add_argument(
+        "--history-retention",
+        type=arg_types.retention,
+        default=30 * 86400.0,
+        help="how long history is kept, pruned in the background (default 30d; 0: keep all)",
+    )
+    core.add_argument(
         "--event-log-size",
         type=arg_types.positive_int,
         default=10_000,

@@ -18,6 +18,8 @@ from core.config import load_config
 from core.config.input_limits import DEFAULT_LIMITS, Limits
 from core.config.loader import default_config_text
 from core.events import DEFAULT_CAPACITY as DEFAULT_EVENT_CAPACITY
+from core.history.recorder import HistoryRecorder
+from core.history.store import HistoryStore
 from core.rm.proxy import DEFAULT_GRACE_PERIOD, RMProxy
 from core.scheduler.cluster import ClusterContext
 from core.scheduler.early_asks import EarlyAsks
@@ -51,6 +53,8 @@ class CoreOptions:
     rest_listen: str = "127.0.0.1:9080"  # empty: no REST API
     rm_grace_period: float = DEFAULT_GRACE_PERIOD  # seconds an RM with no open stream keeps its state
     event_log_size: int = DEFAULT_EVENT_CAPACITY  # events held for REST and StreamEvents readers
+    history_url: str = ""  # the history database (core.history); empty: no history
+    history_retention: float = 30 * 86400.0  # seconds history is kept (0: all)
     rest_port_file: Path | None = None
     # gRPC TLS: certificate and key (both or neither); a client CA on top turns on mutual TLS, and
     # then each RM may only act as the rmID its certificate's common name names.
@@ -123,6 +127,14 @@ class CoreDaemon:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server
         )
+        # History: written by a thread of its own off the scheduling path, read by the REST API.
+        self.history = (
+            HistoryRecorder(
+                HistoryStore(options.history_url), self.context, retention=options.history_retention
+            )
+            if options.history_url
+            else None
+        )
         self.rest = (
             RestServer(
                 self.context,
@@ -132,12 +144,14 @@ class CoreDaemon:
                 token=rest_token,
                 limits=options.limits,
                 bounds=options.rest_bounds,
+                history=self.history.store if self.history is not None else None,
             )
             if options.rest_listen
             else None
         )
         if self.rest is not None:
             self.rest.api.last_health = lambda: self.health_loop.last
+            self.rest.api.history_recorder = self.history
         self.settings = CoreSettingsApplier(
             self.context.events, self.health_loop, self.rest.api if self.rest is not None else None,
             options.log_levels,
@@ -175,6 +189,9 @@ class CoreDaemon:
                 ) from exc
             if self.options.rest_port_file:
                 self.options.rest_port_file.write_text(f"{self.rest.port}\n")
+        if self.history is not None:
+            self.history.start()
+            log.info("history recording", database=self.history.store.described)
         self._engine_task = asyncio.create_task(self.engine.run())
         self.health_loop.start()
         await self.server.start()
@@ -219,6 +236,8 @@ class CoreDaemon:
                 await asyncio.wait_for(self._engine_task, _left(deadline, loop, 0.1))
             except TimeoutError:
                 log.warning("engine still busy at the stop deadline; abandoned")
+        if self.history is not None:  # what the engine recorded last, written in what time is left
+            await asyncio.to_thread(self.history.stop, _left(deadline, loop, 0.05))
         log.info("core stopped", seconds=round(STOP_SECONDS - (deadline - loop.time()), 3))
 
 

@@ -265,3 +265,27 @@ def _event_families(made: int) -> list[str]:
     ):  # fmt: skip
         lines += _family(f"yunikorn_event_{name}", "gauge", what, [("", {}, value)])
     return lines
+
+
+def history_families(dropped: int, written: int, buffered: int, healthy: bool) -> str:
+    """The history database's write path (`pykorn core --history`): records dropped because the
+    database was behind for too long, written, and waiting; whether the last write went through."""
+    lines = _family(
+        "pykorn_history_records_dropped_total", "counter",
+        "History records dropped: the database was slow or down beyond the buffer's bound",
+        [("", {}, dropped)],
+    )  # fmt: skip
+    lines += _family(
+        "pykorn_history_records_written_total", "counter", "History records written", [("", {}, written)]
+    )
+    lines += _family(
+        "pykorn_history_buffered_records",
+        "gauge",
+        "History records waiting to be written",
+        [("", {}, buffered)],
+    )
+    lines += _family(
+        "pykorn_history_database_up", "gauge", "1 when the last history write went through",
+        [("", {}, 1 if healthy else 0)],
+    )  # fmt: skip
+    return "\n".join(lines) + "\n"

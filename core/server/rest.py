@@ -29,15 +29,19 @@ from core.config.as_json import config_json
 from core.config.extra_config import DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_HOST
 from core.config.input_limits import DEFAULT_LIMITS, Limits
 from core.events import Follower
+from core.history.recorder import HistoryRecorder
+from core.history.store import HistoryStore
 from core.rm.config_reading import read_config
 from core.scheduler.cluster import ClusterContext
 from core.server.addresses import split_host_port
 from core.server.cors import cors, cors_headers
 from core.server.event_json import event_batch, event_record
 from core.server.process_metrics import process_families
+from core.server.prometheus import history_families
 from core.server.prometheus import render as render_metrics
 from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
+from core.server.rest_history import HistoryAPI
 from core.views import app_views, dao, health_view, metrics_view, usage_views
 
 log = structlog.get_logger("pykorn.rest")
@@ -90,6 +94,7 @@ class StateAPI:
         self._no_followers = asyncio.Event()
         self._no_followers.set()
         self.instance = str(uuid.uuid4())  # tells a reader of event numbers that the core restarted
+        self.history_recorder: HistoryRecorder | None = None  # its write path's metrics (--history)
 
     def routes(self) -> list[web.RouteDef]:
         get = web.get
@@ -248,6 +253,10 @@ class StateAPI:
 
     async def metrics(self, request: web.Request) -> web.Response:
         text = render_metrics(metrics_view.gauges(self.context), self.context.metrics) + process_families()
+        recorder = self.history_recorder
+        if recorder is not None:
+            buffer = recorder.buffer
+            text += history_families(buffer.dropped, recorder.written, len(buffer), recorder.healthy)
         return web.Response(text=text, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
     async def config(self, request: web.Request) -> web.Response:
@@ -364,6 +373,7 @@ class RestServer:
         token: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
         bounds: ConnectionBounds = DEFAULT_BOUNDS,
+        history: HistoryStore | None = None,
     ) -> None:
         self.listen = listen
         self.ssl_context = ssl_context
@@ -386,6 +396,7 @@ class RestServer:
         self.app.router.add_routes(self.api.routes())
         config_text = lambda rm_id: dao.config_source(context, rm_id, default_config)  # noqa: E731
         self.app.router.add_routes(ClusterAPI(context, config_text).routes(json_handler))
+        self.app.router.add_routes(HistoryAPI(history).routes())
         self.app.router.add_route("*", "/{tail:.*}", self._unknown)
         # A handler whose client went away is cancelled: an event stream reader that left would
         # otherwise wait for the next event, and hold up a shutdown for aiohttp's whole timeout.

@@ -51,7 +51,7 @@ SEARCH = PARTITION | {"core.scheduler.node_search"}
 PREEMPTORS = SEARCH | {"core.scheduler.preemption"}
 CYCLE = PREEMPTORS | {"core.scheduler.cycle"}
 SCHEDULER = CYCLE | {"core.scheduler"}
-ADAPTERS = SCHEDULER | {"core.rm", "core.views"}
+ADAPTERS = SCHEDULER | {"core.rm", "core.views", "core.history"}
 CORE = ADAPTERS | {"core.server"}
 SHIM_API = frozenset({"rmclient", "shim_k8s.api"})
 SHIM_READERS = SHIM_API | {"shim_k8s.readers"}
@@ -81,6 +81,8 @@ FLOORS: dict[str, frozenset[str]] = {
     "core.scheduler": CYCLE,
     "core.rm": SCHEDULER,
     "core.views": SCHEDULER,
+    # The history database beside them: it reads the cluster's state and event log, as the views do.
+    "core.history": SCHEDULER,
     "core.server": ADAPTERS,
     "core": frozenset(),  # the package itself: nothing
     # the resource-manager side: the wire (si, outside this table) and the shared client only

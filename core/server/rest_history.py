@@ -1,0 +1,162 @@
+"""The history's REST reads (`pykorn core --history URL`), under /ws/v1/history/ beside YuniKorn's two
+counts there (/ws/v1/history/apps and /containers, core.server.rest_cluster):
+
+- GET /ws/v1/history/applications: applications filtered by `partition`, `queue`, `user`, `state`
+  and submission time (`from`, `to`), newest first, paged (`limit`, at most 1,000; `offset`);
+- GET /ws/v1/history/partition/{p}/application/{a}: one application, its allocations and its events;
+- GET /ws/v1/history/partition/{p}/queue/{q}/usage: the queue's sampled usage over [`from`, `to`);
+- GET /ws/v1/history/usage: resource-seconds per user (`by=user`, the default) or queue (`by=queue`)
+  and instance type over [`from`, `to`).
+
+Times are Unix seconds, or RFC 3339 (`2026-11-28T10:00:00Z`). The database is read in a thread; one
+that does not answer is a 503 with the reason, history off a 404 that says how to turn it on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+
+from core.history.store import HistoryStore
+
+MAX_LIMIT = 1_000
+DAY = 86400.0
+Handler = Callable[[web.Request], Coroutine[Any, Any, web.Response]]
+
+
+class BadQuery(ValueError):
+    """A query parameter that cannot be used; the text says which and why."""
+
+
+class HistoryAPI:
+    def __init__(self, store: HistoryStore | None, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+
+    def routes(self) -> list[web.RouteDef]:
+        get = web.get
+        return [
+            get("/ws/v1/history/applications", self._handler(self.applications)),
+            get("/ws/v1/history/partition/{p}/application/{a}", self._handler(self.application)),
+            get("/ws/v1/history/partition/{p}/queue/{q}/usage", self._handler(self.queue_usage)),
+            get("/ws/v1/history/usage", self._handler(self.usage)),
+        ]
+
+    def _handler(self, read: Callable[[HistoryStore, web.Request], Any]) -> Handler:
+        async def handler(request: web.Request) -> web.Response:
+            store = self.store
+            if store is None:
+                return _error(404, "history is off: start the core with --history URL (docs/history.md)")
+            try:
+                body = await asyncio.to_thread(read, store, request)
+            except BadQuery as exc:
+                return _error(400, str(exc))
+            except LookupError as exc:
+                return _error(404, str(exc))
+            except Exception as exc:  # the database did not answer
+                return _error(503, f"the history database did not answer: {type(exc).__name__}: {exc}"[:500])
+            return web.json_response(body)
+
+        return handler
+
+    def applications(self, store: HistoryStore, request: web.Request) -> Any:
+        q = request.query
+        limit = _int(q, "limit", 100, 1, MAX_LIMIT)
+        offset = _int(q, "offset", 0, 0, 10**9)
+        total, rows = store.applications(
+            partition=_partition(q.get("partition", "")), queue=q.get("queue", ""), user=q.get("user", ""),
+            state=q.get("state", ""), since=_time(q, "from"), until=_time(q, "to"), limit=limit,
+            offset=offset,
+        )  # fmt: skip
+        return {"total": total, "limit": limit, "offset": offset, "applications": [_app(r) for r in rows]}
+
+    def application(self, store: HistoryStore, request: web.Request) -> Any:
+        partition, app_id = _partition(request.match_info["p"]), request.match_info["a"]
+        found = store.application(partition, app_id)
+        if found is None:
+            raise LookupError(f"application {app_id} has no history in partition {partition}")
+        body = _app(found)
+        body["allocations"] = [_allocation(a) for a in found["allocations"]]
+        body["events"] = [_event(e) for e in found["events"]]
+        return body
+
+    def queue_usage(self, store: HistoryStore, request: web.Request) -> Any:
+        until = _time(request.query, "to") or self.clock()
+        since = _time(request.query, "from") or until - DAY
+        partition, queue = _partition(request.match_info["p"]), request.match_info["q"]
+        samples = store.queue_usage(partition, queue, since, until)
+        return {"partition": partition, "queueName": queue, "from": since, "to": until, "samples": [
+            {"time": s["at"], "allocated": s["allocated"], "pending": s["pending"]} for s in samples
+        ]}  # fmt: skip
+
+    def usage(self, store: HistoryStore, request: web.Request) -> Any:
+        by = request.query.get("by", "user")
+        if by not in ("user", "queue"):
+            raise BadQuery(f"by={by!r}: user or queue")
+        now = self.clock()
+        until = _time(request.query, "to") or now
+        since = _time(request.query, "from") or until - DAY
+        return {"by": by, "from": since, "to": until, "usage": store.usage(by, since, until, now)}
+
+
+def _error(status: int, message: str) -> web.Response:
+    body = {"status_code": status, "message": message, "description": message}
+    return web.json_response(body, status=status)
+
+
+def _partition(name: str) -> str:
+    """`default` or `[rmID]default`: the partition's name."""
+    return name.split("]", 1)[1] if name.startswith("[") and "]" in name else name
+
+
+def _int(query: Any, name: str, default: int, least: int, most: int) -> int:
+    raw = query.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not least <= int(raw) <= most:
+        raise BadQuery(f"{name}={raw!r}: a whole number from {least} to {most}")
+    return int(raw)
+
+
+def _time(query: Any, name: str) -> float | None:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise BadQuery(f"{name}={raw!r}: Unix seconds or an RFC 3339 time") from None
+
+
+def _app(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "rmID": row["rm_id"], "partition": row["partition"], "applicationID": row["app_id"],
+        "queueName": row["queue"], "user": row["user"], "groups": row["groups"], "tags": row["tags"],
+        "state": row["state"], "submittedTime": row["submitted"], "acceptedTime": row["accepted"],
+        "runningTime": row["running"], "finishedTime": row["finished"], "reason": row["reason"],
+    }  # fmt: skip
+
+
+def _allocation(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "allocationKey": row["allocation_key"], "nodeID": row["node"], "instanceType": row["instance_type"],
+        "resource": row["resources"], "startTime": row["started"], "endTime": row["ended"],
+        "termination": row["termination"], "preempted": row["termination"] == "PREEMPTED",
+    }  # fmt: skip
+
+
+def _event(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "time": row["at"], "type": row["type"], "objectID": row["object_id"],
+        "changeType": row["change_type"], "changeDetail": row["change_detail"], "message": row["message"],
+        "referenceID": row["reference_id"], "resource": row["resource"],
+    }  # fmt: skip
