@@ -18,9 +18,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 ## run: the demo scenario: starts a core, runs examples/demo.yaml through the fake RM, stops the core,
-## prints the summary and writes out/demo-report.json and the plot out/demo.png.
+## prints the summary and writes out/demo-report.json, the plot out/demo.png and the history database
+## out/history.db (read it with `pykorn history --db sqlite:///out/history.db apps`).
 run: $(STAMP)
-	$(BIN)/pykorn fake run examples/demo.yaml --report out/demo-report.json --plot out/demo.png
+	mkdir -p out && rm -f out/history.db*
+	$(BIN)/pykorn fake run examples/demo.yaml --report out/demo-report.json --plot out/demo.png \
+		--history sqlite:///out/history.db
 
 ## test: the whole suite (unit, property, integration over real gRPC on loopback); Debian's prometheus
 ## and postgresql packages first when missing (the dashboard test runs a real Prometheus, the history

@@ -316,6 +316,45 @@ def build_parser() -> argparse.ArgumentParser:
         "--ca-cert", type=Path, default=None, help="CA of the core's REST certificate (https)"
     )
 
+    history = commands.add_parser(
+        "history", help="what ran: applications, allocations and usage from a core's history database"
+    )
+    history.add_argument(
+        "--core-rest",
+        default=None,
+        help="HOST:PORT or URL of the core's REST API (default http://127.0.0.1:9080)",
+    )
+    history.set_defaults(core=None)
+    history.add_argument("--token-file", type=Path, default=None, help="file holding the REST bearer token")
+    history.add_argument(
+        "--ca-cert", type=Path, default=None, help="CA of the core's REST certificate (https)"
+    )
+    history.add_argument("--json", action="store_true", help="the API's JSON instead of a table")
+    history.add_argument(
+        "--db",
+        default="",
+        help="read the history database itself (sqlite:///... or postgresql://...), no core",
+    )
+    history_commands = history.add_subparsers(dest="history_command", required=True)
+    apps = history_commands.add_parser("apps", help="applications, newest first")
+    for flag in ("--partition", "--queue", "--user", "--state"):
+        apps.add_argument(flag, default="")
+    apps.add_argument("--limit", type=arg_types.positive_int, default=50)
+    apps.add_argument("--offset", type=int, default=0)
+    one = history_commands.add_parser("app", help="one application, its allocations and events")
+    one.add_argument("application")
+    one.add_argument("--partition", default="default")
+    queue = history_commands.add_parser("queue", help="a queue's sampled usage")
+    queue.add_argument("queue")
+    queue.add_argument("--partition", default="default")
+    usage = history_commands.add_parser("usage", help="resource-seconds per user or queue")
+    usage.add_argument("--by", choices=["user", "queue"], default="user")
+    for sub in (apps, queue, usage):
+        sub.add_argument(
+            "--from", dest="since", default=None, help="Unix seconds or RFC 3339 (2026-11-28T00:00:00Z)"
+        )
+        sub.add_argument("--to", dest="until", default=None, help="Unix seconds or RFC 3339")
+
     fake = commands.add_parser("fake", help="the fake resource manager")
     fake_commands = fake.add_subparsers(dest="fake_command", required=True)
     run = fake_commands.add_parser("run", help="run a scenario file against a core and report")
@@ -330,9 +369,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--report", type=Path, default=None, help="write the full report as JSON here")
     run.add_argument("--plot", type=Path, default=None, help="write a PNG timeline here (needs matplotlib)")
+    run.add_argument(
+        "--history", type=arg_types.history_url, default="",
+        help="the history database of the core this run starts (pykorn core --history; docs/history.md)",
+    )  # fmt: skip
     _add_client_tls_flags(run)
     _add_logging_flags(run, level="warning")
-    for leaf in (core, validate, diff, k8s, hook, status, run):
+    for leaf in (core, validate, diff, k8s, hook, status, run, apps, one, queue, usage):
         _add_debug_flag(leaf)
     return parser
 
@@ -404,6 +447,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         return show_status(
             status_url(args), sys.stdout, sys.stderr, token_file=args.token_file, ca_cert=args.ca_cert
         )
+    if args.command == "history":
+        from pykorn_cli.history_command import run_history
+
+        return run_history(
+            status_url(args), args, sys.stdout, token_file=args.token_file, ca_cert=args.ca_cert
+        )
     if args.command == "fake":
         return _run_fake(args)
     return USAGE
@@ -430,6 +479,7 @@ def _run_fake(args: argparse.Namespace) -> int:
             sys.stdout,
             progress,
             tls=tls,
+            history=args.history,
         )
     )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -47,13 +47,13 @@ class HistoryAPI:
             get("/ws/v1/history/usage", self._handler(self.usage)),
         ]
 
-    def _handler(self, read: Callable[[HistoryStore, web.Request], Any]) -> Handler:
+    def _handler(self, read: Callable[[HistoryStore, Mapping[str, str], Mapping[str, str]], Any]) -> Handler:
         async def handler(request: web.Request) -> web.Response:
             store = self.store
             if store is None:
                 return _error(404, "history is off: start the core with --history URL (docs/history.md)")
             try:
-                body = await asyncio.to_thread(read, store, request)
+                body = await asyncio.to_thread(read, store, request.query, request.match_info)
             except BadQuery as exc:
                 return _error(400, str(exc))
             except LookupError as exc:
@@ -64,8 +64,7 @@ class HistoryAPI:
 
         return handler
 
-    def applications(self, store: HistoryStore, request: web.Request) -> Any:
-        q = request.query
+    def applications(self, store: HistoryStore, q: Mapping[str, str], _path: Mapping[str, str]) -> Any:
         limit = _int(q, "limit", 100, 1, MAX_LIMIT)
         offset = _int(q, "offset", 0, 0, 10**9)
         total, rows = store.applications(
@@ -75,8 +74,8 @@ class HistoryAPI:
         )  # fmt: skip
         return {"total": total, "limit": limit, "offset": offset, "applications": [_app(r) for r in rows]}
 
-    def application(self, store: HistoryStore, request: web.Request) -> Any:
-        partition, app_id = _partition(request.match_info["p"]), request.match_info["a"]
+    def application(self, store: HistoryStore, _q: Mapping[str, str], path: Mapping[str, str]) -> Any:
+        partition, app_id = _partition(path["p"]), path["a"]
         found = store.application(partition, app_id)
         if found is None:
             raise LookupError(f"application {app_id} has no history in partition {partition}")
@@ -85,22 +84,22 @@ class HistoryAPI:
         body["events"] = [_event(e) for e in found["events"]]
         return body
 
-    def queue_usage(self, store: HistoryStore, request: web.Request) -> Any:
-        until = _time(request.query, "to") or self.clock()
-        since = _time(request.query, "from") or until - DAY
-        partition, queue = _partition(request.match_info["p"]), request.match_info["q"]
+    def queue_usage(self, store: HistoryStore, q: Mapping[str, str], path: Mapping[str, str]) -> Any:
+        until = _time(q, "to") or self.clock()
+        since = _time(q, "from") or until - DAY
+        partition, queue = _partition(path["p"]), path["q"]
         samples = store.queue_usage(partition, queue, since, until)
         return {"partition": partition, "queueName": queue, "from": since, "to": until, "samples": [
             {"time": s["at"], "allocated": s["allocated"], "pending": s["pending"]} for s in samples
         ]}  # fmt: skip
 
-    def usage(self, store: HistoryStore, request: web.Request) -> Any:
-        by = request.query.get("by", "user")
+    def usage(self, store: HistoryStore, q: Mapping[str, str], _path: Mapping[str, str]) -> Any:
+        by = q.get("by", "user")
         if by not in ("user", "queue"):
             raise BadQuery(f"by={by!r}: user or queue")
         now = self.clock()
-        until = _time(request.query, "to") or now
-        since = _time(request.query, "from") or until - DAY
+        until = _time(q, "to") or now
+        since = _time(q, "from") or until - DAY
         return {"by": by, "from": since, "to": until, "usage": store.usage(by, since, until, now)}
 
 

@@ -36,11 +36,12 @@ async def run_scenario(
     out: TextIO,
     progress: bool,
     tls: ClientTLS | None = None,
+    history: str = "",
 ) -> int:
     """`text`: the scenario file's (read by the command, which says when it cannot be);
     `formats`: the core's reading of what a scenario borrows from it (given by the command, which
     may import the core); `tls`: how to reach the core given by `core_address`; a core started here
-    is plaintext."""
+    is plaintext; `history`: the history database of a core started here (`pykorn core --history`)."""
     try:
         scenario = parse_scenario(text, formats, source=str(path), base_dir=path.parent)
     except ScenarioError as exc:
@@ -55,7 +56,10 @@ async def run_scenario(
     speed = speed or scenario.speed
     # The core this run starts is stopped whatever ends the run: a refusal, Ctrl-C, or a reader of
     # `out` gone (`pykorn fake run ... | head`), which fails the next write.
-    core = CoreProcess() if core_address is None else None
+    if history and core_address is not None:
+        out.write("--history is for the core this run starts: give it to the running core instead\n")
+        return EXIT_INVALID
+    core = CoreProcess(extra_args=["--history", history] if history else []) if core_address is None else None
     started = time.monotonic()
     try:
         if core is not None:
@@ -83,6 +87,8 @@ async def run_scenario(
     outcomes = check(scenario.expectations, recording)
     report = build_report(recording, outcomes, speed, time.monotonic() - started)
     write_summary(report, out)
+    if history:
+        out.write(f"\nhistory written to {history}; to read it: pykorn history --db {history} apps\n")
     if report_path is not None:
         report_path.parent.mkdir(parents=True, exist_ok=True)
         report_path.write_text(json.dumps(report, indent=2) + "\n")

@@ -6,6 +6,8 @@ database stopped mid-run, scheduling going on, the writes resuming once it is ba
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
@@ -108,7 +110,9 @@ def _history(core: CoreProcess, path: str) -> str:
     return f"{core.rest_url}/ws/v1/history/{path}"
 
 
-async def test_history_outlives_a_sigkilled_core_with_nothing_twice(history_core: CoreProcess) -> None:
+async def test_history_outlives_a_sigkilled_core_with_nothing_twice(
+    history_core: CoreProcess, history_url: str
+) -> None:
     rm_id = "rm-history"
     runner, task = await _runner(history_core, rm_id, end=10)
     await runner.client.wait_for(lambda: runner.clock.now() >= 2.5, timeout=20, what="the scenario under way")
@@ -146,6 +150,26 @@ async def test_history_outlives_a_sigkilled_core_with_nothing_twice(history_core
         usage = await get_json(session, _history(history_core, "usage?by=user&from=0"))
         users = {u["user"] for u in usage["usage"]}
         assert {"alice", "bob"} <= users
+    # The command line reads the same.
+    listing = await _pykorn("history", "--core-rest", history_core.rest_url, "apps", "--user", "bob")
+    assert "1 applications" in listing and "etl" in listing and "web" not in listing
+    one = await _pykorn("history", "--core-rest", history_core.rest_url, "app", "web")
+    assert "web in default (root.services, user alice)" in one and one.count("node-") == 4
+    # And from the database itself, no core needed.
+    direct = await _pykorn("history", "--db", history_url, "apps", "--queue", "root.services")
+    assert "1 applications" in direct and "web" in direct
+
+
+async def _pykorn(*args: str) -> str:
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "pykorn_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 async def test_the_database_stopped_mid_run_does_not_stop_scheduling_and_writes_resume(
