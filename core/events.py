@@ -128,16 +128,23 @@ class EventLog:
         self._listeners: list[Listener] = []
         # YuniKorn's event.trackingEnabled: while off, nothing is recorded (events are dropped unnumbered).
         self.tracking = True
+        # Given every event as it comes, whatever the ring holds and tracking is (the history database:
+        # a ring of 10,000 can drop a busy slice's events before the loop's next turn reads them).
+        self.tap: Callable[[Sequence[RawEvent]], None] | None = None
 
     def add(self, event: RawEvent) -> int:
         """Record `event`; its number, or -1 while tracking is off."""
         if not self.tracking:
+            if self.tap is not None:
+                self.tap((event,))
             return -1
         self.extend((event,))
         return self._next_id - 1
 
     def extend(self, events: Sequence[RawEvent]) -> None:
         """Record `events` in order (nothing while tracking is off)."""
+        if self.tap is not None and events:
+            self.tap(events)
         if not self.tracking or not events:
             return
         self._events.extend(events)  # the ring's maxlen drops the oldest

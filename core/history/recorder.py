@@ -1,10 +1,11 @@
 """The history's write path: the core's event log turned into history records on the event loop, and
 a thread of its own writing them in batches, off the scheduling path.
 
-- Reading: the recorder follows the event log (core.events) the way the REST API's event stream does,
-  woken by the log after each engine step and reading in the loop's next turn. Each event becomes at
-  most a few small tuples; what an event does not carry (an application's queue, user and groups; an
-  allocation's node and instance type) is read from the cluster's state at that moment.
+- Reading: the event log hands the recorder every event as it is recorded (its tap: whatever the
+  ring holds and whether event tracking is on), inside the engine's step, where it only keeps them;
+  they are read in the loop's next turn. Each event becomes at most a few small tuples; what an event
+  does not carry (an application's queue, user and groups; an allocation's node and instance type) is
+  read from the cluster's state at that moment.
 - Holding: the records wait in a bounded buffer. When the database is slow or down, scheduling never
   waits: records are held up to `buffer_limit`, and beyond it the oldest are dropped, counted
   (`dropped`, the metric pykorn_history_records_dropped_total) and logged once per stretch of drops.
@@ -27,22 +28,30 @@ import hashlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any
 
+import orjson
 import structlog
 
-from core.events import ChangeDetail, ChangeType, Event, EventType
-from core.history.store import TERMINAL, HistoryStore, Op
+from core.events import ChangeDetail, ChangeType, EventType, RawEvent
+from core.history.store import TERMINAL, HistoryStore, Op, Record, encode
 from core.objects.partition_key import PartitionKey
 
 log = structlog.get_logger("pykorn.history")
 
-BATCH = 2_000  # records per transaction
+BATCH = 5_000  # records per transaction
 MAX_PAUSE = 30.0  # seconds between two attempts at a database that fails, at most
 PRUNE_EVERY = 3600.0  # seconds
-READ_AT_ONCE = 4096  # events taken from the log per look
+_NODE, _APP = EventType.NODE, EventType.APP
+# Per-allocation or per-ask details that are not records of their own (their facts are the allocation
+# rows): skipped without a call.
+_SKIPPED = frozenset({
+    ChangeDetail.UG_USER_RESOURCE, ChangeDetail.UG_GROUP_RESOURCE, ChangeDetail.APP_REQUEST,
+    ChangeDetail.REQUEST_CANCEL,
+})  # fmt: skip
+_NODE_ALLOC, _APP_ALLOC = ChangeDetail.NODE_ALLOC, ChangeDetail.APP_ALLOC
 
 # Events recorded once per pod or per allocation: their facts go into allocation rows.
 _PER_ALLOCATION = frozenset({
@@ -84,12 +93,12 @@ class Buffer:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._records: deque[Op] = deque()
+        self._records: deque[Record] = deque()
         self._ready = threading.Condition()
         self.dropped = 0
         self._dropping = False  # within a stretch of drops (logged once per stretch)
 
-    def put(self, ops: list[Op]) -> None:
+    def put(self, ops: Sequence[Record]) -> None:
         with self._ready:
             records = self._records
             records.extend(ops)
@@ -105,7 +114,7 @@ class Buffer:
                 self._dropping = False
             self._ready.notify()
 
-    def take(self, most: int, wait: float) -> list[Op]:
+    def take(self, most: int, wait: float) -> list[Record]:
         """Up to `most` records from the front, left in place (`done` removes them once written); waits
         up to `wait` seconds for any."""
         with self._ready:
@@ -143,26 +152,27 @@ class HistoryRecorder:
         self.healthy = True  # the last batch was written
         self.ready = False  # the schema is this pykorn's (migrated by the thread before it writes)
         self._log = context.events
-        self._cursor = self._log.highest_id + 1
+        self._raw: list[RawEvent] = []  # events given by the log's tap, not read yet
+        self._log.tap = self._take
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._partition_of: dict[tuple[str, str], str] = {}  # (rmID, application) -> its partition
+        # (rmID, application) -> (its partition, the application): its allocations' lookups, until it ends
+        self._apps: dict[tuple[str, str], tuple[str, Any]] = {}
         self._node_of: dict[str, str] = {}  # allocation key -> node, from its NODE_ALLOC event
         self._scheduled = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._write_loop, name="pykorn-history", daemon=True)
         self._sampler: asyncio.Task[None] | None = None
-        self._unsubscribe: Callable[[], None] | None = None
 
     # Life ------------------------------------------------------------------------------------
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._unsubscribe = self._log.subscribe(lambda _newest: self._wake(loop))
+        self._loop = asyncio.get_running_loop()
         self._thread.start()
         self._sampler = asyncio.create_task(self._sample_loop())
 
     def stop(self, seconds: float = 1.0) -> None:
-        """Read what the log holds, then give the thread `seconds` to write it."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
+        """Read what came, then give the thread `seconds` to write it."""
+        self._log.tap = None
         if self._sampler is not None:
             self._sampler.cancel()
         self._drain()
@@ -174,99 +184,119 @@ class HistoryRecorder:
             log.warning("history records not written at the stop", left=len(self.buffer))
         self.store.close()
 
-    def _wake(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Called by the log inside an engine step: read in the loop's next turn, once."""
-        if not self._scheduled:
+    def _take(self, events: Sequence[RawEvent]) -> None:
+        """The log's tap, inside an engine step: the events kept (a copy of the references), read in
+        the loop's next turn, once."""
+        self._raw.extend(events)
+        if not self._scheduled and self._loop is not None:
             self._scheduled = True
-            loop.call_soon(self._drain)
+            self._loop.call_soon(self._drain)
 
-    # Reading the log -------------------------------------------------------------------------
+    # Reading the events ----------------------------------------------------------------------
     def _drain(self) -> None:
+        """Every event taken since the last turn, into records. The ones repeated per allocation (most
+        of them) are handled inline here: a call per event would be most of the cost."""
         self._scheduled = False
-        log_ = self._log
-        if self._cursor < log_.lowest_id:  # the ring dropped events before they were read
-            missed = log_.lowest_id - self._cursor
-            self.buffer.dropped += missed
-            log.warning("history missed events the log no longer held", missed=missed)
-            self._cursor = log_.lowest_id
-        ops: list[Op] = []
-        while True:
-            batch = log_.since(self._cursor, READ_AT_ONCE)
-            if not batch:
-                break
-            for _, event in batch:
-                self._record(event, ops)
-            self._cursor = batch[-1][0] + 1
+        raw, self._raw = self._raw, []
+        ops: list[Record] = []
+        append, record, node_of, allocation = ops.append, self._record, self._node_of, self._allocation
+        add = ChangeType.ADD
+        for event in raw:
+            kind, detail = event[1], event[4]
+            if detail is _APP_ALLOC:
+                if kind is _APP and event[3] is add:
+                    append(("alloc_start", allocation(event[0], event[2], event)))
+                    continue
+            elif detail is _NODE_ALLOC:
+                if event[3] is add:
+                    node_of[event[7]] = event[2]
+                continue
+            elif detail in _SKIPPED:
+                continue
+            record(event, ops)
         if ops:
             self.buffer.put(ops)
 
-    def _record(self, event: Event, ops: list[Op]) -> None:
-        kind, detail = event.type, event.change_detail
-        if kind is EventType.NODE:
-            if detail is ChangeDetail.NODE_ALLOC:
-                if event.change_type is ChangeType.ADD:
-                    self._node_of[event.reference_id] = event.object_id
+    def _record(self, event: RawEvent, ops: list[Record]) -> None:
+        kind, detail = event[1], event[4]
+        if kind is _NODE:
+            if detail is _NODE_ALLOC:
+                if event[3] is ChangeType.ADD:
+                    self._node_of[event[7]] = event[2]
                 return
-        elif kind is EventType.APP:
+        elif kind is _APP:
             self._app_event(event, ops)
         if (kind, detail) not in _PER_ALLOCATION:
             ops.append(Op("event", _event_row(event)))
 
-    def _app_event(self, event: Event, ops: list[Op]) -> None:
-        rm_id, app_id, detail, at = event.rm_id, event.object_id, event.change_detail, event.time
-        change = event.change_type
+    def _app_event(self, event: RawEvent, ops: list[Record]) -> None:
+        rm_id, app_id, change, detail, at = event[0], event[2], event[3], event[4], event[6]
+        if detail is _APP_ALLOC:
+            if change is ChangeType.ADD:
+                ops.append(Op("alloc_start", self._allocation(rm_id, app_id, event)))
+            return
+        if change is ChangeType.REMOVE and detail in _ENDINGS:
+            self._node_of.pop(event[7], None)
+            partition = self._partition(rm_id, app_id)
+            ops.append(Op("alloc_end", (rm_id, partition, app_id, event[7], at, _ENDINGS[detail])))
+            return
         if detail is ChangeDetail.APP_NEW:
             partition, app = self._find(rm_id, app_id)
             self._partition_of[rm_id, app_id] = partition
-            ops.append(Op("app_new", {
-                "rm_id": rm_id, "partition": partition, "app_id": app_id, "at": at,
-                "queue": app.queue.full_name if app else "", "user": app.user if app else "",
-                "groups": list(app.groups) if app else [], "tags": dict(app.tags) if app else {},
-            }))  # fmt: skip
+            queue, user = (app.queue.full_name, app.user) if app is not None else ("", "")
+            groups = encode(list(app.groups)) if app is not None else "[]"
+            tags = encode(dict(app.tags)) if app is not None else "{}"
+            ops.append(Op("app_new", (rm_id, partition, app_id, queue, user, groups, tags, at)))
             return
-        partition = self._partition_of.get((rm_id, app_id)) or self._find(rm_id, app_id)[0]
-        key = {"rm_id": rm_id, "partition": partition, "app_id": app_id}
-        if detail is ChangeDetail.APP_ALLOC and change is ChangeType.ADD:
-            ops.append(Op("alloc_start", self._allocation(key, event)))
-        elif change is ChangeType.REMOVE and detail in _ENDINGS:
-            self._node_of.pop(event.reference_id, None)
-            ops.append(Op("alloc_end", {
-                **key, "allocation_key": event.reference_id, "at": at, "termination": _ENDINGS[detail],
-            }))  # fmt: skip
-        elif detail is ChangeDetail.APP_REJECT:
-            rejected = self._rejected(rm_id, app_id)
-            ops.append(Op("app_rejected", {**key, **rejected, "at": at, "reason": event.message}))
-            ops.append(Op("app_finished", {**key, "state": "Rejected", "at": at, "reason": event.message}))
+        partition = self._partition(rm_id, app_id)
+        if detail is ChangeDetail.APP_REJECT:
+            found = self._rejected(rm_id, app_id)
+            partition = found.pop("partition", partition)
+            message = event[5]
+            ops.append(Op("app_rejected", (
+                rm_id, partition, app_id, found["queue"], found["user"], encode(found["groups"]),
+                encode(found["tags"]), at, message,
+            )))  # fmt: skip
+            ops.append(Op("app_finished", (rm_id, partition, app_id, "Rejected", at, message)))
         elif detail is ChangeDetail.APP_ACCEPTED:
-            ops.append(Op("app_accepted", {**key, "at": at}))
+            ops.append(Op("app_accepted", (rm_id, partition, app_id, at)))
         elif detail is ChangeDetail.APP_RUNNING:
-            ops.append(Op("app_running", {**key, "at": at}))
+            ops.append(Op("app_running", (rm_id, partition, app_id, at)))
         elif detail in _STATES:
             state = _STATES[detail]
             if state in TERMINAL:
-                reason = event.message if state != "Completed" else None
-                ops.append(Op("app_finished", {**key, "state": state, "at": at, "reason": reason}))
+                reason = event[5] if state != "Completed" else None
+                ops.append(Op("app_finished", (rm_id, partition, app_id, state, at, reason)))
+                self._apps.pop((rm_id, app_id), None)
                 if state == "Expired":
                     self._partition_of.pop((rm_id, app_id), None)
             else:
-                ops.append(Op("app_state", {**key, "state": state}))
+                ops.append(Op("app_state", (rm_id, partition, app_id, state)))
 
-    def _allocation(self, key: dict[str, str], event: Event) -> dict[str, Any]:
+    def _partition(self, rm_id: str, app_id: str) -> str:
+        return self._partition_of.get((rm_id, app_id)) or self._find(rm_id, app_id)[0]
+
+    def _allocation(self, rm_id: str, app_id: str, event: RawEvent) -> tuple[Any, ...]:
         """An allocation's start: its node and instance type from the cluster (or, gone already, from
         its node's event), its application's queue and user."""
-        node = self._node_of.pop(event.reference_id, "")
+        key = event[7]
+        node = self._node_of.pop(key, "")
+        found = self._apps.get((rm_id, app_id))
+        if found is None:
+            partition = self._partition(rm_id, app_id)
+            part = self.context.partitions.get(PartitionKey(rm_id, partition))
+            found = (partition, part.applications.get(app_id) if part is not None else None)
+            if found[1] is not None:
+                self._apps[rm_id, app_id] = found
+        partition, app = found
         queue = user = instance_type = ""
-        part = self.context.partitions.get(PartitionKey(key["rm_id"], key["partition"]))
-        app = part.applications.get(key["app_id"]) if part is not None else None
         if app is not None:
             queue, user = app.queue.full_name, app.user
-            alloc = app.allocations.get(event.reference_id)
+            alloc = app.allocations.get(key)
             if alloc is not None:
                 node, instance_type = alloc.node_id or node, alloc.instance_type
-        return {
-            **key, "allocation_key": event.reference_id, "at": event.time, "queue": queue, "user": user,
-            "node": node, "instance_type": instance_type, "resources": dict(event.resource),
-        }  # fmt: skip
+        resources = orjson.dumps(_values(event[8])).decode()
+        return (rm_id, partition, app_id, key, event[6], queue, user, node, instance_type, resources)
 
     def _find(self, rm_id: str, app_id: str) -> tuple[str, Any]:
         """The partition (of the RM's) holding the application, and the application; ("default", None)
@@ -362,14 +392,15 @@ class HistoryRecorder:
             log.info("history pruned", records=gone, retention_days=round(self.retention / 86400, 2))
 
 
-def _event_row(event: Event) -> dict[str, Any]:
-    fields = (
-        f"{event.rm_id}\x1f{event.type}\x1f{event.object_id}\x1f{event.change_type}\x1f{event.change_detail}"
-        f"\x1f{event.message}\x1f{event.time!r}\x1f{event.reference_id}"
-    )
-    return {
-        "digest": hashlib.sha1(fields.encode(), usedforsecurity=False).hexdigest(),
-        "at": event.time, "rm_id": event.rm_id, "type": str(event.type), "object_id": event.object_id,
-        "change_type": str(event.change_type), "change_detail": str(event.change_detail),
-        "message": event.message, "reference_id": event.reference_id, "resource": dict(event.resource),
-    }  # fmt: skip
+def _values(resource: Any) -> dict[str, int]:
+    """A resource's quantities as a plain dict (a Resource's own, or a mapping's copy)."""
+    values = getattr(resource, "_values", None)
+    return values if values is not None else dict(resource)
+
+
+def _event_row(event: RawEvent) -> tuple[Any, ...]:
+    rm_id, kind, object_id, change, detail, message, at, reference = event[:8]
+    fields = f"{rm_id}\x1f{kind}\x1f{object_id}\x1f{change}\x1f{detail}\x1f{message}\x1f{at!r}\x1f{reference}"
+    digest = hashlib.sha1(fields.encode(), usedforsecurity=False).hexdigest()
+    resource = orjson.dumps(_values(event[8])).decode()
+    return (digest, at, rm_id, str(kind), object_id, str(change), str(detail), message, reference, resource)

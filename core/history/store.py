@@ -10,15 +10,14 @@ batch written twice, or the same facts sent again after a restart, leave the sam
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, and_, bindparam, create_engine, delete, event, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql import Executable
+from sqlalchemy import Engine, and_, create_engine, delete, event, func, select
 
 from core.history.tables import allocations, applications, config_changes, events, queue_usage
 
@@ -26,9 +25,12 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 TERMINAL = ("Completed", "Failed", "Rejected", "Expired")
 
 
+Record = tuple[str, Any]  # (kind, params): an Op, or the plain tuple the recorder makes on its hot path
+
+
 class Op(NamedTuple):
-    kind: str  # one of STATEMENTS' keys
-    params: dict[str, Any]
+    kind: str  # one of FIELDS' keys
+    params: Any  # a tuple in FIELDS[kind]'s order, JSON fields encoded; or a dict by those names
 
 
 class HistoryStore:
@@ -56,17 +58,18 @@ class HistoryStore:
         self.engine.dispose()
 
     # Writing ----------------------------------------------------------------------------------
-    def write(self, ops: Sequence[Op]) -> None:
+    def write(self, ops: Sequence[Record]) -> None:
         """One transaction: the ops' statements in order of first appearance, each kind at once."""
-        by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for op in ops:
-            by_kind[op.kind].append(op.params)
+        by_kind: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        for kind, params in ops:
+            by_kind[kind].append(params if type(params) is tuple else as_row(kind, params))
         with self.engine.begin() as connection:
-            for kind, params in by_kind.items():
-                if kind not in _BY_COLUMN:  # their own bind names (a column's name is the SET's own)
-                    params = [{f"p_{k}": v for k, v in p.items()} for p in params]
+            for kind, rows in by_kind.items():
                 for statement in self._statements[kind]:
-                    connection.execute(statement, params)
+                    picked = (
+                        rows if statement.identity else [tuple(r[i] for i in statement.picks) for r in rows]
+                    )
+                    connection.exec_driver_sql(statement.sql, picked)
 
     def prune(self, before: float) -> int:
         """Records older than `before` gone: finished applications, ended allocations, samples, events
@@ -199,110 +202,122 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _insert(dialect: str, table: Any) -> Any:
-    """INSERT ... ON CONFLICT DO NOTHING, in the dialect's words."""
-    return (
-        postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
-    ).on_conflict_do_nothing()
+# What each write kind's parameters are, in order: an Op's params are a tuple in this order (the
+# recorder's, JSON fields already encoded) or a dict of these names (encoded here).
+FIELDS: Mapping[str, tuple[str, ...]] = {
+    "app_new": ("rm_id", "partition", "app_id", "queue", "user", "groups", "tags", "at"),
+    "app_accepted": ("rm_id", "partition", "app_id", "at"),
+    "app_running": ("rm_id", "partition", "app_id", "at"),
+    "app_state": ("rm_id", "partition", "app_id", "state"),
+    "app_finished": ("rm_id", "partition", "app_id", "state", "at", "reason"),
+    "app_rejected": ("rm_id", "partition", "app_id", "queue", "user", "groups", "tags", "at", "reason"),
+    "alloc_start": (
+        "rm_id", "partition", "app_id", "allocation_key", "at", "queue", "user", "node", "instance_type",
+        "resources",
+    ),
+    "alloc_end": ("rm_id", "partition", "app_id", "allocation_key", "at", "termination"),
+    "event": (
+        "digest", "at", "rm_id", "type", "object_id", "change_type", "change_detail", "message",
+        "reference_id", "resource",
+    ),
+    "queue_sample": ("rm_id", "partition", "queue", "at", "allocated", "pending"),
+    "config_change": ("rm_id", "at", "who", "diff"),
+}  # fmt: skip
+JSON_FIELDS = frozenset({"groups", "tags", "resources", "resource", "allocated", "pending"})
+_KEY = '"rm_id" = {p} AND "partition" = {p} AND "app_id" = {p}'
+
+# Each kind's statements: (SQL with {p} for a parameter and {j} for a JSON one, the kind's fields each
+# parameter takes, in order). Written for SQLite and PostgreSQL alike; run through the driver itself
+# (executemany of tuples): the rows are many and small, and SQLAlchemy's per-row processing would cost
+# the scheduler's loop more than the database does.
+_SQL: Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "app_new": (
+        ('UPDATE applications SET "queue" = {p}, "user" = {p}, "groups" = {j}, "tags" = {j}, '
+         '"state" = \'New\', "submitted" = {p}, "accepted" = NULL, "running" = NULL, "finished" = NULL, '
+         '"reason" = NULL WHERE ' + _KEY + ' AND "finished" IS NOT NULL',
+         ("queue", "user", "groups", "tags", "at", "rm_id", "partition", "app_id")),
+        ('INSERT INTO applications ("rm_id", "partition", "app_id", "queue", "user", "groups", "tags", '
+         '"state", "submitted") VALUES ({p}, {p}, {p}, {p}, {p}, {j}, {j}, \'New\', {p}) '
+         "ON CONFLICT DO NOTHING",
+         ("rm_id", "partition", "app_id", "queue", "user", "groups", "tags", "at")),
+    ),
+    "app_accepted": (
+        ('UPDATE applications SET "state" = \'Accepted\', "accepted" = COALESCE("accepted", {p}) '
+         "WHERE " + _KEY,
+         ("at", "rm_id", "partition", "app_id")),
+    ),
+    "app_running": (
+        ('UPDATE applications SET "state" = \'Running\', "running" = COALESCE("running", {p}) WHERE ' + _KEY,
+         ("at", "rm_id", "partition", "app_id")),
+    ),
+    "app_state": (
+        ('UPDATE applications SET "state" = {p} WHERE ' + _KEY, ("state", "rm_id", "partition", "app_id")),
+    ),
+    "app_finished": (
+        ('UPDATE applications SET "state" = {p}, "finished" = COALESCE("finished", {p}), "reason" = {p} '
+         "WHERE " + _KEY, ("state", "at", "reason", "rm_id", "partition", "app_id")),
+        ('UPDATE allocations SET "ended" = {p}, "termination" = \'APPLICATION_ENDED\' WHERE ' + _KEY
+         + ' AND "ended" IS NULL', ("at", "rm_id", "partition", "app_id")),
+    ),
+    "app_rejected": (
+        ('INSERT INTO applications ("rm_id", "partition", "app_id", "queue", "user", "groups", "tags", '
+         '"state", "submitted", "finished", "reason") VALUES ({p}, {p}, {p}, {p}, {p}, {j}, {j}, '
+         "'Rejected', {p}, {p}, {p}) ON CONFLICT DO NOTHING",
+         ("rm_id", "partition", "app_id", "queue", "user", "groups", "tags", "at", "at", "reason")),
+    ),
+    "alloc_start": (
+        ('INSERT INTO allocations ("rm_id", "partition", "app_id", "allocation_key", "started", "queue", '
+         '"user", "node", "instance_type", "resources") VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, '
+         "{j}) ON CONFLICT DO NOTHING", FIELDS["alloc_start"]),
+    ),
+    "alloc_end": (
+        ('UPDATE allocations SET "ended" = {p}, "termination" = {p} WHERE ' + _KEY
+         + ' AND "allocation_key" = {p} AND "ended" IS NULL',
+         ("at", "termination", "rm_id", "partition", "app_id", "allocation_key")),
+    ),
+    "event": (
+        ('INSERT INTO events ("digest", "at", "rm_id", "type", "object_id", "change_type", "change_detail", '
+         '"message", "reference_id", "resource") VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {j}) '
+         "ON CONFLICT DO NOTHING", FIELDS["event"]),
+    ),
+    "queue_sample": (
+        ('INSERT INTO queue_usage ("rm_id", "partition", "queue", "at", "allocated", "pending") '
+         "VALUES ({p}, {p}, {p}, {p}, {j}, {j}) ON CONFLICT DO NOTHING", FIELDS["queue_sample"]),
+    ),
+    "config_change": (
+        ('INSERT INTO config_changes ("rm_id", "at", "who", "diff") VALUES ({p}, {p}, {p}, {p}) '
+         "ON CONFLICT DO NOTHING", FIELDS["config_change"]),
+    ),
+}  # fmt: skip
 
 
-def _statements(dialect: str) -> Mapping[str, Iterable[Executable]]:
-    """Each write kind's statements (run in order, each with the kind's parameter list)."""
-    ap, al = applications.c, allocations.c
-    app_key = and_(ap.rm_id == _p("rm_id"), ap.partition == _p("partition"), ap.app_id == _p("app_id"))
-    alloc_key = and_(al.rm_id == _p("rm_id"), al.partition == _p("partition"), al.app_id == _p("app_id"))
-    return {
-        # A new application; an ID used again after its application finished starts its row over.
-        "app_new": (
-            update(applications)
-            .where(app_key, ap.finished.is_not(None))
-            .values(
-                queue=_p("queue"),
-                user=_p("user"),
-                groups=_p("groups"),
-                tags=_p("tags"),
-                state="New",
-                submitted=_p("at"),
-                accepted=None,
-                running=None,
-                finished=None,
-                reason=None,
-            ),
-            _insert(dialect, applications).values(
-                rm_id=_p("rm_id"),
-                partition=_p("partition"),
-                app_id=_p("app_id"),
-                queue=_p("queue"),
-                user=_p("user"),
-                groups=_p("groups"),
-                tags=_p("tags"),
-                state="New",
-                submitted=_p("at"),
-            ),
-        ),
-        "app_accepted": (
-            update(applications)
-            .where(app_key)
-            .values(state="Accepted", accepted=func.coalesce(ap.accepted, _p("at"))),
-        ),
-        "app_running": (
-            update(applications)
-            .where(app_key)
-            .values(state="Running", running=func.coalesce(ap.running, _p("at"))),
-        ),
-        "app_state": (update(applications).where(app_key).values(state=_p("state")),),
-        # Finished (Completed, Failed, Rejected, Expired): its allocations still open end with it.
-        "app_finished": (
-            update(applications)
-            .where(app_key)
-            .values(state=_p("state"), finished=func.coalesce(ap.finished, _p("at")), reason=_p("reason")),
-            update(allocations)
-            .where(alloc_key, al.ended.is_(None))
-            .values(ended=_p("at"), termination="APPLICATION_ENDED"),
-        ),
-        # Refused at once (never New in the core): a row of its own, finished.
-        "app_rejected": (
-            _insert(dialect, applications).values(
-                rm_id=_p("rm_id"),
-                partition=_p("partition"),
-                app_id=_p("app_id"),
-                queue=_p("queue"),
-                user=_p("user"),
-                groups=_p("groups"),
-                tags=_p("tags"),
-                state="Rejected",
-                submitted=_p("at"),
-                finished=_p("at"),
-                reason=_p("reason"),
-            ),
-        ),
-        "alloc_start": (
-            _insert(dialect, allocations).values(
-                rm_id=_p("rm_id"),
-                partition=_p("partition"),
-                app_id=_p("app_id"),
-                allocation_key=_p("allocation_key"),
-                started=_p("at"),
-                queue=_p("queue"),
-                user=_p("user"),
-                node=_p("node"),
-                instance_type=_p("instance_type"),
-                resources=_p("resources"),
-            ),
-        ),
-        "alloc_end": (
-            update(allocations)
-            .where(alloc_key, al.allocation_key == _p("allocation_key"), al.ended.is_(None))
-            .values(ended=_p("at"), termination=_p("termination")),
-        ),
-        "event": (_insert(dialect, events),),
-        "queue_sample": (_insert(dialect, queue_usage),),
-        "config_change": (_insert(dialect, config_changes),),
-    }
+class _Statement(NamedTuple):
+    sql: str
+    picks: tuple[int, ...]  # which of the kind's fields each parameter is
+    identity: bool  # the parameters are the kind's fields as they are (no picking)
 
 
-_BY_COLUMN = frozenset({"event", "queue_sample", "config_change"})  # plain inserts: parameters by column
+def _statements(dialect: str) -> Mapping[str, tuple[_Statement, ...]]:
+    """The SQL of each write kind in the dialect's parameter style."""
+    p, j = ("%s", "CAST(%s AS JSON)") if dialect == "postgresql" else ("?", "?")
+    out = {}
+    for kind, statements in _SQL.items():
+        fields = FIELDS[kind]
+        made = []
+        for sql, names in statements:
+            picks = tuple(fields.index(n) for n in names)
+            made.append(_Statement(sql.format(p=p, j=j), picks, picks == tuple(range(len(fields)))))
+        out[kind] = tuple(made)
+    return out
 
 
-def _p(name: str) -> Any:
-    return bindparam(f"p_{name}")
+def encode(value: Any) -> str:
+    """A JSON field's text."""
+    return orjson.dumps(value).decode()
+
+
+def as_row(kind: str, params: Mapping[str, Any] | tuple[Any, ...]) -> tuple[Any, ...]:
+    """An op's parameters as its kind's tuple (a dict's JSON fields encoded)."""
+    if isinstance(params, tuple):
+        return params
+    return tuple(encode(params[f]) if f in JSON_FIELDS else params[f] for f in FIELDS[kind])
