@@ -93,6 +93,6 @@ def test_the_buffer_holds_up_to_its_bound_then_drops_the_oldest_and_counts_them(
     buffer = Buffer(limit=3)
     buffer.put([Op("event", {"n": i}) for i in range(5)])
     assert buffer.dropped == 2
-    assert [op.params["n"] for op in buffer.take(10, wait=0)] == [2, 3, 4]
+    assert [params["n"] for _, params in buffer.take(10, wait=0)] == [2, 3, 4]
     buffer.done(2)
-    assert [op.params["n"] for op in buffer.take(10, wait=0)] == [4]
+    assert [params["n"] for _, params in buffer.take(10, wait=0)] == [4]
