@@ -44,7 +44,8 @@ test-nightly: $(STAMP)
 ## bench: throughput (in-process and over gRPC, 500-5,000 nodes), the scale run, the latency run,
 ## gang scheduling (1,000 gangs of 10 on 5,000 nodes: placeholders, then replacement), and another RM's
 ## latency beside 50,000 asks that cannot run (bench_unfit), and the Kubernetes shim end to end (bench_k8s:
-## bursts, latency, volumes, and gangs of 8 through the Workload API next to YuniKorn task groups).
+## bursts, latency, volumes, and gangs of 8 through the Workload API next to YuniKorn task groups), and
+## the history database's cost and scale (bench_history).
 ## Figures go in benchmarks/RESULTS.md with the machine, the date and this command.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_scheduling
@@ -54,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_gang
 	$(BIN)/python -m benchmarks.bench_constraints
 	$(BIN)/python -m benchmarks.bench_k8s
+	$(BIN)/python -m benchmarks.bench_history
 
 ## dist: the wheel, $(WHEEL): what users install and what the Containerfile copies.
 dist: $(STAMP)
