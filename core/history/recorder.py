@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 import structlog
+from sqlalchemy.exc import DataError, IntegrityError
 
 from core.events import ChangeDetail, ChangeType, EventType, RawEvent
 from core.history.store import TERMINAL, HistoryStore, Op, Record, encode
@@ -96,6 +97,7 @@ class Buffer:
         self._records: deque[Record] = deque()
         self._ready = threading.Condition()
         self.dropped = 0
+        self._dropped_at_take = 0  # `dropped` when the batch being written was taken
         self._dropping = False  # within a stretch of drops (logged once per stretch)
 
     def put(self, ops: Sequence[Record]) -> None:
@@ -120,11 +122,15 @@ class Buffer:
         with self._ready:
             if not self._records:
                 self._ready.wait(wait)
+            self._dropped_at_take = self.dropped
             return list(islice(self._records, most))
 
     def done(self, count: int) -> None:
+        """The batch taken last is written: its records leave the front, less those dropped meanwhile
+        (the oldest go first, so they were the batch's)."""
         with self._ready:
-            for _ in range(min(count, len(self._records))):
+            count -= self.dropped - self._dropped_at_take
+            for _ in range(max(0, min(count, len(self._records)))):
                 self._records.popleft()
 
     def __len__(self) -> int:
@@ -150,6 +156,7 @@ class HistoryRecorder:
         self.written = 0  # records written (the metrics)
         self.failures = 0  # batches the database refused or did not answer
         self.healthy = True  # the last batch was written
+        self.unreadable = 0  # events that could not be turned into records (a fault of pykorn's)
         self.ready = False  # the schema is this pykorn's (migrated by the thread before it writes)
         self._log = context.events
         self._raw: list[RawEvent] = []  # events given by the log's tap, not read yet
@@ -203,17 +210,27 @@ class HistoryRecorder:
         add = ChangeType.ADD
         for event in raw:
             kind, detail = event[1], event[4]
-            if detail is _APP_ALLOC:
-                if kind is _APP and event[3] is add:
-                    append(("alloc_start", allocation(event[0], event[2], event)))
+            try:
+                if detail is _APP_ALLOC:
+                    if kind is _APP:
+                        change = event[3]
+                        if change is add:
+                            append(("alloc_start", allocation(event[0], event[2], event)))
+                        elif change is ChangeType.SET:  # resized in place
+                            append(("alloc_resized", allocation(event[0], event[2], event)))
                     continue
-            elif detail is _NODE_ALLOC:
-                if event[3] is add:
-                    node_of[event[7]] = event[2]
-                continue
-            elif detail in _SKIPPED:
-                continue
-            record(event, ops)
+                if detail is _NODE_ALLOC:
+                    if event[3] is add:
+                        node_of[event[7]] = event[2]
+                    else:
+                        node_of.pop(event[7], None)
+                    continue
+                if detail in _SKIPPED:
+                    continue
+                record(event, ops)
+            except Exception:  # one event that cannot be read is lost, never the others
+                self.unreadable += 1
+                log.exception("history could not record an event", event=repr(event)[:300])
         if ops:
             self.buffer.put(ops)
 
@@ -242,34 +259,41 @@ class HistoryRecorder:
             return
         if detail is ChangeDetail.APP_NEW:
             partition, app = self._find(rm_id, app_id)
+            if app is None:  # refused at once (its APP_REJECT follows and writes its row), or gone
+                return
             self._partition_of[rm_id, app_id] = partition
             queue, user = (app.queue.full_name, app.user) if app is not None else ("", "")
             groups = encode(list(app.groups)) if app is not None else "[]"
             tags = encode(dict(app.tags)) if app is not None else "{}"
             ops.append(Op("app_new", (rm_id, partition, app_id, queue, user, groups, tags, at)))
             return
+        if change is ChangeType.REMOVE and detail is ChangeDetail.DETAILS_NONE:  # left its partition
+            ops.append(Op("app_removed", (rm_id, self._partition(rm_id, app_id), app_id, at)))
+            self._apps.pop((rm_id, app_id), None)
+            self._partition_of.pop((rm_id, app_id), None)
+            return
         partition = self._partition(rm_id, app_id)
         if detail is ChangeDetail.APP_REJECT:
             found = self._rejected(rm_id, app_id)
-            partition = found.pop("partition", partition)
-            message = event[5]
+            if found is None:  # a second submission of a live ID: the live one stays as it is
+                return
+            partition = found.pop("partition")
             ops.append(Op("app_rejected", (
                 rm_id, partition, app_id, found["queue"], found["user"], encode(found["groups"]),
-                encode(found["tags"]), at, message,
+                encode(found["tags"]), at, event[5],
             )))  # fmt: skip
-            ops.append(Op("app_finished", (rm_id, partition, app_id, "Rejected", at, message)))
         elif detail is ChangeDetail.APP_ACCEPTED:
             ops.append(Op("app_accepted", (rm_id, partition, app_id, at)))
         elif detail is ChangeDetail.APP_RUNNING:
             ops.append(Op("app_running", (rm_id, partition, app_id, at)))
+        elif detail is ChangeDetail.APP_EXPIRED:
+            self._partition_of.pop((rm_id, app_id), None)  # its final state and reason stay as they were
         elif detail in _STATES:
             state = _STATES[detail]
             if state in TERMINAL:
                 reason = event[5] if state != "Completed" else None
                 ops.append(Op("app_finished", (rm_id, partition, app_id, state, at, reason)))
                 self._apps.pop((rm_id, app_id), None)
-                if state == "Expired":
-                    self._partition_of.pop((rm_id, app_id), None)
             else:
                 ops.append(Op("app_state", (rm_id, partition, app_id, state)))
 
@@ -308,7 +332,11 @@ class HistoryRecorder:
                     return key.name, app
         return "default", None
 
-    def _rejected(self, rm_id: str, app_id: str) -> dict[str, Any]:
+    def _rejected(self, rm_id: str, app_id: str) -> dict[str, Any] | None:
+        """What a refused application was submitted as; None when the ID is live (a duplicate refused)."""
+        for key, part in self.context.partitions.items():
+            if key.rm_id == rm_id and app_id in part.applications:
+                return None
         for key, part in self.context.partitions.items():
             if key.rm_id == rm_id and app_id in part.rejected:
                 found = part.rejected[app_id]
@@ -316,7 +344,7 @@ class HistoryRecorder:
                     "partition": key.name, "queue": found.queue_name, "user": found.user,
                     "groups": list(found.groups), "tags": dict(found.tags),
                 }  # fmt: skip
-        return {"queue": "", "user": "", "groups": [], "tags": {}}
+        return {"partition": "default", "queue": "", "user": "", "groups": [], "tags": {}}
 
     # Sampling --------------------------------------------------------------------------------
     async def _sample_loop(self) -> None:
@@ -354,6 +382,7 @@ class HistoryRecorder:
                 self.store.migrate()
                 self.ready = True
             except Exception as exc:
+                self.healthy = False
                 log.warning("history database not reachable; records held", error=repr(exc)[:300])
                 if self._stop.wait(pause):
                     return
@@ -364,6 +393,10 @@ class HistoryRecorder:
             if batch:
                 try:
                     self.store.write(batch)
+                except (DataError, IntegrityError) as exc:  # a record the database will never take
+                    log.warning("history batch refused; written one by one", error=repr(exc)[:300])
+                    self._write_each(batch)
+                    continue
                 except Exception as exc:  # the database refused or did not answer: held, tried again
                     self.failures += 1
                     if self.healthy:
@@ -381,6 +414,21 @@ class HistoryRecorder:
             if self.retention > 0 and time.monotonic() - pruned_at > PRUNE_EVERY:
                 pruned_at = time.monotonic()
                 self._prune()
+
+    def _write_each(self, batch: list[Record]) -> None:
+        """A batch with a record the database refuses for what it holds: each record on its own, the
+        refused ones dropped and counted (trying them again would stop every write after them)."""
+        refused = 0
+        for record in batch:
+            try:
+                self.store.write([record])
+            except (DataError, IntegrityError) as exc:
+                refused += 1
+                log.warning("history record refused by the database; dropped", kind=record[0],
+                            error=repr(exc)[:300])  # fmt: skip
+        self.buffer.done(len(batch))
+        self.buffer.dropped += refused  # after done(): these were written over, not pushed out
+        self.written += len(batch) - refused
 
     def _prune(self) -> None:
         try:

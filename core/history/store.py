@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -59,12 +61,11 @@ class HistoryStore:
 
     # Writing ----------------------------------------------------------------------------------
     def write(self, ops: Sequence[Record]) -> None:
-        """One transaction: the ops' statements in order of first appearance, each kind at once."""
-        by_kind: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-        for kind, params in ops:
-            by_kind[kind].append(params if type(params) is tuple else as_row(kind, params))
+        """One transaction, in the ops' order: each run of ops of one kind as one executemany (an
+        allocation's end must come after its start, a state after the one before it)."""
         with self.engine.begin() as connection:
-            for kind, rows in by_kind.items():
+            for kind, run in groupby(ops, key=itemgetter(0)):
+                rows = [params if type(params) is tuple else as_row(kind, params) for _, params in run]
                 for statement in self._statements[kind]:
                     picked = (
                         rows if statement.identity else [tuple(r[i] for i in statement.picks) for r in rows]
@@ -216,6 +217,11 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
         "resources",
     ),
     "alloc_end": ("rm_id", "partition", "app_id", "allocation_key", "at", "termination"),
+    "alloc_resized": (
+        "rm_id", "partition", "app_id", "allocation_key", "at", "queue", "user", "node", "instance_type",
+        "resources",
+    ),
+    "app_removed": ("rm_id", "partition", "app_id", "at"),
     "event": (
         "digest", "at", "rm_id", "type", "object_id", "change_type", "change_detail", "message",
         "reference_id", "resource",
@@ -259,7 +265,28 @@ _SQL: Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ('UPDATE allocations SET "ended" = {p}, "termination" = \'APPLICATION_ENDED\' WHERE ' + _KEY
          + ' AND "ended" IS NULL', ("at", "rm_id", "partition", "app_id")),
     ),
+    # Its RM removed it (or it left its queue): finished now unless it was already, its allocations too.
+    "app_removed": (
+        ('UPDATE applications SET "finished" = COALESCE("finished", {p}) WHERE ' + _KEY,
+         ("at", "rm_id", "partition", "app_id")),
+        ('UPDATE allocations SET "ended" = {p}, "termination" = \'APPLICATION_ENDED\' WHERE ' + _KEY
+         + ' AND "ended" IS NULL', ("at", "rm_id", "partition", "app_id")),
+    ),
+    # Resized in place: the row so far ends, a row at the new size starts.
+    "alloc_resized": (
+        ('UPDATE allocations SET "ended" = {p}, "termination" = \'RESIZED\' WHERE ' + _KEY
+         + ' AND "allocation_key" = {p} AND "ended" IS NULL',
+         ("at", "rm_id", "partition", "app_id", "allocation_key")),
+        ('INSERT INTO allocations ("rm_id", "partition", "app_id", "allocation_key", "started", "queue", '
+         '"user", "node", "instance_type", "resources") VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, '
+         "{j}) ON CONFLICT DO NOTHING", ("rm_id", "partition", "app_id", "allocation_key", "at", "queue",
+                                          "user", "node", "instance_type", "resources")),
+    ),
     "app_rejected": (
+        ('UPDATE applications SET "queue" = {p}, "user" = {p}, "groups" = {j}, "tags" = {j}, '
+         '"state" = \'Rejected\', "submitted" = {p}, "accepted" = NULL, "running" = NULL, "finished" = {p}, '
+         '"reason" = {p} WHERE ' + _KEY + ' AND "finished" IS NOT NULL',
+         ("queue", "user", "groups", "tags", "at", "at", "reason", "rm_id", "partition", "app_id")),
         ('INSERT INTO applications ("rm_id", "partition", "app_id", "queue", "user", "groups", "tags", '
          '"state", "submitted", "finished", "reason") VALUES ({p}, {p}, {p}, {p}, {p}, {j}, {j}, '
          "'Rejected', {p}, {p}, {p}) ON CONFLICT DO NOTHING",

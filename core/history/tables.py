@@ -20,16 +20,17 @@ from sqlalchemy import JSON, Column, Float, Index, MetaData, String, Table, Text
 
 metadata = MetaData()
 
-ID = 512  # application IDs, allocation keys, queue paths: as long as the core lets them be (max_id_length)
+# Names and IDs are Text: as long as the core lets them be (its limits and a node's attributes), so a
+# long one is never a write the database refuses.
 
 applications = Table(
     "applications",
     metadata,
-    Column("rm_id", String(ID), primary_key=True),
-    Column("partition", String(ID), primary_key=True),
-    Column("app_id", String(ID), primary_key=True),
-    Column("queue", String(2048), nullable=False, default=""),
-    Column("user", String(ID), nullable=False, default=""),
+    Column("rm_id", Text, primary_key=True),
+    Column("partition", Text, primary_key=True),
+    Column("app_id", Text, primary_key=True),
+    Column("queue", Text, nullable=False, default=""),
+    Column("user", Text, nullable=False, default=""),
     Column("groups", JSON, nullable=False, default=list),
     Column("tags", JSON, nullable=False, default=dict),
     Column("state", String(32), nullable=False),
@@ -46,15 +47,15 @@ Index("applications_by_user", applications.c.user)
 allocations = Table(
     "allocations",
     metadata,
-    Column("rm_id", String(ID), primary_key=True),
-    Column("partition", String(ID), primary_key=True),
-    Column("app_id", String(ID), primary_key=True),
-    Column("allocation_key", String(ID), primary_key=True),
+    Column("rm_id", Text, primary_key=True),
+    Column("partition", Text, primary_key=True),
+    Column("app_id", Text, primary_key=True),
+    Column("allocation_key", Text, primary_key=True),
     Column("started", Float, primary_key=True),
-    Column("queue", String(2048), nullable=False, default=""),
-    Column("user", String(ID), nullable=False, default=""),
-    Column("node", String(ID), nullable=False, default=""),
-    Column("instance_type", String(ID), nullable=False, default=""),
+    Column("queue", Text, nullable=False, default=""),
+    Column("user", Text, nullable=False, default=""),
+    Column("node", Text, nullable=False, default=""),
+    Column("instance_type", Text, nullable=False, default=""),
     Column("resources", JSON, nullable=False),
     Column("ended", Float),
     Column("termination", String(64)),
@@ -73,9 +74,9 @@ Index("allocations_by_started", allocations.c.started)
 queue_usage = Table(
     "queue_usage",
     metadata,
-    Column("rm_id", String(ID), primary_key=True),
-    Column("partition", String(ID), primary_key=True),
-    Column("queue", String(2048), primary_key=True),
+    Column("rm_id", Text, primary_key=True),
+    Column("partition", Text, primary_key=True),
+    Column("queue", Text, primary_key=True),
     Column("at", Float, primary_key=True),
     Column("allocated", JSON, nullable=False),
     Column("pending", JSON, nullable=False),
@@ -87,13 +88,13 @@ events = Table(
     metadata,
     Column("digest", String(40), primary_key=True),  # sha1 of the fields: a replayed record is the same
     Column("at", Float, nullable=False),
-    Column("rm_id", String(ID), nullable=False),
+    Column("rm_id", Text, nullable=False),
     Column("type", String(16), nullable=False),
-    Column("object_id", String(2048), nullable=False),
+    Column("object_id", Text, nullable=False),
     Column("change_type", String(16), nullable=False),
     Column("change_detail", String(32), nullable=False),
     Column("message", Text, nullable=False),
-    Column("reference_id", String(2048), nullable=False),
+    Column("reference_id", Text, nullable=False),
     Column("resource", JSON, nullable=False),
 )
 Index("events_by_object", events.c.object_id, events.c.at)
@@ -102,8 +103,8 @@ Index("events_by_at", events.c.at)
 config_changes = Table(
     "config_changes",
     metadata,
-    Column("rm_id", String(ID), primary_key=True),
+    Column("rm_id", Text, primary_key=True),
     Column("at", Float, primary_key=True),
-    Column("who", String(ID), nullable=False),
+    Column("who", Text, nullable=False),
     Column("diff", Text, nullable=False),
 )

@@ -85,8 +85,8 @@ class HistoryAPI:
         return body
 
     def queue_usage(self, store: HistoryStore, q: Mapping[str, str], path: Mapping[str, str]) -> Any:
-        until = _time(q, "to") or self.clock()
-        since = _time(q, "from") or until - DAY
+        until = _or(_time(q, "to"), self.clock())
+        since = _or(_time(q, "from"), until - DAY)
         partition, queue = _partition(path["p"]), path["q"]
         samples = store.queue_usage(partition, queue, since, until)
         return {"partition": partition, "queueName": queue, "from": since, "to": until, "samples": [
@@ -98,9 +98,14 @@ class HistoryAPI:
         if by not in ("user", "queue"):
             raise BadQuery(f"by={by!r}: user or queue")
         now = self.clock()
-        until = _time(q, "to") or now
-        since = _time(q, "from") or until - DAY
+        until = _or(_time(q, "to"), now)
+        since = _or(_time(q, "from"), until - DAY)
         return {"by": by, "from": since, "to": until, "usage": store.usage(by, since, until, now)}
+
+
+def _or(given: float | None, default: float) -> float:
+    """A time given (0 is one), else the default."""
+    return default if given is None else given
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -127,9 +132,13 @@ def _time(query: Any, name: str) -> float | None:
     if raw is None or raw == "":
         return None
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         pass
+    else:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadQuery(f"{name}={raw!r}: a finite time")
+        return value
     try:
         return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
     except ValueError:

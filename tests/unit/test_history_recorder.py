@@ -7,13 +7,15 @@ from pathlib import Path
 
 from core.history.recorder import Buffer, HistoryRecorder
 from core.history.store import HistoryStore, Op
+from core.objects.allocation import Allocation
+from core.resources import Resource
 from core.scheduler.commands import ReleaseRequest, UpdateAllocations
 from core.scheduler.results import Termination
-from tests.unit.domain_helpers import Cluster, drained
+from tests.unit.domain_helpers import ONE_LEAF, Cluster, drained
 
 
-def _recorded(tmp_path: Path) -> tuple[Cluster, HistoryRecorder]:
-    c = Cluster()
+def _recorded(tmp_path: Path, config: str = ONE_LEAF) -> tuple[Cluster, HistoryRecorder]:
+    c = Cluster(config)
     store = HistoryStore(f"sqlite:///{tmp_path}/h.db")
     store.migrate()
     return c, HistoryRecorder(store, c.ctx, clock=c.clock)
@@ -96,3 +98,74 @@ def test_the_buffer_holds_up_to_its_bound_then_drops_the_oldest_and_counts_them(
     assert [params["n"] for _, params in buffer.take(10, wait=0)] == [2, 3, 4]
     buffer.done(2)
     assert [params["n"] for _, params in buffer.take(10, wait=0)] == [4]
+
+
+def test_a_batch_is_written_in_its_order_so_an_end_after_its_start_is_kept(tmp_path: Path) -> None:
+    """Review of e99f140: a batch grouped by kind ran every end before any start."""
+    store = HistoryStore(f"sqlite:///{tmp_path}/h.db")
+    store.migrate()
+    key = ("rm", "default", "job")
+    start = ("alloc_start", (*key, "a1", 1.0, "root.q", "u", "n1", "", '{"memory": 1}'))
+    store.write(
+        [("alloc_end", (*key, "a0", 1.0, "STOPPED")), start, ("alloc_end", (*key, "a1", 2.0, "STOPPED"))]
+    )
+    store.write([("app_new", (*key, "root.q", "u", "[]", "{}", 0.5)), ("app_running", (*key, 1.0))])
+    found = store.application("default", "job")
+    assert found is not None and found["state"] == "Running"
+    (a1,) = found["allocations"]
+    assert (a1["allocation_key"], a1["ended"], a1["termination"]) == ("a1", 2.0, "STOPPED")
+
+
+def test_a_duplicate_submission_leaves_the_live_application_as_it_is(tmp_path: Path) -> None:
+    c, recorder = _recorded(tmp_path)
+    c.node("n1", {"memory": 10})
+    c.app("job", user="alice")
+    c.ask("job", "a1", {"memory": 2})
+    c.schedule()
+    c.app("job", user="mallory")  # the same ID again: refused, the live one runs on
+    _write(recorder)
+    found = recorder.store.application("default", "job")
+    assert found is not None
+    assert (found["state"], found["user"], found["finished"]) == ("Running", "alice", None)
+    assert [a["ended"] for a in found["allocations"]] == [None]
+
+
+def test_a_refused_application_keeps_what_it_was_submitted_as(tmp_path: Path) -> None:
+    c, recorder = _recorded(tmp_path, ONE_LEAF.replace('submitacl: "*"', 'submitacl: "alice"'))
+    c.app("nowhere", user="bob", groups=("ml",))  # bob may not submit: refused
+    _write(recorder)
+    found = recorder.store.application("default", "nowhere")
+    assert found is not None
+    assert (found["state"], found["queue"], found["user"], found["groups"]) == (
+        "Rejected", "root.default", "bob", ["ml"],
+    )  # fmt: skip
+    assert found["finished"] is not None and found["reason"]
+
+
+def test_a_resized_allocation_ends_one_row_and_starts_one_at_its_new_size(tmp_path: Path) -> None:
+    c, recorder = _recorded(tmp_path)
+    c.node("n1", {"memory": 10})
+    c.app("job", user="alice")
+    c.ask("job", "a1", {"memory": 2})
+    c.schedule()
+    _write(recorder)
+    c.clock.advance(10)
+    resized = Allocation("a1", "job", c.pname(), Resource({"memory": 4}), node_id="n1")
+    c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(resized,)))  # the RM runs it at a new size
+    _write(recorder)
+    found = recorder.store.application("default", "job")
+    assert found is not None
+    rows = sorted(found["allocations"], key=lambda a: a["started"])
+    assert [(r["resources"], r["termination"]) for r in rows] == [
+        ({"memory": 2}, "RESIZED"), ({"memory": 4}, None),
+    ]  # fmt: skip
+
+
+def test_written_records_leave_the_buffer_even_after_an_overflow_meanwhile() -> None:
+    """Review of e99f140: done() after a drop removed newer records that were never written."""
+    buffer = Buffer(limit=4)
+    buffer.put([("event", {"n": i}) for i in range(4)])
+    batch = buffer.take(4, wait=0)  # 0..3 being written
+    buffer.put([("event", {"n": i}) for i in range(4, 6)])  # 0 and 1 pushed out meanwhile
+    buffer.done(len(batch))
+    assert [params["n"] for _, params in buffer.take(10, wait=0)] == [4, 5]

@@ -16,17 +16,15 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
-ID = 512
-
 
 def upgrade() -> None:
     op.create_table(
         "applications",
-        sa.Column("rm_id", sa.String(ID), primary_key=True),
-        sa.Column("partition", sa.String(ID), primary_key=True),
-        sa.Column("app_id", sa.String(ID), primary_key=True),
-        sa.Column("queue", sa.String(2048), nullable=False),
-        sa.Column("user", sa.String(ID), nullable=False),
+        sa.Column("rm_id", sa.Text(), primary_key=True),
+        sa.Column("partition", sa.Text(), primary_key=True),
+        sa.Column("app_id", sa.Text(), primary_key=True),
+        sa.Column("queue", sa.Text(), nullable=False),
+        sa.Column("user", sa.Text(), nullable=False),
         sa.Column("groups", sa.JSON, nullable=False),
         sa.Column("tags", sa.JSON, nullable=False),
         sa.Column("state", sa.String(32), nullable=False),
@@ -34,22 +32,22 @@ def upgrade() -> None:
         sa.Column("accepted", sa.Float),
         sa.Column("running", sa.Float),
         sa.Column("finished", sa.Float),
-        sa.Column("reason", sa.Text),
+        sa.Column("reason", sa.Text()),
     )
     op.create_index("applications_by_submitted", "applications", ["submitted"])
     op.create_index("applications_by_queue", "applications", ["partition", "queue"])
     op.create_index("applications_by_user", "applications", ["user"])
     op.create_table(
         "allocations",
-        sa.Column("rm_id", sa.String(ID), primary_key=True),
-        sa.Column("partition", sa.String(ID), primary_key=True),
-        sa.Column("app_id", sa.String(ID), primary_key=True),
-        sa.Column("allocation_key", sa.String(ID), primary_key=True),
+        sa.Column("rm_id", sa.Text(), primary_key=True),
+        sa.Column("partition", sa.Text(), primary_key=True),
+        sa.Column("app_id", sa.Text(), primary_key=True),
+        sa.Column("allocation_key", sa.Text(), primary_key=True),
         sa.Column("started", sa.Float, primary_key=True),
-        sa.Column("queue", sa.String(2048), nullable=False),
-        sa.Column("user", sa.String(ID), nullable=False),
-        sa.Column("node", sa.String(ID), nullable=False),
-        sa.Column("instance_type", sa.String(ID), nullable=False),
+        sa.Column("queue", sa.Text(), nullable=False),
+        sa.Column("user", sa.Text(), nullable=False),
+        sa.Column("node", sa.Text(), nullable=False),
+        sa.Column("instance_type", sa.Text(), nullable=False),
         sa.Column("resources", sa.JSON, nullable=False),
         sa.Column("ended", sa.Float),
         sa.Column("termination", sa.String(64)),
@@ -61,9 +59,9 @@ def upgrade() -> None:
     op.create_index("allocations_by_started", "allocations", ["started"])
     op.create_table(
         "queue_usage",
-        sa.Column("rm_id", sa.String(ID), primary_key=True),
-        sa.Column("partition", sa.String(ID), primary_key=True),
-        sa.Column("queue", sa.String(2048), primary_key=True),
+        sa.Column("rm_id", sa.Text(), primary_key=True),
+        sa.Column("partition", sa.Text(), primary_key=True),
+        sa.Column("queue", sa.Text(), primary_key=True),
         sa.Column("at", sa.Float, primary_key=True),
         sa.Column("allocated", sa.JSON, nullable=False),
         sa.Column("pending", sa.JSON, nullable=False),
@@ -73,23 +71,23 @@ def upgrade() -> None:
         "events",
         sa.Column("digest", sa.String(40), primary_key=True),
         sa.Column("at", sa.Float, nullable=False),
-        sa.Column("rm_id", sa.String(ID), nullable=False),
+        sa.Column("rm_id", sa.Text(), nullable=False),
         sa.Column("type", sa.String(16), nullable=False),
-        sa.Column("object_id", sa.String(2048), nullable=False),
+        sa.Column("object_id", sa.Text(), nullable=False),
         sa.Column("change_type", sa.String(16), nullable=False),
         sa.Column("change_detail", sa.String(32), nullable=False),
-        sa.Column("message", sa.Text, nullable=False),
-        sa.Column("reference_id", sa.String(2048), nullable=False),
+        sa.Column("message", sa.Text(), nullable=False),
+        sa.Column("reference_id", sa.Text(), nullable=False),
         sa.Column("resource", sa.JSON, nullable=False),
     )
     op.create_index("events_by_object", "events", ["object_id", "at"])
     op.create_index("events_by_at", "events", ["at"])
     op.create_table(
         "config_changes",
-        sa.Column("rm_id", sa.String(ID), primary_key=True),
+        sa.Column("rm_id", sa.Text(), primary_key=True),
         sa.Column("at", sa.Float, primary_key=True),
-        sa.Column("who", sa.String(ID), nullable=False),
-        sa.Column("diff", sa.Text, nullable=False),
+        sa.Column("who", sa.Text(), nullable=False),
+        sa.Column("diff", sa.Text(), nullable=False),
     )
 
 
