@@ -10,6 +10,7 @@ its REST API (/ws/v1/history/..., docs/history.md). Plain tables, or the API's J
 
 from __future__ import annotations
 
+import argparse
 import json
 import ssl
 import urllib.error
@@ -20,7 +21,7 @@ from typing import IO, Any
 from urllib.parse import quote, urlencode
 
 from core.quantity_text import resource_text
-from pykorn_cli.errors import FAILED, UNREACHABLE, CliError
+from pykorn_cli.errors import FAILED, UNREACHABLE, USAGE, CliError
 
 
 def run_history(
@@ -92,7 +93,10 @@ def _read_db(url: str, command: str, query: dict[str, str], path: dict[str, str]
     from core.server.rest_history import BadQuery, HistoryAPI
     from pykorn_cli.arg_types import history_url
 
-    store = HistoryStore(history_url(url))
+    try:
+        store = HistoryStore(history_url(url))
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        raise CliError(f"--db: {exc}", USAGE) from None
     api = HistoryAPI(store)
     read = {"apps": api.applications, "app": api.application, "queue": api.queue_usage}.get(
         command, api.usage

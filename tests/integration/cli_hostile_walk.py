@@ -57,6 +57,10 @@ def base_arguments(held_port: int, closed_port: int, scratch: Path) -> dict[str,
         "admission": ["admission"],
         "status": ["status", "--core-rest", f"http://127.0.0.1:{closed_port}"],
         "fake run": ["fake", "run", missing],
+        **{
+            f"history {leaf}": ["history", "--core-rest", f"http://127.0.0.1:{closed_port}", leaf, *args]
+            for leaf, args in (("apps", []), ("app", ["job"]), ("queue", ["root"]), ("usage", []))
+        },
     }
 
 

@@ -47,6 +47,7 @@ def test_every_subcommand_refuses_hostile_arguments_in_words(tmp_path: Path) -> 
         "admission",
         "status",
         "fake run",
+        "history",
     }
     assert len(rows) > 700  # every flag of every subcommand, with each hostile value
 
