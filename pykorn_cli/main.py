@@ -14,7 +14,8 @@ from core.server.rest_connections import ConnectionBounds
 from pykorn_cli import arg_types
 from pykorn_cli.errors import USAGE, CliError, guarded
 from pykorn_cli.files import read_text
-from pykorn_cli.options import client_tls, json_flag
+from pykorn_cli.history_parser import add_history_parser
+from pykorn_cli.options import client_tls, json_flag, status_url
 from rmclient.logging_setup import configure_logging
 
 
@@ -316,44 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ca-cert", type=Path, default=None, help="CA of the core's REST certificate (https)"
     )
 
-    history = commands.add_parser(
-        "history", help="what ran: applications, allocations and usage from a core's history database"
-    )
-    history.add_argument(
-        "--core-rest",
-        default=None,
-        help="HOST:PORT or URL of the core's REST API (default http://127.0.0.1:9080)",
-    )
-    history.set_defaults(core=None)
-    history.add_argument("--token-file", type=Path, default=None, help="file holding the REST bearer token")
-    history.add_argument(
-        "--ca-cert", type=Path, default=None, help="CA of the core's REST certificate (https)"
-    )
-    history.add_argument("--json", action="store_true", help="the API's JSON instead of a table")
-    history.add_argument(
-        "--db",
-        default="",
-        help="read the history database itself (sqlite:///... or postgresql://...), no core",
-    )
-    history_commands = history.add_subparsers(dest="history_command", required=True)
-    apps = history_commands.add_parser("apps", help="applications, newest first")
-    for flag in ("--partition", "--queue", "--user", "--state"):
-        apps.add_argument(flag, default="")
-    apps.add_argument("--limit", type=arg_types.positive_int, default=50)
-    apps.add_argument("--offset", type=int, default=0)
-    one = history_commands.add_parser("app", help="one application, its allocations and events")
-    one.add_argument("application")
-    one.add_argument("--partition", default="default")
-    queue = history_commands.add_parser("queue", help="a queue's sampled usage")
-    queue.add_argument("queue")
-    queue.add_argument("--partition", default="default")
-    usage = history_commands.add_parser("usage", help="resource-seconds per user or queue")
-    usage.add_argument("--by", choices=["user", "queue"], default="user")
-    for sub in (apps, queue, usage):
-        sub.add_argument(
-            "--from", dest="since", default=None, help="Unix seconds or RFC 3339 (2026-11-28T00:00:00Z)"
-        )
-        sub.add_argument("--to", dest="until", default=None, help="Unix seconds or RFC 3339")
+    history_leaves = add_history_parser(commands)
 
     fake = commands.add_parser("fake", help="the fake resource manager")
     fake_commands = fake.add_subparsers(dest="fake_command", required=True)
@@ -375,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _add_client_tls_flags(run)
     _add_logging_flags(run, level="warning")
-    for leaf in (core, validate, diff, k8s, hook, status, run, apps, one, queue, usage):
+    for leaf in (core, validate, diff, k8s, hook, status, run, *history_leaves):
         _add_debug_flag(leaf)
     return parser
 
@@ -384,27 +348,6 @@ def version_line() -> str:
     from pykorn_cli.versions import PYKORN_VERSION, TRACKS
 
     return f"pykorn {PYKORN_VERSION} (tracks {TRACKS})"
-
-
-def status_url(args: argparse.Namespace) -> str:
-    """The REST API `pykorn status` reads: --core-rest, HOST:PORT meaning http://HOST:PORT."""
-    address = args.core_rest
-    if args.core is not None:
-        if address is not None:
-            raise CliError("--core is the old name of --core-rest: give --core-rest alone")
-        sys.stderr.write(
-            "pykorn status: --core is renamed --core-rest here (elsewhere --core is the gRPC address); "
-            f"taken as --core-rest {args.core}\n"
-        )
-        address = args.core
-    address = address or "http://127.0.0.1:9080"
-    url = address if "://" in address else f"http://{address}"
-    scheme, _, rest = url.partition("://")
-    if scheme not in ("http", "https") or not rest.strip("/"):
-        raise CliError(
-            f"--core-rest {address}: give HOST:PORT, or a URL http://HOST:PORT or https://HOST:PORT"
-        )
-    return url
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.history.recorder import Buffer, HistoryRecorder
+from core.history.buffer import Buffer
+from core.history.recorder import HistoryRecorder
 from core.history.store import HistoryStore, Op
 from core.objects.allocation import Allocation
 from core.resources import Resource

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from time import perf_counter
 
-from core.constraints.ask import NO_CONSTRAINTS
 from core.objects import change_events
 from core.objects.allocation import Allocation
 from core.objects.application import Application, AppState
@@ -19,20 +18,17 @@ from core.objects.node import Node
 from core.objects.parking import Why
 from core.objects.queue import Queue
 from core.policies.queue_sort import sorted_children
-from core.scheduler.cycle import pod_groups
+from core.scheduler.cycle import pending_reasons, pod_groups
 from core.scheduler.cycle.gangs import held_reason, replace_placeholders
 from core.scheduler.cycle.parking import RESERVATION_DELAY, park
 from core.scheduler.cycle.state import Cycle
-from core.scheduler.fit.checks import insufficient
 from core.scheduler.metrics import SchedulingTimings
-from core.scheduler.node_search import admits_now, find_node, fit_for, why_no_node
+from core.scheduler.node_search import admits_now, find_node, fit_for
 from core.scheduler.partition import Partition
 from core.scheduler.preemption import inter_queue, required_node
-from core.scheduler.results import SchedulingState, Waiting
-from core.ugm.tracker import Block
+from core.scheduler.results import Waiting
 
 MAX_PREEMPTION_ATTEMPTS = 10  # asks that may look for victims in one cycle, as YuniKorn
-TALLY_EVERY = 10.0  # seconds between two node-by-node tallies of why an ask finds no node (a full pass)
 # A cycle that has tried asks for this long stops, and the engine runs the rest in its next slice after
 # the event loop had a turn: asks tried and not placed are parked meanwhile, so the next slice goes on
 # with the others. (Slices are also bounded by the allocations they make.)
@@ -177,7 +173,7 @@ def _select(partition: Partition, queue: Queue, cycle: Cycle) -> tuple[Queue, Ap
                 done.append(app)  # backing off (application.unschedasks.backoff)
                 continue
             if not _may_allocate(partition, app, cycle.now):
-                _note_app_limit(partition, app, cycle)
+                pending_reasons.note_app_limit(partition, app, cycle)
                 done.append(app)
                 continue
             ask = cycle.next_ask(app)
@@ -252,7 +248,7 @@ def allocate(
                 break
             continue
         if ask.task_group and _waits_for_placeholder(app, ask):
-            _pending(partition, ask, held_reason(app, ask), now, Waiting.HELD)
+            pending_reasons.pending(partition, ask, held_reason(app, ask), now, Waiting.HELD)
             cycle.tried(app)
             continue
         placed = beyond_nodes = False
@@ -262,12 +258,14 @@ def allocate(
         if blocked is not None:
             # Only that user's (group's) own allocations elsewhere can make room under its limit: the
             # plan counts those alone for it (inter_queue).
-            _note_user_limit(partition, ask, blocked, now)
+            pending_reasons.note_user_limit(partition, ask, blocked, now)
             held_by = Why.LIMIT
             may_preempt = _may_preempt(partition, leaf, ask, now)
         elif partition.reservations and ask.ref in partition.reservations:
             node_id = partition.reservations[ask.ref]
-            _pending(partition, ask, f"reserved node {node_id}, waiting for room there", now, Waiting.NO_NODE)
+            pending_reasons.pending(
+                partition, ask, f"reserved node {node_id}, waiting for room there", now, Waiting.NO_NODE
+            )
         else:
             if leaf.fits_headroom(ask.resource, not ask.required_node, ask.held):
                 if ask.required_node:
@@ -277,12 +275,12 @@ def allocate(
                     # Bigger than every node: no node, reservation or victims can make room for it.
                     beyond_nodes = not placed and not partition.largest_node.holds(ask.resource)
                 if not placed:
-                    _note_no_room(partition, ask, now, beyond_nodes, cycle)
+                    pending_reasons.note_no_room(partition, ask, now, beyond_nodes, cycle)
                     held_by = Why.ROOM
                     if not ask.required_node:  # as YuniKorn: a required node's ask does not count
                         cycle.no_node(leaf, app)
             else:
-                _note_headroom(partition, leaf, ask, now)
+                pending_reasons.note_headroom(partition, leaf, ask, now)
                 held_by = Why.LIMIT
             # Preemption is tried when no node had room, and also when the headroom check failed:
             # a full cluster is exactly when a queue below its guarantee needs it.
@@ -360,7 +358,7 @@ def _pod_group_turn(
         return attempt.placed, looked
     waiting = Waiting.HELD if attempt.held_by is Why.LIMIT else Waiting.NO_NODE
     for member in attempt.waiting:
-        _pending(partition, member, attempt.why, now, waiting)
+        pending_reasons.pending(partition, member, attempt.why, now, waiting)
     picked_parked = False
     for member in attempt.waiting:
         if member.key in app.parked:  # parked on its own earlier (its own timer, size, turn): afresh
@@ -425,89 +423,3 @@ def _try_nodes(
         elif alike is not None:
             cycle.no_candidate.add(alike)
     return False
-
-
-# Pending reasons ("why is this pending?"), kept on the ask for the REST API --------------------------
-def _pending(partition: Partition, ask: Allocation, why: str, now: float, waiting: Waiting) -> None:
-    """Note why the ask waits; when that changes, a REQUEST event and, for its RM, the way it waits
-    (the Kubernetes shim shows it on the pod: Unschedulable for the autoscaler, or SchedulingSkipped)."""
-    if why != ask.pending_reason:
-        partition.events.append(change_events.ask_pending(partition.rm_id, ask, why, now))
-        _waits(partition, ask, why, waiting)
-    ask.note_pending(why, now)
-
-
-def _waits(partition: Partition, ask: Allocation, why: str, waiting: Waiting) -> None:
-    partition.scheduling_states.append(SchedulingState(ask.application_id, ask.key, waiting, why))
-    ask.waiting = waiting.value
-    if waiting is Waiting.NO_NODE:
-        ask.triggered_scale_up = True
-
-
-def _note_app_limit(partition: Partition, app: Application, cycle: Cycle) -> None:
-    ask = cycle.next_ask(app)
-    if ask is not None:
-        full = [q for q in app.queue.path_to_root() if 0 < q.max_applications <= q.running_apps]
-        where = ""
-        if full:
-            where = f"queue {full[0].full_name} runs its maxapplications ({full[0].max_applications})"
-        elif (blocked := partition.user_groups.run_block(app)) is not None:
-            where = blocked.describe()
-        why = f"application {app.app_id} may not start yet: {where or 'application limit'}"
-        _pending(partition, ask, why, cycle.now, Waiting.HELD)
-
-
-def _note_user_limit(partition: Partition, ask: Allocation, blocked: Block, now: float) -> None:
-    why = blocked.describe()
-    if why != ask.pending_reason:  # an event per change, not per cycle
-        partition.events.append(change_events.ask_over_limit(partition.rm_id, ask, why, now))
-        _waits(partition, ask, why, Waiting.HELD)
-    ask.note_pending(why, now)
-
-
-def _note_headroom(partition: Partition, leaf: Queue, ask: Allocation, now: float) -> None:
-    found = leaf.headroom_shortfall(ask.resource, not ask.required_node, ask.held)
-    if found is None:
-        return
-    queue, short = found
-    limit = queue.max
-    assert limit is not None  # a shortfall is always against a max
-    used = queue.committed(ask.resource if ask.held else None) if queue.held else queue.allocated
-    room = {k: max(0, limit[k] - used.get(k)) for k in short}
-    what = "the cluster's capacity" if queue.is_root else f"queue {queue.full_name}'s max"
-    # Root's max is the nodes' room: more nodes would help there (YuniKorn's outstanding requests
-    # leave it out too), a queue's max they would not.
-    waiting = Waiting.NO_NODE if queue.is_root else Waiting.HELD
-    _pending(partition, ask, f"over {what}: asks {short}, room left {room}", now, waiting)
-
-
-def _note_no_room(
-    partition: Partition, ask: Allocation, now: float, beyond_nodes: bool, cycle: Cycle
-) -> None:
-    waiting = Waiting.NO_NODE
-    if beyond_nodes:
-        # Every node lacks each type the ask wants more of than any node has: said without a pass over
-        # the nodes, in the tally's words (as kube-scheduler, a node counts once per reason).
-        largest = partition.largest_node.most()
-        total = len(partition.nodes)
-        short = ", ".join(
-            f"{total} {insufficient(k)}" for k, v in sorted(ask.resource.items()) if v > largest.get(k, 0)
-        )
-        message = f"no node has room for it (0/{total} nodes are available: {short})"
-    elif ask.required_node:  # more nodes would not help it (YuniKorn reports no such ask to autoscaling)
-        message = f"required node {ask.required_node} has no room (or is not schedulable)"
-        waiting = Waiting.HELD
-    elif ask.ref in partition.reservations:
-        message = f"no node has room; reserved node {partition.reservations[ask.ref]}"
-    else:
-        if now - ask.tallied_at >= TALLY_EVERY:
-            alike = cycle.key(partition, ask)
-            tally = cycle.no_room.get(alike, "") if alike is not None else ""
-            if not tally:
-                tally = why_no_node(partition, ask)
-                if alike is not None and alike in cycle.no_room:
-                    cycle.no_room[alike] = tally  # the next ask alike fails the same way this cycle
-            ask.no_node_tally, ask.tallied_at = tally, now
-        where = " that it may run on" if ask.constraints is not NO_CONSTRAINTS else ""
-        message = f"no node has room for it{where} ({ask.no_node_tally})"
-    _pending(partition, ask, message, now, waiting)
