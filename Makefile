@@ -29,8 +29,9 @@ run: $(STAMP)
 ## and postgresql packages first when missing (the dashboard test runs a real Prometheus, the history
 ## tests a real PostgreSQL).
 test: $(STAMP)
-	tools/install_prometheus.sh
-	tools/install_postgresql.sh
+	tools/install_debian_package.sh prometheus 'command -v prometheus && command -v promtool' 'the dashboard test'
+	tools/install_debian_package.sh postgresql 'command -v initdb || ls /usr/lib/postgresql/*/bin/initdb' \
+		'the history tests'
 	$(BIN)/python -m pytest -q
 
 ## test-nightly: the long profiles of the property tests that drive the whole Kubernetes shim with

@@ -41,6 +41,7 @@ from core.server.prometheus import history_families
 from core.server.prometheus import render as render_metrics
 from core.server.rest_cluster import ClusterAPI
 from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds, ConnectionGuard
+from core.server.rest_errors import error_response
 from core.server.rest_history import HistoryAPI
 from core.views import app_views, dao, health_view, metrics_view, usage_views
 
@@ -49,11 +50,7 @@ log = structlog.get_logger("pykorn.rest")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _error(
-    status: int, message: str, description: str | None = None, headers: dict[str, str] | None = None
-) -> web.Response:
-    body = {"status_code": status, "message": message, "description": description or message}
-    return web.json_response(body, status=status, headers=headers)
+_error = error_response
 
 
 def json_handler(read: Callable[[web.Request], Any]) -> Handler:

@@ -13,6 +13,7 @@ from aiohttp import web
 from core.config.as_json import config_json
 from core.scheduler.cluster import ClusterContext
 from core.server.event_json import event_record
+from core.server.rest_errors import error_response
 from core.views import app_views, cluster_views, dao
 
 Handler = Callable[[web.Request], Any]
@@ -91,9 +92,7 @@ class ClusterAPI:
     async def pprof(self, request: web.Request) -> web.Response:
         message = "Go's pprof profiles do not exist in pykorn (a Python process)"
         description = "use /debug/stack for every thread's stack, or a Python profiler (py-spy) on the core"
-        return web.json_response(
-            {"status_code": 501, "message": message, "description": description}, status=501
-        )
+        return error_response(501, message, description)
 
 
 def _pretty(value: Any) -> str:

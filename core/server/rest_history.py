@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from core.history.store import HistoryStore
+from core.server.rest_errors import error_response
 
 MAX_LIMIT = 1_000
 DAY = 86400.0
@@ -51,15 +52,17 @@ class HistoryAPI:
         async def handler(request: web.Request) -> web.Response:
             store = self.store
             if store is None:
-                return _error(404, "history is off: start the core with --history URL (docs/history.md)")
+                off = "history is off: start the core with --history URL (docs/history.md)"
+                return error_response(404, off)
             try:
                 body = await asyncio.to_thread(read, store, request.query, request.match_info)
             except BadQuery as exc:
-                return _error(400, str(exc))
+                return error_response(400, str(exc))
             except LookupError as exc:
-                return _error(404, str(exc))
+                return error_response(404, str(exc))
             except Exception as exc:  # the database did not answer
-                return _error(503, f"the history database did not answer: {type(exc).__name__}: {exc}"[:500])
+                why = f"the history database did not answer: {type(exc).__name__}: {exc}"
+                return error_response(503, why[:500])
             return web.json_response(body)
 
         return handler
@@ -106,11 +109,6 @@ class HistoryAPI:
 def _or(given: float | None, default: float) -> float:
     """A time given (0 is one), else the default."""
     return default if given is None else given
-
-
-def _error(status: int, message: str) -> web.Response:
-    body = {"status_code": status, "message": message, "description": message}
-    return web.json_response(body, status=status)
 
 
 def _partition(name: str) -> str:

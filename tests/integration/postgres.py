@@ -1,4 +1,4 @@
-"""A real PostgreSQL for the history tests: Debian's package (`tools/install_postgresql.sh`, which
+"""A real PostgreSQL for the history tests: Debian's package (`tools/install_debian_package.sh`, which
 `make test` runs), a cluster made by initdb in a temporary directory, listening on its own port on
 127.0.0.1 only, stopped and removed after. Run as the `postgres` user when the tests run as root
 (PostgreSQL refuses to run as root)."""
