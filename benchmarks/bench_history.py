@@ -1,8 +1,8 @@
 """The history database's cost and scale (`pykorn core --history`, docs/history.md).
 
 - throughput: the core over gRPC (bench_scheduling's e2e shape: 10,000 asks on 500 nodes) with
-  history off, on SQLite and on PostgreSQL, alternating round by round; each one's median and its ratio
-  to off (the goal: at least 0.95x);
+  history off, on SQLite and on PostgreSQL, alternating round by round through benchmarks.compare
+  (`--history sqlite postgresql`); each one's median and its share of off (the goal: at least 0.95x);
 - scale: 1,000,000 allocations (10,000 applications of 100) written through the store in the
   recorder's batches, the database's size, and the application list's latency (100 per page, by
   queue, user or nothing, newest first): p50 and p99 over 500 reads (the goal: p99 at most 100 ms).
@@ -18,50 +18,28 @@ initdb in a temporary directory).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_scheduling import run_e2e
+from benchmarks import compare
 from core.history.store import HistoryStore, Op
 from pykorn_cli.arg_types import history_url
-from rmclient.core_process import CoreProcess
 from tests.integration.postgres import PostgresServer
 
 
-async def _rate(extra: list[str], nodes: int, asks: int) -> float:
-    core = CoreProcess(extra_args=extra)
-    address = await core.start()
-    try:
-        result = await run_e2e(nodes, asks, address)
-    finally:
-        await core.stop()
-    return result.rate
-
-
-async def throughput(rounds: int, nodes: int, asks: int, postgres: PostgresServer) -> None:
-    rates: dict[str, list[float]] = {"off": [], "sqlite": [], "postgresql": []}
-    with tempfile.TemporaryDirectory(prefix="pykorn-history-bench-") as tmp:
-        for i in range(rounds):
-            urls = {
-                "off": None,
-                "sqlite": f"sqlite:///{tmp}/round-{i}.db",
-                "postgresql": postgres.create_database(f"bench_{i}"),
-            }
-            for name, url in urls.items():
-                rate = await _rate(["--history", url] if url else [], nodes, asks)
-                rates[name].append(rate)
-                sys.stdout.write(f"round {i + 1}: {name}: {rate:,.0f} asks/s\n")
-                sys.stdout.flush()
-    off = statistics.median(rates["off"])
-    sys.stdout.write(f"core-e2e {nodes} nodes, {asks:,} asks, {rounds} rounds alternating\n")
-    for name, found in rates.items():
-        median = statistics.median(found)
-        sys.stdout.write(f"  history {name:<11} median {median:>9,.0f}/s   {median / off:.2f}x of off\n")
+def throughput(rounds: int, nodes: int, asks: int) -> None:
+    """History off, on SQLite and on PostgreSQL, round by round (benchmarks.compare's core-e2e)."""
+    working = compare.working_tree()
+    targets = [working, compare.with_history(working, "sqlite"), compare.with_history(working, "postgresql")]
+    plan = compare.Plan("core-e2e", [nodes], asks, 0, [], rounds)
+    figures = compare.measure(targets, plan)
+    sys.stdout.write(f"$ python -m benchmarks.compare --bench core-e2e --nodes {nodes} --asks {asks} "
+                     f"--history sqlite postgresql --rounds {rounds}\n")  # fmt: skip
+    compare.table(figures, targets)
+    compare.history_shares(figures, targets, sys.stdout.write)
 
 
 def scale(url: str, allocations: int, per_app: int = 100) -> dict[str, float]:
@@ -126,23 +104,24 @@ def _size(store: HistoryStore, url: str) -> float:
         return float(connection.execute(text("SELECT pg_database_size(current_database())")).scalar_one())
 
 
-async def main_async(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> None:
+    if not args.skip_throughput:
+        throughput(args.rounds, args.nodes, args.asks)
+    if args.skip_scale:
+        return
     postgres = PostgresServer()
     postgres.start()
     try:
-        if not args.skip_throughput:
-            await throughput(args.rounds, args.nodes, args.asks, postgres)
-        if not args.skip_scale:
-            with tempfile.TemporaryDirectory(prefix="pykorn-history-scale-") as tmp:
-                for name, url in (("sqlite", f"sqlite:///{tmp}/scale.db"),
-                                  ("postgresql", postgres.create_database("scale"))):  # fmt: skip
-                    found = scale(url, args.allocations)
-                    sys.stdout.write(
-                        f"{args.allocations:,} allocations in {name}: written in {found['seconds']:.0f} s "
-                        f"({found['rows_per_s']:,.0f}/s), {found['size_mib']:,.0f} MiB; application list "
-                        f"p50 {found['p50_ms']:.1f} ms, p99 {found['p99_ms']:.1f} ms\n"
-                    )
-                    sys.stdout.flush()
+        with tempfile.TemporaryDirectory(prefix="pykorn-history-scale-") as tmp:
+            for name, url in (("sqlite", f"sqlite:///{tmp}/scale.db"),
+                              ("postgresql", postgres.create_database("scale"))):  # fmt: skip
+                found = scale(url, args.allocations)
+                sys.stdout.write(
+                    f"{args.allocations:,} allocations in {name}: written in {found['seconds']:.0f} s "
+                    f"({found['rows_per_s']:,.0f}/s), {found['size_mib']:,.0f} MiB; application list "
+                    f"p50 {found['p50_ms']:.1f} ms, p99 {found['p99_ms']:.1f} ms\n"
+                )
+                sys.stdout.flush()
     finally:
         postgres.close()
 
@@ -157,7 +136,7 @@ def main() -> None:
     parser.add_argument("--allocations", type=int, default=1_000_000)
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-scale", action="store_true")
-    asyncio.run(main_async(parser.parse_args()))
+    run(parser.parse_args())
 
 
 if __name__ == "__main__":

@@ -24,12 +24,20 @@ Benchmarks:
 Each round is one run of each shape per target (allocations or pods per second).
 
     python -m benchmarks.compare e64f160 --bench k8s --nodes 500 --apps 10 5000 --pods 5000 --rounds 3
+
+`--history sqlite postgresql` (core-e2e) adds, for the working tree, a target per database with
+`pykorn core --history` on: a new SQLite file or PostgreSQL database per run (PostgreSQL from Debian's
+package in a cluster of the run's own, tests/integration/postgres.py). Their ratio is history off's
+median over history on's; each one's share of off is printed after the table.
+
+    python -m benchmarks.compare --bench core-e2e --nodes 500 --history sqlite postgresql --rounds 5
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
 import re
 import statistics
@@ -38,8 +46,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("PYKORN_COMPARE_CACHE", Path.home() / ".cache" / "pykorn-compare"))
@@ -52,6 +61,7 @@ class Target:
     tree: Path  # its sources
     python: Path  # its virtualenv's interpreter
     pykorn: Path  # its `pykorn` command
+    history: str = ""  # core-e2e: the history database its core writes ("", "sqlite" or "postgresql")
 
 
 @dataclass
@@ -99,7 +109,7 @@ def core_e2e(target: Target, nodes: int, asks: int) -> float:
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [str(target.pykorn), "core", "--listen", "127.0.0.1:0", "--port-file", str(port_file),
-                 "--rest-listen", "", "--log-level", "warning"],
+                 "--rest-listen", "", "--log-level", "warning", *_history_args(target, scratch)],
                 cwd=target.tree, stdout=log, stderr=log,
             )  # fmt: skip
             try:
@@ -113,6 +123,40 @@ def core_e2e(target: Target, nodes: int, asks: int) -> float:
             finally:
                 process.terminate()
                 process.wait(30)
+
+
+_POSTGRES: list[Any] = []  # the run's PostgreSQL cluster, once a target needs one
+_DATABASES = iter(range(1, 1 << 30))
+
+
+def _history_args(target: Target, scratch: str) -> list[str]:
+    """`pykorn core`'s history flags for the target: a new database per run."""
+    if target.history == "sqlite":
+        return ["--history", f"sqlite:///{scratch}/history.db"]
+    if target.history == "postgresql":
+        if not _POSTGRES:
+            from tests.integration.postgres import PostgresServer
+
+            server = PostgresServer()
+            server.start()
+            atexit.register(server.close)
+            _POSTGRES.append(server)
+        return ["--history", _POSTGRES[0].create_database(f"compare_{next(_DATABASES)}")]
+    return []
+
+
+def with_history(target: Target, database: str) -> Target:
+    return replace(target, name=f"history {database}", history=database)
+
+
+def history_shares(figures: Figures, targets: list[Target], write: Callable[[str], object]) -> None:
+    """Each history target's median as a share of history off's (the working tree's)."""
+    for shape in dict.fromkeys(shape for shape, _ in figures.runs):
+        off = statistics.median(figures.runs[(shape, WORKING)])
+        for target in targets:
+            if target.history:
+                on = statistics.median(figures.runs[(shape, target.name)])
+                write(f"{shape}: history on {target.history}: {on / off:.2f}x of off\n")
 
 
 _ROW = re.compile(r"^in-process\s+(\d+)\s+(\d+)\s+\d+\s+([\d,]+)")
@@ -239,22 +283,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("revs", nargs="+", help="revisions to compare the working tree with")
+    parser.add_argument("revs", nargs="*", help="revisions to compare the working tree with")
     parser.add_argument("--bench", choices=["core-e2e", "inprocess", "k8s"], default="core-e2e")
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 5000])
     parser.add_argument("--asks", type=int, default=10_000, help="core-e2e and inprocess")
     parser.add_argument("--pods", type=int, default=5_000, help="k8s: pods made at once")
     parser.add_argument("--apps", type=int, nargs="+", default=[10], help="k8s: the applications they are in")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--history", nargs="+", default=[], choices=["sqlite", "postgresql"],
+        help="core-e2e: the working tree again with `pykorn core --history` on each database",
+    )  # fmt: skip
     args = parser.parse_args()
+    if not args.revs and not args.history:
+        parser.error("name a revision to compare with, or --history")
+    if args.history and args.bench != "core-e2e":
+        parser.error("--history goes with --bench core-e2e")
     from rmclient.logging_setup import configure_logging
 
     configure_logging("warning")
-    targets = [working_tree(), *(prepared(rev) for rev in args.revs)]
+    working = working_tree()
+    history = [with_history(working, database) for database in args.history]
+    targets = [working, *history, *(prepared(rev) for rev in args.revs)]
     plan = Plan(args.bench, args.nodes, args.asks, args.pods, args.apps, args.rounds)
     figures = measure(targets, plan)
     sys.stdout.write(f"$ python -m benchmarks.compare {' '.join(sys.argv[1:])}\n")
     table(figures, targets)
+    history_shares(figures, targets, sys.stdout.write)
 
 
 if __name__ == "__main__":

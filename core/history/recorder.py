@@ -3,15 +3,18 @@ a thread of its own writing them in batches, off the scheduling path.
 
 - Reading: the event log hands the recorder every event as it is recorded (its tap: whatever the
   ring holds and whether event tracking is on), inside the engine's step, where it only keeps them;
-  they are read in the loop's next turn. Each event becomes at most a few small tuples; what an event
-  does not carry (an application's queue, user and groups; an allocation's node and instance type) is
-  read from the cluster's state at that moment.
+  they are read in the loop's next turn. Each event becomes at most a small tuple; what an event does
+  not carry (an application's queue, user and groups; an allocation's node and instance type) is read
+  from the cluster's state at that moment. What can wait (digests, JSON, the rows' tuples) is left
+  to the writer thread: the loop's share is under a microsecond per allocation.
 - Holding: the records wait in a bounded buffer. When the database is slow or down, scheduling never
   waits: records are held up to `buffer_limit`, and beyond it the oldest are dropped, counted
   (`dropped`, the metric pykorn_history_records_dropped_total) and logged once per stretch of drops.
-- Writing: the thread takes what is buffered in batches of up to BATCH, one transaction each; a batch
-  that fails stays in front and is tried again after a pause (doubling up to MAX_PAUSE), so writes
-  resume where they stopped once the database is back. Every statement is idempotent
+- Writing: the thread writes while the loop is idle (core.history.pacing), IDLE_BATCH records per
+  transaction, and once the oldest record has waited DELAY, the buffer is half full or the core is
+  stopping, BATCH per transaction whatever the loop does. A batch that fails stays in front and is
+  tried again after a pause (doubling up to MAX_PAUSE), so writes resume where they stopped once the
+  database is back. Every statement is idempotent
   (core.history.tables), so a batch written twice is harmless.
 - Sampling: every `sample_every` seconds each queue's allocated and pending resources; and pruning:
   records older than the retention deleted, by the thread, once an hour.
@@ -24,27 +27,34 @@ nodes, queues, limits, configuration) are kept as event records.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import orjson
 import structlog
 from sqlalchemy.exc import DataError, IntegrityError
 
 from core.events import ChangeDetail, ChangeType, EventType, RawEvent
 from core.history.buffer import Buffer
+from core.history.pacing import LoopActivity
+from core.history.rows import ALLOC_RESIZED, ALLOC_STARTED, RAW_EVENT, Names, prepared
 from core.history.store import TERMINAL, HistoryStore, Op, Record, encode
 from core.objects.partition_key import PartitionKey
+from core.off_loop import in_daemon_thread
 
 log = structlog.get_logger("pykorn.history")
 
-BATCH = 5_000  # records per transaction
+# Records per transaction: while the loop is idle a small batch, so that one begun just before the
+# loop gets busy again is over soon (the writer gives way between two); when pressed (the oldest record
+# has waited DELAY, or the buffer is half full) a large one.
+IDLE_BATCH, BATCH = 100, 2_000
 MAX_PAUSE = 30.0  # seconds between two attempts at a database that fails, at most
 PRUNE_EVERY = 3600.0  # seconds
-_NODE, _APP = EventType.NODE, EventType.APP
+# Writing waits while the scheduler's loop is busy (core.history.pacing), until the oldest record held
+# has waited DELAY seconds or the buffer is half full.
+DELAY = 2.0
+_APP = EventType.APP
 # Per-allocation or per-ask details that are not records of their own (their facts are the allocation
 # rows): skipped without a call.
 _SKIPPED = frozenset({
@@ -97,11 +107,13 @@ class HistoryRecorder:
         buffer_limit: int = 200_000,
         sample_every: float = 60.0,
         retention: float = 30 * 86400.0,
+        delay: float = DELAY,
     ) -> None:
         self.store = store
         self.context = context
         self.clock = clock
         self.buffer = Buffer(buffer_limit)
+        self.delay = delay
         self.sample_every = sample_every
         self.retention = retention
         self.written = 0  # records written (the metrics)
@@ -109,24 +121,31 @@ class HistoryRecorder:
         self.healthy = True  # the last batch was written
         self.unreadable = 0  # events that could not be turned into records (a fault of pykorn's)
         self.ready = False  # the schema is this pykorn's (migrated by the thread before it writes)
+        self._migrated = threading.Event()  # ready, for a waiter on another thread
         self._log = context.events
         self._raw: list[RawEvent] = []  # events given by the log's tap, not read yet
         self._log.tap = self._take
         self._loop: asyncio.AbstractEventLoop | None = None
         self._partition_of: dict[tuple[str, str], str] = {}  # (rmID, application) -> its partition
         # (rmID, application) -> (its partition, the application): its allocations' lookups, until it ends
-        self._apps: dict[tuple[str, str], tuple[str, Any]] = {}
-        self._node_of: dict[str, str] = {}  # allocation key -> node, from its NODE_ALLOC event
+        self._apps: dict[tuple[str, str], tuple[Names, Any]] = {}
         self._scheduled = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._write_loop, name="pykorn-history", daemon=True)
         self._sampler: asyncio.Task[None] | None = None
+        self._activity: LoopActivity | None = None  # the loop's thread, seen from the writer (start())
 
     # Life ------------------------------------------------------------------------------------
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._activity = LoopActivity(threading.get_ident())
         self._thread.start()
         self._sampler = asyncio.create_task(self._sample_loop())
+
+    async def schema_ready(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the thread to bring the schema to this pykorn's (the core serves
+        after, so its first work is not shared with a migration); whether it is."""
+        return await in_daemon_thread(lambda: self._migrated.wait(seconds), name="pykorn-history-wait")
 
     def stop(self, seconds: float = 1.0) -> None:
         """Read what came, then give the thread `seconds` to write it."""
@@ -135,8 +154,7 @@ class HistoryRecorder:
             self._sampler.cancel()
         self._drain()
         self._stop.set()
-        with self.buffer._ready:
-            self.buffer._ready.notify()
+        self.buffer.wake()
         self._thread.join(seconds)
         if len(self.buffer):
             log.warning("history records not written at the stop", left=len(self.buffer))
@@ -152,29 +170,37 @@ class HistoryRecorder:
 
     # Reading the events ----------------------------------------------------------------------
     def _drain(self) -> None:
-        """Every event taken since the last turn, into records. The ones repeated per allocation (most
-        of them) are handled inline here: a call per event would be most of the cost."""
+        """Every event taken since the last turn, into records. The ones repeated per ask or per
+        allocation (most of them) are handled inline here, tested by identity in the order of how
+        often they come: a call or a hash per event would be most of the cost. An allocation's record
+        keeps what the loop must read now (the allocation, its application's names); its row is made
+        by the writer thread."""
         self._scheduled = False
         raw, self._raw = self._raw, []
         ops: list[Record] = []
-        append, record, node_of, allocation = ops.append, self._record, self._node_of, self._allocation
-        add = ChangeType.ADD
+        append, record = ops.append, self._record
+        add, change_set, app_request = ChangeType.ADD, ChangeType.SET, ChangeDetail.APP_REQUEST
+        node_alloc, app_alloc, started, resized = _NODE_ALLOC, _APP_ALLOC, ALLOC_STARTED, ALLOC_RESIZED
+        # This turn's applications by ID: their names and themselves (most allocations in a turn are
+        # of few applications; an ID of two RMs is looked up again).
+        seen: dict[str, tuple[Names, Any]] = {}
         for event in raw:
-            kind, detail = event[1], event[4]
+            detail = event[4]
+            if detail is app_request or detail is node_alloc:  # the node comes from the allocation
+                continue
             try:
-                if detail is _APP_ALLOC:
-                    if kind is _APP:
-                        change = event[3]
-                        if change is add:
-                            append(("alloc_start", allocation(event[0], event[2], event)))
-                        elif change is ChangeType.SET:  # resized in place
-                            append(("alloc_resized", allocation(event[0], event[2], event)))
-                    continue
-                if detail is _NODE_ALLOC:
-                    if event[3] is add:
-                        node_of[event[7]] = event[2]
-                    else:
-                        node_of.pop(event[7], None)
+                if detail is app_alloc:
+                    change = event[3]
+                    if event[1] is not _APP or (change is not add and change is not change_set):
+                        continue
+                    found = seen.get(event[2])
+                    if found is None or found[0][0] != event[0]:
+                        found = seen[event[2]] = self._names(event[0], event[2])
+                    names, app = found
+                    alloc = app.allocations.get(event[7]) if app is not None else None
+                    node = alloc.node_id if alloc is not None else _node_in(raw, event[7])
+                    kind = started if change is add else resized  # SET: resized in place
+                    append((kind, (names, event, node, alloc.instance_type if alloc is not None else "")))
                     continue
                 if detail in _SKIPPED:
                     continue
@@ -187,24 +213,14 @@ class HistoryRecorder:
 
     def _record(self, event: RawEvent, ops: list[Record]) -> None:
         kind, detail = event[1], event[4]
-        if kind is _NODE:
-            if detail is _NODE_ALLOC:
-                if event[3] is ChangeType.ADD:
-                    self._node_of[event[7]] = event[2]
-                return
-        elif kind is _APP:
+        if kind is _APP:
             self._app_event(event, ops)
         if (kind, detail) not in _PER_ALLOCATION:
-            ops.append(Op("event", _event_row(event)))
+            ops.append((RAW_EVENT, event))  # its row made by the writer thread (a digest costs)
 
     def _app_event(self, event: RawEvent, ops: list[Record]) -> None:
         rm_id, app_id, change, detail, at = event[0], event[2], event[3], event[4], event[6]
-        if detail is _APP_ALLOC:
-            if change is ChangeType.ADD:
-                ops.append(Op("alloc_start", self._allocation(rm_id, app_id, event)))
-            return
         if change is ChangeType.REMOVE and detail in _ENDINGS:
-            self._node_of.pop(event[7], None)
             partition = self._partition(rm_id, app_id)
             ops.append(Op("alloc_end", (rm_id, partition, app_id, event[7], at, _ENDINGS[detail])))
             return
@@ -251,27 +267,19 @@ class HistoryRecorder:
     def _partition(self, rm_id: str, app_id: str) -> str:
         return self._partition_of.get((rm_id, app_id)) or self._find(rm_id, app_id)[0]
 
-    def _allocation(self, rm_id: str, app_id: str, event: RawEvent) -> tuple[Any, ...]:
-        """An allocation's start: its node and instance type from the cluster (or, gone already, from
-        its node's event), its application's queue and user."""
-        key = event[7]
-        node = self._node_of.pop(key, "")
+    def _names(self, rm_id: str, app_id: str) -> tuple[Names, Any]:
+        """An application's names for its allocations' rows (partition, queue, user), and the
+        application (None when gone), kept until it ends."""
         found = self._apps.get((rm_id, app_id))
         if found is None:
             partition = self._partition(rm_id, app_id)
             part = self.context.partitions.get(PartitionKey(rm_id, partition))
-            found = (partition, part.applications.get(app_id) if part is not None else None)
-            if found[1] is not None:
+            app = part.applications.get(app_id) if part is not None else None
+            queue, user = (app.queue.full_name, app.user) if app is not None else ("", "")
+            found = ((rm_id, partition, app_id, queue, user), app)
+            if app is not None:
                 self._apps[rm_id, app_id] = found
-        partition, app = found
-        queue = user = instance_type = ""
-        if app is not None:
-            queue, user = app.queue.full_name, app.user
-            alloc = app.allocations.get(key)
-            if alloc is not None:
-                node, instance_type = alloc.node_id or node, alloc.instance_type
-        resources = orjson.dumps(_values(event[8])).decode()
-        return (rm_id, partition, app_id, key, event[6], queue, user, node, instance_type, resources)
+        return found
 
     def _find(self, rm_id: str, app_id: str) -> tuple[str, Any]:
         """The partition (of the RM's) holding the application, and the application; ("default", None)
@@ -332,6 +340,7 @@ class HistoryRecorder:
             try:
                 self.store.migrate()
                 self.ready = True
+                self._migrated.set()
             except Exception as exc:
                 self.healthy = False
                 log.warning("history database not reachable; records held", error=repr(exc)[:300])
@@ -340,10 +349,12 @@ class HistoryRecorder:
                 pause = min(MAX_PAUSE, pause * 2)
         pause = 0.5
         while not (self._stop.is_set() and not len(self.buffer)):
-            batch = self.buffer.take(BATCH, wait=0.5)
+            self.buffer.wait(0.5)
+            most = self._due() if len(self.buffer) else 0
+            batch = self.buffer.take(most) if most else []
             if batch:
                 try:
-                    self.store.write(batch)
+                    self.store.write(prepared(batch))
                 except (DataError, IntegrityError) as exc:  # a record the database will never take
                     log.warning("history batch refused; written one by one", error=repr(exc)[:300])
                     self._write_each(batch)
@@ -366,13 +377,24 @@ class HistoryRecorder:
                 pruned_at = time.monotonic()
                 self._prune()
 
+    def _due(self) -> int:
+        """How many records to write now: BATCH when stopping, when the oldest record has waited
+        `delay` or the buffer is half full; IDLE_BATCH when the loop is not busy (looking takes the
+        activity's window); else none."""
+        buffer = self.buffer
+        if self._stop.is_set() or buffer.waited() >= self.delay or len(buffer) * 2 >= buffer.limit:
+            return BATCH
+        if self._activity is None or not self._activity.busy(self._stop):
+            return IDLE_BATCH
+        return 0
+
     def _write_each(self, batch: list[Record]) -> None:
         """A batch with a record the database refuses for what it holds: each record on its own, the
         refused ones dropped and counted (trying them again would stop every write after them)."""
         refused = 0
         for record in batch:
             try:
-                self.store.write([record])
+                self.store.write(prepared([record]))
             except (DataError, IntegrityError) as exc:
                 refused += 1
                 log.warning("history record refused by the database; dropped", kind=record[0],
@@ -391,15 +413,10 @@ class HistoryRecorder:
             log.info("history pruned", records=gone, retention_days=round(self.retention / 86400, 2))
 
 
-def _values(resource: Any) -> dict[str, int]:
-    """A resource's quantities as a plain dict (a Resource's own, or a mapping's copy)."""
-    values = getattr(resource, "_values", None)
-    return values if values is not None else dict(resource)
-
-
-def _event_row(event: RawEvent) -> tuple[Any, ...]:
-    rm_id, kind, object_id, change, detail, message, at, reference = event[:8]
-    fields = f"{rm_id}\x1f{kind}\x1f{object_id}\x1f{change}\x1f{detail}\x1f{message}\x1f{at!r}\x1f{reference}"
-    digest = hashlib.sha1(fields.encode(), usedforsecurity=False).hexdigest()
-    resource = orjson.dumps(_values(event[8])).decode()
-    return (digest, at, rm_id, str(kind), object_id, str(change), str(detail), message, reference, resource)
+def _node_in(raw: Sequence[RawEvent], key: str) -> str:
+    """The node of an allocation gone before its start was read: its NODE_ALLOC event's (rare: allocated
+    and released in one step)."""
+    for event in raw:
+        if event[4] is _NODE_ALLOC and event[7] == key and event[3] is ChangeType.ADD:
+            return event[2]
+    return ""

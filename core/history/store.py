@@ -66,6 +66,9 @@ class HistoryStore:
         with self.engine.begin() as connection:
             for kind, run in groupby(ops, key=itemgetter(0)):
                 rows = [params if type(params) is tuple else as_row(kind, params) for _, params in run]
+                json_at = _JSON_AT[kind]
+                if json_at:
+                    rows = [_json_encoded(row, json_at) for row in rows]
                 for statement in self._statements[kind]:
                     picked = (
                         rows if statement.identity else [tuple(r[i] for i in statement.picks) for r in rows]
@@ -230,6 +233,11 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     "config_change": ("rm_id", "at", "who", "diff"),
 }  # fmt: skip
 JSON_FIELDS = frozenset({"groups", "tags", "resources", "resource", "allocated", "pending"})
+# Where each kind's JSON fields are in its tuple: the recorder may leave a mapping there (an immutable
+# Resource) for the writer thread to encode, off the scheduler's loop.
+_JSON_AT = {
+    kind: tuple(i for i, f in enumerate(fields) if f in JSON_FIELDS) for kind, fields in FIELDS.items()
+}
 _KEY = '"rm_id" = {p} AND "partition" = {p} AND "app_id" = {p}'
 
 # Each kind's statements: (SQL with {p} for a parameter and {j} for a JSON one, the kind's fields each
@@ -341,6 +349,17 @@ def _statements(dialect: str) -> Mapping[str, tuple[_Statement, ...]]:
 def encode(value: Any) -> str:
     """A JSON field's text."""
     return orjson.dumps(value).decode()
+
+
+def _json_encoded(row: tuple[Any, ...], json_at: tuple[int, ...]) -> tuple[Any, ...]:
+    """The row with its JSON fields as text (a mapping left by the recorder encoded)."""
+    for i in json_at:
+        if type(row[i]) is not str:
+            return tuple(
+                orjson.dumps(v, default=dict).decode() if i in json_at and type(v) is not str else v
+                for i, v in enumerate(row)
+            )
+    return row
 
 
 def as_row(kind: str, params: Mapping[str, Any] | tuple[Any, ...]) -> tuple[Any, ...]:

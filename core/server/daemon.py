@@ -36,6 +36,8 @@ from core.server.rest_connections import DEFAULT_BOUNDS, ConnectionBounds
 from core.server.tls import ServerTLS, grpc_credentials, read_token, server_tls, ssl_context
 from si.v1 import si_pb2
 
+# Seconds the start waits for the history's schema (a migration) before the core serves without it.
+HISTORY_SCHEMA_WAIT = 5.0
 log = structlog.get_logger("pykorn.daemon")
 
 SERVICE_NAME = si_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name
@@ -192,6 +194,8 @@ class CoreDaemon:
         if self.history is not None:
             self.history.start()
             log.info("history recording", database=self.history.store.described)
+            if not await self.history.schema_ready(HISTORY_SCHEMA_WAIT):  # records are held meanwhile
+                log.warning("history database not ready; serving, records held", waited=HISTORY_SCHEMA_WAIT)
         self._engine_task = asyncio.create_task(self.engine.run())
         self.health_loop.start()
         await self.server.start()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from core.history.buffer import Buffer
 from core.history.recorder import HistoryRecorder
+from core.history.rows import prepared
 from core.history.store import HistoryStore, Op
 from core.objects.allocation import Allocation
 from core.resources import Resource
@@ -26,8 +27,8 @@ def _write(recorder: HistoryRecorder) -> None:
     """What the engine's step and the thread would do: the events into the log, read, written."""
     recorder.context.drain_results()
     recorder._drain()
-    batch = recorder.buffer.take(10**6, wait=0)
-    recorder.store.write(batch)
+    batch = recorder.buffer.take(10**6)
+    recorder.store.write(prepared(batch))
     recorder.buffer.done(len(batch))
 
 
@@ -70,13 +71,13 @@ def test_the_same_facts_written_twice_leave_the_same_rows(tmp_path: Path) -> Non
     c.schedule()
     drained(c)
     recorder._drain()
-    batch = recorder.buffer.take(10**6, wait=0)
-    recorder.store.write(batch)
-    recorder.store.write(batch)  # a batch tried again after a failure that had in fact committed
+    batch = recorder.buffer.take(10**6)
+    recorder.store.write(prepared(batch))
+    recorder.store.write(prepared(batch))  # a batch tried again after a failure that had in fact committed
     assert recorder.store.counts()["applications"] == 1
     assert recorder.store.counts()["allocations"] == 1
     before = recorder.store.counts()["events"]
-    recorder.store.write(batch)
+    recorder.store.write(prepared(batch))
     assert recorder.store.counts()["events"] == before
 
 
@@ -96,9 +97,9 @@ def test_the_buffer_holds_up_to_its_bound_then_drops_the_oldest_and_counts_them(
     buffer = Buffer(limit=3)
     buffer.put([Op("event", {"n": i}) for i in range(5)])
     assert buffer.dropped == 2
-    assert [params["n"] for _, params in buffer.take(10, wait=0)] == [2, 3, 4]
+    assert [params["n"] for _, params in buffer.take(10)] == [2, 3, 4]
     buffer.done(2)
-    assert [params["n"] for _, params in buffer.take(10, wait=0)] == [4]
+    assert [params["n"] for _, params in buffer.take(10)] == [4]
 
 
 def test_a_batch_is_written_in_its_order_so_an_end_after_its_start_is_kept(tmp_path: Path) -> None:
@@ -166,7 +167,7 @@ def test_written_records_leave_the_buffer_even_after_an_overflow_meanwhile() -> 
     """Review of e99f140: done() after a drop removed newer records that were never written."""
     buffer = Buffer(limit=4)
     buffer.put([("event", {"n": i}) for i in range(4)])
-    batch = buffer.take(4, wait=0)  # 0..3 being written
+    batch = buffer.take(4)  # 0..3 being written
     buffer.put([("event", {"n": i}) for i in range(4, 6)])  # 0 and 1 pushed out meanwhile
     buffer.done(len(batch))
-    assert [params["n"] for _, params in buffer.take(10, wait=0)] == [4, 5]
+    assert [params["n"] for _, params in buffer.take(10)] == [4, 5]

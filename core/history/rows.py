@@ -1,0 +1,47 @@
+"""The rows the history's writer thread makes from the records the event loop left it
+(core.history.recorder): the loop keeps only what it must read at that moment, and the digests, JSON
+and row tuples are made here, off the scheduling path."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from core.events import RawEvent
+from core.history.store import Record
+
+# Records whose rows the writer thread makes: an event as the log gave it; an allocation's start or
+# resize as (its application's Names, its event, its node, its instance type).
+RAW_EVENT, ALLOC_STARTED, ALLOC_RESIZED = "raw_event", "allocation_started", "allocation_resized"
+Names = tuple[str, str, str, str, str]  # an application's rmID, partition, ID, queue and user
+
+
+def _values(resource: Any) -> dict[str, int]:
+    """A resource's quantities as a plain dict (a Resource's own, or a mapping's copy)."""
+    values = getattr(resource, "_values", None)
+    return values if values is not None else dict(resource)
+
+
+def prepared(batch: list[Record]) -> list[Record]:
+    """The batch as the store takes it: the rows the loop left to the writer thread made here."""
+    out: list[Record] = []
+    for kind, params in batch:
+        if kind is RAW_EVENT:
+            out.append(("event", _event_row(params)))
+        elif kind is ALLOC_STARTED or kind is ALLOC_RESIZED:
+            (rm_id, partition, app_id, queue, user), event, node, instance_type = params
+            row = (rm_id, partition, app_id, event[7], event[6], queue, user, node, instance_type, event[8])
+            out.append(("alloc_start" if kind is ALLOC_STARTED else "alloc_resized", row))
+        else:
+            out.append((kind, params))
+    return out
+
+
+def _event_row(event: RawEvent) -> tuple[Any, ...]:
+    rm_id, kind, object_id, change, detail, message, at, reference = event[:8]
+    fields = f"{rm_id}\x1f{kind}\x1f{object_id}\x1f{change}\x1f{detail}\x1f{message}\x1f{at!r}\x1f{reference}"
+    digest = hashlib.sha1(fields.encode(), usedforsecurity=False).hexdigest()
+    resource = orjson.dumps(_values(event[8])).decode()
+    return (digest, at, rm_id, str(kind), object_id, str(change), str(detail), message, reference, resource)
