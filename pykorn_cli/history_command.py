@@ -5,6 +5,7 @@ its REST API (/ws/v1/history/..., docs/history.md). Plain tables, or the API's J
     pykorn history app spark-42
     pykorn history queue root.ml --from 2026-11-28T00:00:00Z
     pykorn history usage --by user --from 2026-11-01T00:00:00Z
+    pykorn history config --rm mycluster                    # who changed queues.yaml, when, the diff
     pykorn history --db sqlite:///out/history.db apps       # the database itself, no core needed
 """
 
@@ -51,6 +52,8 @@ def _query(args: Any) -> tuple[dict[str, str], dict[str, str]]:
         path["a"] = args.application
     elif command == "queue":
         path["q"] = args.queue
+    elif command == "config":
+        query |= {"rmID": args.rm, "limit": str(args.limit)}
     else:
         query["by"] = args.by
     return {k: v for k, v in query.items() if v}, path
@@ -66,6 +69,8 @@ def _rest_path(command: str, query: dict[str, str], path: dict[str, str]) -> str
         return f"/ws/v1/history/partition/{partition}/queue/{quote(path['q'], safe='')}/usage?" + urlencode(
             query
         )
+    if command == "config":
+        return "/ws/v1/history/configchanges?" + urlencode(query)
     return "/ws/v1/history/usage?" + urlencode(query)
 
 
@@ -98,9 +103,11 @@ def _read_db(url: str, command: str, query: dict[str, str], path: dict[str, str]
     except (argparse.ArgumentTypeError, ValueError) as exc:
         raise CliError(f"--db: {exc}", USAGE) from None
     api = HistoryAPI(store)
-    read = {"apps": api.applications, "app": api.application, "queue": api.queue_usage}.get(
-        command, api.usage
-    )
+    readings = {
+        "apps": api.applications, "app": api.application, "queue": api.queue_usage,
+        "config": api.config_changes,
+    }  # fmt: skip
+    read = readings.get(command, api.usage)
     try:
         return read(store, query, path)
     except (BadQuery, LookupError) as exc:
@@ -148,6 +155,11 @@ def render(command: str, body: dict[str, Any]) -> str:
         for s in body["samples"]:
             lines.append(f"  {_when(s['time'])} allocated {resource_text(s['allocated'])} "
                          f"pending {resource_text(s['pending'])}")  # fmt: skip
+    elif command == "config":
+        lines.append(f"{len(body['changes'])} configuration changes, newest first")
+        for c in body["changes"]:
+            lines.append(f"{_when(c['time'])} {c['rmID']} {c['change'] or 'changed'} by {c['who']}")
+            lines.extend(f"    {line}" for line in c["diff"].splitlines())
     else:
         by = body["by"]
         lines.append(

@@ -1,5 +1,5 @@
 """`pykorn history`'s flags: where to read (the core's REST API, or --db the database itself) and
-its four readings (apps, app, queue, usage); what they do is pykorn_cli.history_command."""
+its five readings (apps, app, queue, usage, config); what they do is pykorn_cli.history_command."""
 
 from __future__ import annotations
 
@@ -45,9 +45,12 @@ def add_history_parser(commands: Any) -> list[argparse.ArgumentParser]:
     queue.add_argument("--partition", default="default")
     usage = history_commands.add_parser("usage", help="resource-seconds per user or queue")
     usage.add_argument("--by", choices=["user", "queue"], default="user")
-    for sub in (apps, queue, usage):
+    config = history_commands.add_parser("config", help="configurations put in force: who, when, the diff")
+    config.add_argument("--rm", default="", help="one resource manager's (its rmID)")
+    config.add_argument("--limit", type=arg_types.positive_int, default=20)
+    for sub in (apps, queue, usage, config):
         sub.add_argument(
             "--from", dest="since", default=None, help="Unix seconds or RFC 3339 (2026-11-28T00:00:00Z)"
         )
         sub.add_argument("--to", dest="until", default=None, help="Unix seconds or RFC 3339")
-    return [apps, one, queue, usage]
+    return [apps, one, queue, usage, config]

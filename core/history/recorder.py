@@ -38,7 +38,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 from core.events import ChangeDetail, ChangeType, EventType, RawEvent
 from core.history.buffer import Buffer
 from core.history.pacing import LoopActivity
-from core.history.rows import ALLOC_RESIZED, ALLOC_STARTED, RAW_EVENT, Names, prepared
+from core.history.rows import ALLOC_RESIZED, ALLOC_STARTED, CONFIG_APPLIED, RAW_EVENT, Names, prepared
 from core.history.store import TERMINAL, HistoryStore, Op, Record, encode
 from core.objects.partition_key import PartitionKey
 from core.off_loop import in_daemon_thread
@@ -125,6 +125,7 @@ class HistoryRecorder:
         self._log = context.events
         self._raw: list[RawEvent] = []  # events given by the log's tap, not read yet
         self._log.tap = self._take
+        context.on_config_applied = self._config_applied
         self._loop: asyncio.AbstractEventLoop | None = None
         self._partition_of: dict[tuple[str, str], str] = {}  # (rmID, application) -> its partition
         # (rmID, application) -> (its partition, the application): its allocations' lookups, until it ends
@@ -150,6 +151,7 @@ class HistoryRecorder:
     def stop(self, seconds: float = 1.0) -> None:
         """Read what came, then give the thread `seconds` to write it."""
         self._log.tap = None
+        self.context.on_config_applied = None
         if self._sampler is not None:
             self._sampler.cancel()
         self._drain()
@@ -167,6 +169,10 @@ class HistoryRecorder:
         if not self._scheduled and self._loop is not None:
             self._scheduled = True
             self._loop.call_soon(self._drain)
+
+    def _config_applied(self, rm_id: str, change: str, before: str, after: str, who: str) -> None:
+        """The cluster's hook: a configuration put in force (its diff made by the writer thread)."""
+        self.buffer.put([(CONFIG_APPLIED, (rm_id, self.clock(), change, who, before, after))])
 
     # Reading the events ----------------------------------------------------------------------
     def _drain(self) -> None:
@@ -354,7 +360,7 @@ class HistoryRecorder:
             batch = self.buffer.take(most) if most else []
             if batch:
                 try:
-                    self.store.write(prepared(batch))
+                    self.store.write(prepared(batch, self.store.last_config))
                 except (DataError, IntegrityError) as exc:  # a record the database will never take
                     log.warning("history batch refused; written one by one", error=repr(exc)[:300])
                     self._write_each(batch)
@@ -394,7 +400,7 @@ class HistoryRecorder:
         refused = 0
         for record in batch:
             try:
-                self.store.write(prepared([record]))
+                self.store.write(prepared([record], self.store.last_config))
             except (DataError, IntegrityError) as exc:
                 refused += 1
                 log.warning("history record refused by the database; dropped", kind=record[0],

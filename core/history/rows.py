@@ -4,7 +4,9 @@ and row tuples are made here, off the scheduling path."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -13,8 +15,10 @@ from core.events import RawEvent
 from core.history.store import Record
 
 # Records whose rows the writer thread makes: an event as the log gave it; an allocation's start or
-# resize as (its application's Names, its event, its node, its instance type).
+# resize as (its application's Names, its event, its node, its instance type); a configuration put in
+# force as (rmID, time, "registered" or "updated", who sent it, the text before or "", the text now).
 RAW_EVENT, ALLOC_STARTED, ALLOC_RESIZED = "raw_event", "allocation_started", "allocation_resized"
+CONFIG_APPLIED = "config_applied"
 Names = tuple[str, str, str, str, str]  # an application's rmID, partition, ID, queue and user
 
 
@@ -24,10 +28,18 @@ def _values(resource: Any) -> dict[str, int]:
     return values if values is not None else dict(resource)
 
 
-def prepared(batch: list[Record]) -> list[Record]:
-    """The batch as the store takes it: the rows the loop left to the writer thread made here."""
+def prepared(batch: list[Record], last_config: Callable[[str], str | None] | None = None) -> list[Record]:
+    """The batch as the store takes it: the rows the loop left to the writer thread made here.
+    `last_config(rmID)`: the configuration text last recorded for the RM (the database's), what a
+    registration the core knew nothing before is compared with."""
     out: list[Record] = []
+    texts: dict[str, str] = {}  # the batch's configurations so far, by RM
     for kind, params in batch:
+        if kind is CONFIG_APPLIED:
+            row = _config_row(params, texts, last_config)
+            if row is not None:
+                out.append(("config_change", row))
+            continue
         if kind is RAW_EVENT:
             out.append(("event", _event_row(params)))
         elif kind is ALLOC_STARTED or kind is ALLOC_RESIZED:
@@ -37,6 +49,27 @@ def prepared(batch: list[Record]) -> list[Record]:
         else:
             out.append((kind, params))
     return out
+
+
+def _config_row(
+    params: tuple[str, float, str, str, str, str],
+    texts: dict[str, str],
+    last_config: Callable[[str], str | None] | None,
+) -> tuple[Any, ...] | None:
+    """A configuration change's row; None when the text is the one in force before (an RM that
+    registers again with it, after a restart of its own or of the core's)."""
+    rm_id, at, change, who, before, after = params
+    if not before:
+        before = texts.get(rm_id) or (last_config(rm_id) if last_config is not None else None) or ""
+    texts[rm_id] = after
+    if before == after:
+        return None
+    diff = "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), "before", "after"
+        )
+    )
+    return (rm_id, at, who, diff, change, after)
 
 
 def _event_row(event: RawEvent) -> tuple[Any, ...]:

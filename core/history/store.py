@@ -79,14 +79,16 @@ class HistoryStore:
         """Records older than `before` gone: finished applications, ended allocations, samples, events
         and configuration changes; how many rows went."""
         gone = 0
-        with self.engine.begin() as connection:
-            for statement in (
-                delete(applications).where(applications.c.finished < before),
-                delete(allocations).where(allocations.c.ended < before),
-                delete(queue_usage).where(queue_usage.c.at < before),
-                delete(events).where(events.c.at < before),
-                delete(config_changes).where(config_changes.c.at < before),
-            ):
+        for statement in (  # a transaction each, on indexed columns: no long lock over every table
+            delete(applications).where(applications.c.finished < before),
+            delete(allocations).where(allocations.c.ended < before),
+            delete(queue_usage).where(queue_usage.c.at < before),
+            delete(events).where(events.c.at < before),
+            delete(config_changes).where(
+                config_changes.c.at < before, config_changes.c.at < _newest_of_its_rm()
+            ),
+        ):
+            with self.engine.begin() as connection:
                 gone += connection.execute(statement).rowcount or 0
         return gone
 
@@ -101,11 +103,20 @@ class HistoryStore:
         until: float | None = None,
         limit: int = 100,
         offset: int = 0,
+        rm_id: str = "",
     ) -> tuple[int, list[dict[str, Any]]]:
-        """(how many match, the page): applications submitted in [since, until), newest first."""
+        """(how many match, the page): applications submitted in [since, until), newest first; of one
+        RM when `rm_id` is given."""
         c = applications.c
         where = []
-        for column, value in ((c.partition, partition), (c.queue, queue), (c.user, user), (c.state, state)):
+        given = (
+            (c.rm_id, rm_id),
+            (c.partition, partition),
+            (c.queue, queue),
+            (c.user, user),
+            (c.state, state),
+        )
+        for column, value in given:
             if value:
                 where.append(column == value)
         if since is not None:
@@ -122,13 +133,15 @@ class HistoryStore:
             rows = connection.execute(page.where(condition) if condition is not None else page)
             return int(total), [dict(row._mapping) for row in rows]
 
-    def application(self, partition: str, app_id: str) -> dict[str, Any] | None:
-        """One application (of any RM) with its allocations and its events, oldest first."""
+    def application(self, partition: str, app_id: str, rm_id: str = "") -> dict[str, Any] | None:
+        """One application (of `rm_id`, or of any RM) with its allocations and its events, oldest
+        first."""
         c = applications.c
+        query = select(applications).where(c.partition == partition, c.app_id == app_id)
+        if rm_id:
+            query = query.where(c.rm_id == rm_id)
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(applications).where(c.partition == partition, c.app_id == app_id).limit(1)
-            ).first()
+            row = connection.execute(query.order_by(c.submitted.desc()).limit(1)).first()
             if row is None:
                 return None
             app = dict(row._mapping)
@@ -150,14 +163,17 @@ class HistoryStore:
             ]
             return app
 
-    def queue_usage(self, partition: str, queue: str, since: float, until: float) -> list[dict[str, Any]]:
+    def queue_usage(
+        self, partition: str, queue: str, since: float, until: float, rm_id: str = ""
+    ) -> list[dict[str, Any]]:
         q = queue_usage.c
+        query = select(q.at, q.allocated, q.pending).where(
+            q.partition == partition, q.queue == queue, q.at >= since, q.at < until
+        )
+        if rm_id:
+            query = query.where(q.rm_id == rm_id)
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(q.at, q.allocated, q.pending)
-                .where(q.partition == partition, q.queue == queue, q.at >= since, q.at < until)
-                .order_by(q.at)
-            )
+            rows = connection.execute(query.order_by(q.at))
             return [dict(r._mapping) for r in rows]
 
     def usage(self, by: str, since: float, until: float, now: float) -> list[dict[str, Any]]:
@@ -182,6 +198,29 @@ class HistoryStore:
             for (p, name, kind), used in sorted(totals.items())
         ]
 
+    def last_config(self, rm_id: str) -> str | None:
+        """The configuration text last recorded for an RM (None: none, or only before schema 2)."""
+        c = config_changes.c
+        with self.engine.connect() as connection:
+            return connection.execute(
+                select(c.config).where(c.rm_id == rm_id, c.config.is_not(None)).order_by(c.at.desc()).limit(1)
+            ).scalar()
+
+    def config_changes(
+        self, rm_id: str = "", since: float | None = None, until: float | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Configuration changes in [since, until), newest first (without the texts: their diffs)."""
+        c = config_changes.c
+        query = select(c.rm_id, c.at, c.who, c.change, c.diff).order_by(c.at.desc()).limit(limit)
+        if rm_id:
+            query = query.where(c.rm_id == rm_id)
+        if since is not None:
+            query = query.where(c.at >= since)
+        if until is not None:
+            query = query.where(c.at < until)
+        with self.engine.connect() as connection:
+            return [dict(r._mapping) for r in connection.execute(query)]
+
     def counts(self) -> dict[str, int]:
         """Rows per table (the benchmarks and the demo's summary)."""
         with self.engine.connect() as connection:
@@ -189,6 +228,13 @@ class HistoryStore:
                 table.name: int(connection.execute(select(func.count()).select_from(table)).scalar_one())
                 for table in (applications, allocations, queue_usage, events, config_changes)
             }
+
+
+def _newest_of_its_rm() -> Any:
+    """The time of the newest configuration change of the row's RM: kept whatever its age, so a core
+    that restarts compares a registration with it."""
+    newest = config_changes.alias("newest")
+    return select(func.max(newest.c.at)).where(newest.c.rm_id == config_changes.c.rm_id).scalar_subquery()
 
 
 def _engine_options(url: str) -> dict[str, Any]:
@@ -230,7 +276,7 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
         "reference_id", "resource",
     ),
     "queue_sample": ("rm_id", "partition", "queue", "at", "allocated", "pending"),
-    "config_change": ("rm_id", "at", "who", "diff"),
+    "config_change": ("rm_id", "at", "who", "diff", "change", "config"),
 }  # fmt: skip
 JSON_FIELDS = frozenset({"groups", "tags", "resources", "resource", "allocated", "pending"})
 # Where each kind's JSON fields are in its tuple: the recorder may leave a mapping there (an immutable
@@ -320,8 +366,8 @@ _SQL: Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
          "VALUES ({p}, {p}, {p}, {p}, {j}, {j}) ON CONFLICT DO NOTHING", FIELDS["queue_sample"]),
     ),
     "config_change": (
-        ('INSERT INTO config_changes ("rm_id", "at", "who", "diff") VALUES ({p}, {p}, {p}, {p}) '
-         "ON CONFLICT DO NOTHING", FIELDS["config_change"]),
+        ('INSERT INTO config_changes ("rm_id", "at", "who", "diff", "change", "config") '
+         "VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT DO NOTHING", FIELDS["config_change"]),
     ),
 }  # fmt: skip
 

@@ -8,7 +8,9 @@ re-registering RM or a replayed write maps onto the same row, so writing it agai
   after a restart is not a second one;
 - queue_usage: one sample per (rmID, partition, queue, time);
 - events: the core's event records, keyed by a digest of their fields;
-- config_changes: one row per (rmID, time).
+- config_changes: one row per (rmID, time) a configuration was put in force and differed from the one
+  before (the last one recorded, when the core restarted in between): who sent it, the diff, and the
+  text.
 
 Times are Unix seconds (floats); resources are JSON objects of name to quantity. Migrations live in
 core/history/migrations (alembic); `tests/unit/test_history_schema.py` holds them equal to this.
@@ -43,6 +45,7 @@ applications = Table(
 Index("applications_by_submitted", applications.c.submitted)
 Index("applications_by_queue", applications.c.partition, applications.c.queue)
 Index("applications_by_user", applications.c.user)
+Index("applications_by_finished", applications.c.finished)  # the retention's pruning
 
 allocations = Table(
     "allocations",
@@ -70,6 +73,7 @@ Index(
     postgresql_where=text("ended IS NULL"),
 )  # fmt: skip
 Index("allocations_by_started", allocations.c.started)
+Index("allocations_by_ended", allocations.c.ended)  # the retention's pruning
 
 queue_usage = Table(
     "queue_usage",
@@ -107,4 +111,7 @@ config_changes = Table(
     Column("at", Float, primary_key=True),
     Column("who", Text, nullable=False),
     Column("diff", Text, nullable=False),
+    Column("change", String(16)),  # registered or updated (schema 2; NULL in rows written before)
+    Column("config", Text),  # the text in force after (schema 2; NULL in rows written before)
 )
+Index("config_changes_by_at", config_changes.c.at)

@@ -112,7 +112,8 @@ class RMProxy:
         return rm_id in self._routes
 
     # Unary calls ------------------------------------------------------------------------------
-    async def register(self, request: si_pb2.RegisterResourceManagerRequest) -> None:
+    async def register(self, request: si_pb2.RegisterResourceManagerRequest, who: str = "") -> None:
+        """`who`: the caller as the transport knows it (kept with the configuration's history)."""
         rm_id = request.rmID
         if self._stopping:
             # An RM that lost its streams to the shutdown would register again at once and hold the
@@ -136,7 +137,7 @@ class RMProxy:
                 build = tuple(
                     (self.limits.clip(k), self.limits.clip(v)) for k, v in sorted(request.buildInfo.items())
                 )
-                await self._await_engine(lambda reply: RegisterRM(rm_id, config, reply, build))
+                await self._await_engine(lambda reply: RegisterRM(rm_id, config, reply, build, who))
         except Exception:
             previous = self._routes.get(rm_id)
             if previous is not None and not previous.current and not self._stopping:
@@ -157,7 +158,7 @@ class RMProxy:
         )
 
     async def update_configuration(
-        self, request: si_pb2.UpdateConfigurationRequest
+        self, request: si_pb2.UpdateConfigurationRequest, who: str = ""
     ) -> si_pb2.UpdateConfigurationResponse:
         rm_id = request.rmID
         if not rm_id:
@@ -180,7 +181,7 @@ class RMProxy:
                 log.warning("configuration rejected", rmID=rm_id, errors=problems)
                 return si_pb2.UpdateConfigurationResponse(accepted=False, errors=problems)
             try:
-                await self._await_engine(lambda reply: UpdateConfig(rm_id, loaded.config, reply))
+                await self._await_engine(lambda reply: UpdateConfig(rm_id, loaded.config, reply, who))
             except Exception as exc:
                 return si_pb2.UpdateConfigurationResponse(accepted=False, errors=[str(exc)])
         for warning in loaded.warnings:

@@ -89,6 +89,9 @@ class ClusterContext:
         # Called with a reason whenever an RM's state is dropped (it left, or registered again): the
         # daemon gives the memory back to the system there (core.server.memory).
         self.on_state_dropped: Callable[[str], None] | None = None
+        # Called whenever an RM's configuration is put in force: (rmID, "registered" or "updated", the
+        # text in force before or "" when none was, the text now, who sent it). The history records it.
+        self.on_config_applied: Callable[[str, str, str, str, str], None] | None = None
 
     # Results ----------------------------------------------------------------------------------
     def _out(self, rm_id: str) -> ResultBatch:

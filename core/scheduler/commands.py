@@ -83,6 +83,7 @@ class RegisterRM:
     config: SchedulerConfig
     reply: Reply | None = None
     build_info: tuple[tuple[str, str], ...] = ()  # the RM's buildInfo, shown by /ws/v1/clusters
+    who: str = ""  # the caller as the transport knows it (the history's configuration changes)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class UpdateConfig:
     rm_id: str
     config: SchedulerConfig
     reply: Reply | None = None
+    who: str = ""  # the caller as the transport knows it (the history's configuration changes)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ def register(ctx: ClusterContext, cmd: RegisterRM) -> None:
     now, parts = ctx.clock(), cmd.config.partitions
     built = {(k := PartitionKey(cmd.rm_id, p.name)): ctx.new_partition(k, p, now) for p in parts}
     dropped = ctx.drop_rm_state(cmd.rm_id)
+    _applied(ctx, cmd.rm_id, "registered", cmd.config, cmd.who)
     ctx.configs[cmd.rm_id] = cmd.config
     ctx.rm_build[cmd.rm_id] = {**dict(cmd.build_info), "rmId": cmd.rm_id}
     ctx.partitions.update(built)
@@ -81,10 +82,18 @@ def update_config(ctx: ClusterContext, cmd: UpdateConfig) -> None:
             if not part.draining:
                 part.state_time = ctx.clock()
             part.draining = True
+    _applied(ctx, cmd.rm_id, "updated", cmd.config, cmd.who)
     ctx.configs[cmd.rm_id] = cmd.config  # what /ws/v1/config shows: the configuration in force
     log.info("configuration updated", rmID=cmd.rm_id)
     if cmd.reply:
         cmd.reply(None)
+
+
+def _applied(ctx: ClusterContext, rm_id: str, change: str, config: SchedulerConfig, who: str) -> None:
+    """Tell the hook about a configuration put in force (before `ctx.configs` holds it)."""
+    if ctx.on_config_applied is not None:
+        before = ctx.configs.get(rm_id)
+        ctx.on_config_applied(rm_id, change, before.source if before is not None else "", config.source, who)
 
 
 def preview(ctx: ClusterContext, rm_id: str, config: SchedulerConfig) -> list[QuotaPreview]:

@@ -13,7 +13,7 @@ from google.protobuf.message import DecodeError
 from core.rm.proxy import CoreStopping, InvalidRequest, RMProxy
 from core.rm.response_stream import ResponseStream, StreamKind
 from core.server.event_stream import EventStreams
-from core.server.identity import Caller, caller
+from core.server.identity import Caller, caller, described
 from core.server.redact import redacted
 from si.v1 import metadata, si_pb2, si_pb2_grpc
 
@@ -73,7 +73,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
     ) -> si_pb2.RegisterResourceManagerResponse:
         await self._authorize("RegisterResourceManager", request, context)
         try:
-            await self._rmproxy.register(request)
+            await self._rmproxy.register(request, described(context))
         except InvalidRequest as exc:
             log.warning("registration refused", rmID=request.rmID, reason=str(exc))
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -93,7 +93,7 @@ class SchedulerService(si_pb2_grpc.SchedulerServicer):
         self, request: si_pb2.UpdateConfigurationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> si_pb2.UpdateConfigurationResponse:
         await self._authorize("UpdateConfiguration", request, context)
-        response = await self._rmproxy.update_configuration(request)
+        response = await self._rmproxy.update_configuration(request, described(context))
         if self._settings is not None and self._rmproxy.is_registered(request.rmID):
             # As YuniKorn, whether or not the queues were taken: the two are apart.
             response.warnings.extend(self._settings(request.rmID, dict(request.extraConfig)))

@@ -49,3 +49,12 @@ def caller(context: grpc.aio.ServicerContext[Any, Any], enforced: bool) -> Calle
     names = list(context.auth_context().get(COMMON_NAME_KEY) or ())
     # A certificate without a CN yields an empty identity, which matches no rmID (fail closed).
     return Caller(names[0].decode("utf-8", errors="replace") if names else "")
+
+
+def described(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """The caller in words for a record: its certificate's CN when it sent one, and its address."""
+    names = list(context.auth_context().get(COMMON_NAME_KEY) or ())
+    peer = context.peer() or "unknown peer"
+    if names:
+        return f"CN={names[0].decode('utf-8', errors='replace')} ({peer})"
+    return peer

@@ -6,15 +6,18 @@ counts there (/ws/v1/history/apps and /containers, core.server.rest_cluster):
 - GET /ws/v1/history/partition/{p}/application/{a}: one application, its allocations and its events;
 - GET /ws/v1/history/partition/{p}/queue/{q}/usage: the queue's sampled usage over [`from`, `to`);
 - GET /ws/v1/history/usage: resource-seconds per user (`by=user`, the default) or queue (`by=queue`)
-  and instance type over [`from`, `to`).
+  and instance type over [`from`, `to`);
+- GET /ws/v1/history/configchanges: the configurations put in force (`rmID`, `from`, `to`, `limit`),
+  newest first: when, who sent it, registered or updated, and the diff.
 
-Times are Unix seconds, or RFC 3339 (`2026-11-28T10:00:00Z`). The database is read in a thread; one
-that does not answer is a 503 with the reason, history off a 404 that says how to turn it on.
+A partition is `default` or `[rmID]default` (then only that RM's). Times are Unix seconds, or RFC 3339
+(`2026-11-28T10:00:00Z`). The database is read in a daemon thread (core.off_loop: a stop never waits
+for a read); one that does not answer is a 503 with the reason, history off a 404 that says how to
+turn it on.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
@@ -23,6 +26,7 @@ from typing import Any
 from aiohttp import web
 
 from core.history.store import HistoryStore
+from core.off_loop import in_daemon_thread
 from core.server.rest_errors import error_response
 
 MAX_LIMIT = 1_000
@@ -46,6 +50,7 @@ class HistoryAPI:
             get("/ws/v1/history/partition/{p}/application/{a}", self._handler(self.application)),
             get("/ws/v1/history/partition/{p}/queue/{q}/usage", self._handler(self.queue_usage)),
             get("/ws/v1/history/usage", self._handler(self.usage)),
+            get("/ws/v1/history/configchanges", self._handler(self.config_changes)),
         ]
 
     def _handler(self, read: Callable[[HistoryStore, Mapping[str, str], Mapping[str, str]], Any]) -> Handler:
@@ -55,7 +60,8 @@ class HistoryAPI:
                 off = "history is off: start the core with --history URL (docs/history.md)"
                 return error_response(404, off)
             try:
-                body = await asyncio.to_thread(read, store, request.query, request.match_info)
+                query, path = request.query, request.match_info
+                body = await in_daemon_thread(lambda: read(store, query, path), name="pykorn-history-read")
             except BadQuery as exc:
                 return error_response(400, str(exc))
             except LookupError as exc:
@@ -70,16 +76,17 @@ class HistoryAPI:
     def applications(self, store: HistoryStore, q: Mapping[str, str], _path: Mapping[str, str]) -> Any:
         limit = _int(q, "limit", 100, 1, MAX_LIMIT)
         offset = _int(q, "offset", 0, 0, 10**9)
+        rm_id, partition = _partition(q.get("partition", ""))
         total, rows = store.applications(
-            partition=_partition(q.get("partition", "")), queue=q.get("queue", ""), user=q.get("user", ""),
+            partition=partition, queue=q.get("queue", ""), user=q.get("user", ""),
             state=q.get("state", ""), since=_time(q, "from"), until=_time(q, "to"), limit=limit,
-            offset=offset,
+            offset=offset, rm_id=q.get("rmID", "") or rm_id,
         )  # fmt: skip
         return {"total": total, "limit": limit, "offset": offset, "applications": [_app(r) for r in rows]}
 
     def application(self, store: HistoryStore, _q: Mapping[str, str], path: Mapping[str, str]) -> Any:
-        partition, app_id = _partition(path["p"]), path["a"]
-        found = store.application(partition, app_id)
+        (rm_id, partition), app_id = _partition(path["p"]), path["a"]
+        found = store.application(partition, app_id, rm_id)
         if found is None:
             raise LookupError(f"application {app_id} has no history in partition {partition}")
         body = _app(found)
@@ -90,8 +97,8 @@ class HistoryAPI:
     def queue_usage(self, store: HistoryStore, q: Mapping[str, str], path: Mapping[str, str]) -> Any:
         until = _or(_time(q, "to"), self.clock())
         since = _or(_time(q, "from"), until - DAY)
-        partition, queue = _partition(path["p"]), path["q"]
-        samples = store.queue_usage(partition, queue, since, until)
+        (rm_id, partition), queue = _partition(path["p"]), path["q"]
+        samples = store.queue_usage(partition, queue, since, until, rm_id)
         return {"partition": partition, "queueName": queue, "from": since, "to": until, "samples": [
             {"time": s["at"], "allocated": s["allocated"], "pending": s["pending"]} for s in samples
         ]}  # fmt: skip
@@ -105,15 +112,26 @@ class HistoryAPI:
         since = _or(_time(q, "from"), until - DAY)
         return {"by": by, "from": since, "to": until, "usage": store.usage(by, since, until, now)}
 
+    def config_changes(self, store: HistoryStore, q: Mapping[str, str], _path: Mapping[str, str]) -> Any:
+        limit = _int(q, "limit", 100, 1, MAX_LIMIT)
+        rows = store.config_changes(q.get("rmID", ""), _time(q, "from"), _time(q, "to"), limit)
+        return {"changes": [
+            {"rmID": r["rm_id"], "time": r["at"], "who": r["who"], "change": r["change"], "diff": r["diff"]}
+            for r in rows
+        ]}  # fmt: skip
+
 
 def _or(given: float | None, default: float) -> float:
     """A time given (0 is one), else the default."""
     return default if given is None else given
 
 
-def _partition(name: str) -> str:
-    """`default` or `[rmID]default`: the partition's name."""
-    return name.split("]", 1)[1] if name.startswith("[") and "]" in name else name
+def _partition(name: str) -> tuple[str, str]:
+    """`default` or `[rmID]default`: (the RM, "" for any, and the partition's name)."""
+    if name.startswith("[") and "]" in name:
+        rm_id, _, partition = name[1:].partition("]")
+        return rm_id, partition
+    return "", name
 
 
 def _int(query: Any, name: str, default: int, least: int, most: int) -> int:

@@ -59,7 +59,13 @@ def base_arguments(held_port: int, closed_port: int, scratch: Path) -> dict[str,
         "fake run": ["fake", "run", missing],
         **{
             f"history {leaf}": ["history", "--core-rest", f"http://127.0.0.1:{closed_port}", leaf, *args]
-            for leaf, args in (("apps", []), ("app", ["job"]), ("queue", ["root"]), ("usage", []))
+            for leaf, args in (
+                ("apps", []),
+                ("app", ["job"]),
+                ("queue", ["root"]),
+                ("usage", []),
+                ("config", []),
+            )
         },
     }
 

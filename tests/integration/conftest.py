@@ -16,6 +16,7 @@ from tests.integration.core_helpers import running
 from tests.integration.kube_api import FakeKubeAPI
 from tests.integration.kube_rbac import RBAC
 from tests.integration.manifests import render
+from tests.integration.postgres import PostgresServer
 from tests.recording_client import RecordingClient
 from tests.tls_certs import PKI, make_pki
 
@@ -85,3 +86,14 @@ async def webhook(api: FakeKubeAPI, pki: PKI, rest_url: str) -> AsyncIterator[st
     """`pykorn admission` serving over TLS against the API emulation (tests/integration/admission_helpers)."""
     async for url in serving_webhook(api, pki, rest_url):
         yield url
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster of the run's own (Debian's package, initdb in a temporary directory)."""
+    server = PostgresServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()

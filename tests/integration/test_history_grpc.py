@@ -9,7 +9,7 @@ import asyncio
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -56,16 +56,6 @@ applications:
     tasks:
       - {name: step, count: 10, resources: {memory: 512Mi, vcore: 1}, duration: 2s}
 """
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -119,8 +109,22 @@ async def test_history_outlives_a_sigkilled_core_with_nothing_twice(
     assert history_core.kill() == -9
     await history_core.start()  # the same database: what was written before the kill is there
     await runner.client.wait_for(partial(_reconnected, runner), timeout=20, what="the RM registered again")
+    # The queues changed by the RM: one configuration change; the registrations before it were one
+    # (the same text again after the restart is no change).
+    queues = parse_scenario(SCENARIO % {"end": 10}).config
+    more = queues.replace("  - name: batch", "  - name: adhoc\n          - name: batch")
+    updated = await runner.client.update_configuration(more)
+    assert updated.accepted, updated.errors
     await _finish(runner, task)
     async with aiohttp.ClientSession() as session:
+        changes = await rest_until(
+            session, _history(history_core, f"configchanges?rmID={rm_id}"),
+            lambda body: len(body["changes"]) >= 2, "the configuration changes in the history",
+        )  # fmt: skip
+        assert [c["change"] for c in changes["changes"]] == ["updated", "registered"]
+        assert all(c["who"].startswith("ipv4:127.0.0.1:") for c in changes["changes"])
+        assert "+          - name: adhoc" in changes["changes"][0]["diff"]
+        assert "+          - name: batch" in changes["changes"][1]["diff"]  # from nothing
         # Both applications, once each, with what they were submitted as.
         listed = await rest_until(
             session, _history(history_core, "applications?limit=10"),
@@ -158,6 +162,8 @@ async def test_history_outlives_a_sigkilled_core_with_nothing_twice(
     # And from the database itself, no core needed.
     direct = await _pykorn("history", "--db", history_url, "apps", "--queue", "root.services")
     assert "1 applications" in direct and "web" in direct
+    config = await _pykorn("history", "--db", history_url, "config", "--rm", rm_id)
+    assert "2 configuration changes" in config and "+          - name: adhoc" in config
 
 
 async def _pykorn(*args: str) -> str:

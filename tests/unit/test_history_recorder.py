@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.config import load_config
 from core.history.buffer import Buffer
 from core.history.recorder import HistoryRecorder
 from core.history.rows import prepared
 from core.history.store import HistoryStore, Op
 from core.objects.allocation import Allocation
 from core.resources import Resource
-from core.scheduler.commands import ReleaseRequest, UpdateAllocations
+from core.scheduler.cluster import ClusterContext
+from core.scheduler.commands import ReleaseRequest, UpdateAllocations, UpdateConfig
 from core.scheduler.results import Termination
-from tests.unit.domain_helpers import ONE_LEAF, Cluster, drained
+from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock, drained
 
 
 def _recorded(tmp_path: Path, config: str = ONE_LEAF) -> tuple[Cluster, HistoryRecorder]:
@@ -28,7 +30,7 @@ def _write(recorder: HistoryRecorder) -> None:
     recorder.context.drain_results()
     recorder._drain()
     batch = recorder.buffer.take(10**6)
-    recorder.store.write(prepared(batch))
+    recorder.store.write(prepared(batch, recorder.store.last_config))
     recorder.buffer.done(len(batch))
 
 
@@ -72,7 +74,7 @@ def test_the_same_facts_written_twice_leave_the_same_rows(tmp_path: Path) -> Non
     drained(c)
     recorder._drain()
     batch = recorder.buffer.take(10**6)
-    recorder.store.write(prepared(batch))
+    recorder.store.write(prepared(batch, recorder.store.last_config))
     recorder.store.write(prepared(batch))  # a batch tried again after a failure that had in fact committed
     assert recorder.store.counts()["applications"] == 1
     assert recorder.store.counts()["allocations"] == 1
@@ -171,3 +173,29 @@ def test_written_records_leave_the_buffer_even_after_an_overflow_meanwhile() -> 
     buffer.put([("event", {"n": i}) for i in range(4, 6)])  # 0 and 1 pushed out meanwhile
     buffer.done(len(batch))
     assert [params["n"] for _, params in buffer.take(10)] == [4, 5]
+
+
+def test_a_configuration_change_is_recorded_with_who_sent_it_and_the_diff_and_a_same_text_is_not(
+    tmp_path: Path,
+) -> None:
+    c, recorder = _recorded(tmp_path)
+    raised = ONE_LEAF.replace("memory: 100", "memory: 200")
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(raised).config, who="CN=ops (ipv4:10.1.2.3:4)"))
+    c.ctx.apply(UpdateConfig(c.rm_id, load_config(raised).config, who="CN=ops (ipv4:10.1.2.3:4)"))
+    _write(recorder)
+    (change,) = recorder.store.config_changes(c.rm_id)
+    assert (change["who"], change["change"]) == ("CN=ops (ipv4:10.1.2.3:4)", "updated")
+    assert "-              max: {memory: 100, vcore: 100}" in change["diff"]
+    assert "+              max: {memory: 200, vcore: 100}" in change["diff"]
+    # A core that starts again on this database: the RM registers with the text in force, no change;
+    # then with another text, compared with the one recorded last.
+    for text, recorded in ((raised, 1), (ONE_LEAF, 2)):
+        fresh = ClusterContext(FakeClock(c.clock() + 10 * recorded))
+        restarted = HistoryRecorder(recorder.store, fresh, clock=fresh.clock)
+        Cluster(text, ctx=fresh)  # registers
+        _write(restarted)
+        assert len(recorder.store.config_changes(c.rm_id)) == recorded
+    newest = recorder.store.config_changes(c.rm_id)[0]
+    assert (
+        newest["change"] == "registered" and "+              max: {memory: 100, vcore: 100}" in newest["diff"]
+    )
