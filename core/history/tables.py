@@ -45,7 +45,6 @@ applications = Table(
 Index("applications_by_submitted", applications.c.submitted)
 Index("applications_by_queue", applications.c.partition, applications.c.queue)
 Index("applications_by_user", applications.c.user)
-Index("applications_by_finished", applications.c.finished)  # the retention's pruning
 
 allocations = Table(
     "allocations",
@@ -73,7 +72,6 @@ Index(
     postgresql_where=text("ended IS NULL"),
 )  # fmt: skip
 Index("allocations_by_started", allocations.c.started)
-Index("allocations_by_ended", allocations.c.ended)  # the retention's pruning
 
 queue_usage = Table(
     "queue_usage",

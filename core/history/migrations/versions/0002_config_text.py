@@ -1,6 +1,6 @@
 """History schema 2: a configuration change keeps what kind it was and the text it put in force (so a
-core that restarts compares an RM's registration with the last one recorded), and the columns the
-retention prunes by are indexed.
+core that restarts compares an RM's registration with the last one recorded), indexed by time for
+the retention's pruning.
 
 Revision ID: 0002
 Revises: 0001
@@ -24,13 +24,9 @@ def upgrade() -> None:
         table.add_column(sa.Column("change", sa.String(16)))  # registered or updated; NULL before 0002
         table.add_column(sa.Column("config", sa.Text()))  # the text in force after; NULL before 0002
     op.create_index("config_changes_by_at", "config_changes", ["at"])
-    op.create_index("applications_by_finished", "applications", ["finished"])
-    op.create_index("allocations_by_ended", "allocations", ["ended"])
 
 
 def downgrade() -> None:
-    op.drop_index("allocations_by_ended", "allocations")
-    op.drop_index("applications_by_finished", "applications")
     op.drop_index("config_changes_by_at", "config_changes")
     with op.batch_alter_table("config_changes") as table:
         table.drop_column("config")
