@@ -37,6 +37,7 @@ class Buffer:
     def put(self, ops: Sequence[Record]) -> None:
         with self._ready:
             records = self._records
+            was_empty = not records
             records.extend(ops)
             self._serial += len(ops)
             self._stamps.append((self._serial, self._clock()))
@@ -51,7 +52,7 @@ class Buffer:
                     log.warning("history records dropped: the database is behind", held=self.limit)
             elif self._dropping and len(records) < self.limit // 2:
                 self._dropping = False
-            if len(records) == len(ops):  # it was empty: a waiting writer wakes
+            if was_empty:  # a waiting writer wakes
                 self._ready.notify()
 
     def wake(self) -> None:
@@ -85,6 +86,14 @@ class Buffer:
             for _ in range(count):
                 self._records.popleft()
             self._left(count)
+
+    def refused(self, count: int) -> None:
+        """`count` records taken were not written (the database refused them, or no row could be
+        made of them): counted as dropped."""
+        if count:
+            with self._ready:
+                self.dropped += count
+                self._dropped_at_take += count  # not pushed out of the buffer: done() is unaffected
 
     def _left(self, count: int) -> None:
         """`count` records left the front (written or dropped)."""

@@ -1,23 +1,18 @@
-"""The history's write path: the core's event log turned into history records on the event loop, and
-a thread of its own writing them in batches, off the scheduling path.
+"""The history's recording, on the event loop: the core's event log turned into history records for
+the writer thread (core.history.writer), off the scheduling path.
 
 - Reading: the event log hands the recorder every event as it is recorded (its tap: whatever the
   ring holds and whether event tracking is on), inside the engine's step, where it only keeps them;
   they are read in the loop's next turn. Each event becomes at most a small tuple; what an event does
   not carry (an application's queue, user and groups; an allocation's node and instance type) is read
-  from the cluster's state at that moment. What can wait (digests, JSON, the rows' tuples) is left
-  to the writer thread: the loop's share is under a microsecond per allocation.
-- Holding: the records wait in a bounded buffer. When the database is slow or down, scheduling never
-  waits: records are held up to `buffer_limit`, and beyond it the oldest are dropped, counted
-  (`dropped`, the metric pykorn_history_records_dropped_total) and logged once per stretch of drops.
-- Writing: the thread writes while the loop is idle (core.history.pacing), IDLE_BATCH records per
-  transaction, and once the oldest record has waited DELAY, the buffer is half full or the core is
-  stopping, BATCH per transaction whatever the loop does. A batch that fails stays in front and is
-  tried again after a pause (doubling up to MAX_PAUSE), so writes resume where they stopped once the
-  database is back. Every statement is idempotent
-  (core.history.tables), so a batch written twice is harmless.
-- Sampling: every `sample_every` seconds each queue's allocated and pending resources; and pruning:
-  records older than the retention deleted, by the thread, once an hour.
+  from the cluster's state at that moment. What can wait (digests, JSON, the rows' tuples, the
+  configuration diffs) is left to the writer thread: the loop's share is under a microsecond per
+  allocation.
+- Holding: the records wait in a bounded buffer (core.history.buffer). When the database is slow or
+  down, scheduling never waits: records are held up to `buffer_limit`, and beyond it the oldest are
+  dropped, counted (the metric pykorn_history_records_dropped_total) and logged once per stretch.
+- Sampling: every `sample_every` seconds each queue's allocated and pending resources.
+- Configuration changes: the cluster's hook hands over each configuration put in force.
 
 Per allocation the event log holds several events (its node's, its user's, its application's); they
 become one allocation row, and only the events that are not per allocation (applications' states,
@@ -33,25 +28,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
-from sqlalchemy.exc import DataError, IntegrityError
 
 from core.events import ChangeDetail, ChangeType, EventType, RawEvent
 from core.history.buffer import Buffer
-from core.history.pacing import LoopActivity
-from core.history.rows import ALLOC_RESIZED, ALLOC_STARTED, CONFIG_APPLIED, RAW_EVENT, Names, prepared
+from core.history.rows import ALLOC_RESIZED, ALLOC_STARTED, CONFIG_APPLIED, RAW_EVENT, Names
 from core.history.store import TERMINAL, HistoryStore, Op, Record, encode
+from core.history.writer import HistoryWriter
 from core.objects.partition_key import PartitionKey
 from core.off_loop import in_daemon_thread
 
 log = structlog.get_logger("pykorn.history")
 
-# Records per transaction: while the loop is idle a small batch, so that one begun just before the
-# loop gets busy again is over soon (the writer gives way between two); when pressed (the oldest record
-# has waited DELAY, or the buffer is half full) a large one.
-IDLE_BATCH, BATCH = 100, 2_000
-MAX_PAUSE = 30.0  # seconds between two attempts at a database that fails, at most
-PRUNE_EVERY = 3600.0  # seconds
-# Writing waits while the scheduler's loop is busy (core.history.pacing), until the oldest record held
+# Writing waits while the scheduler's loop is busy (core.history.writer), until the oldest record held
 # has waited DELAY seconds or the buffer is half full.
 DELAY = 2.0
 _APP = EventType.APP
@@ -113,15 +101,9 @@ class HistoryRecorder:
         self.context = context
         self.clock = clock
         self.buffer = Buffer(buffer_limit)
-        self.delay = delay
+        self.writer = HistoryWriter(store, self.buffer, clock, retention, delay)
         self.sample_every = sample_every
-        self.retention = retention
-        self.written = 0  # records written (the metrics)
-        self.failures = 0  # batches the database refused or did not answer
-        self.healthy = True  # the last batch was written
         self.unreadable = 0  # events that could not be turned into records (a fault of pykorn's)
-        self.ready = False  # the schema is this pykorn's (migrated by the thread before it writes)
-        self._migrated = threading.Event()  # ready, for a waiter on another thread
         self._log = context.events
         self._raw: list[RawEvent] = []  # events given by the log's tap, not read yet
         self._log.tap = self._take
@@ -131,36 +113,42 @@ class HistoryRecorder:
         # (rmID, application) -> (its partition, the application): its allocations' lookups, until it ends
         self._apps: dict[tuple[str, str], tuple[Names, Any]] = {}
         self._scheduled = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._write_loop, name="pykorn-history", daemon=True)
         self._sampler: asyncio.Task[None] | None = None
-        self._activity: LoopActivity | None = None  # the loop's thread, seen from the writer (start())
 
     # Life ------------------------------------------------------------------------------------
+    @property
+    def written(self) -> int:
+        return self.writer.written
+
+    @property
+    def healthy(self) -> bool:
+        return self.writer.healthy
+
     def start(self) -> None:
+        """On the event loop: the loop's thread is the one the writer gives way to."""
         self._loop = asyncio.get_running_loop()
-        self._activity = LoopActivity(threading.get_ident())
-        self._thread.start()
+        self.writer.start(threading.get_ident())
         self._sampler = asyncio.create_task(self._sample_loop())
 
     async def schema_ready(self, seconds: float) -> bool:
-        """Wait up to `seconds` for the thread to bring the schema to this pykorn's (the core serves
+        """Wait up to `seconds` for the writer to bring the schema to this pykorn's (the core serves
         after, so its first work is not shared with a migration); whether it is."""
-        return await in_daemon_thread(lambda: self._migrated.wait(seconds), name="pykorn-history-wait")
+        migrated = self.writer.migrated
+        return await in_daemon_thread(lambda: migrated.wait(seconds), name="pykorn-history-wait")
 
-    def stop(self, seconds: float = 1.0) -> None:
-        """Read what came, then give the thread `seconds` to write it."""
+    def stopping(self) -> None:
+        """The core's stop began: the writer writes what is held at full speed from now on."""
+        self.writer.stopping()
+
+    async def stop(self, seconds: float) -> None:
+        """On the event loop: what came read, then the writer given up to `seconds` to write it."""
         self._log.tap = None
         self.context.on_config_applied = None
         if self._sampler is not None:
             self._sampler.cancel()
         self._drain()
-        self._stop.set()
-        self.buffer.wake()
-        self._thread.join(seconds)
-        if len(self.buffer):
-            log.warning("history records not written at the stop", left=len(self.buffer))
-        self.store.close()
+        writer = self.writer
+        await in_daemon_thread(lambda: writer.stop(seconds), name="pykorn-history-stop")
 
     def _take(self, events: Sequence[RawEvent]) -> None:
         """The log's tap, inside an engine step: the events kept (a copy of the references), read in
@@ -190,6 +178,7 @@ class HistoryRecorder:
         # This turn's applications by ID: their names and themselves (most allocations in a turn are
         # of few applications; an ID of two RMs is looked up again).
         seen: dict[str, tuple[Names, Any]] = {}
+        nodes: dict[str, str] | None = None  # allocation key -> node, from the turn's NODE_ALLOC events
         for event in raw:
             detail = event[4]
             if detail is app_request or detail is node_alloc:  # the node comes from the allocation
@@ -204,7 +193,11 @@ class HistoryRecorder:
                         found = seen[event[2]] = self._names(event[0], event[2])
                     names, app = found
                     alloc = app.allocations.get(event[7]) if app is not None else None
-                    node = alloc.node_id if alloc is not None else _node_in(raw, event[7])
+                    if alloc is not None:
+                        node = alloc.node_id
+                    else:  # gone already: its node from its NODE_ALLOC event (one pass a turn)
+                        nodes = _nodes_in(raw) if nodes is None else nodes
+                        node = nodes.get(event[7], "")
                     kind = started if change is add else resized  # SET: resized in place
                     append((kind, (names, event, node, alloc.instance_type if alloc is not None else "")))
                     continue
@@ -338,91 +331,8 @@ class HistoryRecorder:
         if ops:
             self.buffer.put(ops)
 
-    # Writing (the thread) --------------------------------------------------------------------
-    def _write_loop(self) -> None:
-        pause = 0.5
-        pruned_at = 0.0
-        while not self.ready:  # the schema first: a database down at the start is waited for
-            try:
-                self.store.migrate()
-                self.ready = True
-                self._migrated.set()
-            except Exception as exc:
-                self.healthy = False
-                log.warning("history database not reachable; records held", error=repr(exc)[:300])
-                if self._stop.wait(pause):
-                    return
-                pause = min(MAX_PAUSE, pause * 2)
-        pause = 0.5
-        while not (self._stop.is_set() and not len(self.buffer)):
-            self.buffer.wait(0.5)
-            most = self._due() if len(self.buffer) else 0
-            batch = self.buffer.take(most) if most else []
-            if batch:
-                try:
-                    self.store.write(prepared(batch, self.store.last_config))
-                except (DataError, IntegrityError) as exc:  # a record the database will never take
-                    log.warning("history batch refused; written one by one", error=repr(exc)[:300])
-                    self._write_each(batch)
-                    continue
-                except Exception as exc:  # the database refused or did not answer: held, tried again
-                    self.failures += 1
-                    if self.healthy:
-                        log.warning("history database write failed; records held", error=repr(exc)[:300])
-                    self.healthy = False
-                    if self._stop.wait(pause):
-                        return  # stopping: what is held is said at the stop
-                    pause = min(MAX_PAUSE, pause * 2)
-                    continue
-                if not self.healthy:
-                    log.info("history database writes resumed", held=len(self.buffer))
-                self.healthy, pause = True, 0.5
-                self.buffer.done(len(batch))
-                self.written += len(batch)
-            if self.retention > 0 and time.monotonic() - pruned_at > PRUNE_EVERY:
-                pruned_at = time.monotonic()
-                self._prune()
 
-    def _due(self) -> int:
-        """How many records to write now: BATCH when stopping, when the oldest record has waited
-        `delay` or the buffer is half full; IDLE_BATCH when the loop is not busy (looking takes the
-        activity's window); else none."""
-        buffer = self.buffer
-        if self._stop.is_set() or buffer.waited() >= self.delay or len(buffer) * 2 >= buffer.limit:
-            return BATCH
-        if self._activity is None or not self._activity.busy(self._stop):
-            return IDLE_BATCH
-        return 0
-
-    def _write_each(self, batch: list[Record]) -> None:
-        """A batch with a record the database refuses for what it holds: each record on its own, the
-        refused ones dropped and counted (trying them again would stop every write after them)."""
-        refused = 0
-        for record in batch:
-            try:
-                self.store.write(prepared([record], self.store.last_config))
-            except (DataError, IntegrityError) as exc:
-                refused += 1
-                log.warning("history record refused by the database; dropped", kind=record[0],
-                            error=repr(exc)[:300])  # fmt: skip
-        self.buffer.done(len(batch))
-        self.buffer.dropped += refused  # after done(): these were written over, not pushed out
-        self.written += len(batch) - refused
-
-    def _prune(self) -> None:
-        try:
-            gone = self.store.prune(self.clock() - self.retention)
-        except Exception as exc:
-            log.warning("history pruning failed", error=repr(exc)[:300])
-            return
-        if gone:
-            log.info("history pruned", records=gone, retention_days=round(self.retention / 86400, 2))
-
-
-def _node_in(raw: Sequence[RawEvent], key: str) -> str:
-    """The node of an allocation gone before its start was read: its NODE_ALLOC event's (rare: allocated
-    and released in one step)."""
-    for event in raw:
-        if event[4] is _NODE_ALLOC and event[7] == key and event[3] is ChangeType.ADD:
-            return event[2]
-    return ""
+def _nodes_in(raw: Sequence[RawEvent]) -> dict[str, str]:
+    """Each allocation placed in the turn, by key: its node (from its NODE_ALLOC event). Read only for
+    an allocation gone before its start was read (allocated and released in one step)."""
+    return {e[7]: e[2] for e in raw if e[4] is _NODE_ALLOC and e[3] is ChangeType.ADD}

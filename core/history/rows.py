@@ -28,27 +28,57 @@ def _values(resource: Any) -> dict[str, int]:
     return values if values is not None else dict(resource)
 
 
-def prepared(batch: list[Record], last_config: Callable[[str], str | None] | None = None) -> list[Record]:
+def prepared(
+    batch: list[Record],
+    last_config: Callable[[str], str | None] | None = None,
+    unwritable: Callable[[Record, Exception], None] | None = None,
+) -> list[Record]:
     """The batch as the store takes it: the rows the loop left to the writer thread made here.
     `last_config(rmID)`: the configuration text last recorded for the RM (the database's), what a
-    registration the core knew nothing before is compared with."""
+    registration the core knew nothing before is compared with; its failures are the database's and
+    raised. `unwritable(record, error)`: told of a record no row can be made of, which is left out
+    (without it, raised)."""
     out: list[Record] = []
     texts: dict[str, str] = {}  # the batch's configurations so far, by RM
-    for kind, params in batch:
-        if kind is CONFIG_APPLIED:
-            row = _config_row(params, texts, last_config)
-            if row is not None:
-                out.append(("config_change", row))
-            continue
-        if kind is RAW_EVENT:
-            out.append(("event", _event_row(params)))
-        elif kind is ALLOC_STARTED or kind is ALLOC_RESIZED:
-            (rm_id, partition, app_id, queue, user), event, node, instance_type = params
-            row = (rm_id, partition, app_id, event[7], event[6], queue, user, node, instance_type, event[8])
-            out.append(("alloc_start" if kind is ALLOC_STARTED else "alloc_resized", row))
-        else:
-            out.append((kind, params))
+    for record in batch:
+        kind, params = record
+        try:
+            if kind is CONFIG_APPLIED:
+                row = _config_row(params, texts, last_config)
+                if row is not None:
+                    out.append(("config_change", row))
+            elif kind is RAW_EVENT:
+                out.append(("event", _event_row(params)))
+            elif kind is ALLOC_STARTED or kind is ALLOC_RESIZED:
+                (rm_id, partition, app_id, queue, user), event, node, instance_type = params
+                resources = orjson.dumps(_values(event[8])).decode()
+                row = (
+                    rm_id,
+                    partition,
+                    app_id,
+                    event[7],
+                    event[6],
+                    queue,
+                    user,
+                    node,
+                    instance_type,
+                    resources,
+                )
+                out.append(("alloc_start" if kind is ALLOC_STARTED else "alloc_resized", row))
+            else:
+                out.append(record)
+        except _Database:
+            raise
+        except Exception as exc:
+            if unwritable is None:
+                raise
+            unwritable(record, exc)
     return out
+
+
+class _Database(Exception):
+    """The database failed while a row was made (reading the last configuration): not the record's
+    fault, so raised to the writer as the database's, its cause kept."""
 
 
 def _config_row(
@@ -60,16 +90,30 @@ def _config_row(
     registers again with it, after a restart of its own or of the core's)."""
     rm_id, at, change, who, before, after = params
     if not before:
-        before = texts.get(rm_id) or (last_config(rm_id) if last_config is not None else None) or ""
+        before = texts.get(rm_id) or _recorded(rm_id, last_config) or ""
     texts[rm_id] = after
     if before == after:
         return None
-    diff = "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), "before", "after"
-        )
-    )
+    diff = "".join(difflib.unified_diff(_lines(before), _lines(after), "before", "after"))
     return (rm_id, at, who, diff, change, after)
+
+
+def _recorded(rm_id: str, last_config: Callable[[str], str | None] | None) -> str | None:
+    if last_config is None:
+        return None
+    try:
+        return last_config(rm_id)
+    except Exception as exc:
+        raise _Database(str(exc)) from exc
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines for a diff, each ending in a newline (the last one too: a text without one
+    would have its last line run into the next line of the diff)."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n"
+    return lines
 
 
 def _event_row(event: RawEvent) -> tuple[Any, ...]:

@@ -215,7 +215,7 @@ class HistoryStore:
     ) -> list[dict[str, Any]]:
         """Configuration changes in [since, until), newest first (without the texts: their diffs)."""
         c = config_changes.c
-        query = select(c.rm_id, c.at, c.who, c.change, c.diff).order_by(c.at.desc()).limit(limit)
+        query = select(c.rm_id, c.at, c.who, c.change, c.diff).order_by(c.at.desc(), c.rm_id).limit(limit)
         if rm_id:
             query = query.where(c.rm_id == rm_id)
         if since is not None:

@@ -222,6 +222,8 @@ class CoreDaemon:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + STOP_SECONDS
         log.info("core stopping")
+        if self.history is not None:  # what it holds written at full speed while the rest stops
+            self.history.stopping()
         # Streams ended first: from here rmproxy refuses what would need the engine (UNAVAILABLE).
         self.rmproxy.close_all_streams()
         self.engine.stop()  # between two slices; what is queued already is applied and answered
@@ -241,7 +243,7 @@ class CoreDaemon:
             except TimeoutError:
                 log.warning("engine still busy at the stop deadline; abandoned")
         if self.history is not None:  # what the engine recorded last, written in what time is left
-            await asyncio.to_thread(self.history.stop, _left(deadline, loop, 0.05))
+            await self.history.stop(_left(deadline, loop, STOP_SECONDS))
         log.info("core stopped", seconds=round(STOP_SECONDS - (deadline - loop.time()), 3))
 
 

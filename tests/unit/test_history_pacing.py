@@ -1,16 +1,19 @@
-"""When the history's writer writes (core.history.pacing, core.history.recorder): it leaves the records
-be while the scheduler's loop is busy, writes small batches while the loop is idle, and large ones once
-the oldest record has waited its delay, the buffer is half full, or the core is stopping."""
+"""When the history's writer writes (core.history.pacing, core.history.writer): it leaves the records
+be while the scheduler's loop is busy, writes batches growing from small ones while the loop is idle,
+and large ones once the oldest record has waited its delay, the buffer is half full, or the core is
+stopping; a stop writes everything held in the time it is given."""
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from core.history.buffer import Buffer
 from core.history.pacing import LoopActivity
-from core.history.recorder import BATCH, IDLE_BATCH, HistoryRecorder
+from core.history.rows import RAW_EVENT
 from core.history.store import HistoryStore
+from core.history.writer import BATCH, IDLE_BATCH, HistoryWriter
 from tests.unit.domain_helpers import ONE_LEAF, Cluster
 
 
@@ -24,10 +27,11 @@ class Ticks:
         return self.now
 
 
-class Activity:
+class Activity(LoopActivity):
     """The loop's activity as the test sets it."""
 
     def __init__(self, busy: bool) -> None:
+        super().__init__(threading.get_ident())
         self.is_busy = busy
         self.looks = 0
 
@@ -36,12 +40,10 @@ class Activity:
         return self.is_busy
 
 
-def _recorder(tmp_path: Path, ticks: Ticks, busy: bool, limit: int = 1_000) -> HistoryRecorder:
-    store = HistoryStore(f"sqlite:///{tmp_path}/h.db")
-    recorder = HistoryRecorder(store, Cluster(ONE_LEAF).ctx, buffer_limit=limit, delay=2.0)
-    recorder.buffer = Buffer(limit, clock=ticks)
-    recorder._activity = Activity(busy)  # type: ignore[assignment]
-    return recorder
+def _writer(tmp_path: Path, ticks: Ticks, busy: bool, limit: int = 1_000) -> HistoryWriter:
+    writer = HistoryWriter(HistoryStore(f"sqlite:///{tmp_path}/h.db"), Buffer(limit, clock=ticks), delay=2.0)
+    writer.activity = Activity(busy)
+    return writer
 
 
 def test_the_oldest_record_s_wait_is_counted_from_when_it_came() -> None:
@@ -59,33 +61,74 @@ def test_the_oldest_record_s_wait_is_counted_from_when_it_came() -> None:
 
 def test_a_busy_loop_is_left_alone_until_the_oldest_record_has_waited_the_delay(tmp_path: Path) -> None:
     ticks = Ticks()
-    recorder = _recorder(tmp_path, ticks, busy=True)
-    recorder.buffer.put([("event", {"n": i}) for i in range(10)])
-    assert recorder._due() == 0
+    writer = _writer(tmp_path, ticks, busy=True)
+    writer.buffer.put([("event", {"n": i}) for i in range(10)])
+    assert writer.due() == 0
     ticks.now += 1.9
-    assert recorder._due() == 0
+    assert writer.due() == 0
     ticks.now += 0.1
-    assert recorder._due() == BATCH
+    assert writer.due() == BATCH
 
 
-def test_an_idle_loop_gets_small_batches(tmp_path: Path) -> None:
-    recorder = _recorder(tmp_path, Ticks(), busy=False)
-    recorder.buffer.put([("event", {"n": i}) for i in range(10)])
-    assert recorder._due() == IDLE_BATCH
+def test_an_idle_loop_gets_batches_growing_from_small_ones(tmp_path: Path) -> None:
+    writer = _writer(tmp_path, Ticks(), busy=False)
+    writer.buffer.put([("event", {"n": i}) for i in range(10)])
+    assert [writer.due() for _ in range(3)] == [IDLE_BATCH, 2 * IDLE_BATCH, 4 * IDLE_BATCH]
+    assert max(writer.due() for _ in range(10)) == BATCH
+    writer.activity.is_busy = True  # type: ignore[union-attr]
+    assert writer.due() == 0
+    writer.activity.is_busy = False  # type: ignore[union-attr]
+    assert writer.due() == IDLE_BATCH  # small again after the loop was busy
 
 
 def test_a_half_full_buffer_or_a_stop_is_written_whatever_the_loop_does(tmp_path: Path) -> None:
-    recorder = _recorder(tmp_path, Ticks(), busy=True, limit=100)
-    recorder.buffer.put([("event", {"n": i}) for i in range(49)])
-    assert recorder._due() == 0
-    recorder.buffer.put([("event", {"n": 49})])
-    assert recorder._due() == BATCH
-    looks = recorder._activity.looks  # type: ignore[union-attr]
-    recorder.buffer.done(50)
-    recorder.buffer.put([("event", {"n": 50})])
-    recorder._stop.set()
-    assert recorder._due() == BATCH
-    assert recorder._activity.looks == looks  # type: ignore[union-attr]  # stopping: no look needed
+    writer = _writer(tmp_path, Ticks(), busy=True, limit=100)
+    writer.buffer.put([("event", {"n": i}) for i in range(49)])
+    assert writer.due() == 0
+    writer.buffer.put([("event", {"n": 49})])
+    assert writer.due() == BATCH
+    looks = writer.activity.looks  # type: ignore[union-attr]
+    writer.buffer.done(50)
+    writer.buffer.put([("event", {"n": 50})])
+    writer.stopping()
+    assert writer.due() == BATCH
+    assert writer.activity.looks == looks  # type: ignore[union-attr]  # stopping: no look needed
+
+
+def test_a_stop_writes_everything_held_in_the_time_it_is_given(tmp_path: Path) -> None:
+    """Review of 285b1f7: the stop gave the writer 0.05 s, and the records the pacing had held back
+    (up to two seconds of a busy core's) were lost."""
+    c = Cluster(ONE_LEAF)
+    events = [(c.rm_id, *e[1:]) for e in _node_events(c, 20_000)]
+    writer = _writer(tmp_path, Ticks(), busy=True, limit=100_000)
+    writer.buffer.put([(RAW_EVENT, e) for e in events])
+    writer.start(threading.get_ident())
+    writer.activity = Activity(busy=True)  # the loop stays busy to the end
+    writer.stop(30.0)
+    assert len(writer.buffer) == 0 and writer.written == 20_000
+    assert HistoryStore(writer.store.url).counts()["events"] == 20_000
+
+
+def _node_events(c: Cluster, count: int) -> list[tuple[object, ...]]:
+    """`count` distinct NODE events as the core's log holds them."""
+    from core.events import ChangeDetail, ChangeType, EventType
+    from core.resources import Resource
+
+    nothing, now = Resource({}), time.time()  # within the retention
+    return [
+        (
+            c.rm_id,
+            EventType.NODE,
+            f"n{i}",
+            ChangeType.ADD,
+            ChangeDetail.DETAILS_NONE,
+            "",
+            now + i,
+            "",
+            nothing,
+        )
+        for i in range(count)
+    ]
 
 
 def test_the_activity_of_a_thread_that_waits_is_idle_and_of_one_that_computes_busy() -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 from core.config import load_config
 from core.history.buffer import Buffer
 from core.history.recorder import HistoryRecorder
-from core.history.rows import prepared
+from core.history.rows import CONFIG_APPLIED, RAW_EVENT, prepared
 from core.history.store import HistoryStore, Op
+from core.history.writer import HistoryWriter
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.cluster import ClusterContext
@@ -199,3 +200,43 @@ def test_a_configuration_change_is_recorded_with_who_sent_it_and_the_diff_and_a_
     assert (
         newest["change"] == "registered" and "+              max: {memory: 100, vcore: 100}" in newest["diff"]
     )
+
+
+def test_a_diff_of_texts_without_a_last_newline_keeps_its_lines_apart() -> None:
+    """Review of 295af7a: the last line of each text ran into the next line of the diff."""
+    (row,) = prepared([(CONFIG_APPLIED, ("rm", 1.0, "updated", "me", "a: 1\nmax: 1", "a: 1\nmax: 2"))])
+    diff = row[1][3].splitlines()
+    assert "-max: 1" in diff and "+max: 2" in diff
+
+
+def test_a_record_no_row_can_be_made_of_is_dropped_and_counted_and_the_others_are_written(
+    tmp_path: Path,
+) -> None:
+    """Review of 295af7a: such a record was taken for a database failure and held every record
+    behind it forever."""
+    store = HistoryStore(f"sqlite:///{tmp_path}/h.db")
+    store.migrate()
+    writer = HistoryWriter(store, Buffer(100))
+    bad = (RAW_EVENT, ("rm", "NODE", "n1"))  # too short to be an event
+    good = ("app_new", ("rm", "default", "job", "root.q", "u", "[]", "{}", 1.0))
+    writer.buffer.put([bad, good])
+    writer._write(writer.buffer.take(10))
+    assert (writer.unwritable, writer.written, writer.buffer.dropped, len(writer.buffer)) == (1, 1, 1, 0)
+    assert store.counts()["applications"] == 1
+
+
+def test_allocations_gone_before_their_turn_is_read_keep_their_nodes(tmp_path: Path) -> None:
+    """Review of 295af7a: each such allocation searched the whole turn for its node (quadratic)."""
+    c, recorder = _recorded(tmp_path)
+    for n in range(4):
+        c.node(f"n{n}", {"memory": 1000})
+    c.app("job", user="alice")
+    for i in range(100):  # the queue's max
+        c.ask("job", f"a{i}", {"memory": 1})
+    c.schedule()
+    for i in range(100):  # all released before the turn is read
+        c.release("job", f"a{i}")
+    _write(recorder)
+    found = recorder.store.application("default", "job")
+    assert found is not None and len(found["allocations"]) == 100
+    assert {a["node"] for a in found["allocations"]} == {"n0", "n1", "n2", "n3"}
