@@ -28,7 +28,6 @@ class LoopActivity:
         # a moment, and on a host short of CPUs each such moment can cost the loop a time slice.
         self.shortest, self.longest = window, longest
         self.window = window
-        self._last: tuple[float, float] | None = None  # the last look: (wall time, the thread's CPU)
         self.busy_above = busy_above  # the share of one CPU above which the loop counts as busy
         self._clock: int | None = None
         try:
@@ -37,23 +36,19 @@ class LoopActivity:
             log.warning("history writer cannot see the loop's CPU time; it writes at once", error=repr(exc))
 
     def busy(self, stop: threading.Event) -> bool:
-        """Whether the loop's thread used more than `busy_above` of a CPU since the last look, or over
-        a fresh `window` when that was long ago. A look waits until `window` has passed since the
-        last one (or until `stop` is set); a writer that wrote meanwhile has waited already."""
+        """Whether the loop's thread used more than `busy_above` of a CPU over the next `window`
+        seconds (the look waits that long, or until `stop` is set). The look is a fresh one, with
+        the writer off the interpreter's lock: over a stretch while it wrote, the loop, kept off the
+        lock, would look idler than it is."""
         if self._clock is None:
             return False
         try:
-            wall, cpu = time.monotonic(), time.clock_gettime(self._clock)
-            since = self._last
-            if since is None or wall - since[0] > 3 * self.window:  # long ago: a fresh look
-                since = (wall, cpu)
-            if wall - since[0] < self.window:
-                if stop.wait(self.window - (wall - since[0])):
-                    return False
-                wall, cpu = time.monotonic(), time.clock_gettime(self._clock)
+            cpu, wall = time.clock_gettime(self._clock), time.monotonic()
+            if stop.wait(self.window):
+                return False
+            used = time.clock_gettime(self._clock) - cpu
         except OSError:  # the thread is gone (the core is stopping)
             return False
-        self._last = (wall, cpu)
-        busy = cpu - since[1] > self.busy_above * (wall - since[0])
+        busy = used > self.busy_above * (time.monotonic() - wall)
         self.window = min(self.longest, self.window * 2) if busy else self.shortest
         return busy

@@ -3,7 +3,7 @@
 transaction each, off the scheduling path.
 
 - When: it gives way to a busy loop (core.history.pacing). While the loop's thread is idle it writes
-  IDLE_BATCH records per transaction, doubling batch by batch while the loop stays idle; once the
+  IDLE_BATCH records per transaction, doubling to IDLE_MOST while the loop stays idle; once the
   oldest record has waited `delay`, the buffer is half full or the core is stopping, BATCH per
   transaction whatever the loop does.
 - Failing: a batch the database refuses or does not answer stays in front and is tried again after a
@@ -30,11 +30,11 @@ from core.history.store import HistoryStore, Record
 
 log = structlog.get_logger("pykorn.history")
 
-# Records per transaction: while the loop is idle a small batch first (one begun just before the loop
-# gets busy again is over soon; the writer looks at the loop between two), growing while it stays idle;
-# when pressed (the oldest record has waited its delay, the buffer is half full, the core stops) a
-# large one.
-IDLE_BATCH, BATCH = 100, 2_000
+# Records per transaction: while the loop is idle a small batch first, growing to IDLE_MOST while it
+# stays idle (one begun just before the loop gets busy again is over within a few milliseconds; the
+# writer looks at the loop between two); when pressed (the oldest record has waited its delay, the
+# buffer is half full, the core stops) a large one.
+IDLE_BATCH, IDLE_MOST, BATCH = 100, 400, 2_000
 MAX_PAUSE = 30.0  # seconds between two attempts at a database that fails, at most
 PRUNE_EVERY = 3600.0  # seconds
 
@@ -140,7 +140,7 @@ class HistoryWriter:
         if self.activity is not None and self.activity.busy(self._stopping):
             self._idle_batch = IDLE_BATCH
             return BATCH if self._stopping.is_set() else 0
-        most, self._idle_batch = self._idle_batch, min(BATCH, self._idle_batch * 2)
+        most, self._idle_batch = self._idle_batch, min(IDLE_MOST, self._idle_batch * 2)
         return BATCH if self._stopping.is_set() else most
 
     def _write(self, batch: list[Record]) -> None:

@@ -13,7 +13,7 @@ from core.history.buffer import Buffer
 from core.history.pacing import LoopActivity
 from core.history.rows import RAW_EVENT
 from core.history.store import HistoryStore
-from core.history.writer import BATCH, IDLE_BATCH, HistoryWriter
+from core.history.writer import BATCH, IDLE_BATCH, IDLE_MOST, HistoryWriter
 from tests.unit.domain_helpers import ONE_LEAF, Cluster
 
 
@@ -74,7 +74,7 @@ def test_an_idle_loop_gets_batches_growing_from_small_ones(tmp_path: Path) -> No
     writer = _writer(tmp_path, Ticks(), busy=False)
     writer.buffer.put([("event", {"n": i}) for i in range(10)])
     assert [writer.due() for _ in range(3)] == [IDLE_BATCH, 2 * IDLE_BATCH, 4 * IDLE_BATCH]
-    assert max(writer.due() for _ in range(10)) == BATCH
+    assert max(writer.due() for _ in range(10)) == IDLE_MOST
     writer.activity.is_busy = True  # type: ignore[union-attr]
     assert writer.due() == 0
     writer.activity.is_busy = False  # type: ignore[union-attr]
