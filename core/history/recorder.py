@@ -42,6 +42,9 @@ log = structlog.get_logger("pykorn.history")
 # Writing waits while the scheduler's loop is busy (core.history.writer), until the oldest record held
 # has waited DELAY seconds or the buffer is half full.
 DELAY = 2.0
+# Seconds after an RM registers before the rows it did not send again are closed (core.history.reconcile):
+# long enough for it to have sent its applications and allocations again.
+SETTLE = 120.0
 _APP = EventType.APP
 # Per-allocation or per-ask details that are not records of their own (their facts are the allocation
 # rows): skipped without a call.
@@ -114,6 +117,8 @@ class HistoryRecorder:
         self._apps: dict[tuple[str, str], tuple[Names, Any]] = {}
         self._scheduled = False
         self._sampler: asyncio.Task[None] | None = None
+        self.settle = SETTLE
+        self._settling: list[asyncio.TimerHandle] = []  # reconciliations due after registrations
 
     # Life ------------------------------------------------------------------------------------
     @property
@@ -146,6 +151,8 @@ class HistoryRecorder:
         self.context.on_config_applied = None
         if self._sampler is not None:
             self._sampler.cancel()
+        for handle in self._settling:
+            handle.cancel()
         self._drain()
         writer = self.writer
         await in_daemon_thread(lambda: writer.stop(seconds), name="pykorn-history-stop")
@@ -159,8 +166,27 @@ class HistoryRecorder:
             self._loop.call_soon(self._drain)
 
     def _config_applied(self, rm_id: str, change: str, before: str, after: str, who: str) -> None:
-        """The cluster's hook: a configuration put in force (its diff made by the writer thread)."""
-        self.buffer.put([(CONFIG_APPLIED, (rm_id, self.clock(), change, who, before, after))])
+        """The cluster's hook: a configuration put in force (its diff made by the writer thread). A
+        registration: once the RM has had time to send its state again, what it did not send is
+        closed in the history (core.history.reconcile)."""
+        at = self.clock()
+        self.buffer.put([(CONFIG_APPLIED, (rm_id, at, change, who, before, after))])
+        if change == "registered" and self._loop is not None:
+            now = self._loop.time()
+            self._settling = [h for h in self._settling if h.when() > now and not h.cancelled()]
+            self._settling.append(self._loop.call_later(self.settle, self.reconcile, rm_id, at))
+
+    def reconcile(self, rm_id: str, registered_at: float) -> None:
+        """What the core holds of the RM now, for the writer to close the rows open since before
+        `registered_at` that it does not hold."""
+        live_allocations: set[tuple[str, str, str]] = set()
+        live_apps: set[tuple[str, str]] = set()
+        for key, part in self.context.partitions.items():
+            if key.rm_id == rm_id:
+                for app_id, app in part.applications.items():
+                    live_apps.add((key.name, app_id))
+                    live_allocations.update((key.name, app_id, k) for k in app.allocations)
+        self.buffer.put([("reconcile", (rm_id, registered_at, live_allocations, live_apps))])
 
     # Reading the events ----------------------------------------------------------------------
     def _drain(self) -> None:

@@ -21,6 +21,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, and_, create_engine, delete, event, func, select
 
+from core.history.reconcile import close_lost
 from core.history.tables import allocations, applications, config_changes, events, queue_usage
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -65,6 +66,10 @@ class HistoryStore:
         allocation's end must come after its start, a state after the one before it)."""
         with self.engine.begin() as connection:
             for kind, run in groupby(ops, key=itemgetter(0)):
+                if kind == "reconcile":  # reads what is open; in its place in the order
+                    for _, params in run:
+                        close_lost(connection, params)
+                    continue
                 rows = [params if type(params) is tuple else as_row(kind, params) for _, params in run]
                 json_at = _JSON_AT[kind]
                 if json_at:

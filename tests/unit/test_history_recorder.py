@@ -240,3 +240,39 @@ def test_allocations_gone_before_their_turn_is_read_keep_their_nodes(tmp_path: P
     found = recorder.store.application("default", "job")
     assert found is not None and len(found["allocations"]) == 100
     assert {a["node"] for a in found["allocations"]} == {"n0", "n1", "n2", "n3"}
+
+
+def test_what_ended_while_the_core_was_away_is_closed_once_its_rm_has_sent_its_state_again(
+    tmp_path: Path,
+) -> None:
+    """Review of e99f140: such rows stayed open (running, counting usage) until their application
+    ended."""
+    c, recorder = _recorded(tmp_path)
+    c.node("n1", {"memory": 10})
+    c.app("svc", user="alice")
+    c.app("batch", user="bob")
+    for app_id, key in (("svc", "a1"), ("svc", "a2"), ("batch", "b1")):
+        c.ask(app_id, key, {"memory": 1})
+    c.schedule()
+    _write(recorder)
+    # The core restarts on the same database; the RM registers and sends what still runs: svc's a1.
+    fresh = ClusterContext(FakeClock(c.clock() + 100))
+    restarted = HistoryRecorder(recorder.store, fresh, clock=fresh.clock)
+    again = Cluster(ONE_LEAF, ctx=fresh)
+    registered_at = fresh.clock()
+    again.node("n1", {"memory": 10})
+    again.app("svc", user="alice")
+    running = Allocation("a1", "svc", again.pname(), Resource({"memory": 1}), node_id="n1")
+    fresh.apply(UpdateAllocations(again.rm_id, allocations=(running,)))
+    restarted.reconcile(again.rm_id, registered_at)  # what the loop does SETTLE seconds later
+    _write(restarted)
+    svc = recorder.store.application("default", "svc")
+    assert svc is not None and svc["finished"] is None
+    rows = {a["allocation_key"]: a for a in svc["allocations"]}
+    assert (rows["a1"]["ended"], len(svc["allocations"])) == (None, 2)  # a1 still its one open row
+    assert (rows["a2"]["ended"], rows["a2"]["termination"]) == (registered_at, "ENDED_WHILE_AWAY")
+    batch = recorder.store.application("default", "batch")
+    assert batch is not None and batch["finished"] == registered_at and "ended while" in batch["reason"]
+    assert [(a["ended"], a["termination"]) for a in batch["allocations"]] == [
+        (registered_at, "ENDED_WHILE_AWAY")
+    ]
