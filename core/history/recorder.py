@@ -118,7 +118,9 @@ class HistoryRecorder:
         self._scheduled = False
         self._sampler: asyncio.Task[None] | None = None
         self.settle = SETTLE
-        self._settling: list[asyncio.TimerHandle] = []  # reconciliations due after registrations
+        # By rmID: its reconciliation, due a while after its last registration (a new registration
+        # replaces it: the state the RM sends again is the new registration's).
+        self._settling: dict[str, asyncio.TimerHandle] = {}
 
     # Life ------------------------------------------------------------------------------------
     @property
@@ -151,7 +153,7 @@ class HistoryRecorder:
         self.context.on_config_applied = None
         if self._sampler is not None:
             self._sampler.cancel()
-        for handle in self._settling:
+        for handle in self._settling.values():
             handle.cancel()
         self._drain()
         writer = self.writer
@@ -172,13 +174,17 @@ class HistoryRecorder:
         at = self.clock()
         self.buffer.put([(CONFIG_APPLIED, (rm_id, at, change, who, before, after))])
         if change == "registered" and self._loop is not None:
-            now = self._loop.time()
-            self._settling = [h for h in self._settling if h.when() > now and not h.cancelled()]
-            self._settling.append(self._loop.call_later(self.settle, self.reconcile, rm_id, at))
+            earlier = self._settling.pop(rm_id, None)
+            if earlier is not None:
+                earlier.cancel()
+            self._settling[rm_id] = self._loop.call_later(self.settle, self.reconcile, rm_id, at)
 
     def reconcile(self, rm_id: str, registered_at: float) -> None:
         """What the core holds of the RM now, for the writer to close the rows open since before
-        `registered_at` that it does not hold."""
+        `registered_at` that it does not hold. The events not read yet are read first: an end still
+        among them goes before the snapshot that no longer holds its allocation."""
+        self._settling.pop(rm_id, None)
+        self._drain()
         live_allocations: set[tuple[str, str, str]] = set()
         live_apps: set[tuple[str, str]] = set()
         for key, part in self.context.partitions.items():
@@ -361,4 +367,8 @@ class HistoryRecorder:
 def _nodes_in(raw: Sequence[RawEvent]) -> dict[str, str]:
     """Each allocation placed in the turn, by key: its node (from its NODE_ALLOC event). Read only for
     an allocation gone before its start was read (allocated and released in one step)."""
-    return {e[7]: e[2] for e in raw if e[4] is _NODE_ALLOC and e[3] is ChangeType.ADD}
+    nodes: dict[str, str] = {}
+    for e in raw:
+        if e[4] is _NODE_ALLOC and e[3] is ChangeType.ADD:
+            nodes.setdefault(e[7], e[2])  # the first placement of the key in the turn, as it was read
+    return nodes

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from core.events import RawEvent
-from core.history.store import Record
+from core.history.store import Record, row_of
 
 # Records whose rows the writer thread makes: an event as the log gave it; an allocation's start or
 # resize as (its application's Names, its event, its node, its instance type); a configuration put in
@@ -65,8 +66,10 @@ def prepared(
                     resources,
                 )
                 out.append(("alloc_start" if kind is ALLOC_STARTED else "alloc_resized", row))
-            else:
+            elif kind == "reconcile":
                 out.append(record)
+            else:  # its JSON encoded now: a value that cannot be is this record's fault alone
+                out.append((kind, row_of(kind, params)))
         except _Database:
             raise
         except Exception as exc:
@@ -103,7 +106,7 @@ def _recorded(rm_id: str, last_config: Callable[[str], str | None] | None) -> st
         return None
     try:
         return last_config(rm_id)
-    except Exception as exc:
+    except (OperationalError, InterfaceError) as exc:  # the database's (not reached, gone): held
         raise _Database(str(exc)) from exc
 
 

@@ -417,6 +417,14 @@ def _json_encoded(row: tuple[Any, ...], json_at: tuple[int, ...]) -> tuple[Any, 
     return row
 
 
+def row_of(kind: str, params: Mapping[str, Any] | tuple[Any, ...]) -> tuple[Any, ...]:
+    """An op's parameters as the tuple its statements take, every JSON field text (what cannot be
+    encoded raises here, before any write)."""
+    row = as_row(kind, params)
+    json_at = _JSON_AT[kind]
+    return _json_encoded(row, json_at) if json_at else row
+
+
 def as_row(kind: str, params: Mapping[str, Any] | tuple[Any, ...]) -> tuple[Any, ...]:
     """An op's parameters as its kind's tuple (a dict's JSON fields encoded)."""
     if isinstance(params, tuple):

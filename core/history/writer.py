@@ -63,6 +63,9 @@ class HistoryWriter:
         self._idle_batch = IDLE_BATCH
         self._stopping = threading.Event()  # write everything now, whatever the loop does
         self._stop = threading.Event()  # and end once the buffer is empty
+        self._abandoned = threading.Event()  # the stop's time ran out: no more writes, the thread ends
+        # Records of the batch being written that were counted unwritable (kept, so their ids stay theirs)
+        self._counted: dict[int, Record] = {}
         self._thread = threading.Thread(target=self._run, name="pykorn-history", daemon=True)
 
     def start(self, loop_thread: int) -> None:
@@ -83,15 +86,25 @@ class HistoryWriter:
             self._thread.join(seconds)
         if len(self.buffer):
             log.warning("history records not written at the stop", left=len(self.buffer))
-        self.store.close()
+        if self._thread.is_alive():  # within a write: it ends after it, and closes the database then
+            self._abandoned.set()
+        else:
+            self.store.close()
 
     # The thread ------------------------------------------------------------------------------
     def _run(self) -> None:
+        try:
+            self._write_all()
+        finally:
+            if self._abandoned.is_set():
+                self.store.close()
+
+    def _write_all(self) -> None:
         if not self._migrate():
             return
         pause = 0.5
         pruned_at = 0.0
-        while not (self._stop.is_set() and not len(self.buffer)):
+        while not (self._stop.is_set() and not len(self.buffer)) and not self._abandoned.is_set():
             self.buffer.wait(0.5)
             most = self.due() if len(self.buffer) else 0
             batch = self.buffer.take(most) if most else []
@@ -157,6 +170,7 @@ class HistoryWriter:
         self.buffer.done(len(batch))
         self.buffer.refused(refused)
         self.written += len(rows) - refused
+        self._counted.clear()
 
     def _write_each(self, rows: list[Record]) -> int:
         """Each row on its own; how many the database refused (dropped: trying them again would stop
@@ -172,7 +186,11 @@ class HistoryWriter:
         return refused
 
     def _unwritable(self, record: Record, exc: Exception) -> None:
-        """A record no row could be made of: dropped, counted, said (a fault of pykorn's)."""
+        """A record no row could be made of: dropped, counted, said (a fault of pykorn's); once, however
+        often its batch is tried again after a database failure."""
+        if id(record) in self._counted:
+            return
+        self._counted[id(record)] = record
         self.unwritable += 1
         self.buffer.refused(1)
         log.error("history record could not be made into a row; dropped", kind=record[0],

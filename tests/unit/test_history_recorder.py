@@ -3,7 +3,11 @@ real SQLite database; and the bounded buffer between the loop and the thread."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from core.config import load_config
 from core.history.buffer import Buffer
@@ -14,7 +18,7 @@ from core.history.writer import HistoryWriter
 from core.objects.allocation import Allocation
 from core.resources import Resource
 from core.scheduler.cluster import ClusterContext
-from core.scheduler.commands import ReleaseRequest, UpdateAllocations, UpdateConfig
+from core.scheduler.commands import RegisterRM, ReleaseRequest, UpdateAllocations, UpdateConfig
 from core.scheduler.results import Termination
 from tests.unit.domain_helpers import ONE_LEAF, Cluster, FakeClock, drained
 
@@ -276,3 +280,58 @@ def test_what_ended_while_the_core_was_away_is_closed_once_its_rm_has_sent_its_s
     assert [(a["ended"], a["termination"]) for a in batch["allocations"]] == [
         (registered_at, "ENDED_WHILE_AWAY")
     ]
+
+
+def test_a_reconciliation_reads_the_events_not_read_yet_first(tmp_path: Path) -> None:
+    """Review of 6189c02: an end still among the turn's events went after the snapshot that no longer
+    held its allocation, which closed the row as ended while away, at the registration's time."""
+    c, recorder = _recorded(tmp_path)
+    c.node("n1", {"memory": 10})
+    c.app("svc", user="alice")
+    c.ask("svc", "a1", {"memory": 1})
+    c.schedule()
+    _write(recorder)
+    registered_at = c.clock()
+    c.clock.advance(60)
+    stopped = ReleaseRequest(c.pname(), "svc", "a1", termination=Termination.STOPPED_BY_RM)
+    c.ctx.apply(UpdateAllocations(c.rm_id, releases=(stopped,)))
+    c.ctx.drain_results()  # the engine's step ends: its end is in the log's tap, not read yet
+    recorder.reconcile(c.rm_id, registered_at + 1)
+    _write(recorder)
+    found = recorder.store.application("default", "svc")
+    assert found is not None
+    assert [(a["ended"], a["termination"]) for a in found["allocations"]] == [(registered_at + 60, "STOPPED")]
+
+
+async def test_a_registration_replaces_the_reconciliation_of_the_one_before(tmp_path: Path) -> None:
+    """Review of 6189c02: the first registration's reconciliation ran while the RM was sending its
+    state again after the second, and closed what was still running."""
+    c, recorder = _recorded(tmp_path)
+    recorder._loop = asyncio.get_running_loop()
+    recorder.settle = 0.05
+    for text in (ONE_LEAF, ONE_LEAF.replace("memory: 100", "memory: 101")):
+        c.ctx.apply(RegisterRM(c.rm_id, load_config(text).config))
+        c.clock.advance(1)
+    second = c.clock() - 1
+    reconciles: list[Any] = []
+    while not reconciles:  # the second's reconciliation, SETTLE later
+        await asyncio.sleep(0.05)
+        reconciles = [params for kind, params in recorder.buffer.take(100) if kind == "reconcile"]
+    assert [params[1] for params in reconciles] == [second]
+
+
+def test_a_record_no_row_can_be_made_of_is_counted_once_however_often_its_batch_is_tried(
+    tmp_path: Path,
+) -> None:
+    """Review of 6189c02: each attempt after a database failure counted it again."""
+    store = HistoryStore(f"sqlite:///{tmp_path}/missing/h.db")  # no such directory: every write fails
+    writer = HistoryWriter(store, Buffer(100))
+    sample = {"rm_id": "rm", "partition": "default", "queue": "root", "at": 1.0,
+              "allocated": {"memory": 2**70}, "pending": {}}  # fmt: skip
+    writer.buffer.put(
+        [("queue_sample", sample), ("app_new", ("rm", "default", "j", "q", "u", "[]", "{}", 1.0))]
+    )
+    for _ in range(3):
+        with pytest.raises(Exception, match="unable to open database"):
+            writer._write(writer.buffer.take(10))
+    assert (writer.unwritable, writer.buffer.dropped, len(writer.buffer)) == (1, 1, 2)
