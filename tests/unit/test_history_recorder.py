@@ -151,13 +151,19 @@ def test_a_refused_application_keeps_what_it_was_submitted_as(tmp_path: Path) ->
     assert found["finished"] is not None and found["reason"]
 
 
-def test_a_resized_allocation_ends_one_row_and_starts_one_at_its_new_size(tmp_path: Path) -> None:
+def _one_running(tmp_path: Path, app_id: str, memory: int) -> tuple[Cluster, HistoryRecorder]:
+    """alice's application `app_id` running one allocation, a1, on n1; written."""
     c, recorder = _recorded(tmp_path)
     c.node("n1", {"memory": 10})
-    c.app("job", user="alice")
-    c.ask("job", "a1", {"memory": 2})
+    c.app(app_id, user="alice")
+    c.ask(app_id, "a1", {"memory": memory})
     c.schedule()
     _write(recorder)
+    return c, recorder
+
+
+def test_a_resized_allocation_ends_one_row_and_starts_one_at_its_new_size(tmp_path: Path) -> None:
+    c, recorder = _one_running(tmp_path, "job", 2)
     c.clock.advance(10)
     resized = Allocation("a1", "job", c.pname(), Resource({"memory": 4}), node_id="n1")
     c.ctx.apply(UpdateAllocations(c.rm_id, allocations=(resized,)))  # the RM runs it at a new size
@@ -285,12 +291,7 @@ def test_what_ended_while_the_core_was_away_is_closed_once_its_rm_has_sent_its_s
 def test_a_reconciliation_reads_the_events_not_read_yet_first(tmp_path: Path) -> None:
     """Review of 6189c02: an end still among the turn's events went after the snapshot that no longer
     held its allocation, which closed the row as ended while away, at the registration's time."""
-    c, recorder = _recorded(tmp_path)
-    c.node("n1", {"memory": 10})
-    c.app("svc", user="alice")
-    c.ask("svc", "a1", {"memory": 1})
-    c.schedule()
-    _write(recorder)
+    c, recorder = _one_running(tmp_path, "svc", 1)
     registered_at = c.clock()
     c.clock.advance(60)
     stopped = ReleaseRequest(c.pname(), "svc", "a1", termination=Termination.STOPPED_BY_RM)
