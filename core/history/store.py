@@ -70,10 +70,8 @@ class HistoryStore:
                     for _, params in run:
                         close_lost(connection, params)
                     continue
-                rows = [params if type(params) is tuple else as_row(kind, params) for _, params in run]
-                json_at = _JSON_AT[kind]
-                if json_at:
-                    rows = [_json_encoded(row, json_at) for row in rows]
+                # A tuple is a row already (core.history.rows made it, JSON as text); a dict is made one.
+                rows = [params if type(params) is tuple else row_of(kind, params) for _, params in run]
                 for statement in self._statements[kind]:
                     picked = (
                         rows if statement.identity else [tuple(r[i] for i in statement.picks) for r in rows]
@@ -288,8 +286,8 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     "config_change": ("rm_id", "at", "who", "diff", "change", "config"),
 }  # fmt: skip
 JSON_FIELDS = frozenset({"groups", "tags", "resources", "resource", "allocated", "pending"})
-# Where each kind's JSON fields are in its tuple: the recorder may leave a mapping there (an immutable
-# Resource) for the writer thread to encode, off the scheduler's loop.
+# Where each kind's JSON fields are in its tuple: a record may hold a mapping there, encoded by row_of
+# in the writer thread (core.history.rows), off the scheduler's loop.
 _JSON_AT = {
     kind: tuple(i for i, f in enumerate(fields) if f in JSON_FIELDS) for kind, fields in FIELDS.items()
 }

@@ -89,11 +89,7 @@ def test_the_same_facts_written_twice_leave_the_same_rows(tmp_path: Path) -> Non
 
 
 def test_queue_samples(tmp_path: Path) -> None:
-    c, recorder = _recorded(tmp_path)
-    c.node("n1", {"memory": 10})
-    c.app("job")
-    c.ask("job", "a1", {"memory": 2})
-    c.schedule()
+    c, recorder = _one_running(tmp_path, "job", 2)
     recorder.sample()
     _write(recorder)
     samples = recorder.store.queue_usage("default", "root.default", 0, c.clock() + 1)
