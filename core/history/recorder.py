@@ -260,9 +260,8 @@ class HistoryRecorder:
             if app is None:  # refused at once (its APP_REJECT follows and writes its row), or gone
                 return
             self._partition_of[rm_id, app_id] = partition
-            queue, user = (app.queue.full_name, app.user) if app is not None else ("", "")
-            groups = encode(list(app.groups)) if app is not None else "[]"
-            tags = encode(dict(app.tags)) if app is not None else "{}"
+            queue, user = app.queue.full_name, app.user
+            groups, tags = encode(list(app.groups)), encode(dict(app.tags))
             ops.append(Op("app_new", (rm_id, partition, app_id, queue, user, groups, tags, at)))
             return
         if change is ChangeType.REMOVE and detail is ChangeDetail.DETAILS_NONE:  # left its partition
