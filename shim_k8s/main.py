@@ -26,12 +26,12 @@ from shim_k8s.api.kube_http import (
     TRANSPORT_ERRORS,
     ApiError,
     KubeHTTP,
-    RateLimiter,
 )
 from shim_k8s.api.kubeconfig import cluster_access
 from shim_k8s.api.leader import LeaderElection, LeaderElector, LeadershipLost
 from shim_k8s.api.objects import Obj, WatchEvent, name_of
 from shim_k8s.api.own_pod import LEADER_LABEL, OwnPod
+from shim_k8s.api.request_flow import RateLimiter
 from shim_k8s.api.startup import ListenError, StartupError, described, list_at_start
 from shim_k8s.readers.configmaps import CONFIGMAP_NAME
 from shim_k8s.readers.service_config import CONFIGMAP_NAMES
@@ -67,11 +67,13 @@ class EventBacklog:
         self._free.set()
         self.waits = 0  # times an informer had to wait, for the metrics and the tests
 
-    async def room(self) -> None:
+    def room(self) -> Coroutine[Any, Any, bool] | None:
+        """None while there is room; else what to await until there is."""
         if self._items.qsize() >= self._most:
             self.waits += 1
             self._free.clear()
-            await self._free.wait()
+            return self._free.wait()
+        return None
 
     def taken(self) -> None:
         if not self._free.is_set() and self._items.qsize() <= self._most // 2:
@@ -79,7 +81,7 @@ class EventBacklog:
 
 
 # What the main loop is woken with, one queue for all of it ------------------------------------------
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: two per pod, and a frozen dataclass's __init__ costs 3x
 class InformerEvent:
     """An object of `kind` added, modified or deleted, as an informer saw it."""
 

@@ -33,9 +33,10 @@ class Informer:
         http: KubeHTTP,
         deliver: Deliver,
         watch_seconds: int = WATCH_SECONDS,
-        room: Callable[[], Awaitable[None]] | None = None,
+        room: Callable[[], Awaitable[object] | None] | None = None,
     ) -> None:
-        """`room`: awaited after each event handed on, until its consumer has room for more: while it
+        """`room`: asked after each event handed on; what it returns, when not None, is awaited until its
+        consumer has room for more (None: room now, and no coroutine made for every event): while it
         waits the watch is not read, and the API server's stream waits (or ends it, a watcher too
         slow, and the informer lists again)."""
         self.kind = kind
@@ -73,8 +74,9 @@ class Informer:
                 await self._room()
 
     async def _room(self) -> None:
-        if self.room is not None:
-            await self.room()
+        wait = self.room() if self.room is not None else None
+        if wait is not None:
+            await wait
 
     async def _watch(self) -> None:
         async for event in self.http.watch(self.path, self._rv, self.watch_seconds):
@@ -95,7 +97,9 @@ class Informer:
                 self.known[key_of(obj)] = obj
             self._rv = rv or self._rv
             self.deliver(self.kind, kind, obj)
-            await self._room()
+            wait = self.room() if self.room is not None else None  # (inline: once per event)
+            if wait is not None:
+                await wait
 
     async def _run(self) -> None:
         while True:

@@ -17,10 +17,8 @@ JSON (NaN, a lone surrogate) is refused as the API server's own decoder refuses 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -31,6 +29,7 @@ import structlog
 from shim_k8s.api.http1 import Http1Pool
 from shim_k8s.api.kubeconfig import ClusterAccess
 from shim_k8s.api.objects import WatchEvent
+from shim_k8s.api.request_flow import InFlight, RateLimiter
 
 log = structlog.get_logger("pykorn.k8s.http")
 
@@ -58,36 +57,6 @@ class ApiError(RuntimeError):
         self.status, self.reason, self.body = status, reason, body
 
 
-@dataclass
-class RateLimiter:
-    """A token bucket as client-go's: `qps` tokens a second, up to `burst` saved.
-
-    A request that finds no token takes one on credit and sleeps once, until its turn (as Go's
-    `rate.Limiter.Wait` reserves): callers go in the order they came, and a thousand waiting cost a
-    thousand sleeps, not a thousand wake-ups per token as when every waiter woke to try again.
-    """
-
-    qps: float
-    burst: int
-    _tokens: float = field(init=False)
-    _last: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._tokens = float(self.burst)
-        self._last = time.monotonic()
-
-    async def acquire(self) -> None:
-        now = time.monotonic()
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps) - 1.0
-        self._last = now
-        if self._tokens < 0.0:  # on credit: its token comes when the ones owed before it have
-            try:
-                await asyncio.sleep(-self._tokens / self.qps)
-            except asyncio.CancelledError:
-                self._tokens += 1.0  # not used: those after it need not wait for it (as Go's Cancel)
-                raise
-
-
 class KubeHTTP:
     """Requests to one API server. Writes share the in-flight bound and the rate limit; watches hold
     their own connection for as long as they stream."""
@@ -104,7 +73,7 @@ class KubeHTTP:
         # Events have a limit of their own, as kube-scheduler's event client does: a flood of them
         # never takes the rate that bindings need.
         self.event_limiter = RateLimiter(qps, burst)
-        self._slots = asyncio.Semaphore(in_flight)
+        self._slots = InFlight(in_flight)
         self._in_flight = in_flight
         self._session: aiohttp.ClientSession | None = None  # watches and lists
         self._pool = Http1Pool(access.host, access.ssl_context)  # every other request
@@ -164,10 +133,19 @@ class KubeHTTP:
     ) -> dict[str, Any]:
         """One request under the rate limit (events': `event`) and the in-flight bound; the decoded
         answer ({} with `answer` False: a write whose answer nobody reads is not decoded), or ApiError."""
-        await (self.event_limiter if event else self.limiter).acquire()
-        async with self._slots:
+        # The rate limit and the in-flight bound, each awaited only when it holds the request back
+        # (their common case, a token and a slot free, costs no coroutine: this runs twice per pod).
+        limiter = self.event_limiter if event else self.limiter
+        wait = limiter.take()
+        if wait > 0.0:
+            await limiter.pay(wait)
+        slots = self._slots
+        if not slots.take_now():
+            await slots.take()
+        try:
             self._busy += 1
-            self.in_flight_peak = max(self.in_flight_peak, self._busy)
+            if self._busy > self.in_flight_peak:
+                self.in_flight_peak = self._busy
             self.requests += 1
             target = f"{path}?{urlencode(params)}" if params else path
             data = orjson.dumps(body) if body is not None else None
@@ -180,6 +158,8 @@ class KubeHTTP:
                 raise
             finally:
                 self._busy -= 1
+        finally:
+            slots.give()
         if got.status >= 400:
             code = str(got.status)
             self.errors[code] = self.errors.get(code, 0) + 1

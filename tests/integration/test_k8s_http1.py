@@ -168,6 +168,32 @@ async def test_no_answer_in_time_is_a_timeout_and_the_connection_is_dropped(serv
     pool.close()
 
 
+async def test_each_request_times_out_at_its_own_deadline_whatever_came_before_it(servers: Servers) -> None:
+    """One timer serves every request (shim_k8s.api.http1._Deadlines): a short timeout sent after a
+    long one still ends on time, and the long one, answered meanwhile, is not touched by it."""
+    waiting = asyncio.Event()
+
+    def script(head: bytes, body: bytes) -> tuple[list[bytes], bool]:
+        if b"/never" in head:
+            waiting.set()
+            return [], False
+        return _created(b"{}")
+
+    server = await servers(script)
+    pool = Http1Pool(server.url)
+    patient = asyncio.create_task(pool.request("GET", "/api/v1/never", HEADERS, None, 30.0))
+    await waiting.wait()  # the long one is on the server, unanswered
+    with pytest.raises(TimeoutError):
+        await pool.request("GET", "/api/v1/never", HEADERS, None, 0.05)
+    assert not patient.done()  # its own deadline is far off
+    assert (await pool.request("POST", "/api/v1/x", HEADERS, b"{}", 0.05)).status == 201
+    patient.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await patient
+    assert not pool._deadlines._waiting  # nothing left behind for the timer
+    pool.close()
+
+
 async def test_a_path_prefix_in_the_server_url_is_kept(servers: Servers) -> None:
     server = await servers(lambda head, body: _created(b"{}"))
     pool = Http1Pool(server.url + "/k8s/clusters/c-1/")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from shim_k8s.api.kube_http import RateLimiter
+from shim_k8s.api.request_flow import RateLimiter
 
 
 class _Clock:
