@@ -46,7 +46,8 @@ test-nightly: $(STAMP)
 ## gang scheduling (1,000 gangs of 10 on 5,000 nodes: placeholders, then replacement), and another RM's
 ## latency beside 50,000 asks that cannot run (bench_unfit), and the Kubernetes shim end to end (bench_k8s:
 ## bursts, latency, volumes, and gangs of 8 through the Workload API next to YuniKorn task groups), and
-## the history database's cost and scale (bench_history).
+## the history database's cost and scale (bench_history), and what one more application costs the core
+## against the steps YuniKorn's model requires for it (bench_app_floor).
 ## Figures go in benchmarks/RESULTS.md with the machine, the date and this command.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_scheduling
@@ -57,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_constraints
 	$(BIN)/python -m benchmarks.bench_k8s
 	$(BIN)/python -m benchmarks.bench_history
+	$(BIN)/python -m benchmarks.bench_app_floor
 
 ## dist: the wheel, $(WHEEL): what users install and what the Containerfile copies.
 dist: $(STAMP)
