@@ -77,10 +77,11 @@ class InFlight:
         self._waiters.append(waiter)
         try:
             await waiter
-        except asyncio.CancelledError:
+        except BaseException:  # cancelled, or the coroutine closed (GeneratorExit): never keep a slot
             if waiter.done() and not waiter.cancelled():
                 self.give()  # handed a slot just as it was cancelled: the next one gets it
             else:
+                waiter.cancel()
                 with contextlib.suppress(ValueError):  # a give() may have passed it by already
                     self._waiters.remove(waiter)
             raise

@@ -102,3 +102,25 @@ async def test_a_waiter_cancelled_gives_its_token_back(monkeypatch: pytest.Monke
     assert slept == pytest.approx([0.1])  # one token's wait, not 5.1 s
     next_one.cancel()
     await asyncio.gather(next_one, return_exceptions=True)
+
+
+async def test_take_says_the_wait_and_a_pay_cancelled_gives_the_token_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shim's requests take a token without a coroutine (take), and sleep only when it is owed (pay):
+    the same bucket as acquire's, and the same refund when the wait is given up."""
+    monkeypatch.setattr(time, "monotonic", lambda: 1000.0)
+    limiter = RateLimiter(qps=10.0, burst=2)
+    assert limiter.take() == 0.0 and limiter.take() == 0.0  # the burst: no wait
+    assert limiter.take() == pytest.approx(0.1)
+    assert limiter.take() == pytest.approx(0.2)  # each waits behind the one owed before it
+
+    async def sleep_until_cancelled(seconds: float) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(asyncio, "sleep", sleep_until_cancelled)
+    paying = asyncio.create_task(limiter.pay(0.2))
+    await asyncio.wait([paying], timeout=0)
+    paying.cancel()
+    await asyncio.gather(paying, return_exceptions=True)
+    assert limiter.take() == pytest.approx(0.2)  # the cancelled one's token went back: 0.2, not 0.3

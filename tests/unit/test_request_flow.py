@@ -73,3 +73,15 @@ async def test_a_waiter_cancelled_just_as_it_was_handed_a_slot_passes_it_on() ->
     await asyncio.wait_for(second, 1.0)  # the slot it was given went on
     slots.give()
     assert slots.free == 1
+
+
+async def test_a_waiter_closed_without_a_cancellation_keeps_no_slot() -> None:
+    """A coroutine closed while it waits (GeneratorExit, as when its task is collected unfinished) leaves
+    the queue too: a slot given back later is not handed to it for good."""
+    slots = InFlight(1)
+    assert slots.take_now()
+    waiting = slots.take()
+    waiting.send(None)  # it now waits for its slot
+    waiting.close()
+    slots.give()
+    assert slots.free == 1 and slots.take_now()
