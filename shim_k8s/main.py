@@ -58,8 +58,9 @@ STOP_GRACE = 5.0  # seconds the decisions under way may take to finish when the 
 class EventBacklog:
     """The bound on the informer events waiting in the loop's queue. Informers call `room` after each
     event they hand on, and await what it returns (only when the queue is full: otherwise None, and no
-    coroutine is made for the event); the loop calls `taken` after each batch it takes. The loop's own wake-ups (the
-    core's answers, a stop, a reconciliation round) are never held back: only the watches wait."""
+    coroutine is made for the event); the loop calls `taken` after each batch it takes. The loop's own
+    wake-ups (the core's answers, a stop, a reconciliation round) are never held back: only the watches
+    wait."""
 
     def __init__(self, items: asyncio.Queue[Item], most: int = EVENT_BACKLOG) -> None:
         self._items = items
