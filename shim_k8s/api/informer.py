@@ -67,16 +67,17 @@ class Informer:
         for key, obj in current.items():
             if known.get(key) != obj:
                 self.deliver(self.kind, WatchEvent.MODIFIED if key in known else WatchEvent.ADDED, obj)
-                await self._room()
+                if (wait := self._room()) is not None:
+                    await wait
         for key, obj in known.items():
             if key not in current:
                 self.deliver(self.kind, WatchEvent.DELETED, obj)
-                await self._room()
+                if (wait := self._room()) is not None:
+                    await wait
 
-    async def _room(self) -> None:
-        wait = self.room() if self.room is not None else None
-        if wait is not None:
-            await wait
+    def _room(self) -> Awaitable[object] | None:
+        """What to await before the next event (None: room now, and no coroutine made per event)."""
+        return self.room() if self.room is not None else None
 
     async def _watch(self) -> None:
         async for event in self.http.watch(self.path, self._rv, self.watch_seconds):
@@ -97,8 +98,7 @@ class Informer:
                 self.known[key_of(obj)] = obj
             self._rv = rv or self._rv
             self.deliver(self.kind, kind, obj)
-            wait = self.room() if self.room is not None else None  # (inline: once per event)
-            if wait is not None:
+            if (wait := self._room()) is not None:
                 await wait
 
     async def _run(self) -> None:
